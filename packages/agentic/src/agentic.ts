@@ -1,0 +1,60 @@
+import type { Decision, Orchestrator, RunContext } from "@agent-core/core";
+import { buildSystemPrompt, type PromptSituation } from "./prompts.js";
+
+export interface AgenticOptions {
+  /** Name reported by the orchestrator (default "agentic"). */
+  name?: string;
+}
+
+/**
+ * The default turn loop. Each model call is a steering decision: respond with text, or steer with
+ * tool calls. Tools run one at a time in the model's order; steering messages interrupt between
+ * tools (the rest are skipped) and before every model call; follow-ups open a new turn when the
+ * agent would stop. Limits, abort and the transcript guarantees come from `ctx`.
+ */
+export class AgenticOrchestrator implements Orchestrator {
+  readonly name: string;
+
+  constructor(options: AgenticOptions = {}) {
+    this.name = options.name ?? "agentic";
+  }
+
+  async run(ctx: RunContext): Promise<void> {
+    for (;;) {
+      ctx.startTurn();
+      const answer = await this.#turn(ctx);
+      ctx.endTurn(answer.message);
+      const followUps = await ctx.followUps.take();
+      if (followUps.length === 0) return;
+      ctx.messages.append(...followUps);
+    }
+  }
+
+  async #turn(ctx: RunContext): Promise<Extract<Decision, { mode: "respond" }>> {
+    let situation: PromptSituation = "initial";
+    for (;;) {
+      const decision = await ctx.decide({ system: this.#system(ctx, situation) });
+      if (decision.mode === "respond") {
+        // Steering that arrived while the answer streamed is honoured before the turn ends.
+        const steering = await ctx.steering.take();
+        if (steering.length === 0) return decision;
+        ctx.applySteering(steering);
+        situation = "initial";
+        continue;
+      }
+      const batch = await ctx.executeTools(decision.toolCalls);
+      situation = batch.steering.length > 0 ? "initial" : "afterTools";
+    }
+  }
+
+  #system(ctx: RunContext, situation: PromptSituation): string {
+    return buildSystemPrompt(ctx.systemPrompt, situation, {
+      hasTools: ctx.tools.size > 0,
+      steeringInstruction: ctx.steeringInstruction,
+    });
+  }
+}
+
+export function agentic(options: AgenticOptions = {}): AgenticOrchestrator {
+  return new AgenticOrchestrator(options);
+}

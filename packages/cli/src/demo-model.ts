@@ -1,0 +1,334 @@
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4FinishReason,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4Reasoning,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Text,
+  LanguageModelV4ToolCall,
+  LanguageModelV4ToolResultOutput,
+  LanguageModelV4ToolResultPart,
+  LanguageModelV4Usage,
+} from "@ai-sdk/provider";
+
+/*
+ * The offline demo model: what the CLI talks to when no API key is set, so that `agent-core run` shows the
+ * whole loop (reasoning, tool calls, tool results, a streamed answer) without a network or an account.
+ * It does not understand language; it pattern-matches the last user message, and every answer it gives is
+ * marked "[demo]" so nobody mistakes it for a real model.
+ */
+
+const MODEL_ID = "offline-demo";
+const CALCULATOR = "calculator";
+const CURRENT_TIME = "get_current_time";
+
+const HELP_TEXT =
+  '[demo] I am the offline demo model of agent-core: I can do arithmetic with the calculator (try "What is ' +
+  '(2+3)*4?") and tell the time. Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, AGENT_CORE_MODEL) to ' +
+  "talk to a real model.";
+
+const TIME_QUESTION = /\b(time|date|day|clock|today)\b/i;
+
+// Numbers joined by at least one binary operator, with signs and parentheses; spaces are allowed only
+// around operators and parentheses, so "3*4. 5 apples" yields "3*4", not "3*4.5".
+const NUMBER = String.raw`\d+(?:\.\d+)?`;
+const OPEN = String.raw`(?:[-+(]\s*)*`;
+const CLOSE = String.raw`(?:\s*\))*`;
+const OPERATOR = String.raw`\s*[-+*/%^×÷]\s*`;
+const EXPRESSION = new RegExp(`${OPEN}${NUMBER}(?:${CLOSE}${OPERATOR}${OPEN}${NUMBER})+${CLOSE}`, "g");
+
+type DemoContent = LanguageModelV4Reasoning | LanguageModelV4Text | LanguageModelV4ToolCall;
+
+interface DemoReply {
+  /** 1 for the first model call of a turn, 2 after one round of tool calls, ... */
+  step: number;
+  content: DemoContent[];
+  finishReason: LanguageModelV4FinishReason;
+  usage: LanguageModelV4Usage;
+}
+
+/**
+ * A deterministic `LanguageModelV4` that needs no network. `chunkDelayMs` waits between stream parts so a
+ * person watching the CLI sees the answer stream in.
+ */
+export function createDemoModel(options: { chunkDelayMs?: number } = {}): LanguageModelV4 {
+  const chunkDelayMs = options.chunkDelayMs ?? 0;
+  return {
+    specificationVersion: "v4",
+    provider: "agent-core-demo",
+    modelId: MODEL_ID,
+    supportedUrls: {},
+    async doGenerate(call) {
+      call.abortSignal?.throwIfAborted();
+      const { content, finishReason, usage } = replyTo(call);
+      return { content, finishReason, usage, warnings: [] };
+    },
+    async doStream(call) {
+      // Like a fetch with an aborted signal: refuse to start rather than return a stream that fails at once.
+      call.abortSignal?.throwIfAborted();
+      return { stream: partsStream(streamParts(replyTo(call)), chunkDelayMs, call.abortSignal) };
+    },
+  };
+}
+
+function replyTo(call: LanguageModelV4CallOptions): DemoReply {
+  const step = call.prompt.filter((message) => message.role === "assistant").length + 1;
+  const content = plan(call, step);
+  const calls = content.some((part) => part.type === "tool-call");
+  return {
+    step,
+    content,
+    finishReason: calls ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" },
+    usage: estimateUsage(call, content),
+  };
+}
+
+/** Report tool results if they just came back; else call tools if the question needs them; else explain. */
+function plan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
+  const turn = currentTurn(call.prompt);
+  const results = turn.flatMap((message) =>
+    message.role === "tool" ? message.content.filter((part) => part.type === "tool-result") : [],
+  );
+  if (results.length > 0) {
+    const inputs = toolCallInputs(turn);
+    const answer = sentence(results.map((result) => describeResult(result, inputs.get(result.toolCallId))));
+    return [{ type: "text", text: `[demo] ${answer}` }];
+  }
+  const offered = new Set(call.tools?.map((tool) => tool.name));
+  const toolCalls = planToolCalls(lastUserText(call.prompt), offered, step);
+  return toolCalls.length > 0 ? toolCalls : [{ type: "text", text: HELP_TEXT }];
+}
+
+/** The messages after the last user message: this turn's tool calls and results. */
+function currentTurn(prompt: LanguageModelV4Prompt): LanguageModelV4Message[] {
+  return prompt.slice(prompt.findLastIndex((message) => message.role === "user") + 1);
+}
+
+function lastUserText(prompt: LanguageModelV4Prompt): string {
+  const user = prompt.findLast((message) => message.role === "user");
+  if (user?.role !== "user") return "";
+  return user.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
+}
+
+function toolCallInputs(turn: LanguageModelV4Message[]): Map<string, unknown> {
+  const inputs = new Map<string, unknown>();
+  for (const message of turn)
+    if (message.role === "assistant")
+      for (const part of message.content) if (part.type === "tool-call") inputs.set(part.toolCallId, part.input);
+  return inputs;
+}
+
+function planToolCalls(text: string, offered: Set<string>, step: number): DemoContent[] {
+  const expressions = offered.has(CALCULATOR) ? extractExpressions(text) : [];
+  const wantsTime = offered.has(CURRENT_TIME) && TIME_QUESTION.test(text);
+  if (expressions.length === 0 && !wantsTime) return [];
+  const needs = expressions.length > 0 ? [`the calculator for ${joinList(expressions)}`] : [];
+  const calls: { toolName: string; args: Record<string, string> }[] = expressions.map((expression) => ({
+    toolName: CALCULATOR,
+    args: { expression },
+  }));
+  if (wantsTime) {
+    needs.push("the current time");
+    calls.push({ toolName: CURRENT_TIME, args: {} });
+  }
+  return [
+    { type: "reasoning", text: `The question needs ${joinList(needs)}.` },
+    ...calls.map(
+      ({ toolName, args }, index): LanguageModelV4ToolCall => ({
+        type: "tool-call",
+        toolCallId: `demo-${step}-${index + 1}`,
+        toolName,
+        input: JSON.stringify(args),
+      }),
+    ),
+  ];
+}
+
+/** "What is 15 * 3 and (10+5)?" gives ["15*3", "(10+5)"]. */
+function extractExpressions(text: string): string[] {
+  return [...text.matchAll(EXPRESSION)].map((match) => trimUnbalanced(match[0].replace(/\s+/g, "")));
+}
+
+/** Drops parentheses that belong to the prose around the expression, as in "(for example 2+3)". */
+function trimUnbalanced(expression: string): string {
+  let trimmed = expression;
+  const depth = (text: string) => text.split("(").length - text.split(")").length;
+  while (depth(trimmed) < 0 && trimmed.endsWith(")")) trimmed = trimmed.slice(0, -1);
+  while (depth(trimmed) > 0 && trimmed.startsWith("(")) trimmed = trimmed.slice(1);
+  return trimmed;
+}
+
+function describeResult(result: LanguageModelV4ToolResultPart, rawInput: unknown): string {
+  const input = typeof rawInput === "string" ? parseJson(rawInput) : rawInput;
+  const failure = failureOf(result.output);
+  if (failure !== undefined) {
+    if (result.toolName === CALCULATOR) return `I could not compute ${field(input, "expression")}: ${failure}`;
+    if (result.toolName === CURRENT_TIME) return `I could not get the current time: ${failure}`;
+    return `${result.toolName} failed: ${failure}`;
+  }
+  const value = valueOf(result.output);
+  if (result.toolName === CALCULATOR)
+    return `${field(input, "expression") ?? field(value, "expression")} = ${field(value, "result") ?? value}`;
+  if (result.toolName === CURRENT_TIME) {
+    const datetime = field(value, "datetime");
+    if (datetime === undefined) return `the current time is ${value}`;
+    return `the current time is ${datetime} (${field(value, "timezone")})`;
+  }
+  return `${result.toolName} returned ${JSON.stringify(value)}`;
+}
+
+/** The error message of a failed tool call, or undefined if it succeeded. */
+function failureOf(output: LanguageModelV4ToolResultOutput): string | undefined {
+  switch (output.type) {
+    case "error-text":
+      return output.value;
+    case "error-json":
+      return String(field(output.value, "message") ?? JSON.stringify(output.value));
+    case "execution-denied":
+      return output.reason ?? "the call was not allowed";
+    default:
+      return undefined;
+  }
+}
+
+/** Tool results may arrive as JSON or as text holding JSON (agent-core sends text), so both are parsed. */
+function valueOf(output: LanguageModelV4ToolResultOutput): unknown {
+  switch (output.type) {
+    case "json":
+      return output.value;
+    case "text":
+      return parseJson(output.value);
+    case "content":
+      return parseJson(output.value.map((part) => (part.type === "text" ? part.text : "")).join(""));
+    default:
+      return undefined;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function field(value: unknown, key: string): unknown {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+/** ["a", "b", "c"] gives "A, b and c." */
+function sentence(clauses: string[]): string {
+  const text = joinList(clauses);
+  const capitalized = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(capitalized) ? capitalized : `${capitalized}.`;
+}
+
+function joinList(items: string[]): string {
+  if (items.length <= 1) return items.join("");
+  return `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+}
+
+/** About 4 characters per token, the usual rule of thumb, so usage displays look plausible. */
+function estimateUsage(call: LanguageModelV4CallOptions, content: DemoContent[]): LanguageModelV4Usage {
+  const tokens = (text: string) => Math.ceil(text.length / 4);
+  const input = tokens(JSON.stringify(call.prompt) + JSON.stringify(call.tools ?? []));
+  let reasoning = 0;
+  let text = 0;
+  for (const part of content) {
+    if (part.type === "reasoning") reasoning += tokens(part.text);
+    else text += tokens(part.type === "text" ? part.text : part.input);
+  }
+  return {
+    inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: text + reasoning, text, reasoning },
+  };
+}
+
+function streamParts(reply: DemoReply): LanguageModelV4StreamPart[] {
+  const parts: LanguageModelV4StreamPart[] = [
+    { type: "stream-start", warnings: [] },
+    { type: "response-metadata", id: `demo-response-${reply.step}`, modelId: MODEL_ID, timestamp: new Date() },
+  ];
+  for (const item of reply.content) parts.push(...contentParts(item, reply.step));
+  parts.push({ type: "finish", finishReason: reply.finishReason, usage: reply.usage });
+  return parts;
+}
+
+function contentParts(item: DemoContent, step: number): LanguageModelV4StreamPart[] {
+  if (item.type === "tool-call") {
+    const { toolCallId: id, toolName, input } = item;
+    const middle = Math.ceil(input.length / 2);
+    return [
+      { type: "tool-input-start", id, toolName },
+      { type: "tool-input-delta", id, delta: input.slice(0, middle) },
+      { type: "tool-input-delta", id, delta: input.slice(middle) },
+      { type: "tool-input-end", id },
+      item,
+    ];
+  }
+  const id = `demo-${step}-${item.type}`;
+  const deltas = words(item.text);
+  if (item.type === "reasoning")
+    return [
+      { type: "reasoning-start", id },
+      ...deltas.map((delta) => ({ type: "reasoning-delta" as const, id, delta })),
+      { type: "reasoning-end", id },
+    ];
+  return [
+    { type: "text-start", id },
+    ...deltas.map((delta) => ({ type: "text-delta" as const, id, delta })),
+    { type: "text-end", id },
+  ];
+}
+
+/** Each word with the whitespace after it, so the deltas concatenate back to exactly `text`. */
+function words(text: string): string[] {
+  return text.split(/(?<=\s)(?=\S)/);
+}
+
+/** Emits `parts` one per pull, `delayMs` apart; an abort errors the stream with the signal's reason. */
+function partsStream(
+  parts: LanguageModelV4StreamPart[],
+  delayMs: number,
+  signal: AbortSignal | undefined,
+): ReadableStream<LanguageModelV4StreamPart> {
+  let next = 0;
+  let onAbort: (() => void) | undefined;
+  const stopListening = () => {
+    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
+  };
+  return new ReadableStream({
+    start(controller) {
+      if (signal === undefined) return;
+      onAbort = () => controller.error(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    },
+    async pull(controller) {
+      if (next > 0 && delayMs > 0) await sleep(delayMs, signal);
+      // The abort listener has already errored the stream; enqueueing now would throw.
+      if (signal?.aborted) return;
+      controller.enqueue(parts[next++] as LanguageModelV4StreamPart);
+      if (next === parts.length) {
+        stopListening();
+        controller.close();
+      }
+    },
+    cancel: stopListening,
+  });
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,245 @@
+import "reflect-metadata";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import mittModule, { type Emitter, type EventType } from "mitt";
+import type { DependencyContainer } from "tsyringe";
+import { AgentRun } from "./agent-run.js";
+import { AgentBusyError, InvalidConfigError } from "./errors.js";
+import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
+import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
+import { type AgentMessage, type MessageInput, toMessage } from "./messages.js";
+import { defaultRetry, type RetryOptions } from "./model/retry.js";
+import type { ModelCallSettings } from "./model/stream-step.js";
+import type { Limits, MessageSource, Orchestrator } from "./orchestrator/contract.js";
+import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
+import { MessageQueue } from "./run/message-queue.js";
+import { RunSession } from "./run/run-session.js";
+import type { Tool } from "./tools/define-tool.js";
+import { ToolRegistry } from "./tools/registry.js";
+
+// mitt's types resolve as CommonJS under NodeNext; its ESM default export is the factory.
+const mitt = mittModule as unknown as <E extends Record<EventType, unknown>>() => Emitter<E>;
+
+/** Context handed to the steering and follow-up callbacks. */
+export interface QueueCallbackContext {
+  runId: string;
+  messages: readonly AgentMessage[];
+}
+
+export type MessageCallback = (
+  context: QueueCallbackContext,
+) => readonly MessageInput[] | undefined | Promise<readonly MessageInput[] | undefined>;
+
+export interface AgentConfig {
+  systemPrompt?: string;
+  /** Any AI SDK language model (specification v4, as every ai@7 provider returns). */
+  provider?: LanguageModelV4;
+  tools?: ToolRegistry | readonly Tool[];
+  /** An orchestrator, or the name of a registered one; default: the registered default ("agentic"). */
+  orchestrator?: Orchestrator | string;
+  limits?: Partial<Limits>;
+  /** Rewrites the history before each model call (see `keepRecent`, `keepFirstAndRecent`). */
+  transformContext?: HistoryTransform;
+  /** Turns agent messages into model messages; the default drops custom message kinds. */
+  convertToLlm?: ConvertToLlm;
+  /** Asked at every steering boundary, beside the `steer()` queue. */
+  getSteeringMessages?: MessageCallback;
+  /** Asked when the run would stop, beside the `followUp()` queue. */
+  getFollowUpMessages?: MessageCallback;
+  /** Replaces the default tool-use instruction of the agentic orchestrator's first call. */
+  steeringInstruction?: string;
+  /** Settings for every model call (temperature, maxOutputTokens, providerOptions, …). */
+  modelSettings?: ModelCallSettings;
+  retry?: Partial<RetryOptions>;
+  /** The parent of this agent's container (default: the root container holding the plug-ins). */
+  container?: DependencyContainer;
+  /** Where listener errors go (default: console.error). */
+  onListenerError?: (error: unknown, event: AgentEvent) => void;
+}
+
+export interface PromptOptions {
+  /** Aborts this run. */
+  signal?: AbortSignal;
+}
+
+export const defaultLimits: Limits = { maxCycles: 10, abortGraceMs: 250 };
+
+type Events = { [T in AgentEventType]: AgentEventOf<T> };
+
+/**
+ * An agent: a history, a provider, tools and an orchestrator. Prompts are serialized: a prompt
+ * made while another runs waits for it (its run starts when the previous one ends), so two runs
+ * never race on one history.
+ */
+export class Agent {
+  readonly container: DependencyContainer;
+  readonly tools: ToolRegistry;
+  readonly #config: AgentConfig;
+  readonly #orchestrator: Orchestrator;
+  readonly #limits: Limits;
+  readonly #retry: RetryOptions;
+  readonly #history: AgentMessage[] = [];
+  readonly #steeringQueue = new MessageQueue();
+  readonly #followUpQueue = new MessageQueue();
+  readonly #emitter = mitt<Events>();
+  readonly #wildcards = new Map<(event: AgentEvent) => void, (type: AgentEventType, event: AgentEvent) => void>();
+  /** Aborting it aborts every run started or queued before the abort. */
+  #generation = new AbortController();
+  #tail: Promise<void> = Promise.resolve();
+  #pending = 0;
+
+  constructor(config: AgentConfig = {}) {
+    this.#config = config;
+    if (config.provider !== undefined && !isLanguageModel(config.provider))
+      throw new InvalidConfigError(
+        "provider must be an AI SDK LanguageModel object (specification v4, e.g. openai('gpt-4o') from an ai@7 provider).",
+      );
+    this.#limits = validLimits({ ...defaultLimits, ...config.limits });
+    this.#retry = { ...defaultRetry, ...config.retry };
+    this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
+    this.container = (config.container ?? rootContainer).createChildContainer();
+    this.#orchestrator =
+      typeof config.orchestrator === "object"
+        ? validateOrchestrator(config.orchestrator, "config.orchestrator")
+        : this.container.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
+  }
+
+  get orchestrator(): Orchestrator {
+    return this.#orchestrator;
+  }
+
+  /** A copy of the history. */
+  get messages(): AgentMessage[] {
+    return [...this.#history];
+  }
+
+  /** True while a run is in progress or waiting its turn. */
+  get busy(): boolean {
+    return this.#pending > 0;
+  }
+
+  /** Starts a run at once (or as soon as the previous one ends) and returns it. */
+  prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
+    const runAbort = new AbortController();
+    const signals = [this.#generation.signal, runAbort.signal];
+    if (options.signal) signals.push(options.signal);
+    const signal = AbortSignal.any(signals);
+    const run = new AgentRun(crypto.randomUUID(), (reason) => runAbort.abort(reason));
+    const inputs = (Array.isArray(input) ? input : [input]).map(toMessage);
+    this.#pending++;
+    this.#tail = this.#tail.then(() => this.#execute(run, inputs, signal));
+    return run;
+  }
+
+  /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
+  steer(message: MessageInput): void {
+    this.#steeringQueue.push(message);
+  }
+
+  /** Queues a message that continues the run when it would otherwise stop. */
+  followUp(message: MessageInput): void {
+    this.#followUpQueue.push(message);
+  }
+
+  /** Aborts the running run and every run waiting behind it. */
+  abort(reason?: unknown): void {
+    this.#generation.abort(reason);
+    this.#generation = new AbortController();
+  }
+
+  /** Clears the history and both queues. Not allowed while a run is in progress. */
+  reset(): void {
+    if (this.busy) throw new AgentBusyError("reset the agent");
+    this.#history.length = 0;
+    this.#steeringQueue.clear();
+    this.#followUpQueue.clear();
+  }
+
+  /** Listens to the events of every run of this agent; `"*"` for all types. Returns an unsubscribe. */
+  on<T extends AgentEventType>(type: T, handler: (event: AgentEventOf<T>) => void): () => void;
+  on(type: "*", handler: (event: AgentEvent) => void): () => void;
+  on(type: AgentEventType | "*", handler: (event: never) => void): () => void {
+    if (type === "*") {
+      const listener = handler as (event: AgentEvent) => void;
+      const wrapped = (_type: AgentEventType, event: AgentEvent) => listener(event);
+      this.#wildcards.set(listener, wrapped);
+      this.#emitter.on("*", wrapped);
+      return () => this.off("*", listener);
+    }
+    this.#emitter.on(type as AgentEventType, handler as never);
+    return () => this.off(type, handler as (event: AgentEvent) => void);
+  }
+
+  off(type: AgentEventType | "*", handler: (event: never) => void): void {
+    if (type === "*") {
+      const wrapped = this.#wildcards.get(handler as (event: AgentEvent) => void);
+      if (wrapped) this.#emitter.off("*", wrapped);
+      this.#wildcards.delete(handler as (event: AgentEvent) => void);
+      return;
+    }
+    this.#emitter.off(type as AgentEventType, handler as never);
+  }
+
+  async #execute(run: AgentRun, input: AgentMessage[], signal: AbortSignal): Promise<void> {
+    const session = new RunSession({
+      runId: run.runId,
+      orchestrator: this.#orchestrator,
+      history: this.#history,
+      input,
+      signal,
+      limits: this.#limits,
+      systemPrompt: this.#config.systemPrompt ?? "",
+      steeringInstruction: this.#config.steeringInstruction,
+      provider: this.#config.provider,
+      tools: this.tools,
+      transformContext: this.#config.transformContext,
+      convertToLlm: this.#config.convertToLlm,
+      modelSettings: this.#config.modelSettings,
+      retry: this.#retry,
+      steering: this.#source(this.#steeringQueue, this.#config.getSteeringMessages, run.runId),
+      followUps: this.#source(this.#followUpQueue, this.#config.getFollowUpMessages, run.runId),
+      container: this.container,
+      publish: (event) => {
+        run.push(event);
+        if (this.#emitter.all.size > 0) this.#notify(event);
+      },
+    });
+    try {
+      run.end(await session.execute());
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  #source(queue: MessageQueue, callback: MessageCallback | undefined, runId: string): MessageSource {
+    const history = this.#history;
+    return {
+      async take() {
+        const queued = queue.drain();
+        if (callback === undefined) return queued;
+        const extra = await callback({ runId, messages: history });
+        return extra && extra.length > 0 ? [...queued, ...extra.map(toMessage)] : queued;
+      },
+    };
+  }
+
+  #notify(event: AgentEvent): void {
+    try {
+      this.#emitter.emit(event.type, event as never);
+    } catch (error) {
+      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(error, event);
+    }
+  }
+}
+
+function isLanguageModel(provider: unknown): provider is LanguageModelV4 {
+  const model = provider as Partial<LanguageModelV4> | null;
+  return model !== null && typeof model === "object" && typeof model.doStream === "function";
+}
+
+function validLimits(limits: Limits): Limits {
+  if (!Number.isInteger(limits.maxCycles) || limits.maxCycles < 1)
+    throw new InvalidConfigError(`limits.maxCycles must be a whole number >= 1, got ${limits.maxCycles}.`);
+  if (!Number.isFinite(limits.abortGraceMs) || limits.abortGraceMs < 0)
+    throw new InvalidConfigError(`limits.abortGraceMs must be a number >= 0, got ${limits.abortGraceMs}.`);
+  return limits;
+}

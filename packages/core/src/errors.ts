@@ -1,0 +1,107 @@
+import type { StopReason } from "./events/schemas.js";
+
+/** Every failure the framework reports is an `AgentError`: a stable `code` and the run's stop reason. */
+export class AgentError extends Error {
+  readonly code: string;
+  readonly stopReason: StopReason;
+
+  constructor(code: string, message: string, options?: { cause?: unknown; stopReason?: StopReason }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.stopReason = options?.stopReason ?? "error";
+  }
+}
+
+export class AbortedError extends AgentError {
+  constructor(reason?: unknown) {
+    super("aborted", abortMessage(reason), { stopReason: "aborted", cause: reason });
+  }
+}
+
+export class MaxCyclesExceededError extends AgentError {
+  readonly maxCycles: number;
+  constructor(maxCycles: number) {
+    super("max_cycles", `The run reached its limit of ${maxCycles} model calls (limits.maxCycles).`, {
+      stopReason: "max_cycles",
+    });
+    this.maxCycles = maxCycles;
+  }
+}
+
+/** The model provider failed (HTTP error, stream error part, malformed stream) after any retries. */
+export class ProviderError extends AgentError {
+  readonly retryable: boolean;
+  constructor(message: string, options: { cause?: unknown; retryable?: boolean } = {}) {
+    super("provider_error", message, { cause: options.cause });
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+export class NoProviderError extends AgentError {
+  constructor() {
+    super("no_provider", "This agent has no provider: pass `provider` (an AI SDK LanguageModel) to new Agent().");
+  }
+}
+
+export class UnknownOrchestratorError extends AgentError {
+  readonly orchestrator: string;
+  constructor(name: string, registered: readonly string[]) {
+    const known = registered.length > 0 ? registered.map((n) => `"${n}"`).join(", ") : "none";
+    super(
+      "unknown_orchestrator",
+      `Unknown orchestrator "${name}". Registered orchestrators: ${known}. Did you import its package (for example \`import "@agent-core/${name}"\`)?`,
+    );
+    this.orchestrator = name;
+  }
+}
+
+export class NoOrchestratorError extends AgentError {
+  constructor() {
+    super(
+      "no_orchestrator",
+      'No orchestrator given and no default registered: add `import "@agent-core/agentic"` or pass `orchestrator`.',
+    );
+  }
+}
+
+export class DuplicateToolError extends AgentError {
+  constructor(name: string) {
+    super("duplicate_tool", `A tool named "${name}" is already registered; tool names must be unique.`);
+  }
+}
+
+export class InvalidConfigError extends AgentError {
+  constructor(message: string) {
+    super("invalid_config", message);
+  }
+}
+
+export class AgentBusyError extends AgentError {
+  constructor(action: string) {
+    super("agent_busy", `Cannot ${action} while a run is in progress; abort it or await run.result() first.`);
+  }
+}
+
+/** An orchestrator (or a callback it called) threw something that is not an `AgentError`. */
+export class OrchestratorError extends AgentError {
+  constructor(orchestrator: string, cause: unknown) {
+    super("orchestrator_error", `Orchestrator "${orchestrator}" failed: ${errorMessage(cause)}`, { cause });
+  }
+}
+
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+}
+
+function abortMessage(reason: unknown): string {
+  if (reason === undefined || (reason instanceof Error && reason.name === "AbortError"))
+    return "The run was aborted.";
+  return `The run was aborted: ${errorMessage(reason)}`;
+}

@@ -1,0 +1,36 @@
+import { APICallError } from "@ai-sdk/provider";
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 2). Only retryable provider errors are retried. */
+  maxRetries: number;
+  /** Delay before the first retry (default 500 ms); doubles each time. */
+  initialDelayMs: number;
+  /** Upper bound of one delay, also for a server's `retry-after` (default 10 s). */
+  maxDelayMs: number;
+}
+
+export const defaultRetry: RetryOptions = { maxRetries: 2, initialDelayMs: 500, maxDelayMs: 10_000 };
+
+export function isRetryable(error: unknown): boolean {
+  return APICallError.isInstance(error) && error.isRetryable;
+}
+
+/** The wait before retry number `attempt` (0-based): the server's retry-after when given, else backoff. */
+export function retryDelay(error: unknown, attempt: number, options: RetryOptions): number {
+  const headers = APICallError.isInstance(error) ? error.responseHeaders : undefined;
+  const fromServer = retryAfterMs(headers);
+  const backoff = options.initialDelayMs * 2 ** attempt;
+  return Math.min(fromServer ?? backoff, options.maxDelayMs);
+}
+
+function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {
+  if (!headers) return undefined;
+  const ms = Number(headers["retry-after-ms"]);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const retryAfter = headers["retry-after"];
+  if (retryAfter === undefined) return undefined;
+  const seconds = Number(retryAfter);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(retryAfter);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}

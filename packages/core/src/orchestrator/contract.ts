@@ -1,0 +1,98 @@
+import type { DependencyContainer } from "tsyringe";
+import type { OrchestratorEvent } from "../events/schemas.js";
+import type { AgentMessage, AssistantMessage, MessageInput, ToolCall, ToolResultMessage } from "../messages.js";
+import type { ModelCallSettings } from "../model/stream-step.js";
+import type { ToolRegistry } from "../tools/registry.js";
+
+/** A turn loop. It acts only through `ctx`, and so gets every guarantee of the framework. */
+export interface Orchestrator {
+  readonly name: string;
+  run(ctx: RunContext): Promise<void>;
+}
+
+export type OrchestratorFactory<Options = never> = (options?: Options) => Orchestrator;
+
+export interface Limits {
+  /** Model calls per run, follow-up turns included (default 10). */
+  maxCycles: number;
+  /** How long an aborted tool or orchestrator may take to stop before it is abandoned (default 250 ms). */
+  abortGraceMs: number;
+}
+
+/** The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten. */
+export interface MessageLog {
+  readonly all: readonly AgentMessage[];
+  readonly length: number;
+  append(...messages: AgentMessage[]): void;
+}
+
+/** Messages queued by the app (`agent.steer`, `agent.followUp`, or the config callbacks). */
+export interface MessageSource {
+  /** Drains the queue (and asks the config callback); an empty array when nothing waits. */
+  take(): Promise<AgentMessage[]>;
+}
+
+export interface DecideOptions {
+  /** The system prompt for this call (default: the agent's). */
+  system?: string;
+  /** Which registered tools the model may call (default all; `false` for none). */
+  tools?: readonly string[] | false;
+  /** Per-call model settings, merged over the agent's `modelSettings`. */
+  settings?: ModelCallSettings;
+}
+
+/** The model's steering decision: answer (respond), or call tools (steer). */
+export type Decision =
+  | { mode: "respond"; message: AssistantMessage; text: string }
+  | { mode: "steer"; message: AssistantMessage; toolCalls: ToolCall[] };
+
+export interface ExecuteToolsOptions {
+  /** Check the steering queue after each tool and skip the rest when it has messages (default true). */
+  interruptOnSteering?: boolean;
+}
+
+export interface ToolBatchResult {
+  /** One result per call, in the order of the calls. */
+  results: ToolResultMessage[];
+  /** Steering messages that arrived during the batch; they are already in the history. */
+  steering: AgentMessage[];
+}
+
+/**
+ * The services a run hands its orchestrator. Each one keeps the run's guarantees: events get their
+ * envelope, the history stays valid, limits and abort hold.
+ */
+export interface RunContext {
+  readonly runId: string;
+  /** Aborted by `agent.abort()`, `run.abort()` or the prompt's signal. */
+  readonly signal: AbortSignal;
+  readonly limits: Readonly<Limits>;
+  readonly systemPrompt: string;
+  /** `steeringInstruction` from the agent config, for orchestrators that build steering prompts. */
+  readonly steeringInstruction: string | undefined;
+  readonly tools: ToolRegistry;
+  readonly messages: MessageLog;
+  readonly steering: MessageSource;
+  readonly followUps: MessageSource;
+  /** The agent's child container: resolve shared services, or register your own. */
+  readonly container: DependencyContainer;
+  /** Emits an event; the framework adds `runId`, `seq` and `ts`. */
+  emit(event: OrchestratorEvent): void;
+  /** Opens a turn (emits `turn_start`) and returns its number, from 1. */
+  startTurn(): number;
+  /** Closes the open turn (emits `turn_end` with the turn's own duration). */
+  endTurn(message: AssistantMessage): void;
+  /**
+   * One model call: checks abort, `maxCycles` and steering first; streams `thinking` and
+   * `text_delta`; appends the assistant message; emits `steering_mode`.
+   */
+  decide(options?: DecideOptions): Promise<Decision>;
+  /**
+   * Runs tool calls one at a time in the model's order: validates args against each tool's schema,
+   * emits `tool_call`/`tool_result`, appends every result, and checks steering after each tool
+   * (the rest are `skipped`, then the steering messages enter the history).
+   */
+  executeTools(calls: readonly ToolCall[], options?: ExecuteToolsOptions): Promise<ToolBatchResult>;
+  /** Appends messages that steer the run and emits `steering_applied`. */
+  applySteering(messages: readonly MessageInput[]): void;
+}

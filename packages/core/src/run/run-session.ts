@@ -1,0 +1,392 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import type { DependencyContainer } from "tsyringe";
+import {
+  AbortedError,
+  AgentError,
+  MaxCyclesExceededError,
+  NoProviderError,
+  OrchestratorError,
+} from "../errors.js";
+import type { AgentEvent, OrchestratorEvent, StopReason } from "../events/schemas.js";
+import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  type AssistantStopReason,
+  addUsage,
+  emptyUsage,
+  type MessageInput,
+  type ToolCall,
+  type ToolResultMessage,
+  textOf,
+  toMessage,
+  type Usage,
+} from "../messages.js";
+import { toModelPrompt } from "../model/prompt.js";
+import type { RetryOptions } from "../model/retry.js";
+import { type ModelCallSettings, streamModelStep } from "../model/stream-step.js";
+import type {
+  DecideOptions,
+  Decision,
+  ExecuteToolsOptions,
+  Limits,
+  MessageLog,
+  MessageSource,
+  Orchestrator,
+  RunContext,
+  ToolBatchResult,
+} from "../orchestrator/contract.js";
+import { executeToolCall, NOT_RUN_ABORTED, SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
+
+/** Everything a run needs from its agent. */
+export interface RunSetup {
+  runId: string;
+  orchestrator: Orchestrator;
+  history: AgentMessage[];
+  input: AgentMessage[];
+  signal: AbortSignal;
+  limits: Limits;
+  systemPrompt: string;
+  steeringInstruction: string | undefined;
+  provider: LanguageModelV4 | undefined;
+  tools: ToolRegistry;
+  transformContext: HistoryTransform | undefined;
+  convertToLlm: ConvertToLlm | undefined;
+  modelSettings: ModelCallSettings | undefined;
+  retry: RetryOptions;
+  steering: MessageSource;
+  followUps: MessageSource;
+  container: DependencyContainer;
+  /** Receives every event, already enveloped. */
+  publish(event: AgentEvent): void;
+}
+
+export interface RunResult {
+  runId: string;
+  /** The whole history of the agent after this run. */
+  messages: AgentMessage[];
+  /** The messages this run added (its prompt included). */
+  newMessages: AgentMessage[];
+  stopReason: StopReason;
+  usage: Usage;
+  durationMs: number;
+  /** The text of the last assistant message of this run ("" when none). */
+  text: string;
+  /** Set when the run did not complete: the same error the `error` event reported. */
+  error?: AgentError;
+}
+
+/**
+ * One run of an orchestrator. It implements the services of `RunContext` and owns the lifecycle:
+ * `agent_start` first, `agent_end` last, exactly once each; a valid history after every ending.
+ */
+export class RunSession implements RunContext {
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  readonly limits: Readonly<Limits>;
+  readonly systemPrompt: string;
+  readonly steeringInstruction: string | undefined;
+  readonly tools: ToolRegistry;
+  readonly messages: MessageLog;
+  readonly steering: MessageSource;
+  readonly followUps: MessageSource;
+  readonly container: DependencyContainer;
+
+  readonly #setup: RunSetup;
+  readonly #startedAt = Date.now();
+  readonly #firstMessage: number;
+  #seq = 0;
+  #sealed = false;
+  #cycles = 0;
+  #usage: Usage = emptyUsage();
+  #turn = 0;
+  #turnStartedAt: number | undefined;
+  #turnFirstMessage = 0;
+  /** Tool calls whose `tool_call` event went out and whose `tool_result` has not yet. */
+  readonly #openCalls = new Map<string, ToolCall>();
+
+  constructor(setup: RunSetup) {
+    this.#setup = setup;
+    this.runId = setup.runId;
+    this.signal = setup.signal;
+    this.limits = setup.limits;
+    this.systemPrompt = setup.systemPrompt;
+    this.steeringInstruction = setup.steeringInstruction;
+    this.tools = setup.tools;
+    this.steering = setup.steering;
+    this.followUps = setup.followUps;
+    this.container = setup.container;
+    this.#firstMessage = setup.history.length;
+    const history = setup.history;
+    const session = this;
+    this.messages = {
+      get all() {
+        return history;
+      },
+      get length() {
+        return history.length;
+      },
+      append(...messages) {
+        session.#assertOpen();
+        history.push(...messages);
+      },
+    };
+  }
+
+  /** Runs the orchestrator to its end; never rejects. */
+  async execute(): Promise<RunResult> {
+    this.#publish({ type: "agent_start" });
+    this.#setup.history.push(...this.#setup.input);
+    let failure: AgentError | undefined;
+    try {
+      await this.#runOrchestrator();
+      if (this.signal.aborted) failure = new AbortedError(this.signal.reason);
+    } catch (error) {
+      failure = this.#toAgentError(error);
+    }
+    return this.#finish(failure);
+  }
+
+  // ----- services of RunContext -----
+
+  emit(event: OrchestratorEvent): void {
+    if (this.#sealed) return;
+    this.#publish(event);
+  }
+
+  startTurn(): number {
+    this.#assertOpen();
+    if (this.#turnStartedAt !== undefined) this.endTurn(this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant("stop"));
+    this.#turn++;
+    this.#turnStartedAt = Date.now();
+    this.#turnFirstMessage = this.#setup.history.length;
+    this.#publish({ type: "turn_start", turn: this.#turn });
+    return this.#turn;
+  }
+
+  endTurn(message: AssistantMessage): void {
+    if (this.#turnStartedAt === undefined || this.#sealed) return;
+    const durationMs = Date.now() - this.#turnStartedAt;
+    this.#turnStartedAt = undefined;
+    this.#publish({ type: "turn_end", message, durationMs });
+  }
+
+  async decide(options: DecideOptions = {}): Promise<Decision> {
+    this.#assertOpen();
+    if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
+    this.#cycles++;
+    const steering = await this.steering.take();
+    if (steering.length > 0) this.applySteering(steering);
+    const provider = this.#setup.provider;
+    if (provider === undefined) throw new NoProviderError();
+
+    const prompt = toModelPrompt(options.system ?? this.systemPrompt, await this.#llmMessages());
+    let index = 0;
+    const step = await streamModelStep({
+      model: provider,
+      prompt,
+      tools: this.#modelTools(options.tools),
+      settings: options.settings ? { ...this.#setup.modelSettings, ...options.settings } : this.#setup.modelSettings,
+      signal: this.signal,
+      retry: this.#setup.retry,
+      onText: (text) => this.#publish({ type: "text_delta", text, index: index++ }),
+      onReasoning: (text) => this.#publish({ type: "thinking", text }),
+    });
+    this.#assertOpen();
+    this.#usage = addUsage(this.#usage, step.usage);
+    const steer = step.toolCalls.length > 0;
+    const message: AssistantMessage = {
+      role: "assistant",
+      content: step.content,
+      model: step.modelId,
+      stopReason: steer ? "toolUse" : assistantStopReason(step.finishReason),
+      usage: step.usage,
+      timestamp: Date.now(),
+    };
+    this.#setup.history.push(message);
+    this.#publish({ type: "steering_mode", mode: steer ? "steer" : "respond", queueSize: step.toolCalls.length });
+    return steer
+      ? { mode: "steer", message, toolCalls: step.toolCalls }
+      : { mode: "respond", message, text: textOf(message) };
+  }
+
+  async executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
+    this.#assertOpen();
+    const interruptOnSteering = options.interruptOnSteering ?? true;
+    const results: ToolResultMessage[] = [];
+    let steering: AgentMessage[] = [];
+    for (const call of calls) {
+      this.#assertOpen();
+      this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+      this.#openCalls.set(call.id, call);
+      let result: ToolResultMessage;
+      if (this.signal.aborted) result = toolResult(call, "aborted", NOT_RUN_ABORTED);
+      else if (steering.length > 0) result = toolResult(call, "skipped", SKIPPED_BY_STEERING);
+      else result = await executeToolCall(this.tools, call, this.signal, this.limits.abortGraceMs);
+      if (this.#sealed) break;
+      this.#setup.history.push(result);
+      this.#publishResult(result);
+      results.push(result);
+      if (interruptOnSteering && steering.length === 0 && !this.signal.aborted) steering = await this.steering.take();
+    }
+    if (steering.length > 0) this.applySteering(steering);
+    return { results, steering };
+  }
+
+  applySteering(inputs: readonly MessageInput[]): void {
+    this.#assertOpen();
+    if (inputs.length === 0) return;
+    const messages = inputs.map(toMessage);
+    this.#setup.history.push(...messages);
+    this.#publish({ type: "steering_applied", messages });
+  }
+
+  // ----- lifecycle -----
+
+  async #runOrchestrator(): Promise<void> {
+    const running = this.#setup.orchestrator.run(this);
+    // An orchestrator that ignores the abort is abandoned after the grace period, so abort is prompt.
+    await new Promise<void>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => {
+        timer = setTimeout(resolve, this.limits.abortGraceMs);
+      };
+      if (this.signal.aborted) onAbort();
+      else this.signal.addEventListener("abort", onAbort, { once: true });
+      const settle = () => {
+        this.signal.removeEventListener("abort", onAbort);
+        if (timer !== undefined) clearTimeout(timer);
+      };
+      Promise.resolve(running).then(
+        () => {
+          settle();
+          resolve();
+        },
+        (error: unknown) => {
+          settle();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #finish(failure: AgentError | undefined): RunResult {
+    const stopReason: StopReason = failure?.stopReason ?? "completed";
+    this.#answerOpenCalls(failure);
+    if (this.#turnStartedAt !== undefined)
+      this.endTurn(this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant(assistantStop(stopReason)));
+    this.#sealed = true;
+    if (failure) this.#publish({ type: "error", code: failure.code, message: failure.message });
+    const durationMs = Date.now() - this.#startedAt;
+    this.#publish({ type: "agent_end", stopReason, usage: this.#usage, durationMs });
+    const newMessages = this.#setup.history.slice(this.#firstMessage);
+    const last = this.#lastAssistantFrom(this.#firstMessage);
+    const result: RunResult = {
+      runId: this.runId,
+      messages: [...this.#setup.history],
+      newMessages,
+      stopReason,
+      usage: this.#usage,
+      durationMs,
+      text: last ? textOf(last) : "",
+    };
+    if (failure) result.error = failure;
+    return result;
+  }
+
+  /**
+   * The transcript guarantee: every tool call in the history gets exactly one result, whatever
+   * happened. Calls left without one (an abandoned tool, an orchestrator that stopped between
+   * appending a tool-call message and running it) get an `aborted` or `error` result, placed
+   * right after the results of their batch, and their `tool_call`/`tool_result` events.
+   */
+  #answerOpenCalls(failure: AgentError | undefined): void {
+    const missing = findUnansweredToolCalls(this.#setup.history, this.#firstMessage);
+    if (missing.length === 0) return;
+    const status = failure?.stopReason === "aborted" ? "aborted" : "error";
+    const reason = failure ? failure.message : "the orchestrator ended without running this call";
+    const results = missing.map(({ call }) => toolResult(call, status, `not completed: ${reason}`));
+    // Insert from the back so earlier positions stay right; publish in call order.
+    for (let i = missing.length - 1; i >= 0; i--)
+      this.#setup.history.splice((missing[i] as UnansweredCall).insertAt, 0, results[i] as ToolResultMessage);
+    missing.forEach(({ call }, i) => {
+      if (!this.#openCalls.has(call.id))
+        this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+      this.#publishResult(results[i] as ToolResultMessage);
+    });
+  }
+
+  #publishResult(result: ToolResultMessage): void {
+    this.#openCalls.delete(result.toolCallId);
+    const event: OrchestratorEvent = {
+      type: "tool_result",
+      toolCallId: result.toolCallId,
+      toolName: result.toolName,
+      status: result.status,
+    };
+    if (result.isError) event.error = result.content;
+    else event.result = result.details;
+    this.#publish(event);
+  }
+
+  #publish(event: OrchestratorEvent): void {
+    const enveloped = { ...event, runId: this.runId, seq: this.#seq++, ts: Date.now() } as AgentEvent;
+    this.#setup.publish(enveloped);
+  }
+
+  #assertOpen(): void {
+    if (this.#sealed) throw new AbortedError("the run has already ended");
+    if (this.signal.aborted) throw new AbortedError(this.signal.reason);
+  }
+
+  async #llmMessages() {
+    let messages: readonly AgentMessage[] = this.#setup.history;
+    if (this.#setup.transformContext) messages = await this.#setup.transformContext([...messages], { signal: this.signal });
+    return (this.#setup.convertToLlm ?? defaultConvertToLlm)(messages);
+  }
+
+  #modelTools(selection: DecideOptions["tools"]) {
+    if (selection === false) return [];
+    const all = this.tools.toModelTools();
+    if (selection === undefined) return all;
+    return all.filter((tool) => selection.includes(tool.name));
+  }
+
+  #lastAssistantFrom(start: number): AssistantMessage | undefined {
+    const history = this.#setup.history;
+    for (let i = history.length - 1; i >= start; i--) {
+      const message = history[i];
+      if (message?.role === "assistant") return message as AssistantMessage;
+    }
+    return undefined;
+  }
+
+  #toAgentError(error: unknown): AgentError {
+    if (error instanceof AgentError) return error;
+    if (this.signal.aborted) return new AbortedError(this.signal.reason);
+    return new OrchestratorError(this.#setup.orchestrator.name, error);
+  }
+}
+
+function emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
+  return { role: "assistant", content: [], stopReason, timestamp: Date.now() };
+}
+
+function assistantStop(stopReason: StopReason): AssistantStopReason {
+  return stopReason === "aborted" ? "aborted" : stopReason === "completed" ? "stop" : "error";
+}
+
+function assistantStopReason(finishReason: string): AssistantStopReason {
+  switch (finishReason) {
+    case "stop":
+      return "stop";
+    case "length":
+      return "length";
+    case "error":
+      return "error";
+    default:
+      return "other";
+  }
+}

@@ -1,0 +1,70 @@
+import { type AgentMessage, type AssistantMessage, type ToolCall, toolCallsOf } from "../messages.js";
+
+/**
+ * The rules a strict provider enforces on a history: every tool call is answered by exactly one
+ * result, the results come right after the message that made the calls (app messages of other
+ * roles may sit between; they never reach the model), in call order, and no result answers
+ * nothing. Returns one line per violation; an empty list means the transcript is valid.
+ */
+export function validateTranscript(messages: readonly AgentMessage[]): string[] {
+  const problems: string[] = [];
+  const seenCallIds = new Set<string>();
+  let pending: ToolCall[] = [];
+  let pendingFrom = -1;
+  const unanswered = () => {
+    if (pending.length > 0)
+      problems.push(
+        `message ${pendingFrom}: tool call(s) ${pending.map((c) => `"${c.id}"`).join(", ")} have no result before the next message`,
+      );
+    pending = [];
+  };
+  messages.forEach((message, index) => {
+    if (message.role === "toolResult") {
+      const id = (message as { toolCallId: string }).toolCallId;
+      const position = pending.findIndex((call) => call.id === id);
+      if (position === -1) problems.push(`message ${index}: tool result "${id}" answers no pending tool call`);
+      else {
+        if (position > 0) problems.push(`message ${index}: tool result "${id}" is out of call order`);
+        pending.splice(position, 1);
+      }
+      return;
+    }
+    if (message.role !== "user" && message.role !== "assistant") return;
+    unanswered();
+    if (message.role !== "assistant") return;
+    const calls = toolCallsOf(message as AssistantMessage);
+    for (const call of calls) {
+      if (seenCallIds.has(call.id)) problems.push(`message ${index}: tool call id "${call.id}" is used twice`);
+      seenCallIds.add(call.id);
+    }
+    pending = calls;
+    pendingFrom = index;
+  });
+  unanswered();
+  return problems;
+}
+
+export interface UnansweredCall {
+  call: ToolCall;
+  /** Where its result belongs: after the results its batch already has. */
+  insertAt: number;
+}
+
+/** The tool calls made from `from` on that have no result, in call order. */
+export function findUnansweredToolCalls(messages: readonly AgentMessage[], from: number): UnansweredCall[] {
+  const missing: UnansweredCall[] = [];
+  for (let index = from; index < messages.length; index++) {
+    const message = messages[index] as AgentMessage;
+    if (message.role !== "assistant") continue;
+    const calls = toolCallsOf(message as AssistantMessage);
+    if (calls.length === 0) continue;
+    const answered = new Set<string>();
+    let end = index + 1;
+    while (end < messages.length && messages[end]?.role === "toolResult") {
+      answered.add((messages[end] as { toolCallId: string }).toolCallId);
+      end++;
+    }
+    for (const call of calls) if (!answered.has(call.id)) missing.push({ call, insertAt: end });
+  }
+  return missing;
+}

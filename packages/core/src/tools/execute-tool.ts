@@ -1,0 +1,101 @@
+import { errorMessage } from "../errors.js";
+import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
+import type { ToolRegistry } from "./registry.js";
+
+export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
+export const NOT_RUN_ABORTED = "not run: the run was aborted";
+
+/**
+ * Runs one tool call and always returns its result message: an unknown tool, arguments that fail
+ * the schema, and a tool that throws all become `status: "error"` results the model sees. When the
+ * run aborts, the tool gets `graceMs` to stop; past that it is abandoned with `status: "aborted"`.
+ */
+export async function executeToolCall(
+  tools: ToolRegistry,
+  call: ToolCall,
+  signal: AbortSignal,
+  graceMs: number,
+): Promise<ToolResultMessage> {
+  const tool = tools.get(call.name);
+  if (tool === undefined) {
+    const available = tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
+    return toolResult(call, "error", `Unknown tool "${call.name}".${available}`);
+  }
+  const parsed = tool.inputSchema.safeParse(call.args);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+      .join("; ");
+    const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
+    return toolResult(call, "error", `Invalid arguments for tool "${call.name}": ${issues}.${sent}`);
+  }
+  if (signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+
+  let execution: Promise<unknown>;
+  try {
+    execution = Promise.resolve(tool.execute(parsed.data, { signal, toolCallId: call.id }));
+  } catch (error) {
+    return toolResult(call, "error", errorMessage(error));
+  }
+  const outcome = await settleOrAbandon(execution, signal, graceMs);
+  if (outcome.kind === "abandoned")
+    return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
+  if (outcome.kind === "rejected")
+    return toolResult(call, signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
+  return successResult(call, outcome.value);
+}
+
+export function toolResult(
+  call: ToolCall,
+  status: ToolResultStatus,
+  content: string,
+  details?: unknown,
+): ToolResultMessage {
+  const message: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content,
+    isError: status !== "ok",
+    status,
+    timestamp: Date.now(),
+  };
+  if (details !== undefined) message.details = details;
+  return message;
+}
+
+function successResult(call: ToolCall, value: unknown): ToolResultMessage {
+  if (typeof value === "string") return toolResult(call, "ok", value, value);
+  let content: string | undefined;
+  try {
+    content = JSON.stringify(value);
+  } catch (error) {
+    return toolResult(call, "error", `The tool returned a value that is not JSON: ${errorMessage(error)}`);
+  }
+  return toolResult(call, "ok", content ?? "", value);
+}
+
+type Outcome =
+  | { kind: "resolved"; value: unknown }
+  | { kind: "rejected"; error: unknown }
+  | { kind: "abandoned" };
+
+function settleOrAbandon(execution: Promise<unknown>, signal: AbortSignal, graceMs: number): Promise<Outcome> {
+  const settled = execution.then(
+    (value): Outcome => ({ kind: "resolved", value }),
+    (error: unknown): Outcome => ({ kind: "rejected", error }),
+  );
+  return new Promise<Outcome>((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => {
+      timer = setTimeout(() => resolve({ kind: "abandoned" }), graceMs);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    settled.then((outcome) => {
+      signal.removeEventListener("abort", onAbort);
+      if (timer !== undefined) clearTimeout(timer);
+      resolve(outcome);
+    });
+  });
+}

@@ -1,0 +1,72 @@
+import {
+  type AgentEvent,
+  type AgentEventType,
+  type AgentMessage,
+  agentEventSchema,
+  validateTranscript,
+} from "@agent-core/core";
+
+/** Reads every event of a run (or any event stream) to its end. */
+export async function collectEvents(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
+  const collected: AgentEvent[] = [];
+  for await (const event of events) collected.push(event);
+  return collected;
+}
+
+/** The `type` of each event, in order: handy for `expect(eventTypes(events)).toEqual([...])`. */
+export function eventTypes(events: readonly AgentEvent[]): AgentEventType[] {
+  return events.map((event) => event.type);
+}
+
+/** The events of one type, narrowed. */
+export function eventsOf<T extends AgentEventType>(
+  events: readonly AgentEvent[],
+  type: T,
+): Extract<AgentEvent, { type: T }>[] {
+  return events.filter((event): event is Extract<AgentEvent, { type: T }> => event.type === type);
+}
+
+/** Throws unless every tool call in the history has exactly one result, in call order, right after it. */
+export function assertValidTranscript(messages: readonly AgentMessage[]): void {
+  const problems = validateTranscript(messages);
+  if (problems.length > 0) throw new Error(`Invalid transcript:\n- ${problems.join("\n- ")}`);
+}
+
+/**
+ * Throws unless the events of one run keep the protocol: each matches its schema; one runId;
+ * `seq` 0, 1, 2… without gaps; `agent_start` first and `agent_end` last, once each; `error` only
+ * right before `agent_end`; every `tool_call` answered by exactly one later `tool_result`;
+ * `turn_start`/`turn_end` balanced.
+ */
+export function assertEventProtocol(events: readonly AgentEvent[]): void {
+  const problems: string[] = [];
+  const runId = events[0]?.runId;
+  const open = new Set<string>();
+  const answered = new Set<string>();
+  let openTurns = 0;
+  events.forEach((event, index) => {
+    const parsed = agentEventSchema.safeParse(event);
+    if (!parsed.success) problems.push(`event ${index} (${event.type}) fails its schema: ${parsed.error.message}`);
+    if (event.runId !== runId) problems.push(`event ${index} has runId ${event.runId}, expected ${runId}`);
+    if (event.seq !== index) problems.push(`event ${index} has seq ${event.seq}`);
+    if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);
+    if (event.type === "agent_end" && index !== events.length - 1) problems.push(`agent_end at ${index}, not last`);
+    if (event.type === "error" && index !== events.length - 2) problems.push(`error at ${index}, not before agent_end`);
+    if (event.type === "turn_start") openTurns++;
+    if (event.type === "turn_end" && --openTurns < 0) problems.push(`turn_end at ${index} without turn_start`);
+    if (event.type === "tool_call") {
+      if (open.has(event.toolCallId) || answered.has(event.toolCallId))
+        problems.push(`tool_call "${event.toolCallId}" emitted twice`);
+      open.add(event.toolCallId);
+    }
+    if (event.type === "tool_result") {
+      if (!open.delete(event.toolCallId)) problems.push(`tool_result "${event.toolCallId}" without an open tool_call`);
+      answered.add(event.toolCallId);
+    }
+  });
+  if (events[0]?.type !== "agent_start") problems.push("the first event is not agent_start");
+  if (events.at(-1)?.type !== "agent_end") problems.push("the last event is not agent_end");
+  if (open.size > 0) problems.push(`tool calls without tool_result: ${[...open].join(", ")}`);
+  if (openTurns !== 0) problems.push(`${openTurns} turn(s) without turn_end`);
+  if (problems.length > 0) throw new Error(`Event protocol violated:\n- ${problems.join("\n- ")}`);
+}

@@ -1,0 +1,426 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface FakeToolCall {
+  id: string;
+  name: string;
+  /** JSON text, or fragments streamed one per chunk */
+  arguments: string | string[];
+}
+
+export interface FakeReply {
+  /** Answer text, or chunks streamed one per SSE event. */
+  text?: string | string[];
+  /** Streamed as `delta.reasoning_content`. */
+  reasoning?: string | string[];
+  toolCalls?: FakeToolCall[];
+  /** Default: `tool_calls` if there are tool calls, else `stop`. */
+  finishReason?: "stop" | "tool_calls" | "length";
+  /** Default: zero tokens. */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Reply with this HTTP status and an OpenAI-style error body instead of a completion. */
+  error?: {
+    status: number;
+    message: string;
+    type?: string;
+    /** Extra response headers, e.g. `{ "retry-after-ms": "0" }` so SDK retries do not wait. */
+    headers?: Record<string, string>;
+  };
+  /** Delay before each SSE chunk, ms (default 0). */
+  chunkDelayMs?: number;
+}
+
+export interface ChatCompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: unknown[];
+  stream?: boolean;
+  [key: string]: unknown;
+}
+
+export type ChatMessage = {
+  role: "system" | "user" | "assistant" | "tool";
+  content?: unknown;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+};
+
+export interface FakeOpenAIServer {
+  /** Base URL to pass as `baseURL` (ends with /v1). */
+  readonly baseURL: string;
+  /** Every request body received on /v1/chat/completions, in order (also the rejected ones). */
+  readonly requests: ChatCompletionRequest[];
+  /** Ends open connections (including streams in progress) and stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface FakeOpenAIServerOptions {
+  /**
+   * Produces the answer to a valid request. `index` is the request's position in `requests`, so
+   * `server.requests[index] === request`; it is not called for requests rejected as invalid.
+   */
+  reply: (request: ChatCompletionRequest, index: number) => FakeReply | Promise<FakeReply>;
+}
+
+interface OpenAIError {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string | null;
+}
+
+interface ServerState {
+  readonly requests: ChatCompletionRequest[];
+  readonly reply: FakeOpenAIServerOptions["reply"];
+  completionCount: number;
+}
+
+const COMPLETIONS_PATH = "/v1/chat/completions";
+const ROLES = ["system", "user", "assistant", "tool"] as const;
+// "preceeding" (sic) is how the real API spells it; tests may compare the text verbatim.
+const TOOL_WITHOUT_CALL =
+  "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+
+/** Starts the server on 127.0.0.1 with an OS-assigned port. */
+export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions): Promise<FakeOpenAIServer> {
+  const state: ServerState = { requests: [], reply: options.reply, completionCount: 0 };
+  const server = createServer((req, res) => {
+    handleRequest(state, req, res).catch((error: unknown) => failRequest(res, error));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests: state.requests,
+    close: () => {
+      closing ??= closeServer(server);
+      return closing;
+    },
+  };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((error) => (error ? reject(error) : resolve()));
+    // Keep-alive sockets and unfinished streams would otherwise hold close() open indefinitely.
+    server.closeAllConnections();
+  });
+}
+
+/**
+ * Checks a Chat Completions `messages` array the way the OpenAI API does.
+ * Returns the API's error message for the first problem, or undefined when the history is valid.
+ */
+export function validateChatMessages(messages: unknown): string | undefined {
+  if (messages === undefined) return "Missing required parameter: 'messages'.";
+  if (!Array.isArray(messages)) return invalidType("messages", "an array", messages);
+  if (messages.length === 0) return emptyArray("messages");
+  // Tool call ids of the latest assistant message that are still waiting for their tool message;
+  // undefined once any non-tool message closes the block of tool responses.
+  let unanswered: Set<string> | undefined;
+  for (const [index, message] of messages.entries()) {
+    const shapeError = validateMessageShape(message, `messages[${index}]`);
+    if (shapeError) return shapeError;
+    const { role, tool_call_id, tool_calls } = message as ChatMessage;
+    if (role === "tool") {
+      if (!unanswered?.delete(tool_call_id as string)) return TOOL_WITHOUT_CALL;
+      continue;
+    }
+    if (unanswered?.size) return missingToolResponses(unanswered);
+    unanswered = role === "assistant" && tool_calls ? new Set(tool_calls.map((call) => call.id)) : undefined;
+  }
+  return unanswered?.size ? missingToolResponses(unanswered) : undefined;
+}
+
+function missingToolResponses(ids: Set<string>): string {
+  return (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each " +
+    `'tool_call_id'. The following tool_call_ids did not have response messages: ${[...ids].join(", ")}`
+  );
+}
+
+function validateMessageShape(message: unknown, path: string): string | undefined {
+  if (!isRecord(message)) return invalidType(path, "an object", message);
+  const roleError = expectOneOf(message.role, `${path}.role`, ROLES);
+  if (roleError) return roleError;
+  const hasToolCalls = message.role === "assistant" && message.tool_calls != null;
+  // Only an assistant message that calls tools may omit its content.
+  if (message.content == null && !hasToolCalls) return missing(`${path}.content`);
+  if (message.role === "tool") return expectString(message.tool_call_id, `${path}.tool_call_id`);
+  return hasToolCalls ? validateToolCalls(message.tool_calls, `${path}.tool_calls`) : undefined;
+}
+
+function validateToolCalls(toolCalls: unknown, path: string): string | undefined {
+  if (!Array.isArray(toolCalls)) return invalidType(path, "an array", toolCalls);
+  if (toolCalls.length === 0) return emptyArray(path);
+  for (const [index, call] of toolCalls.entries()) {
+    const error = validateToolCall(call, `${path}[${index}]`);
+    if (error) return error;
+  }
+  return undefined;
+}
+
+function validateToolCall(call: unknown, path: string): string | undefined {
+  if (!isRecord(call)) return invalidType(path, "an object", call);
+  return (
+    expectString(call.id, `${path}.id`) ??
+    expectOneOf(call.type, `${path}.type`, ["function"]) ??
+    expectRecord(call.function, `${path}.function`) ??
+    validateFunction(call.function as Record<string, unknown>, `${path}.function`)
+  );
+}
+
+function validateFunction(fn: Record<string, unknown>, path: string): string | undefined {
+  return expectString(fn.name, `${path}.name`) ?? expectString(fn.arguments, `${path}.arguments`);
+}
+
+function expectString(value: unknown, path: string): string | undefined {
+  if (value === undefined) return missing(path);
+  return typeof value === "string" ? undefined : invalidType(path, "a string", value);
+}
+
+function expectRecord(value: unknown, path: string): string | undefined {
+  if (value === undefined) return missing(path);
+  return isRecord(value) ? undefined : invalidType(path, "an object", value);
+}
+
+function expectOneOf(value: unknown, path: string, allowed: readonly string[]): string | undefined {
+  const typeError = expectString(value, path);
+  if (typeError || allowed.includes(value as string)) return typeError;
+  const quoted = allowed.map((item) => `'${item}'`);
+  const list =
+    quoted.length > 1 ? `${quoted.slice(0, -1).join(", ")}, and ${quoted.at(-1)}` : quoted.join("");
+  return `Invalid value: '${value}'. Supported values are: ${list}.`;
+}
+
+function missing(path: string): string {
+  return `Missing required parameter: '${path}'.`;
+}
+
+function emptyArray(path: string): string {
+  return `Invalid '${path}': empty array. Expected an array with minimum length 1, but got an empty array instead.`;
+}
+
+function invalidType(path: string, expected: string, value: unknown): string {
+  return `Invalid type for '${path}': expected ${expected}, but got ${describeType(value)} instead.`;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+async function handleRequest(state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
+  if (req.method !== "POST" || path !== COMPLETIONS_PATH) {
+    sendError(res, 404, invalidRequest(`Invalid URL (${req.method} ${path})`, null));
+    return;
+  }
+  const request = parseRequest(await readBody(req));
+  if (!request) {
+    sendError(res, 400, invalidRequest("We could not parse the JSON body of your request.", null));
+    return;
+  }
+  const index = state.requests.push(request) - 1;
+  const invalid = validateChatMessages(request.messages);
+  if (invalid) {
+    sendError(res, 400, invalidRequest(invalid, "messages"));
+    return;
+  }
+  const reply = await state.reply(request, index);
+  if (reply.error) {
+    const { status, message, type = defaultErrorType(status), headers } = reply.error;
+    sendError(res, status, { message, type, param: null, code: null }, headers);
+    return;
+  }
+  state.completionCount += 1;
+  const meta = { id: `chatcmpl-${state.completionCount}`, created: nowSeconds(), model: request.model };
+  if (request.stream === true) {
+    await streamCompletion(res, streamChunks(reply, meta, wantsUsage(request)), reply.chunkDelayMs ?? 0);
+  } else {
+    sendJson(res, 200, completion(reply, meta));
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+/** Any JSON object is accepted here: validation reports what is wrong with it, like the real API. */
+function parseRequest(body: string): ChatCompletionRequest | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return isRecord(parsed) ? (parsed as ChatCompletionRequest) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function wantsUsage(request: ChatCompletionRequest): boolean {
+  const streamOptions = request.stream_options;
+  return isRecord(streamOptions) && streamOptions.include_usage === true;
+}
+
+function invalidRequest(message: string, param: string | null): OpenAIError {
+  return { message, type: "invalid_request_error", param, code: null };
+}
+
+function defaultErrorType(status: number): string {
+  if (status === 429) return "rate_limit_exceeded";
+  return status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+/** An exception (e.g. from the reply callback) becomes a 500 the test can see, never an unhandled rejection. */
+function failRequest(res: ServerResponse, error: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const message = `Fake OpenAI server failed: ${error instanceof Error ? error.message : String(error)}`;
+  sendError(res, 500, { message, type: "server_error", param: null, code: null });
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  error: OpenAIError,
+  headers?: Record<string, string>,
+): void {
+  sendJson(res, status, { error }, headers);
+}
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { ...headers, "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+interface CompletionMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+function completion(reply: FakeReply, meta: CompletionMeta): object {
+  const message = {
+    role: "assistant",
+    content: reply.text === undefined ? null : joined(reply.text),
+    ...(reply.reasoning === undefined ? {} : { reasoning_content: joined(reply.reasoning) }),
+    ...(reply.toolCalls?.length ? { tool_calls: reply.toolCalls.map(completeToolCall) } : {}),
+  };
+  return {
+    ...meta,
+    object: "chat.completion",
+    choices: [{ index: 0, message, finish_reason: finishReason(reply) }],
+    usage: usage(reply),
+  };
+}
+
+function completeToolCall(call: FakeToolCall): object {
+  return { id: call.id, type: "function", function: { name: call.name, arguments: joined(call.arguments) } };
+}
+
+function streamChunks(reply: FakeReply, meta: CompletionMeta, includeUsage: boolean): object[] {
+  const envelope = { ...meta, object: "chat.completion.chunk" };
+  const choice = (delta: object, finish_reason: string | null = null) => ({
+    ...envelope,
+    choices: [{ index: 0, delta, finish_reason }],
+  });
+  const chunks: object[] = [
+    ...streamDeltas(reply).map((delta) => choice(delta)),
+    choice({}, finishReason(reply)),
+  ];
+  // With include_usage the real API sends one more chunk, without choices, carrying the usage.
+  if (includeUsage) chunks.push({ ...envelope, choices: [], usage: usage(reply) });
+  return chunks;
+}
+
+/** The deltas in the order a real model produces them; the first one also announces the role. */
+function streamDeltas(reply: FakeReply): object[] {
+  const [first = { content: "" }, ...rest] = [
+    ...fragments(reply.reasoning).map((reasoning_content) => ({ reasoning_content })),
+    ...fragments(reply.text).map((content) => ({ content })),
+    ...(reply.toolCalls ?? []).flatMap(toolCallDeltas),
+  ];
+  return [{ role: "assistant", ...first }, ...rest];
+}
+
+function toolCallDeltas(call: FakeToolCall, index: number): object[] {
+  const opening = { index, id: call.id, type: "function", function: { name: call.name, arguments: "" } };
+  return [
+    { tool_calls: [opening] },
+    ...fragments(call.arguments).map((part) => ({ tool_calls: [{ index, function: { arguments: part } }] })),
+  ];
+}
+
+async function streamCompletion(res: ServerResponse, chunks: object[], delayMs: number): Promise<void> {
+  if (res.destroyed) return;
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  // Send the headers now, like the real API, so the client sees the response before the first delay ends.
+  res.flushHeaders();
+  for (const chunk of chunks) {
+    if (delayMs > 0) await pause(delayMs, res);
+    // The client may have gone away (abort) or close() may have cut the connection meanwhile.
+    if (res.destroyed) return;
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  }
+  res.end("data: [DONE]\n\n");
+}
+
+/** Waits `ms`, or less if the connection closes first, so no timer outlives its connection. */
+function pause(ms: number, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once("close", done);
+  });
+}
+
+function finishReason(reply: FakeReply): string {
+  return reply.finishReason ?? (reply.toolCalls?.length ? "tool_calls" : "stop");
+}
+
+function usage(reply: FakeReply): object {
+  const { prompt_tokens, completion_tokens } = reply.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+}
+
+function fragments(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return typeof value === "string" ? [value] : value;
+}
+
+function joined(value: string | string[]): string {
+  return typeof value === "string" ? value : value.join("");
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

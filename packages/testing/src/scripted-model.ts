@@ -1,0 +1,179 @@
+import type {
+  LanguageModelV4CallOptions,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Usage,
+} from "@ai-sdk/provider";
+import { MockLanguageModelV4 } from "ai/test";
+
+/** One thing a scripted model step does, in order. Build them with `script.*`. */
+export type ScriptPart =
+  | { kind: "text"; chunks: string[] }
+  | { kind: "reasoning"; chunks: string[] }
+  | { kind: "toolCall"; name: string; input: string; id: string | undefined }
+  | { kind: "delay"; ms: number }
+  | { kind: "error"; error: unknown }
+  | { kind: "finish"; reason: FinishReason; usage: Partial<StepUsage> | undefined };
+
+type FinishReason = "stop" | "length" | "tool-calls" | "content-filter" | "error" | "other";
+
+export interface StepUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * A model step: the parts it streams, or `{ throws }` for a `doStream()` that rejects (an HTTP
+ * error before any chunk), or a function of the call options for steps that depend on the prompt.
+ */
+export type ScriptStep =
+  | readonly ScriptPart[]
+  | { throws: unknown }
+  | ((options: LanguageModelV4CallOptions, callIndex: number) => readonly ScriptPart[]);
+
+export const script = {
+  /** Streamed text: one `text-delta` per chunk. */
+  text: (...chunks: string[]): ScriptPart => ({ kind: "text", chunks }),
+  /** Streamed reasoning: one `reasoning-delta` per chunk. */
+  reasoning: (...chunks: string[]): ScriptPart => ({ kind: "reasoning", chunks }),
+  /** A tool call; `args` is sent as JSON, or as it is when it is a string (to script invalid JSON). */
+  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => ({
+    kind: "toolCall",
+    name,
+    input: typeof args === "string" ? args : JSON.stringify(args),
+    id: options.id,
+  }),
+  /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
+  delay: (ms: number): ScriptPart => ({ kind: "delay", ms }),
+  /** A step that never finishes (until the reader cancels it). */
+  hang: (): ScriptPart => ({ kind: "delay", ms: Number.POSITIVE_INFINITY }),
+  /** An `error` stream part, as a provider emits for a failure mid-stream. */
+  error: (error: unknown): ScriptPart => ({ kind: "error", error }),
+  /** Overrides the finish reason and usage (default: tool-calls or stop, 10 in / 5 out). */
+  finish: (reason: FinishReason, usage?: Partial<StepUsage>): ScriptPart => ({ kind: "finish", reason, usage }),
+};
+
+export interface ScriptedModelOptions {
+  modelId?: string;
+  /** Usage reported by each step unless a `finish` part says otherwise. */
+  usage?: StepUsage;
+}
+
+/**
+ * A v4 language model that plays a script, one step per model call, and records what it was sent
+ * (`prompts`, `calls`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK too.
+ */
+export class ScriptedModel extends MockLanguageModelV4 {
+  readonly #steps: readonly ScriptStep[];
+
+  constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
+    const usage = options.usage ?? { inputTokens: 10, outputTokens: 5 };
+    let callIndex = 0;
+    super({
+      modelId: options.modelId ?? "scripted-model",
+      doStream: async (callOptions) => {
+        const index = callIndex++;
+        const step = this.#steps[index];
+        if (step === undefined)
+          throw new Error(`Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`);
+        if (typeof step === "object" && "throws" in step) throw step.throws;
+        const parts = typeof step === "function" ? step(callOptions, index) : step;
+        return { stream: playStep(parts, index, usage) };
+      },
+    });
+    this.#steps = steps;
+  }
+
+  /** The prompt of every call so far, in order. */
+  get prompts(): LanguageModelV4Prompt[] {
+    return this.doStreamCalls.map((call) => call.prompt);
+  }
+
+  /** The tool names offered on every call so far. */
+  get offeredTools(): string[][] {
+    return this.doStreamCalls.map((call) => (call.tools ?? []).map((tool) => tool.name));
+  }
+}
+
+export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedModelOptions): ScriptedModel {
+  return new ScriptedModel(steps, options);
+}
+
+function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
+  const queue = expandParts(parts, stepIndex, usage);
+  let cancelled = false;
+  return new ReadableStream<LanguageModelV4StreamPart>({
+    async pull(controller) {
+      for (;;) {
+        const next = queue.shift();
+        if (next === undefined || cancelled) {
+          if (!cancelled) controller.close();
+          return;
+        }
+        if ("delayMs" in next) {
+          if (next.delayMs === Number.POSITIVE_INFINITY) return new Promise<void>(() => {});
+          await new Promise((resolve) => setTimeout(resolve, next.delayMs));
+          continue;
+        }
+        controller.enqueue(next);
+        return;
+      }
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+}
+
+function expandParts(
+  parts: readonly ScriptPart[],
+  stepIndex: number,
+  defaultUsage: StepUsage,
+): (LanguageModelV4StreamPart | { delayMs: number })[] {
+  const out: (LanguageModelV4StreamPart | { delayMs: number })[] = [{ type: "stream-start", warnings: [] }];
+  let toolCalls = 0;
+  let finish: Extract<ScriptPart, { kind: "finish" }> | undefined;
+  parts.forEach((part, partIndex) => {
+    const id = `${part.kind}-${stepIndex}-${partIndex}`;
+    switch (part.kind) {
+      case "text":
+        out.push({ type: "text-start", id });
+        for (const delta of part.chunks) out.push({ type: "text-delta", id, delta });
+        out.push({ type: "text-end", id });
+        return;
+      case "reasoning":
+        out.push({ type: "reasoning-start", id });
+        for (const delta of part.chunks) out.push({ type: "reasoning-delta", id, delta });
+        out.push({ type: "reasoning-end", id });
+        return;
+      case "toolCall": {
+        const toolCallId = part.id ?? `call-${stepIndex + 1}-${++toolCalls}`;
+        out.push({ type: "tool-input-start", id: toolCallId, toolName: part.name });
+        out.push({ type: "tool-input-delta", id: toolCallId, delta: part.input });
+        out.push({ type: "tool-input-end", id: toolCallId });
+        out.push({ type: "tool-call", toolCallId, toolName: part.name, input: part.input });
+        return;
+      }
+      case "delay":
+        out.push({ delayMs: part.ms });
+        return;
+      case "error":
+        out.push({ type: "error", error: part.error });
+        return;
+      case "finish":
+        finish = part;
+        return;
+    }
+  });
+  const reason = finish?.reason ?? (parts.some((p) => p.kind === "toolCall") ? "tool-calls" : "stop");
+  const usage = { ...defaultUsage, ...finish?.usage };
+  out.push({ type: "finish", finishReason: { unified: reason, raw: reason }, usage: toV4Usage(usage) });
+  return out;
+}
+
+function toV4Usage(usage: StepUsage): LanguageModelV4Usage {
+  return {
+    inputTokens: { total: usage.inputTokens, noCache: usage.inputTokens, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: usage.outputTokens, text: usage.outputTokens, reasoning: 0 },
+  };
+}
