@@ -4,7 +4,7 @@ import { type AgenticOptions, agentic } from "./agentic.js";
 // Importing this package makes "agentic" the default orchestrator of every agent.
 registerOrchestrator<AgenticOptions>("agentic", (options) => agentic(options), { default: true });
 
-export { AgenticOrchestrator, type AgenticOptions, agentic } from "./agentic.js";
+export { type AgenticOptions, AgenticOrchestrator, agentic } from "./agentic.js";
 export {
   AFTER_TOOLS_INSTRUCTION,
   buildSystemPrompt,

@@ -27,6 +27,8 @@ export function buildSystemPrompt(
   const system = base.trim() === "" ? DEFAULT_SYSTEM_PROMPT : base;
   if (!options.hasTools) return system;
   const instruction =
-    situation === "initial" ? (options.steeringInstruction ?? DEFAULT_TOOL_INSTRUCTION) : AFTER_TOOLS_INSTRUCTION;
+    situation === "initial"
+      ? (options.steeringInstruction ?? DEFAULT_TOOL_INSTRUCTION)
+      : AFTER_TOOLS_INSTRUCTION;
   return `${system}\n\n${instruction}`;
 }

@@ -65,7 +65,9 @@ async function stream(
   return readAll(stream);
 }
 
-async function readAll(stream: ReadableStream<LanguageModelV4StreamPart>): Promise<LanguageModelV4StreamPart[]> {
+async function readAll(
+  stream: ReadableStream<LanguageModelV4StreamPart>,
+): Promise<LanguageModelV4StreamPart[]> {
   const parts: LanguageModelV4StreamPart[] = [];
   const reader = stream.getReader();
   for (let read = await reader.read(); !read.done; read = await reader.read()) parts.push(read.value);
@@ -202,7 +204,9 @@ describe("createDemoModel", () => {
 
   it("uses both tools in one step when asked for both", async () => {
     const parts = await stream({ prompt: ask("What is 6*7, and what is the date today?"), tools });
-    expect(parts.flatMap((part) => (part.type === "tool-call" ? [[part.toolCallId, part.toolName]] : []))).toEqual([
+    expect(
+      parts.flatMap((part) => (part.type === "tool-call" ? [[part.toolCallId, part.toolName]] : [])),
+    ).toEqual([
       ["demo-1-1", "calculator"],
       ["demo-1-2", "get_current_time"],
     ]);

@@ -116,7 +116,8 @@ function toolCallInputs(turn: LanguageModelV4Message[]): Map<string, unknown> {
   const inputs = new Map<string, unknown>();
   for (const message of turn)
     if (message.role === "assistant")
-      for (const part of message.content) if (part.type === "tool-call") inputs.set(part.toolCallId, part.input);
+      for (const part of message.content)
+        if (part.type === "tool-call") inputs.set(part.toolCallId, part.input);
   return inputs;
 }
 
@@ -164,11 +165,12 @@ function describeResult(result: LanguageModelV4ToolResultPart, rawInput: unknown
   const input = typeof rawInput === "string" ? parseJson(rawInput) : rawInput;
   const failure = failureOf(result.output);
   if (failure !== undefined) {
-    if (result.toolName === CALCULATOR) return `I could not compute ${field(input, "expression")}: ${failure}`;
+    if (result.toolName === CALCULATOR)
+      return `I could not compute ${field(input, "expression")}: ${failure}`;
     if (result.toolName === CURRENT_TIME) return `I could not get the current time: ${failure}`;
     return `${result.toolName} failed: ${failure}`;
   }
-  const value = valueOf(result.output);
+  const value = resultValue(result.output);
   if (result.toolName === CALCULATOR)
     return `${field(input, "expression") ?? field(value, "expression")} = ${field(value, "result") ?? value}`;
   if (result.toolName === CURRENT_TIME) {
@@ -194,7 +196,7 @@ function failureOf(output: LanguageModelV4ToolResultOutput): string | undefined 
 }
 
 /** Tool results may arrive as JSON or as text holding JSON (agent-core sends text), so both are parsed. */
-function valueOf(output: LanguageModelV4ToolResultOutput): unknown {
+function resultValue(output: LanguageModelV4ToolResultOutput): unknown {
   switch (output.type) {
     case "json":
       return output.value;
@@ -250,7 +252,12 @@ function estimateUsage(call: LanguageModelV4CallOptions, content: DemoContent[])
 function streamParts(reply: DemoReply): LanguageModelV4StreamPart[] {
   const parts: LanguageModelV4StreamPart[] = [
     { type: "stream-start", warnings: [] },
-    { type: "response-metadata", id: `demo-response-${reply.step}`, modelId: MODEL_ID, timestamp: new Date() },
+    {
+      type: "response-metadata",
+      id: `demo-response-${reply.step}`,
+      modelId: MODEL_ID,
+      timestamp: new Date(),
+    },
   ];
   for (const item of reply.content) parts.push(...contentParts(item, reply.step));
   parts.push({ type: "finish", finishReason: reply.finishReason, usage: reply.usage });

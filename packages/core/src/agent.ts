@@ -7,11 +7,12 @@ import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
 import { type AgentMessage, type MessageInput, toMessage } from "./messages.js";
+import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
 import type { ModelCallSettings } from "./model/stream-step.js";
-import type { Limits, MessageSource, Orchestrator } from "./orchestrator/contract.js";
+import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
-import { MessageQueue } from "./run/message-queue.js";
+import { MessageInbox, MessageQueue } from "./run/message-queue.js";
 import { RunSession } from "./run/run-session.js";
 import type { Tool } from "./tools/define-tool.js";
 import { ToolRegistry } from "./tools/registry.js";
@@ -81,11 +82,13 @@ export class Agent {
   readonly #steeringQueue = new MessageQueue();
   readonly #followUpQueue = new MessageQueue();
   readonly #emitter = mitt<Events>();
-  readonly #wildcards = new Map<(event: AgentEvent) => void, (type: AgentEventType, event: AgentEvent) => void>();
-  /** Aborting it aborts every run started or queued before the abort. */
-  #generation = new AbortController();
+  readonly #wildcards = new Map<
+    (event: AgentEvent) => void,
+    (type: AgentEventType, event: AgentEvent) => void
+  >();
+  /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
+  readonly #scopes = new Set<AbortScope>();
   #tail: Promise<void> = Promise.resolve();
-  #pending = 0;
 
   constructor(config: AgentConfig = {}) {
     this.#config = config;
@@ -114,19 +117,16 @@ export class Agent {
 
   /** True while a run is in progress or waiting its turn. */
   get busy(): boolean {
-    return this.#pending > 0;
+    return this.#scopes.size > 0;
   }
 
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
-    const runAbort = new AbortController();
-    const signals = [this.#generation.signal, runAbort.signal];
-    if (options.signal) signals.push(options.signal);
-    const signal = AbortSignal.any(signals);
-    const run = new AgentRun(crypto.randomUUID(), (reason) => runAbort.abort(reason));
+    const scope = new AbortScope(options.signal);
+    const run = new AgentRun(crypto.randomUUID(), (reason) => scope.abort(reason));
     const inputs = (Array.isArray(input) ? input : [input]).map(toMessage);
-    this.#pending++;
-    this.#tail = this.#tail.then(() => this.#execute(run, inputs, signal));
+    this.#scopes.add(scope);
+    this.#tail = this.#tail.then(() => this.#execute(run, inputs, scope));
     return run;
   }
 
@@ -142,8 +142,7 @@ export class Agent {
 
   /** Aborts the running run and every run waiting behind it. */
   abort(reason?: unknown): void {
-    this.#generation.abort(reason);
-    this.#generation = new AbortController();
+    for (const scope of this.#scopes) scope.abort(reason);
   }
 
   /** Clears the history and both queues. Not allowed while a run is in progress. */
@@ -179,13 +178,13 @@ export class Agent {
     this.#emitter.off(type as AgentEventType, handler as never);
   }
 
-  async #execute(run: AgentRun, input: AgentMessage[], signal: AbortSignal): Promise<void> {
+  async #execute(run: AgentRun, input: AgentMessage[], abortScope: AbortScope): Promise<void> {
     const session = new RunSession({
       runId: run.runId,
       orchestrator: this.#orchestrator,
       history: this.#history,
       input,
-      signal,
+      abortScope,
       limits: this.#limits,
       systemPrompt: this.#config.systemPrompt ?? "",
       steeringInstruction: this.#config.steeringInstruction,
@@ -195,38 +194,33 @@ export class Agent {
       convertToLlm: this.#config.convertToLlm,
       modelSettings: this.#config.modelSettings,
       retry: this.#retry,
-      steering: this.#source(this.#steeringQueue, this.#config.getSteeringMessages, run.runId),
-      followUps: this.#source(this.#followUpQueue, this.#config.getFollowUpMessages, run.runId),
+      steering: this.#inbox(this.#steeringQueue, this.#config.getSteeringMessages, run.runId),
+      followUps: this.#inbox(this.#followUpQueue, this.#config.getFollowUpMessages, run.runId),
       container: this.container,
       publish: (event) => {
         run.push(event);
         if (this.#emitter.all.size > 0) this.#notify(event);
       },
     });
-    try {
-      run.end(await session.execute());
-    } finally {
-      this.#pending--;
-    }
+    const result = await session.execute();
+    abortScope.dispose();
+    this.#scopes.delete(abortScope);
+    run.end(result);
   }
 
-  #source(queue: MessageQueue, callback: MessageCallback | undefined, runId: string): MessageSource {
+  #inbox(queue: MessageQueue, callback: MessageCallback | undefined, runId: string): MessageInbox {
     const history = this.#history;
-    return {
-      async take() {
-        const queued = queue.drain();
-        if (callback === undefined) return queued;
-        const extra = await callback({ runId, messages: history });
-        return extra && extra.length > 0 ? [...queued, ...extra.map(toMessage)] : queued;
-      },
-    };
+    return new MessageInbox(queue, callback && (() => callback({ runId, messages: history })));
   }
 
   #notify(event: AgentEvent): void {
     try {
       this.#emitter.emit(event.type, event as never);
     } catch (error) {
-      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(error, event);
+      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(
+        error,
+        event,
+      );
     }
   }
 }

@@ -40,7 +40,10 @@ export class ProviderError extends AgentError {
 
 export class NoProviderError extends AgentError {
   constructor() {
-    super("no_provider", "This agent has no provider: pass `provider` (an AI SDK LanguageModel) to new Agent().");
+    super(
+      "no_provider",
+      "This agent has no provider: pass `provider` (an AI SDK LanguageModel) to new Agent().",
+    );
   }
 }
 

@@ -1,6 +1,13 @@
 import "reflect-metadata";
 
-export { Agent, type AgentConfig, defaultLimits, type MessageCallback, type PromptOptions, type QueueCallbackContext } from "./agent.js";
+export {
+  Agent,
+  type AgentConfig,
+  defaultLimits,
+  type MessageCallback,
+  type PromptOptions,
+  type QueueCallbackContext,
+} from "./agent.js";
 export { AgentRun } from "./agent-run.js";
 export * from "./errors.js";
 export { EventStream } from "./events/event-stream.js";

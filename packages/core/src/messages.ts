@@ -33,7 +33,9 @@ export const assistantStopReasonSchema = z.enum(["stop", "toolUse", "length", "a
 
 export const assistantMessageSchema = z.object({
   role: z.literal("assistant"),
-  content: z.array(z.discriminatedUnion("type", [textContentSchema, thinkingContentSchema, toolCallContentSchema])),
+  content: z.array(
+    z.discriminatedUnion("type", [textContentSchema, thinkingContentSchema, toolCallContentSchema]),
+  ),
   model: z.string().optional(),
   stopReason: assistantStopReasonSchema.optional(),
   usage: usageSchema.optional(),

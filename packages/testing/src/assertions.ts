@@ -46,21 +46,26 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
   let openTurns = 0;
   events.forEach((event, index) => {
     const parsed = agentEventSchema.safeParse(event);
-    if (!parsed.success) problems.push(`event ${index} (${event.type}) fails its schema: ${parsed.error.message}`);
+    if (!parsed.success)
+      problems.push(`event ${index} (${event.type}) fails its schema: ${parsed.error.message}`);
     if (event.runId !== runId) problems.push(`event ${index} has runId ${event.runId}, expected ${runId}`);
     if (event.seq !== index) problems.push(`event ${index} has seq ${event.seq}`);
     if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);
-    if (event.type === "agent_end" && index !== events.length - 1) problems.push(`agent_end at ${index}, not last`);
-    if (event.type === "error" && index !== events.length - 2) problems.push(`error at ${index}, not before agent_end`);
+    if (event.type === "agent_end" && index !== events.length - 1)
+      problems.push(`agent_end at ${index}, not last`);
+    if (event.type === "error" && index !== events.length - 2)
+      problems.push(`error at ${index}, not before agent_end`);
     if (event.type === "turn_start") openTurns++;
-    if (event.type === "turn_end" && --openTurns < 0) problems.push(`turn_end at ${index} without turn_start`);
+    if (event.type === "turn_end" && --openTurns < 0)
+      problems.push(`turn_end at ${index} without turn_start`);
     if (event.type === "tool_call") {
       if (open.has(event.toolCallId) || answered.has(event.toolCallId))
         problems.push(`tool_call "${event.toolCallId}" emitted twice`);
       open.add(event.toolCallId);
     }
     if (event.type === "tool_result") {
-      if (!open.delete(event.toolCallId)) problems.push(`tool_result "${event.toolCallId}" without an open tool_call`);
+      if (!open.delete(event.toolCallId))
+        problems.push(`tool_result "${event.toolCallId}" without an open tool_call`);
       answered.add(event.toolCallId);
     }
   });

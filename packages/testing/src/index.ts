@@ -7,11 +7,11 @@ export {
 } from "./assertions.js";
 export * from "./fake-openai-server.js";
 export {
+  ScriptedModel,
   type ScriptedModelOptions,
   type ScriptPart,
   type ScriptStep,
   type StepUsage,
-  ScriptedModel,
   script,
   scriptedModel,
 } from "./scripted-model.js";

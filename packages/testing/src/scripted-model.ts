@@ -50,7 +50,11 @@ export const script = {
   /** An `error` stream part, as a provider emits for a failure mid-stream. */
   error: (error: unknown): ScriptPart => ({ kind: "error", error }),
   /** Overrides the finish reason and usage (default: tool-calls or stop, 10 in / 5 out). */
-  finish: (reason: FinishReason, usage?: Partial<StepUsage>): ScriptPart => ({ kind: "finish", reason, usage }),
+  finish: (reason: FinishReason, usage?: Partial<StepUsage>): ScriptPart => ({
+    kind: "finish",
+    reason,
+    usage,
+  }),
 };
 
 export interface ScriptedModelOptions {
@@ -75,7 +79,9 @@ export class ScriptedModel extends MockLanguageModelV4 {
         const index = callIndex++;
         const step = this.#steps[index];
         if (step === undefined)
-          throw new Error(`Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`);
+          throw new Error(
+            `Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`,
+          );
         if (typeof step === "object" && "throws" in step) throw step.throws;
         const parts = typeof step === "function" ? step(callOptions, index) : step;
         return { stream: playStep(parts, index, usage) };

@@ -6,7 +6,10 @@ const options = { signal: new AbortController().signal, toolCallId: "t" };
 
 describe("calculatorTool", () => {
   it("returns the expression with its result", async () => {
-    expect(await calculatorTool.execute({ expression: "2+2" }, options)).toEqual({ expression: "2+2", result: 4 });
+    expect(await calculatorTool.execute({ expression: "2+2" }, options)).toEqual({
+      expression: "2+2",
+      result: 4,
+    });
     expect(await calculatorTool.execute({ expression: "(2+3)*4" }, options)).toEqual({
       expression: "(2+3)*4",
       result: 20,

@@ -166,7 +166,8 @@ class Parser {
 
 function apply(token: OperatorToken, left: number, right: number): number {
   const { operator, position } = token;
-  if ((operator === "/" || operator === "%") && right === 0) throw new ExpressionError("Division by zero", position);
+  if ((operator === "/" || operator === "%") && right === 0)
+    throw new ExpressionError("Division by zero", position);
   const result = compute(operator, left, right);
   // Checked at every step: an overflow can otherwise vanish from the final result (1/(1e308*10) is 0).
   if (!Number.isFinite(result)) throw new ExpressionError("Result is not a finite number", position);

@@ -10,7 +10,8 @@
 export class EventStream<T, R> implements AsyncIterable<T> {
   readonly #events: T[] = [];
   #ended = false;
-  #waiters: (() => void)[] = [];
+  /** Readers waiting for the next event, resolved directly with it (no extra promise per event). */
+  #waiting: Reader<T>[] = [];
   readonly #result: Promise<R>;
   #resolveResult!: (result: R) => void;
 
@@ -47,27 +48,46 @@ export class EventStream<T, R> implements AsyncIterable<T> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
-    let index = 0;
-    let stopped = false;
+    const reader: Reader<T> = { index: 0, stopped: false, resolve: undefined };
     return {
-      next: async (): Promise<IteratorResult<T>> => {
-        while (!stopped && index >= this.#events.length && !this.#ended) {
-          await new Promise<void>((resolve) => this.#waiters.push(resolve));
-        }
-        if (!stopped && index < this.#events.length) return { value: this.#events[index++] as T, done: false };
-        return { value: undefined, done: true };
+      next: () => {
+        if (reader.stopped) return Promise.resolve(DONE);
+        if (reader.index < this.#events.length)
+          return Promise.resolve({ value: this.#events[reader.index++] as T, done: false });
+        if (this.#ended) return Promise.resolve(DONE);
+        return new Promise<IteratorResult<T>>((resolve) => {
+          reader.resolve = resolve;
+          this.#waiting.push(reader);
+        });
       },
-      return: async (): Promise<IteratorResult<T>> => {
-        stopped = true;
-        return { value: undefined, done: true };
+      return: () => {
+        reader.stopped = true;
+        reader.resolve?.(DONE);
+        reader.resolve = undefined;
+        return Promise.resolve(DONE);
       },
     };
   }
 
   #wake(): void {
-    if (this.#waiters.length === 0) return;
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const wake of waiters) wake();
+    if (this.#waiting.length === 0) return;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const reader of waiting) {
+      const resolve = reader.resolve;
+      reader.resolve = undefined;
+      if (resolve === undefined) continue;
+      if (reader.index < this.#events.length)
+        resolve({ value: this.#events[reader.index++] as T, done: false });
+      else resolve(DONE);
+    }
   }
 }
+
+interface Reader<T> {
+  index: number;
+  stopped: boolean;
+  resolve: ((result: IteratorResult<T>) => void) | undefined;
+}
+
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;

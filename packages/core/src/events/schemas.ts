@@ -51,7 +51,10 @@ export const eventSchemas = {
     error: z.string().optional(),
   }),
   text_delta: eventSchema("text_delta", { text: z.string(), index }),
-  turn_end: eventSchema("turn_end", { message: assistantMessageSchema, durationMs: z.number().nonnegative() }),
+  turn_end: eventSchema("turn_end", {
+    message: assistantMessageSchema,
+    durationMs: z.number().nonnegative(),
+  }),
   plan_created: eventSchema("plan_created", { steps: z.array(planStepSchema) }),
   plan_step_start: eventSchema("plan_step_start", { index, stepCount, tool: z.string(), args: z.unknown() }),
   plan_step_end: eventSchema("plan_step_end", {
@@ -62,7 +65,9 @@ export const eventSchemas = {
     result: z.unknown().optional(),
     error: z.string().optional(),
   }),
-  steering_applied: eventSchema("steering_applied", { messages: z.array(z.looseObject({ role: z.string() })) }),
+  steering_applied: eventSchema("steering_applied", {
+    messages: z.array(z.looseObject({ role: z.string() })),
+  }),
   context_truncated: eventSchema("context_truncated", {
     droppedMessages: z.number().int().nonnegative(),
     estimatedTokens: z.number().nonnegative(),
@@ -78,10 +83,13 @@ export const eventSchemas = {
 export type AgentEventType = keyof typeof eventSchemas;
 
 /** Any event of the protocol. */
-export const agentEventSchema = z.discriminatedUnion("type", Object.values(eventSchemas) as [
-  (typeof eventSchemas)[AgentEventType],
-  ...(typeof eventSchemas)[AgentEventType][],
-]);
+export const agentEventSchema = z.discriminatedUnion(
+  "type",
+  Object.values(eventSchemas) as [
+    (typeof eventSchemas)[AgentEventType],
+    ...(typeof eventSchemas)[AgentEventType][],
+  ],
+);
 
 export type AgentEventOf<T extends AgentEventType> = z.infer<(typeof eventSchemas)[T]>;
 export type AgentEvent = { [T in AgentEventType]: AgentEventOf<T> }[AgentEventType];

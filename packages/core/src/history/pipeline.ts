@@ -33,7 +33,8 @@ export function chainTransforms(...transforms: HistoryTransform[]): HistoryTrans
  */
 export function keepRecent(n: number): HistoryTransform {
   assertCount(n, "keepRecent");
-  return (messages) => (messages.length <= n ? messages : messages.slice(pairSafeStart(messages, messages.length - n)));
+  return (messages) =>
+    messages.length <= n ? messages : messages.slice(pairSafeStart(messages, messages.length - n));
 }
 
 /** Keeps the first message (usually the task) and the last `n`, never separating a call from its results. */
@@ -54,5 +55,6 @@ function pairSafeStart(messages: readonly AgentMessage[], start: number): number
 }
 
 function assertCount(n: number, name: string): void {
-  if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name}(n) needs a whole number n >= 0, got ${n}.`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new RangeError(`${name}(n) needs a whole number n >= 0, got ${n}.`);
 }

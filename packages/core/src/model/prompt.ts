@@ -2,36 +2,88 @@ import type {
   LanguageModelV4Message,
   LanguageModelV4Prompt,
   LanguageModelV4ToolResultOutput,
+  LanguageModelV4ToolResultPart,
 } from "@ai-sdk/provider";
-import type { AssistantMessage, LlmMessage, ToolResultMessage, UserMessage } from "../messages.js";
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  isLlmMessage,
+  type LlmMessage,
+  type ToolResultMessage,
+  type UserMessage,
+} from "../messages.js";
 
 /**
- * Converts the model-facing history to the v4 prompt. Each message's conversion is cached by
- * identity (history messages are never mutated), so a long history costs one array walk per call,
- * not a re-conversion of every message.
+ * Converts the model-facing history to the v4 prompt, incrementally: history messages are never
+ * mutated and the history only grows, so when the messages start with the ones converted last
+ * time only the new tail is converted. A run of N cycles costs O(N) conversions, not O(N²).
  */
-const converted = new WeakMap<LlmMessage, LanguageModelV4Message>();
+export class PromptBuilder {
+  #messages: readonly LlmMessage[] = [];
+  #prompt: LanguageModelV4Message[] = [];
+  /** For `buildFromHistory`: how many history messages are already converted. */
+  #historyLength = 0;
 
-export function toModelPrompt(system: string | undefined, messages: readonly LlmMessage[]): LanguageModelV4Prompt {
-  const prompt: LanguageModelV4Prompt = [];
-  if (system) prompt.push({ role: "system", content: system });
-  for (const message of messages) {
-    if (message.role === "toolResult") {
-      // Consecutive tool results travel as one `tool` message, as the providers expect.
-      const previous = prompt[prompt.length - 1];
-      const part = toolResultPart(message);
-      if (previous?.role === "tool") previous.content.push(part);
-      else prompt.push({ role: "tool", content: [part] });
-      continue;
-    }
-    let modelMessage = converted.get(message);
-    if (modelMessage === undefined) {
-      modelMessage = message.role === "user" ? userMessage(message) : assistantMessage(message);
-      converted.set(message, modelMessage);
-    }
-    prompt.push(modelMessage);
+  /** Builds the prompt for any list of model messages (after a custom transform or converter). */
+  build(system: string | undefined, messages: readonly LlmMessage[]): LanguageModelV4Prompt {
+    const reused = sharedPrefix(this.#messages, messages);
+    if (reused === 0) this.#prompt = [];
+    appendMessages(this.#prompt, reused > 0 ? messages.slice(reused) : messages);
+    this.#messages = messages.slice();
+    return withSystem(system, this.#prompt);
   }
-  return prompt;
+
+  /**
+   * The default pipeline's fast path: the history of a run only grows, so only messages added
+   * since the last call are converted (custom kinds are skipped, as the default converter does).
+   */
+  buildFromHistory(system: string | undefined, history: readonly AgentMessage[]): LanguageModelV4Prompt {
+    for (let i = this.#historyLength; i < history.length; i++) {
+      const message = history[i] as AgentMessage;
+      if (isLlmMessage(message)) appendMessage(this.#prompt, message);
+    }
+    this.#historyLength = history.length;
+    return withSystem(system, this.#prompt);
+  }
+}
+
+/** A fresh array each call: a provider (or a test double) may keep the prompt it was given. */
+function withSystem(system: string | undefined, prompt: LanguageModelV4Message[]): LanguageModelV4Prompt {
+  if (!system) return prompt.slice();
+  const full: LanguageModelV4Prompt = new Array(prompt.length + 1);
+  full[0] = { role: "system", content: system };
+  for (let i = 0; i < prompt.length; i++) full[i + 1] = prompt[i] as LanguageModelV4Message;
+  return full;
+}
+
+/** One-shot conversion of a history to a v4 prompt. */
+export function toModelPrompt(
+  system: string | undefined,
+  messages: readonly LlmMessage[],
+): LanguageModelV4Prompt {
+  return new PromptBuilder().build(system, messages);
+}
+
+function sharedPrefix(previous: readonly LlmMessage[], next: readonly LlmMessage[]): number {
+  if (previous.length > next.length) return 0;
+  for (let i = 0; i < previous.length; i++) if (previous[i] !== next[i]) return 0;
+  return previous.length;
+}
+
+function appendMessages(prompt: LanguageModelV4Message[], messages: readonly LlmMessage[]): void {
+  for (const message of messages) appendMessage(prompt, message);
+}
+
+function appendMessage(prompt: LanguageModelV4Message[], message: LlmMessage): void {
+  if (message.role === "toolResult") {
+    // Consecutive tool results travel as one `tool` message, as the providers expect. The
+    // previous one may belong to a prompt already handed to a provider, so it is copied.
+    const previous = prompt[prompt.length - 1];
+    const part = toolResultPart(message);
+    if (previous?.role === "tool")
+      prompt[prompt.length - 1] = { role: "tool", content: [...previous.content, part] };
+    else prompt.push({ role: "tool", content: [part] });
+  } else prompt.push(message.role === "user" ? userMessage(message) : assistantMessage(message));
 }
 
 function userMessage(message: UserMessage): LanguageModelV4Message {
@@ -53,9 +105,9 @@ function assistantMessage(message: AssistantMessage): LanguageModelV4Message {
   return { role: "assistant", content };
 }
 
-function toolResultPart(message: ToolResultMessage) {
+function toolResultPart(message: ToolResultMessage): LanguageModelV4ToolResultPart {
   const output: LanguageModelV4ToolResultOutput = message.isError
     ? { type: "error-text", value: message.content }
     : { type: "text", value: message.content };
-  return { type: "tool-result" as const, toolCallId: message.toolCallId, toolName: message.toolName, output };
+  return { type: "tool-result", toolCallId: message.toolCallId, toolName: message.toolName, output };
 }

@@ -8,7 +8,7 @@ import type {
 } from "@ai-sdk/provider";
 import { AbortedError, AgentError, errorMessage, ProviderError } from "../errors.js";
 import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
-import { raceAbort, sleep } from "./abortable.js";
+import { AbortScope, raceAbort, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
@@ -19,7 +19,9 @@ export interface ModelStepRequest {
   prompt: LanguageModelV4Prompt;
   tools: readonly LanguageModelV4FunctionTool[];
   settings?: ModelCallSettings;
-  signal: AbortSignal;
+  /** Aborts the call; or pass the run's `abortScope` instead (cheaper per call). */
+  signal?: AbortSignal;
+  abortScope?: AbortScope;
   retry: RetryOptions;
   /** Called with each text chunk as the model streams it. */
   onText?(text: string): void;
@@ -42,20 +44,21 @@ export interface ModelStepResult {
  * plumbing costs about 1 ms per step on Node 20. Retryable failures before the first chunk reached
  * the caller are retried with backoff; later ones cannot be, since the chunks were already shown.
  */
-export async function streamModelStep(request: ModelStepRequest): Promise<ModelStepResult> {
-  for (let attempt = 0; ; attempt++) {
-    const step = new StepReader(request);
-    try {
-      return await step.read();
-    } catch (error) {
-      if (error instanceof AbortedError || request.signal.aborted) throw new AbortedError(request.signal.reason);
-      if (!step.forwardedAnything && attempt < request.retry.maxRetries && isRetryable(error)) {
-        await sleep(retryDelay(error, attempt, request.retry), request.signal);
-        continue;
-      }
-      throw toProviderError(error, attempt);
+export function streamModelStep(request: ModelStepRequest): Promise<ModelStepResult> {
+  const scope = request.abortScope ?? new AbortScope(request.signal);
+  return attempt(request, scope, 0);
+}
+
+function attempt(request: ModelStepRequest, scope: AbortScope, retries: number): Promise<ModelStepResult> {
+  const step = new StepReader(request, scope);
+  return step.read().catch(async (error: unknown) => {
+    if (error instanceof AbortedError || scope.signal.aborted) throw new AbortedError(scope.signal.reason);
+    if (!step.forwardedAnything && retries < request.retry.maxRetries && isRetryable(error)) {
+      await sleep(retryDelay(error, retries, request.retry), scope);
+      return attempt(request, scope, retries + 1);
     }
-  }
+    throw toProviderError(error, retries);
+  });
 }
 
 class StepReader {
@@ -68,21 +71,25 @@ class StepReader {
   #usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
   #modelId: string;
 
-  constructor(private readonly request: ModelStepRequest) {
+  constructor(
+    private readonly request: ModelStepRequest,
+    private readonly scope: AbortScope,
+  ) {
     this.#modelId = request.model.modelId;
   }
 
   async read(): Promise<ModelStepResult> {
-    const { model, prompt, tools, settings, signal } = this.request;
-    const options: LanguageModelV4CallOptions = { ...settings, prompt, abortSignal: signal };
+    const { model, prompt, tools, settings } = this.request;
+    const signal = this.scope.signal;
+    const options: LanguageModelV4CallOptions =
+      settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
     if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
-    const { stream } = await raceAbort(Promise.resolve(model.doStream(options)), signal);
+    const { stream } = await raceAbort(model.doStream(options), this.scope);
     const reader = stream.getReader();
     // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
-    const onAbort = () => {
+    const removeHook = this.scope.onAbort(() => {
       reader.cancel(signal.reason).catch(() => {});
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
+    });
     try {
       for (;;) {
         const { done, value } = await reader.read();
@@ -91,7 +98,7 @@ class StepReader {
         this.#handle(value);
       }
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      removeHook();
     }
     return {
       content: this.#content,

@@ -1,6 +1,12 @@
 import type { DependencyContainer } from "tsyringe";
 import type { OrchestratorEvent } from "../events/schemas.js";
-import type { AgentMessage, AssistantMessage, MessageInput, ToolCall, ToolResultMessage } from "../messages.js";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  MessageInput,
+  ToolCall,
+  ToolResultMessage,
+} from "../messages.js";
 import type { ModelCallSettings } from "../model/stream-step.js";
 import type { ToolRegistry } from "../tools/registry.js";
 

@@ -1,4 +1,5 @@
 import { type AgentMessage, type MessageInput, toMessage } from "../messages.js";
+import type { MessageSource } from "../orchestrator/contract.js";
 
 /** A FIFO of messages waiting for a run boundary (steering or follow-up). */
 export class MessageQueue {
@@ -22,4 +23,39 @@ export class MessageQueue {
   clear(): void {
     this.#items = [];
   }
+}
+
+export type InboxCallback = () =>
+  | readonly MessageInput[]
+  | undefined
+  | Promise<readonly MessageInput[] | undefined>;
+
+/**
+ * A run's view of one queue plus the app's optional callback. `takeNow` answers synchronously when
+ * there is no callback, which keeps the check after every tool and before every model call cheap.
+ */
+export class MessageInbox implements MessageSource {
+  constructor(
+    private readonly queue: MessageQueue,
+    private readonly callback: InboxCallback | undefined,
+  ) {}
+
+  take(): Promise<AgentMessage[]> {
+    return Promise.resolve(this.takeNow());
+  }
+
+  takeNow(): AgentMessage[] | Promise<AgentMessage[]> {
+    const queued = this.queue.drain();
+    if (this.callback === undefined) return queued;
+    const extra = this.callback();
+    return isPromise(extra) ? extra.then((more) => merge(queued, more)) : merge(queued, extra);
+  }
+}
+
+function merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
+  return extra && extra.length > 0 ? [...queued, ...extra.map(toMessage)] : queued;
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === "function";
 }

@@ -22,7 +22,8 @@ import {
   toMessage,
   type Usage,
 } from "../messages.js";
-import { toModelPrompt } from "../model/prompt.js";
+import type { AbortScope } from "../model/abortable.js";
+import { PromptBuilder } from "../model/prompt.js";
 import type { RetryOptions } from "../model/retry.js";
 import { type ModelCallSettings, streamModelStep } from "../model/stream-step.js";
 import type {
@@ -38,6 +39,7 @@ import type {
 } from "../orchestrator/contract.js";
 import { executeToolCall, NOT_RUN_ABORTED, SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import type { MessageInbox } from "./message-queue.js";
 import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
 
 /** Everything a run needs from its agent. */
@@ -46,7 +48,7 @@ export interface RunSetup {
   orchestrator: Orchestrator;
   history: AgentMessage[];
   input: AgentMessage[];
-  signal: AbortSignal;
+  abortScope: AbortScope;
   limits: Limits;
   systemPrompt: string;
   steeringInstruction: string | undefined;
@@ -56,8 +58,8 @@ export interface RunSetup {
   convertToLlm: ConvertToLlm | undefined;
   modelSettings: ModelCallSettings | undefined;
   retry: RetryOptions;
-  steering: MessageSource;
-  followUps: MessageSource;
+  steering: MessageInbox;
+  followUps: MessageInbox;
   container: DependencyContainer;
   /** Receives every event, already enveloped. */
   publish(event: AgentEvent): void;
@@ -95,6 +97,8 @@ export class RunSession implements RunContext {
   readonly container: DependencyContainer;
 
   readonly #setup: RunSetup;
+  readonly #abortScope: AbortScope;
+  readonly #prompts = new PromptBuilder();
   readonly #startedAt = Date.now();
   readonly #firstMessage: number;
   #seq = 0;
@@ -110,7 +114,7 @@ export class RunSession implements RunContext {
   constructor(setup: RunSetup) {
     this.#setup = setup;
     this.runId = setup.runId;
-    this.signal = setup.signal;
+    this.signal = setup.abortScope.signal;
     this.limits = setup.limits;
     this.systemPrompt = setup.systemPrompt;
     this.steeringInstruction = setup.steeringInstruction;
@@ -119,6 +123,7 @@ export class RunSession implements RunContext {
     this.followUps = setup.followUps;
     this.container = setup.container;
     this.#firstMessage = setup.history.length;
+    this.#abortScope = setup.abortScope;
     const history = setup.history;
     const session = this;
     this.messages = {
@@ -153,12 +158,13 @@ export class RunSession implements RunContext {
 
   emit(event: OrchestratorEvent): void {
     if (this.#sealed) return;
-    this.#publish(event);
+    this.#publish({ ...event });
   }
 
   startTurn(): number {
     this.#assertOpen();
-    if (this.#turnStartedAt !== undefined) this.endTurn(this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant("stop"));
+    if (this.#turnStartedAt !== undefined)
+      this.endTurn(this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant("stop"));
     this.#turn++;
     this.#turnStartedAt = Date.now();
     this.#turnFirstMessage = this.#setup.history.length;
@@ -177,19 +183,27 @@ export class RunSession implements RunContext {
     this.#assertOpen();
     if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
     this.#cycles++;
-    const steering = await this.steering.take();
+    // Awaiting only a real promise keeps the no-callback path free of a microtask hop.
+    const taken = this.#setup.steering.takeNow();
+    const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.applySteering(steering);
     const provider = this.#setup.provider;
     if (provider === undefined) throw new NoProviderError();
 
-    const prompt = toModelPrompt(options.system ?? this.systemPrompt, await this.#llmMessages());
+    const system = options.system ?? this.systemPrompt;
+    const prompt =
+      this.#setup.transformContext || this.#setup.convertToLlm
+        ? this.#prompts.build(system, await this.#pipelineMessages())
+        : this.#prompts.buildFromHistory(system, this.#setup.history);
     let index = 0;
     const step = await streamModelStep({
       model: provider,
       prompt,
       tools: this.#modelTools(options.tools),
-      settings: options.settings ? { ...this.#setup.modelSettings, ...options.settings } : this.#setup.modelSettings,
-      signal: this.signal,
+      settings: options.settings
+        ? { ...this.#setup.modelSettings, ...options.settings }
+        : this.#setup.modelSettings,
+      abortScope: this.#abortScope,
       retry: this.#setup.retry,
       onText: (text) => this.#publish({ type: "text_delta", text, index: index++ }),
       onReasoning: (text) => this.#publish({ type: "thinking", text }),
@@ -206,30 +220,43 @@ export class RunSession implements RunContext {
       timestamp: Date.now(),
     };
     this.#setup.history.push(message);
-    this.#publish({ type: "steering_mode", mode: steer ? "steer" : "respond", queueSize: step.toolCalls.length });
+    this.#publish({
+      type: "steering_mode",
+      mode: steer ? "steer" : "respond",
+      queueSize: step.toolCalls.length,
+    });
     return steer
       ? { mode: "steer", message, toolCalls: step.toolCalls }
       : { mode: "respond", message, text: textOf(message) };
   }
 
-  async executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
+  async executeTools(
+    calls: readonly ToolCall[],
+    options: ExecuteToolsOptions = {},
+  ): Promise<ToolBatchResult> {
     this.#assertOpen();
     const interruptOnSteering = options.interruptOnSteering ?? true;
     const results: ToolResultMessage[] = [];
     let steering: AgentMessage[] = [];
     for (const call of calls) {
-      this.#assertOpen();
+      if (this.#sealed) throw new AbortedError("the run has already ended");
       this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
       this.#openCalls.set(call.id, call);
       let result: ToolResultMessage;
       if (this.signal.aborted) result = toolResult(call, "aborted", NOT_RUN_ABORTED);
       else if (steering.length > 0) result = toolResult(call, "skipped", SKIPPED_BY_STEERING);
-      else result = await executeToolCall(this.tools, call, this.signal, this.limits.abortGraceMs);
+      else {
+        const running = executeToolCall(this.tools, call, this.#abortScope, this.limits.abortGraceMs);
+        result = running instanceof Promise ? await running : running;
+      }
       if (this.#sealed) break;
       this.#setup.history.push(result);
       this.#publishResult(result);
       results.push(result);
-      if (interruptOnSteering && steering.length === 0 && !this.signal.aborted) steering = await this.steering.take();
+      if (interruptOnSteering && steering.length === 0 && !this.signal.aborted) {
+        const taken = this.#setup.steering.takeNow();
+        steering = Array.isArray(taken) ? taken : await taken;
+      }
     }
     if (steering.length > 0) this.applySteering(steering);
     return { results, steering };
@@ -250,13 +277,11 @@ export class RunSession implements RunContext {
     // An orchestrator that ignores the abort is abandoned after the grace period, so abort is prompt.
     await new Promise<void>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => {
+      const remove = this.#abortScope.onAbort(() => {
         timer = setTimeout(resolve, this.limits.abortGraceMs);
-      };
-      if (this.signal.aborted) onAbort();
-      else this.signal.addEventListener("abort", onAbort, { once: true });
+      });
       const settle = () => {
-        this.signal.removeEventListener("abort", onAbort);
+        remove();
         if (timer !== undefined) clearTimeout(timer);
       };
       Promise.resolve(running).then(
@@ -276,7 +301,9 @@ export class RunSession implements RunContext {
     const stopReason: StopReason = failure?.stopReason ?? "completed";
     this.#answerOpenCalls(failure);
     if (this.#turnStartedAt !== undefined)
-      this.endTurn(this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant(assistantStop(stopReason)));
+      this.endTurn(
+        this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant(assistantStop(stopReason)),
+      );
     this.#sealed = true;
     if (failure) this.#publish({ type: "error", code: failure.code, message: failure.message });
     const durationMs = Date.now() - this.#startedAt;
@@ -331,8 +358,12 @@ export class RunSession implements RunContext {
     this.#publish(event);
   }
 
+  /** Adds the envelope in place: every caller passes a fresh object. */
   #publish(event: OrchestratorEvent): void {
-    const enveloped = { ...event, runId: this.runId, seq: this.#seq++, ts: Date.now() } as AgentEvent;
+    const enveloped = event as AgentEvent;
+    enveloped.runId = this.runId;
+    enveloped.seq = this.#seq++;
+    enveloped.ts = Date.now();
     this.#setup.publish(enveloped);
   }
 
@@ -341,10 +372,13 @@ export class RunSession implements RunContext {
     if (this.signal.aborted) throw new AbortedError(this.signal.reason);
   }
 
-  async #llmMessages() {
-    let messages: readonly AgentMessage[] = this.#setup.history;
-    if (this.#setup.transformContext) messages = await this.#setup.transformContext([...messages], { signal: this.signal });
-    return (this.#setup.convertToLlm ?? defaultConvertToLlm)(messages);
+  /** The `transform → convertToLlm` pipeline, when the agent configures either step. */
+  async #pipelineMessages() {
+    const { transformContext, convertToLlm = defaultConvertToLlm } = this.#setup;
+    const messages = transformContext
+      ? await transformContext([...this.#setup.history], { signal: this.signal })
+      : this.#setup.history;
+    return convertToLlm(messages);
   }
 
   #modelTools(selection: DecideOptions["tools"]) {

@@ -22,7 +22,8 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
     if (message.role === "toolResult") {
       const id = (message as { toolCallId: string }).toolCallId;
       const position = pending.findIndex((call) => call.id === id);
-      if (position === -1) problems.push(`message ${index}: tool result "${id}" answers no pending tool call`);
+      if (position === -1)
+        problems.push(`message ${index}: tool result "${id}" answers no pending tool call`);
       else {
         if (position > 0) problems.push(`message ${index}: tool result "${id}" is out of call order`);
         pending.splice(position, 1);
@@ -34,7 +35,8 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
     if (message.role !== "assistant") return;
     const calls = toolCallsOf(message as AssistantMessage);
     for (const call of calls) {
-      if (seenCallIds.has(call.id)) problems.push(`message ${index}: tool call id "${call.id}" is used twice`);
+      if (seenCallIds.has(call.id))
+        problems.push(`message ${index}: tool call id "${call.id}" is used twice`);
       seenCallIds.add(call.id);
     }
     pending = calls;

@@ -19,7 +19,8 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
 }
 
 /** A registered tool: its definition plus the JSON Schema sent to the model, computed once. */
-export interface Tool<Schema extends z.ZodType = z.ZodType, Result = unknown> extends ToolDefinition<Schema, Result> {
+export interface Tool<Schema extends z.ZodType = z.ZodType, Result = unknown>
+  extends ToolDefinition<Schema, Result> {
   readonly jsonSchema: JSONSchema7;
 }
 

@@ -1,5 +1,6 @@
 import { errorMessage } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
 import type { ToolRegistry } from "./registry.js";
 
 export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
@@ -10,15 +11,17 @@ export const NOT_RUN_ABORTED = "not run: the run was aborted";
  * the schema, and a tool that throws all become `status: "error"` results the model sees. When the
  * run aborts, the tool gets `graceMs` to stop; past that it is abandoned with `status: "aborted"`.
  */
-export async function executeToolCall(
+export function executeToolCall(
   tools: ToolRegistry,
   call: ToolCall,
-  signal: AbortSignal,
+  scope: AbortScope,
   graceMs: number,
-): Promise<ToolResultMessage> {
+): ToolResultMessage | Promise<ToolResultMessage> {
+  const signal = scope.signal;
   const tool = tools.get(call.name);
   if (tool === undefined) {
-    const available = tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
+    const available =
+      tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
     return toolResult(call, "error", `Unknown tool "${call.name}".${available}`);
   }
   const parsed = tool.inputSchema.safeParse(call.args);
@@ -31,18 +34,21 @@ export async function executeToolCall(
   }
   if (signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
 
-  let execution: Promise<unknown>;
+  let returned: unknown;
   try {
-    execution = Promise.resolve(tool.execute(parsed.data, { signal, toolCallId: call.id }));
+    returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
   } catch (error) {
     return toolResult(call, "error", errorMessage(error));
   }
-  const outcome = await settleOrAbandon(execution, signal, graceMs);
-  if (outcome.kind === "abandoned")
-    return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
-  if (outcome.kind === "rejected")
-    return toolResult(call, signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
-  return successResult(call, outcome.value);
+  // A synchronous tool's result is returned as it is: no promise, no microtask hop.
+  if (!isThenable(returned)) return successResult(call, returned);
+  return settleOrAbandon(returned, scope, graceMs).then((outcome) => {
+    if (outcome.kind === "abandoned")
+      return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
+    if (outcome.kind === "rejected")
+      return toolResult(call, signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
+    return successResult(call, outcome.value);
+  });
 }
 
 export function toolResult(
@@ -80,22 +86,28 @@ type Outcome =
   | { kind: "rejected"; error: unknown }
   | { kind: "abandoned" };
 
-function settleOrAbandon(execution: Promise<unknown>, signal: AbortSignal, graceMs: number): Promise<Outcome> {
-  const settled = execution.then(
-    (value): Outcome => ({ kind: "resolved", value }),
-    (error: unknown): Outcome => ({ kind: "rejected", error }),
-  );
+function settleOrAbandon(
+  execution: PromiseLike<unknown>,
+  scope: AbortScope,
+  graceMs: number,
+): Promise<Outcome> {
   return new Promise<Outcome>((resolve) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const onAbort = () => {
+    const remove = scope.onAbort(() => {
       timer = setTimeout(() => resolve({ kind: "abandoned" }), graceMs);
-    };
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-    settled.then((outcome) => {
-      signal.removeEventListener("abort", onAbort);
+    });
+    const settle = (outcome: Outcome) => {
+      remove();
       if (timer !== undefined) clearTimeout(timer);
       resolve(outcome);
-    });
+    };
+    execution.then(
+      (value) => settle({ kind: "resolved", value }),
+      (error: unknown) => settle({ kind: "rejected", error }),
+    );
   });
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
 }
