@@ -213,14 +213,21 @@ export class Agent {
     return new MessageInbox(queue, callback && (() => callback({ runId, messages: history })));
   }
 
+  /** Each listener is isolated: one that throws neither breaks the run nor starves the others. */
   #notify(event: AgentEvent): void {
+    const typed = this.#emitter.all.get(event.type);
+    if (typed) for (const handler of [...typed]) this.#call(() => (handler as (e: AgentEvent) => void)(event), event);
+    const wildcards = this.#emitter.all.get("*");
+    if (wildcards)
+      for (const handler of [...wildcards])
+        this.#call(() => (handler as (type: string, e: AgentEvent) => void)(event.type, event), event);
+  }
+
+  #call(listener: () => void, event: AgentEvent): void {
     try {
-      this.#emitter.emit(event.type, event as never);
+      listener();
     } catch (error) {
-      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(
-        error,
-        event,
-      );
+      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(error, event);
     }
   }
 }

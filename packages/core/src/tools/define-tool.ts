@@ -1,4 +1,5 @@
 import type { JSONSchema7 } from "@ai-sdk/provider";
+import { zodSchema } from "@ai-sdk/provider-utils";
 import { z } from "zod";
 import { InvalidConfigError } from "../errors.js";
 
@@ -39,7 +40,9 @@ export function defineTool<Schema extends z.ZodType, Result>(
     throw new InvalidConfigError(`Tool "${definition.name}": execute must be a function.`);
   let jsonSchema: JSONSchema7;
   try {
-    jsonSchema = z.toJSONSchema(definition.inputSchema, { target: "draft-7", io: "input" }) as JSONSchema7;
+    // The AI SDK's own conversion, so a tool reaches the model exactly as `streamText` would send it
+    // (draft-7, input types, `additionalProperties: false` on every object for strict providers).
+    jsonSchema = { ...(zodSchema(definition.inputSchema).jsonSchema as JSONSchema7) };
   } catch (error) {
     throw new InvalidConfigError(
       `Tool "${definition.name}": its inputSchema cannot be expressed as JSON Schema (${(error as Error).message}).`,

@@ -1,0 +1,197 @@
+// Importing the package registers the default orchestrator, "agentic".
+import "@agent-core/agentic";
+import { createRequire } from "node:module";
+import { parseArgs } from "node:util";
+import {
+  Agent,
+  defaultLimits,
+  ORCHESTRATOR_REGISTRY,
+  rootContainer,
+  UnknownOrchestratorError,
+} from "@agent-core/core";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
+import { createHumanRenderer, createJsonRenderer, type EventRenderer, type TextSink } from "./render.js";
+import { createDemoAgentTools } from "./tools/demo-tools.js";
+import { UsageError } from "./usage-error.js";
+
+export interface CliIO {
+  /** `isTTY` decides whether the live view uses colours. */
+  stdout: TextSink & { isTTY?: boolean };
+  stderr: TextSink;
+  env: Record<string, string | undefined>;
+  /** Aborting it aborts the run (the bin wires Ctrl-C to it). */
+  signal?: AbortSignal;
+}
+
+export const SYSTEM_PROMPT =
+  "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
+
+const EXIT_COMPLETED = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
+
+// Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
+const OPTIONS = {
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "v" },
+  json: { type: "boolean" },
+  orchestrator: { type: "string" },
+  system: { type: "string" },
+  "max-cycles": { type: "string" },
+} as const;
+
+interface RunCommand {
+  kind: "run";
+  prompt: string;
+  json: boolean;
+  orchestrator: string | undefined;
+  system: string;
+  maxCycles: number;
+}
+
+type Command = { kind: "help" } | { kind: "version" } | RunCommand;
+
+/** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  try {
+    const command = parseCommand(argv);
+    switch (command.kind) {
+      case "help":
+        io.stdout.write(helpText());
+        return EXIT_COMPLETED;
+      case "version":
+        io.stdout.write(`${version}\n`);
+        return EXIT_COMPLETED;
+      case "run":
+        return await runPrompt(command, io);
+    }
+  } catch (error) {
+    const usage = asUsageError(error);
+    if (usage === undefined) throw error;
+    io.stderr.write(`agent-core: ${usage.message}\n${usage.hint}\n`);
+    return EXIT_USAGE;
+  }
+}
+
+function parseCommand(argv: string[]): Command {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  if (values.help) return { kind: "help" };
+  if (values.version) return { kind: "version" };
+  const [name, ...words] = positionals;
+  if (name === undefined) throw new UsageError("Missing command.", `Usage: ${RUN_USAGE}`);
+  if (name !== "run") throw new UsageError(`Unknown command "${name}"; the only command is "run".`);
+  // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
+  const prompt = words.join(" ").trim();
+  if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
+  return {
+    kind: "run",
+    prompt,
+    json: values.json ?? false,
+    orchestrator: values.orchestrator,
+    system: values.system ?? SYSTEM_PROMPT,
+    maxCycles: parseMaxCycles(values["max-cycles"]),
+  };
+}
+
+function parseMaxCycles(value: string | undefined): number {
+  if (value === undefined) return defaultLimits.maxCycles;
+  const cycles = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(cycles) || cycles < 1)
+    throw new UsageError(`--max-cycles must be a whole number >= 1, got "${value}".`);
+  return cycles;
+}
+
+async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
+  const { model, label, demo } = modelFromEnv(io.env);
+  const agent = createAgent(command, model);
+  const render: EventRenderer = command.json
+    ? createJsonRenderer(io.stdout)
+    : createHumanRenderer(io.stdout, {
+        color: io.stdout.isTTY === true && !io.env.NO_COLOR,
+        model: label,
+        demo,
+        orchestrator: agent.orchestrator.name,
+      });
+  const run = agent.prompt(command.prompt, { signal: io.signal });
+  for await (const event of run) render(event);
+  const result = await run.result();
+  // The NDJSON stream already holds the error event; this line is for the person watching stderr.
+  if (command.json && result.error !== undefined) io.stderr.write(`agent-core: ${result.error.message}\n`);
+  return result.stopReason === "completed" ? EXIT_COMPLETED : EXIT_FAILED;
+}
+
+function createAgent(command: RunCommand, model: LanguageModelV4): Agent {
+  return new Agent({
+    systemPrompt: command.system,
+    provider: model,
+    tools: createDemoAgentTools(),
+    orchestrator: command.orchestrator,
+    limits: { maxCycles: command.maxCycles },
+  });
+}
+
+/** The errors that mean "you asked for something that does not exist", as opposed to bugs. */
+function asUsageError(error: unknown): UsageError | undefined {
+  if (error instanceof UsageError) return error;
+  if (error instanceof UnknownOrchestratorError)
+    return new UsageError(
+      `Unknown orchestrator "${error.orchestrator}". Registered orchestrators: ${orchestratorNames()}.`,
+      "Pass one of them to --orchestrator, or leave the option out for the default.",
+    );
+  if (isParseArgsError(error)) return new UsageError(error.message);
+  return undefined;
+}
+
+function isParseArgsError(error: unknown): error is Error {
+  return (
+    error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")
+  );
+}
+
+function orchestratorNames(): string {
+  const registry = rootContainer.resolve(ORCHESTRATOR_REGISTRY);
+  const names = registry.names().map((name) => (name === registry.defaultName ? `${name} (default)` : name));
+  return names.length > 0 ? names.join(", ") : "none";
+}
+
+function helpText(): string {
+  return `agent-core ${version}: run an LLM agent with tools from the terminal
+
+Usage:
+  ${RUN_USAGE}
+  agent-core --help | --version
+
+Options:
+  --json               print every event as one NDJSON line instead of the live view
+  --orchestrator NAME  how the agent loops; registered: ${orchestratorNames()}
+  --system TEXT        replace the system prompt
+  --max-cycles N       stop after N model calls (default ${defaultLimits.maxCycles})
+  -h, --help           show this help
+  -v, --version        print the version
+
+Tools: calculator (arithmetic), get_current_time (date and time).
+
+Model, from the environment:
+  OPENAI_API_KEY       use a real model through any OpenAI-compatible chat API; without it an offline
+                       demo model answers (arithmetic and time questions only, marked [demo])
+  OPENAI_BASE_URL      the API's base URL, default ${DEFAULT_BASE_URL}; works with OpenAI,
+                       Ollama (http://localhost:11434/v1), llama.cpp server (http://localhost:8080/v1),
+                       vLLM (http://localhost:8000/v1) and other OpenAI-compatible servers
+  AGENT_CORE_MODEL     the model name, default ${DEFAULT_MODEL}
+  NO_COLOR             set to turn colours off
+
+Examples:
+  agent-core run "What is 15*3 and 10+5?"
+  agent-core run --json "What is 2^10?" | jq -c 'select(.type == "tool_result")'
+  OPENAI_API_KEY=ollama OPENAI_BASE_URL=http://localhost:11434/v1 AGENT_CORE_MODEL=llama3.2 \\
+    agent-core run "What time is it in Tokyo?"
+
+A prompt starting with "-" goes after "--": agent-core run -- "-5+3?"
+Ctrl-C aborts the run. Exit codes: 0 completed, 1 the run failed or was aborted, 2 bad usage.
+`;
+}

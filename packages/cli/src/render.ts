@@ -1,0 +1,206 @@
+import type { AgentEvent, AgentEventOf } from "@agent-core/core";
+
+/** Where output goes: `process.stdout`, or a string collector in tests. */
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+export interface HumanRendererOptions {
+  /** ANSI colours; only for a terminal, and never when NO_COLOR is set. */
+  color: boolean;
+  /** The model label for the header line. */
+  model: string;
+  /** Marks the header "[demo]" so the demo model's answers are never taken for a real model's. */
+  demo: boolean;
+  orchestrator: string;
+}
+
+/** Renders one event; feed it every event of a run, in order. */
+export type EventRenderer = (event: AgentEvent) => void;
+
+/** One NDJSON line per event, nothing else, so the output can be piped into `jq` or another program. */
+export function createJsonRenderer(out: TextSink): EventRenderer {
+  return (event) => out.write(`${JSON.stringify(event)}\n`);
+}
+
+// Tool results can be whole documents; a human skimming the run needs only their start.
+const MAX_VALUE_CHARS = 300;
+
+type Style = "dim" | "red" | "green" | "cyan" | "bold";
+
+const ANSI: Record<Style, [open: string, close: string]> = {
+  dim: ["\x1b[2m", "\x1b[22m"],
+  bold: ["\x1b[1m", "\x1b[22m"],
+  red: ["\x1b[31m", "\x1b[39m"],
+  green: ["\x1b[32m", "\x1b[39m"],
+  cyan: ["\x1b[36m", "\x1b[39m"],
+};
+
+type StreamedEvent = AgentEventOf<"thinking" | "text_delta">;
+
+/** What the cursor is in the middle of: streamed text and thinking continue a line that others must end. */
+type LineState = "start" | "text" | "thinking";
+
+/**
+ * The live view of a run for a person: the model's text streams in as it arrives, thinking is dimmed,
+ * tool calls and results get one line each, and a summary line closes the run.
+ */
+export function createHumanRenderer(out: TextSink, options: HumanRendererOptions): EventRenderer {
+  return new HumanRenderer(out, options).render;
+}
+
+class HumanRenderer {
+  readonly #out: TextSink;
+  readonly #options: HumanRendererOptions;
+  #line: LineState = "start";
+  #cycles = 0;
+  #toolCalls = 0;
+
+  constructor(out: TextSink, options: HumanRendererOptions) {
+    this.#out = out;
+    this.#options = options;
+  }
+
+  readonly render = (event: AgentEvent): void => {
+    if (event.type === "thinking" || event.type === "text_delta") {
+      this.#stream(event);
+      return;
+    }
+    if (event.type === "steering_mode") this.#cycles++;
+    if (event.type === "tool_call") this.#toolCalls++;
+    const line = this.#lineFor(event);
+    if (line !== undefined) this.#writeLine(line);
+  };
+
+  /** The one line an event gets, or undefined for bookkeeping a person does not need to see. */
+  #lineFor(event: Exclude<AgentEvent, StreamedEvent>): string | undefined {
+    switch (event.type) {
+      case "agent_start":
+        return this.#header();
+      case "tool_call":
+        return this.#style("cyan", `→ ${event.toolName}(${formatValue(event.args)})`);
+      case "tool_result":
+        return this.#toolResult(event);
+      case "steering_applied":
+        return this.#style("cyan", `↪ steering: ${event.messages.map(describeMessage).join(" | ")}`);
+      case "plan_created":
+        return this.#planCreated(event);
+      case "plan_step_start":
+        return `▸ ${stepLabel(event)} ${event.tool}(${formatValue(event.args)})`;
+      case "plan_step_end":
+        return this.#planStepEnd(event);
+      case "context_truncated":
+        return this.#style("dim", contextTruncated(event));
+      case "error":
+        return this.#style("red", `✗ ${event.code}: ${event.message}`);
+      case "agent_end":
+        return this.#summary(event);
+      case "steering_mode":
+      case "turn_start":
+      case "turn_end":
+        return undefined;
+      default:
+        return skipUnknown(event);
+    }
+  }
+
+  #header(): string {
+    const { model, demo, orchestrator } = this.#options;
+    const label = demo ? `${this.#style("bold", "[demo]")} ${model}` : model;
+    return `${this.#style("dim", "▶")} ${label} ${this.#style("dim", `· orchestrator ${orchestrator}`)}`;
+  }
+
+  /** Text and thinking arrive in deltas: they continue the current line until another kind of output. */
+  #stream(event: StreamedEvent): void {
+    const kind = event.type === "thinking" ? "thinking" : "text";
+    // A new answer (after a follow-up, say) starts on its own line even when nothing was printed between.
+    if (this.#line !== kind || (event.type === "text_delta" && event.index === 0)) {
+      this.#endLine();
+      if (kind === "thinking") this.#out.write(this.#style("dim", "· thinking: "));
+      this.#line = kind;
+    }
+    this.#out.write(kind === "thinking" ? this.#style("dim", event.text) : event.text);
+    // Text that ends its own line needs no newline from us before the next line.
+    if (kind === "text" && event.text.endsWith("\n")) this.#line = "start";
+  }
+
+  #toolResult(event: AgentEventOf<"tool_result">): string {
+    if (event.status === "ok")
+      return `${this.#style("green", "←")} ${event.toolName}: ${formatValue(event.result)}`;
+    return this.#style("red", `✗ ${event.toolName} ${event.status}: ${event.error ?? "no details"}`);
+  }
+
+  #planCreated(event: AgentEventOf<"plan_created">): string {
+    const count = plural(event.steps.length, "step");
+    const tools = event.steps.map((step) => step.tool).join(", ");
+    return this.#style("cyan", event.steps.length > 0 ? `▤ plan: ${count} (${tools})` : `▤ plan: ${count}`);
+  }
+
+  #planStepEnd(event: AgentEventOf<"plan_step_end">): string {
+    if (event.error !== undefined)
+      return this.#style("red", `✗ ${stepLabel(event)} ${event.tool}: ${event.error}`);
+    return `${this.#style("green", "✓")} ${stepLabel(event)} ${event.tool}: ${formatValue(event.result)}`;
+  }
+
+  #summary(event: AgentEventOf<"agent_end">): string {
+    const ok = event.stopReason === "completed";
+    const parts = [
+      this.#style(ok ? "green" : "red", `■ ${event.stopReason}`),
+      plural(this.#cycles, "cycle"),
+      plural(this.#toolCalls, "tool call"),
+      `${(event.durationMs / 1000).toFixed(1)}s`,
+      plural(event.usage.totalTokens, "token"),
+    ];
+    return parts.join(this.#style("dim", " · "));
+  }
+
+  #writeLine(line: string): void {
+    this.#endLine();
+    this.#out.write(`${line}\n`);
+  }
+
+  #endLine(): void {
+    if (this.#line === "start") return;
+    this.#out.write("\n");
+    this.#line = "start";
+  }
+
+  /** Each piece is wrapped on its own, so no colour leaks into what follows if the run dies mid-line. */
+  #style(style: Style, text: string): string {
+    if (!this.#options.color) return text;
+    const [open, close] = ANSI[style];
+    return `${open}${text}${close}`;
+  }
+}
+
+/** Compact JSON, as the model sent or received it; cut short when long. */
+function formatValue(value: unknown): string {
+  const text = value === undefined ? "(no output)" : (JSON.stringify(value) ?? String(value));
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
+}
+
+function describeMessage(message: { role: string; content?: unknown }): string {
+  const content = typeof message.content === "string" ? message.content : formatValue(message.content);
+  return `${message.role}: ${content}`;
+}
+
+function stepLabel(event: { index: number; stepCount: number }): string {
+  return `step ${event.index + 1}/${event.stepCount}`;
+}
+
+function contextTruncated(event: AgentEventOf<"context_truncated">): string {
+  const dropped = plural(event.droppedMessages, "message");
+  return `… context truncated: dropped ${dropped} (~${plural(event.estimatedTokens, "token")})`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/**
+ * `never` makes the compiler flag an event type this renderer does not handle yet; at run time an event
+ * from a newer core is skipped rather than crashing the run's display.
+ */
+function skipUnknown(_event: never): undefined {
+  return undefined;
+}

@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage, LlmMessage } from "../messages.js";
+import { PromptBuilder, toModelPrompt } from "./prompt.js";
+
+const history: LlmMessage[] = [
+  { role: "user", content: "What is 2+2 and 3+3?" },
+  {
+    role: "assistant",
+    content: [
+      { type: "thinking", text: "two sums" },
+      { type: "text", text: "Let me compute." },
+      { type: "toolCall", id: "a", name: "calculator", args: { expression: "2+2" } },
+      { type: "toolCall", id: "b", name: "calculator", args: { expression: "3+3" } },
+    ],
+  },
+  { role: "toolResult", toolCallId: "a", toolName: "calculator", content: '{"result":4}', isError: false, status: "ok" },
+  { role: "toolResult", toolCallId: "b", toolName: "calculator", content: "boom", isError: true, status: "error" },
+];
+
+describe("toModelPrompt", () => {
+  it("converts to the v4 prompt: system first, parts mapped, consecutive results in one tool message", () => {
+    expect(toModelPrompt("Be brief.", history)).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: [{ type: "text", text: "What is 2+2 and 3+3?" }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "reasoning", text: "two sums" },
+          { type: "text", text: "Let me compute." },
+          { type: "tool-call", toolCallId: "a", toolName: "calculator", input: { expression: "2+2" } },
+          { type: "tool-call", toolCallId: "b", toolName: "calculator", input: { expression: "3+3" } },
+        ],
+      },
+      {
+        role: "tool",
+        content: [
+          { type: "tool-result", toolCallId: "a", toolName: "calculator", output: { type: "text", value: '{"result":4}' } },
+          { type: "tool-result", toolCallId: "b", toolName: "calculator", output: { type: "error-text", value: "boom" } },
+        ],
+      },
+    ]);
+  });
+
+  it("omits an empty system prompt", () => {
+    expect(toModelPrompt("", history.slice(0, 1))[0]?.role).toBe("user");
+  });
+});
+
+describe("PromptBuilder", () => {
+  it("builds incrementally the same prompt as a one-shot conversion, without changing earlier prompts", () => {
+    const builder = new PromptBuilder();
+    const grown: AgentMessage[] = [];
+    const prompts = [];
+    for (const message of [...history, { role: "note" }, { role: "user", content: "thanks" } as const]) {
+      grown.push(message);
+      prompts.push(structuredClone(builder.buildFromHistory("S", grown)));
+    }
+    const llmOnly = grown.filter((m): m is LlmMessage => m.role !== "note");
+    expect(prompts.at(-1)).toEqual(toModelPrompt("S", llmOnly));
+    // The prompt handed out after the first result still has one result: the merge copied it.
+    const afterFirst = builder.buildFromHistory("S", grown);
+    expect(prompts[2]?.at(-1)).toEqual({
+      role: "tool",
+      content: [{ type: "tool-result", toolCallId: "a", toolName: "calculator", output: { type: "text", value: '{"result":4}' } }],
+    });
+    expect(afterFirst).not.toBe(builder.buildFromHistory("S", grown));
+  });
+
+  it("rebuilds when a custom pipeline returns messages that do not extend the previous ones", () => {
+    const builder = new PromptBuilder();
+    builder.build(undefined, history);
+    const trimmed = history.slice(2, 3);
+    const rebuilt = builder.build(undefined, [history[0] as LlmMessage, ...trimmed]);
+    expect(rebuilt).toHaveLength(2);
+    expect(rebuilt[1]?.role).toBe("tool");
+    expect(builder.build(undefined, history)).toEqual(toModelPrompt(undefined, history));
+  });
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage, ToolResultMessage } from "../messages.js";
+import { findUnansweredToolCalls, validateTranscript } from "./transcript.js";
+
+const calls = (...ids: string[]): AgentMessage => ({
+  role: "assistant",
+  content: ids.map((id) => ({ type: "toolCall" as const, id, name: "t", args: {} })),
+});
+const result = (id: string): ToolResultMessage => ({
+  role: "toolResult",
+  toolCallId: id,
+  toolName: "t",
+  content: "",
+  isError: false,
+  status: "ok",
+});
+const user: AgentMessage = { role: "user", content: "hi" };
+
+describe("validateTranscript", () => {
+  it("accepts results in call order, with app messages between", () => {
+    expect(validateTranscript([user, calls("a", "b"), result("a"), { role: "note" }, result("b"), user])).toEqual([]);
+  });
+
+  it("reports a call without result, an orphan result, wrong order and a reused id", () => {
+    expect(validateTranscript([user, calls("a", "b"), result("a"), user])[0]).toMatch(/"b" have no result/);
+    expect(validateTranscript([user, result("x")])[0]).toMatch(/"x" answers no pending tool call/);
+    expect(validateTranscript([calls("a", "b"), result("b"), result("a")])[0]).toMatch(/out of call order/);
+    expect(validateTranscript([calls("a"), result("a"), calls("a"), result("a")])[0]).toMatch(/used twice/);
+    expect(validateTranscript([calls("a")])[0]).toMatch(/"a" have no result/);
+  });
+});
+
+describe("findUnansweredToolCalls", () => {
+  it("finds missing results and where they belong", () => {
+    const history = [user, calls("a", "b"), result("a"), user, calls("c")];
+    expect(findUnansweredToolCalls(history, 0)).toEqual([
+      { call: { id: "b", name: "t", args: {} }, insertAt: 3 },
+      { call: { id: "c", name: "t", args: {} }, insertAt: 5 },
+    ]);
+    expect(findUnansweredToolCalls(history, 3)).toHaveLength(1);
+  });
+});

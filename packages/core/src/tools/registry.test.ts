@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { AgentError, DuplicateToolError, InvalidConfigError } from "../errors.js";
+import { defineTool } from "./define-tool.js";
+import { ToolRegistry } from "./registry.js";
+
+const calculator = defineTool({
+  name: "calculator",
+  description: "Evaluates an expression",
+  inputSchema: z.object({ expression: z.string() }),
+  execute: () => ({ result: 4 }),
+});
+const time = defineTool({
+  name: "get_current_time",
+  description: "Returns the current date and time",
+  inputSchema: z.object({}),
+  execute: () => ({}),
+});
+
+describe("ToolRegistry (Go tools tests)", () => {
+  it("starts empty (TestNewToolRegistry)", () => {
+    expect(new ToolRegistry().all()).toEqual([]);
+  });
+
+  it("registers and finds by name (TestToolRegistryRegister, ...GetNonExistent, ...Multiple)", () => {
+    const registry = new ToolRegistry().register(calculator, time);
+    expect(registry.get("calculator")?.name).toBe("calculator");
+    expect(registry.get("nonexistent")).toBeUndefined();
+    expect(registry.all()).toHaveLength(2);
+    expect(registry.has("get_current_time")).toBe(true);
+  });
+
+  it("keeps registration order, in names and in the model's tool list", () => {
+    const registry = new ToolRegistry([time, calculator]);
+    expect(registry.names()).toEqual(["get_current_time", "calculator"]);
+    expect(registry.toModelTools().map((t) => t.name)).toEqual(["get_current_time", "calculator"]);
+  });
+
+  it("rejects a duplicate name instead of overwriting", () => {
+    const registry = new ToolRegistry([calculator]);
+    expect(() => registry.register(calculator)).toThrow(DuplicateToolError);
+    expect(() => registry.register(calculator)).toThrow(/"calculator" is already registered/);
+  });
+
+  it("rejects something that is not a defined tool", () => {
+    expect(() => new ToolRegistry().register({ name: "x" } as never)).toThrow(InvalidConfigError);
+  });
+
+  it("sends the schema intact: nested objects, arrays with items, enums, descriptions, required", () => {
+    const search = defineTool({
+      name: "search",
+      description: "Search",
+      inputSchema: z.object({
+        query: z.string().describe("what to look for"),
+        filters: z.object({ kind: z.enum(["doc", "code"]), tags: z.array(z.string()) }),
+        limit: z.number().int().optional(),
+      }),
+      execute: () => [],
+    });
+    const [tool] = new ToolRegistry([search]).toModelTools();
+    expect(tool?.inputSchema).toEqual({
+      type: "object",
+      properties: {
+        query: { type: "string", description: "what to look for" },
+        filters: {
+          type: "object",
+          properties: { kind: { type: "string", enum: ["doc", "code"] }, tags: { type: "array", items: { type: "string" } } },
+          required: ["kind", "tags"],
+          additionalProperties: false,
+        },
+        limit: { type: "integer", minimum: expect.any(Number), maximum: expect.any(Number) },
+      },
+      required: ["query", "filters"],
+      additionalProperties: false,
+    });
+  });
+});
+
+describe("defineTool", () => {
+  it("has metadata the model needs (Go TestToolMetadata)", () => {
+    expect(calculator.description).not.toBe("");
+    expect(calculator.jsonSchema).toMatchObject({ type: "object", required: ["expression"] });
+  });
+
+  it("rejects names model APIs refuse, non-zod schemas and a missing execute", () => {
+    const base = { description: "d", inputSchema: z.object({}), execute: () => 1 };
+    expect(() => defineTool({ ...base, name: "has space" })).toThrow(/Invalid tool name "has space"/);
+    expect(() => defineTool({ ...base, name: "ok", inputSchema: { type: "object" } as never })).toThrow(
+      /inputSchema must be a zod schema/,
+    );
+    expect(() => defineTool({ ...base, name: "ok", execute: undefined as never })).toThrow(AgentError);
+  });
+});

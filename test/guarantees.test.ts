@@ -1,0 +1,319 @@
+import "@agent-core/agentic";
+import {
+  AbortedError,
+  Agent,
+  AgentBusyError,
+  defineTool,
+  InvalidConfigError,
+  MaxCyclesExceededError,
+  NoProviderError,
+  ProviderError,
+  registerOrchestrator,
+  UnknownOrchestratorError,
+} from "@agent-core/core";
+import {
+  assertEventProtocol,
+  assertValidTranscript,
+  collectEvents,
+  eventsOf,
+  eventTypes,
+  script,
+  scriptedModel,
+} from "@agent-core/testing";
+import { APICallError } from "@ai-sdk/provider";
+import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+
+const add = defineTool({
+  name: "add",
+  description: "a+b",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: ({ a, b }) => a + b,
+});
+
+function apiError(status: number, retryable: boolean) {
+  return new APICallError({
+    message: `HTTP ${status}`,
+    url: "http://127.0.0.1/v1/chat/completions",
+    requestBodyValues: {},
+    statusCode: status,
+    isRetryable: retryable,
+  });
+}
+
+async function finished(run: ReturnType<Agent["prompt"]>) {
+  const result = await run.result();
+  assertEventProtocol(run.events);
+  assertValidTranscript(result.messages);
+  return result;
+}
+
+describe("limits", () => {
+  it("maxCycles ends a model that never stops calling tools, with a valid history", async () => {
+    const loop = Array.from({ length: 5 }, (_, i) => [script.toolCall("add", { a: i, b: 1 })]);
+    const agent = new Agent({ provider: scriptedModel(loop), tools: [add], limits: { maxCycles: 3 } });
+    const result = await finished(agent.prompt("count"));
+    expect(result.stopReason).toBe("max_cycles");
+    expect(result.error).toBeInstanceOf(MaxCyclesExceededError);
+    expect(eventsOf(agent.prompt("x").events, "error")).toEqual([]);
+    const errors = result.messages.filter((m) => m.role === "toolResult");
+    expect(errors).toHaveLength(3);
+  });
+
+  it("defaults to 10 cycles and emits an error event with code max_cycles before agent_end", async () => {
+    const loop = Array.from({ length: 12 }, () => [script.toolCall("add", { a: 1, b: 1 })]);
+    const model = scriptedModel(loop);
+    const run = new Agent({ provider: model, tools: [add] }).prompt("go");
+    const result = await finished(run);
+    expect(model.doStreamCalls).toHaveLength(10);
+    expect(eventTypes(run.events).slice(-2)).toEqual(["error", "agent_end"]);
+    expect(eventsOf(run.events, "error")[0]).toMatchObject({ code: "max_cycles" });
+    expect(result.stopReason).toBe("max_cycles");
+  });
+
+  it("rejects invalid limits at construction", () => {
+    expect(() => new Agent({ limits: { maxCycles: 0 } })).toThrow(InvalidConfigError);
+    expect(() => new Agent({ limits: { abortGraceMs: -1 } })).toThrow(/abortGraceMs/);
+  });
+});
+
+describe("abort", () => {
+  it("ends a model stream that ignores its signal, promptly, with an error event code aborted", async () => {
+    const model = scriptedModel([[script.text("partial"), script.hang()]]);
+    const agent = new Agent({ provider: model });
+    const run = agent.prompt("x");
+    const events: string[] = [];
+    for await (const event of run) {
+      events.push(event.type);
+      if (event.type === "text_delta") agent.abort();
+    }
+    const result = await finished(run);
+    expect(result.stopReason).toBe("aborted");
+    expect(result.error).toBeInstanceOf(AbortedError);
+    expect(eventsOf(run.events, "error")[0]).toEqual(expect.objectContaining({ code: "aborted" }));
+    expect(events.slice(-2)).toEqual(["error", "agent_end"]);
+    expect(result.messages.map((m) => m.role)).toEqual(["user"]);
+  });
+
+  it("abandons a tool that ignores its signal after the grace period, with status aborted", async () => {
+    let signalSeen: AbortSignal | undefined;
+    const stuck = defineTool({
+      name: "stuck",
+      description: "never returns",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) => {
+        signalSeen = signal;
+        return new Promise(() => {});
+      },
+    });
+    const model = scriptedModel([[script.toolCall("stuck", {}, { id: "s1" }), script.toolCall("add", { a: 1, b: 1 }, { id: "s2" })]]);
+    const agent = new Agent({ provider: model, tools: [stuck, add], limits: { abortGraceMs: 30 } });
+    const run = agent.prompt("x");
+    agent.on("tool_call", () => setTimeout(() => agent.abort("user pressed stop"), 5));
+    const started = Date.now();
+    const result = await finished(run);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(signalSeen?.aborted).toBe(true);
+    expect(result.stopReason).toBe("aborted");
+    expect(result.error?.message).toBe("The run was aborted: user pressed stop");
+    expect(eventsOf(run.events, "tool_result").map((e) => [e.toolCallId, e.status])).toEqual([
+      ["s1", "aborted"],
+      ["s2", "aborted"],
+    ]);
+    expect(result.messages.filter((m) => m.role === "toolResult")).toHaveLength(2);
+  });
+
+  it("a tool that honours its signal ends as aborted without waiting for the grace period", async () => {
+    const polite = defineTool({
+      name: "polite",
+      description: "waits for abort",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("stopped")))),
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("polite")]]),
+      tools: [polite],
+      limits: { abortGraceMs: 5_000 },
+    });
+    const run = agent.prompt("x");
+    agent.on("tool_call", () => setTimeout(() => run.abort(), 5));
+    const started = Date.now();
+    const result = await finished(run);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(eventsOf(run.events, "tool_result")[0]).toMatchObject({ status: "aborted", error: "stopped" });
+    expect(result.stopReason).toBe("aborted");
+  });
+
+  it("honours the prompt's signal, also when it is already aborted", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const model = scriptedModel([[script.text("never")]]);
+    const result = await finished(new Agent({ provider: model }).prompt("x", { signal: controller.signal }));
+    expect(result.stopReason).toBe("aborted");
+    expect(model.doStreamCalls).toHaveLength(0);
+    expect(result.messages).toHaveLength(1);
+  });
+
+  it("aborts the running run and the queued ones, but not runs prompted after the abort", async () => {
+    const model = scriptedModel([[script.text("streaming"), script.hang()], [script.text("fresh")]]);
+    const agent = new Agent({ provider: model });
+    const first = agent.prompt("one");
+    const second = agent.prompt("two");
+    let third: ReturnType<Agent["prompt"]> | undefined;
+    const off = agent.on("text_delta", () => {
+      off();
+      agent.abort();
+      third = agent.prompt("three");
+    });
+    expect((await first.result()).stopReason).toBe("aborted");
+    expect((await second.result()).stopReason).toBe("aborted");
+    expect(third).toBeDefined();
+    const last = await finished(third as ReturnType<Agent["prompt"]>);
+    expect(last).toMatchObject({ stopReason: "completed", text: "fresh" });
+    expect(model.doStreamCalls).toHaveLength(2);
+  });
+});
+
+describe("provider failures", () => {
+  it("an error part becomes an error event and stopReason error, never an answer", async () => {
+    const model = scriptedModel([[script.text("Hal"), script.error(new Error("upstream exploded"))]]);
+    const run = new Agent({ provider: model }).prompt("x");
+    const result = await finished(run);
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(ProviderError);
+    expect(eventsOf(run.events, "error")[0]).toEqual(
+      expect.objectContaining({ code: "provider_error", message: "The model call failed: upstream exploded" }),
+    );
+    expect(result.messages.map((m) => m.role)).toEqual(["user"]);
+    expect(result.text).toBe("");
+  });
+
+  it("retries a retryable error with backoff, then succeeds", async () => {
+    const model = scriptedModel([{ throws: apiError(429, true) }, { throws: apiError(503, true) }, [script.text("ok")]]);
+    const agent = new Agent({ provider: model, retry: { initialDelayMs: 1 } });
+    const result = await finished(agent.prompt("x"));
+    expect(result).toMatchObject({ stopReason: "completed", text: "ok" });
+    expect(model.doStreamCalls).toHaveLength(3);
+  });
+
+  it("gives up after maxRetries and says how often it tried", async () => {
+    const model = scriptedModel([{ throws: apiError(500, true) }, { throws: apiError(500, true) }]);
+    const result = await finished(new Agent({ provider: model, retry: { maxRetries: 1, initialDelayMs: 1 } }).prompt("x"));
+    expect(result.error?.message).toBe("The model call failed (after 1 retry): HTTP 500");
+    expect(result.error).toMatchObject({ code: "provider_error", retryable: true });
+  });
+
+  it("does not retry a non-retryable error, nor after text was already shown", async () => {
+    const badRequest = scriptedModel([{ throws: apiError(400, false) }, [script.text("unused")]]);
+    expect((await finished(new Agent({ provider: badRequest }).prompt("x"))).stopReason).toBe("error");
+    expect(badRequest.doStreamCalls).toHaveLength(1);
+    const midStream = scriptedModel([[script.text("half"), script.error(apiError(503, true))], [script.text("unused")]]);
+    expect((await finished(new Agent({ provider: midStream, retry: { initialDelayMs: 1 } }).prompt("x"))).stopReason).toBe(
+      "error",
+    );
+    expect(midStream.doStreamCalls).toHaveLength(1);
+  });
+
+  it("an abort during the retry backoff ends the run at once", async () => {
+    const model = scriptedModel([{ throws: apiError(429, true) }, [script.text("late")]]);
+    const agent = new Agent({ provider: model, retry: { initialDelayMs: 10_000 } });
+    const run = agent.prompt("x");
+    setTimeout(() => agent.abort(), 10);
+    const started = Date.now();
+    expect((await finished(run)).stopReason).toBe("aborted");
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it("without a provider, the run ends with a clear no_provider error", async () => {
+    const run = new Agent({}).prompt("x");
+    const result = await finished(run);
+    expect(result.error).toBeInstanceOf(NoProviderError);
+    expect(result.error?.message).toMatch(/has no provider/);
+    expect(result.messages).toEqual([expect.objectContaining({ role: "user", content: "x" })]);
+  });
+});
+
+describe("configuration errors", () => {
+  it("an unknown orchestrator name is an error naming it and the registered ones", () => {
+    expect(() => new Agent({ orchestrator: "nope" })).toThrow(UnknownOrchestratorError);
+    expect(() => new Agent({ orchestrator: "nope" })).toThrow(/Unknown orchestrator "nope"\. Registered orchestrators: "agentic"/);
+  });
+
+  it("resolves registered orchestrators by name, and the agentic one is the default", () => {
+    registerOrchestrator("named-echo", () => ({ name: "named-echo", run: async () => {} }));
+    expect(new Agent({ orchestrator: "named-echo" }).orchestrator.name).toBe("named-echo");
+    expect(new Agent({}).orchestrator.name).toBe("agentic");
+  });
+
+  it("rejects a provider that is not a language model object, and a malformed orchestrator", () => {
+    expect(() => new Agent({ provider: "openai/gpt-4o" as never })).toThrow(/provider must be an AI SDK LanguageModel/);
+    expect(() => new Agent({ orchestrator: { name: "x" } as never })).toThrow(/needs a run\(ctx\) method/);
+  });
+});
+
+describe("the agent", () => {
+  it("serializes prompts: the second run starts after the first has ended", async () => {
+    const model = scriptedModel([[script.delay(20), script.text("first")], [script.text("second")]]);
+    const agent = new Agent({ provider: model });
+    const one = agent.prompt("1");
+    const two = agent.prompt("2");
+    expect(agent.busy).toBe(true);
+    const [a, b] = await Promise.all([one.result(), two.result()]);
+    expect(a.text).toBe("first");
+    expect(b.text).toBe("second");
+    expect(b.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(eventsOf(two.events, "agent_start")[0]?.ts).toBeGreaterThanOrEqual(eventsOf(one.events, "agent_end")[0]?.ts ?? 0);
+    expect(agent.busy).toBe(false);
+  });
+
+  it("result() alone never deadlocks, however many events nobody reads", async () => {
+    const chunks = Array.from({ length: 500 }, (_, i) => `${i} `);
+    const result = await new Agent({ provider: scriptedModel([[script.text(...chunks)]]) }).prompt("x").result();
+    expect(result.text).toBe(chunks.join(""));
+  });
+
+  it("reset clears the history and queues, and is refused while a run is in progress", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.delay(10), script.text("a")], [script.text("b")]]) });
+    const run = agent.prompt("x");
+    expect(() => agent.reset()).toThrow(AgentBusyError);
+    await run.result();
+    agent.followUp("stale");
+    agent.reset();
+    expect(agent.messages).toEqual([]);
+    const next = await agent.prompt("y").result();
+    expect(next.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("messages is a copy: changing it does not change the history", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("a")]]) });
+    await agent.prompt("x").result();
+    agent.messages.length = 0;
+    expect(agent.messages).toHaveLength(2);
+  });
+
+  it("on() delivers typed events and '*' delivers all; a throwing listener does not break the run", async () => {
+    const onListenerError = vi.fn();
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("3")]]),
+      tools: [add],
+      onListenerError,
+    });
+    const results: unknown[] = [];
+    const all: string[] = [];
+    agent.on("tool_result", (event) => results.push(event.result));
+    const off = agent.on("*", (event) => all.push(event.type));
+    agent.on("turn_start", () => {
+      throw new Error("listener bug");
+    });
+    const run = agent.prompt("1+2");
+    const events = await collectEvents(run);
+    expect(results).toEqual([3]);
+    expect(all).toEqual(eventTypes(events));
+    expect(onListenerError).toHaveBeenCalledWith(expect.objectContaining({ message: "listener bug" }), expect.objectContaining({ type: "turn_start" }));
+    expect((await run.result()).stopReason).toBe("completed");
+    off();
+    await agent.prompt("again").result().catch(() => {});
+    expect(all.filter((t) => t === "agent_start")).toHaveLength(1);
+  });
+});
