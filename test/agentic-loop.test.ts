@@ -56,7 +56,10 @@ describe("respond and steer (Go core tests)", () => {
 
   it("forwards each streamed chunk as it is, spaces included (no word splitting)", async () => {
     const chunks = ["Two  spaces", " and\na newline ", "end"];
-    const { events } = await runToEnd(new Agent({ provider: scriptedModel([[script.text(...chunks)]]) }), "x");
+    const { events } = await runToEnd(
+      new Agent({ provider: scriptedModel([[script.text(...chunks)]]) }),
+      "x",
+    );
     expect(eventsOf(events, "text_delta").map((e) => [e.text, e.index])).toEqual([
       [chunks[0], 0],
       [chunks[1], 1],
@@ -95,7 +98,10 @@ describe("respond and steer (Go core tests)", () => {
       },
     });
     const model = scriptedModel([
-      [script.toolCall("work", { id: "c1", ms: 20 }, { id: "c1" }), script.toolCall("work", { id: "c2", ms: 0 }, { id: "c2" })],
+      [
+        script.toolCall("work", { id: "c1", ms: 20 }, { id: "c1" }),
+        script.toolCall("work", { id: "c2", ms: 0 }, { id: "c2" }),
+      ],
       [script.text("Done")],
     ]);
     const { events, result } = await runToEnd(new Agent({ provider: model, tools: [slowFirst] }), "go");
@@ -108,15 +114,18 @@ describe("respond and steer (Go core tests)", () => {
     ]);
     expect(eventsOf(events, "tool_call").map((e) => e.toolCallId)).toEqual(["c1", "c2"]);
     expect(eventsOf(events, "steering_mode")[0]).toMatchObject({ mode: "steer", queueSize: 2 });
-    expect(result.messages.filter((m) => m.role === "toolResult").map((m) => (m as ToolResultMessage).toolCallId)).toEqual([
-      "c1",
-      "c2",
-    ]);
+    expect(
+      result.messages.filter((m) => m.role === "toolResult").map((m) => (m as ToolResultMessage).toolCallId),
+    ).toEqual(["c1", "c2"]);
   });
 
   it("streams reasoning as thinking and keeps the model's text beside tool calls in the history", async () => {
     const model = scriptedModel([
-      [script.reasoning("Need ", "the sum."), script.text("Let me add."), script.toolCall("calculator", { a: 1, b: 2 })],
+      [
+        script.reasoning("Need ", "the sum."),
+        script.text("Let me add."),
+        script.toolCall("calculator", { a: 1, b: 2 }),
+      ],
       [script.text("3")],
     ]);
     const { events, result } = await runToEnd(new Agent({ provider: model, tools: [calculator] }), "1+2");
@@ -166,7 +175,10 @@ describe("respond and steer (Go core tests)", () => {
 
   it("sums usage over the run's model calls and records the model id", async () => {
     const model = scriptedModel(
-      [[script.toolCall("calculator", { a: 1, b: 1 })], [script.text("2"), script.finish("stop", { inputTokens: 30, outputTokens: 7 })]],
+      [
+        [script.toolCall("calculator", { a: 1, b: 1 })],
+        [script.text("2"), script.finish("stop", { inputTokens: 30, outputTokens: 7 })],
+      ],
       { modelId: "scripted-x" },
     );
     const { events, result } = await runToEnd(new Agent({ provider: model, tools: [calculator] }), "1+1");
@@ -231,7 +243,12 @@ describe("tool errors the model sees on its next call", () => {
     const model = scriptedModel([[script.toolCall("failing")], [script.text("It failed: disk full")]]);
     const { events, result } = await runToEnd(new Agent({ provider: model, tools: [failing] }), "x");
     expect(eventsOf(events, "tool_result")[0]).toMatchObject({ status: "error", error: "disk full" });
-    expect(result.messages[2]).toMatchObject({ role: "toolResult", isError: true, status: "error", content: "disk full" });
+    expect(result.messages[2]).toMatchObject({
+      role: "toolResult",
+      isError: true,
+      status: "error",
+      content: "disk full",
+    });
     expect(result.stopReason).toBe("completed");
   });
 });
@@ -278,7 +295,11 @@ describe("steering", () => {
       "user",
       "assistant",
     ]);
-    expect(result.messages[3]).toMatchObject({ isError: true, status: "skipped", content: "skipped (steering interrupt)" });
+    expect(result.messages[3]).toMatchObject({
+      isError: true,
+      status: "skipped",
+      content: "skipped (steering interrupt)",
+    });
     expect(result.text).toBe("Using 16.");
   });
 
@@ -289,10 +310,9 @@ describe("steering", () => {
     const { events } = await runToEnd(agent, "Hello");
     expect(eventTypes(events).slice(0, 3)).toEqual(["agent_start", "turn_start", "steering_applied"]);
     const prompt = model.prompts[0] ?? [];
-    expect(prompt.filter((m) => m.role === "user").map((m) => (m.content[0] as { text: string }).text)).toEqual([
-      "Hello",
-      "Answer in French",
-    ]);
+    expect(
+      prompt.filter((m) => m.role === "user").map((m) => (m.content[0] as { text: string }).text),
+    ).toEqual(["Hello", "Answer in French"]);
   });
 
   it("arriving while the answer streams, it is honoured before the turn ends", async () => {
@@ -313,7 +333,10 @@ describe("steering", () => {
 
   it("takes messages from an async getSteeringMessages callback beside the queue", async () => {
     const pending = ["from callback"];
-    const model = scriptedModel([[script.toolCall("calculator", { a: 1, b: 1 }), script.toolCall("calculator", { a: 2, b: 2 })], [script.text("ok")]]);
+    const model = scriptedModel([
+      [script.toolCall("calculator", { a: 1, b: 1 }), script.toolCall("calculator", { a: 2, b: 2 })],
+      [script.text("ok")],
+    ]);
     const agent = new Agent({
       provider: model,
       tools: [calculator],
@@ -354,7 +377,11 @@ describe("follow-ups", () => {
   });
 
   it("are used after tools as well (the follow-up prompt sees the tool results)", async () => {
-    const model = scriptedModel([[script.toolCall("calculator", { a: 1, b: 2 })], [script.text("3")], [script.text("6")]]);
+    const model = scriptedModel([
+      [script.toolCall("calculator", { a: 1, b: 2 })],
+      [script.text("3")],
+      [script.text("6")],
+    ]);
     const agent = new Agent({ provider: model, tools: [calculator] });
     agent.followUp("double it");
     const { result } = await runToEnd(agent, "1+2");
@@ -370,14 +397,24 @@ describe("system prompts (steeringInstruction as in Go)", () => {
 
   it("adds the default tool instruction on the first call and the after-tools one later", async () => {
     const model = scriptedModel([[script.toolCall("calculator", { a: 1, b: 2 })], [script.text("3")]]);
-    await runToEnd(new Agent({ systemPrompt: "You are terse.", provider: model, tools: [calculator] }), "1+2");
-    expect(systemOf(model.prompts[0])).toMatch(/^You are terse\.\n\nWhen the request can be answered with the available tools/);
+    await runToEnd(
+      new Agent({ systemPrompt: "You are terse.", provider: model, tools: [calculator] }),
+      "1+2",
+    );
+    expect(systemOf(model.prompts[0])).toMatch(
+      /^You are terse\.\n\nWhen the request can be answered with the available tools/,
+    );
     expect(systemOf(model.prompts[1])).toMatch(/^You are terse\.\n\nYou have just received tool results\./);
   });
 
   it("replaces the first call's instruction with steeringInstruction", async () => {
     const model = scriptedModel([[script.text("ok")]]);
-    const agent = new Agent({ systemPrompt: "Base.", provider: model, tools: [calculator], steeringInstruction: "Always use tools." });
+    const agent = new Agent({
+      systemPrompt: "Base.",
+      provider: model,
+      tools: [calculator],
+      steeringInstruction: "Always use tools.",
+    });
     await runToEnd(agent, "hi");
     expect(systemOf(model.prompts[0])).toBe("Base.\n\nAlways use tools.");
   });
@@ -397,7 +434,13 @@ describe("history pipeline", () => {
     const note: AgentMessage = { role: "notification", text: "deploy finished" };
     const run = agent.prompt([note, "second"]);
     const result = await run.result();
-    expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "notification", "user", "assistant"]);
+    expect(result.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "notification",
+      "user",
+      "assistant",
+    ]);
     expect(model.prompts[1]?.map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
   });
 
@@ -407,11 +450,15 @@ describe("history pipeline", () => {
       provider: model,
       transformContext: async (messages) => messages.slice(-1),
       convertToLlm: (messages) =>
-        messages.map((m) => (m.role === "notification" ? { role: "user", content: `[note] ${m.text}` } : (m as LlmMessage))),
+        messages.map((m) =>
+          m.role === "notification" ? { role: "user", content: `[note] ${m.text}` } : (m as LlmMessage),
+        ),
     });
     await runToEnd(agent, "first");
     await agent.prompt([{ role: "notification", text: "hello" }]).result();
-    expect(model.prompts[1]?.slice(1)).toEqual([{ role: "user", content: [{ type: "text", text: "[note] hello" }] }]);
+    expect(model.prompts[1]?.slice(1)).toEqual([
+      { role: "user", content: [{ type: "text", text: "[note] hello" }] },
+    ]);
     expect(agent.messages).toHaveLength(4);
   });
 });
@@ -425,7 +472,10 @@ describe("custom orchestrators and the transcript guarantee", () => {
           ctx.startTurn();
           const last = ctx.messages.all.at(-1) as { content: string };
           ctx.emit({ type: "text_delta", text: last.content, index: 0 });
-          const message = { role: "assistant" as const, content: [{ type: "text" as const, text: last.content }] };
+          const message = {
+            role: "assistant" as const,
+            content: [{ type: "text" as const, text: last.content }],
+          };
           ctx.messages.append(message);
           ctx.endTurn(message);
         },
@@ -451,7 +501,10 @@ describe("custom orchestrators and the transcript guarantee", () => {
     });
     const { events, result } = await runToEnd(agent, "x");
     expect(result.stopReason).toBe("error");
-    expect(result.error).toMatchObject({ code: "orchestrator_error", message: 'Orchestrator "careless" failed: oops' });
+    expect(result.error).toMatchObject({
+      code: "orchestrator_error",
+      message: 'Orchestrator "careless" failed: oops',
+    });
     expect(eventsOf(events, "tool_result")[0]).toMatchObject({ toolCallId: "t1", status: "error" });
     expect(eventsOf(events, "error")[0]).toMatchObject({ code: "orchestrator_error" });
     expect(toolCallsOf(result.messages[1] as never)).toHaveLength(1);

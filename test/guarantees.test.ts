@@ -106,7 +106,9 @@ describe("abort", () => {
         return new Promise(() => {});
       },
     });
-    const model = scriptedModel([[script.toolCall("stuck", {}, { id: "s1" }), script.toolCall("add", { a: 1, b: 1 }, { id: "s2" })]]);
+    const model = scriptedModel([
+      [script.toolCall("stuck", {}, { id: "s1" }), script.toolCall("add", { a: 1, b: 1 }, { id: "s2" })],
+    ]);
     const agent = new Agent({ provider: model, tools: [stuck, add], limits: { abortGraceMs: 30 } });
     const run = agent.prompt("x");
     agent.on("tool_call", () => setTimeout(() => agent.abort("user pressed stop"), 5));
@@ -129,7 +131,9 @@ describe("abort", () => {
       description: "waits for abort",
       inputSchema: z.object({}),
       execute: (_args, { signal }) =>
-        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("stopped")))),
+        new Promise((_resolve, reject) =>
+          signal.addEventListener("abort", () => reject(new Error("stopped"))),
+        ),
     });
     const agent = new Agent({
       provider: scriptedModel([[script.toolCall("polite")]]),
@@ -183,14 +187,21 @@ describe("provider failures", () => {
     expect(result.stopReason).toBe("error");
     expect(result.error).toBeInstanceOf(ProviderError);
     expect(eventsOf(run.events, "error")[0]).toEqual(
-      expect.objectContaining({ code: "provider_error", message: "The model call failed: upstream exploded" }),
+      expect.objectContaining({
+        code: "provider_error",
+        message: "The model call failed: upstream exploded",
+      }),
     );
     expect(result.messages.map((m) => m.role)).toEqual(["user"]);
     expect(result.text).toBe("");
   });
 
   it("retries a retryable error with backoff, then succeeds", async () => {
-    const model = scriptedModel([{ throws: apiError(429, true) }, { throws: apiError(503, true) }, [script.text("ok")]]);
+    const model = scriptedModel([
+      { throws: apiError(429, true) },
+      { throws: apiError(503, true) },
+      [script.text("ok")],
+    ]);
     const agent = new Agent({ provider: model, retry: { initialDelayMs: 1 } });
     const result = await finished(agent.prompt("x"));
     expect(result).toMatchObject({ stopReason: "completed", text: "ok" });
@@ -199,7 +210,9 @@ describe("provider failures", () => {
 
   it("gives up after maxRetries and says how often it tried", async () => {
     const model = scriptedModel([{ throws: apiError(500, true) }, { throws: apiError(500, true) }]);
-    const result = await finished(new Agent({ provider: model, retry: { maxRetries: 1, initialDelayMs: 1 } }).prompt("x"));
+    const result = await finished(
+      new Agent({ provider: model, retry: { maxRetries: 1, initialDelayMs: 1 } }).prompt("x"),
+    );
     expect(result.error?.message).toBe("The model call failed (after 1 retry): HTTP 500");
     expect(result.error).toMatchObject({ code: "provider_error", retryable: true });
   });
@@ -208,10 +221,14 @@ describe("provider failures", () => {
     const badRequest = scriptedModel([{ throws: apiError(400, false) }, [script.text("unused")]]);
     expect((await finished(new Agent({ provider: badRequest }).prompt("x"))).stopReason).toBe("error");
     expect(badRequest.doStreamCalls).toHaveLength(1);
-    const midStream = scriptedModel([[script.text("half"), script.error(apiError(503, true))], [script.text("unused")]]);
-    expect((await finished(new Agent({ provider: midStream, retry: { initialDelayMs: 1 } }).prompt("x"))).stopReason).toBe(
-      "error",
-    );
+    const midStream = scriptedModel([
+      [script.text("half"), script.error(apiError(503, true))],
+      [script.text("unused")],
+    ]);
+    expect(
+      (await finished(new Agent({ provider: midStream, retry: { initialDelayMs: 1 } }).prompt("x")))
+        .stopReason,
+    ).toBe("error");
     expect(midStream.doStreamCalls).toHaveLength(1);
   });
 
@@ -237,7 +254,9 @@ describe("provider failures", () => {
 describe("configuration errors", () => {
   it("an unknown orchestrator name is an error naming it and the registered ones", () => {
     expect(() => new Agent({ orchestrator: "nope" })).toThrow(UnknownOrchestratorError);
-    expect(() => new Agent({ orchestrator: "nope" })).toThrow(/Unknown orchestrator "nope"\. Registered orchestrators: "agentic"/);
+    expect(() => new Agent({ orchestrator: "nope" })).toThrow(
+      /Unknown orchestrator "nope"\. Registered orchestrators: "agentic"/,
+    );
   });
 
   it("resolves registered orchestrators by name, and the agentic one is the default", () => {
@@ -247,7 +266,9 @@ describe("configuration errors", () => {
   });
 
   it("rejects a provider that is not a language model object, and a malformed orchestrator", () => {
-    expect(() => new Agent({ provider: "openai/gpt-4o" as never })).toThrow(/provider must be an AI SDK LanguageModel/);
+    expect(() => new Agent({ provider: "openai/gpt-4o" as never })).toThrow(
+      /provider must be an AI SDK LanguageModel/,
+    );
     expect(() => new Agent({ orchestrator: { name: "x" } as never })).toThrow(/needs a run\(ctx\) method/);
   });
 });
@@ -263,18 +284,24 @@ describe("the agent", () => {
     expect(a.text).toBe("first");
     expect(b.text).toBe("second");
     expect(b.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(eventsOf(two.events, "agent_start")[0]?.ts).toBeGreaterThanOrEqual(eventsOf(one.events, "agent_end")[0]?.ts ?? 0);
+    expect(eventsOf(two.events, "agent_start")[0]?.ts).toBeGreaterThanOrEqual(
+      eventsOf(one.events, "agent_end")[0]?.ts ?? 0,
+    );
     expect(agent.busy).toBe(false);
   });
 
   it("result() alone never deadlocks, however many events nobody reads", async () => {
     const chunks = Array.from({ length: 500 }, (_, i) => `${i} `);
-    const result = await new Agent({ provider: scriptedModel([[script.text(...chunks)]]) }).prompt("x").result();
+    const result = await new Agent({ provider: scriptedModel([[script.text(...chunks)]]) })
+      .prompt("x")
+      .result();
     expect(result.text).toBe(chunks.join(""));
   });
 
   it("reset clears the history and queues, and is refused while a run is in progress", async () => {
-    const agent = new Agent({ provider: scriptedModel([[script.delay(10), script.text("a")], [script.text("b")]]) });
+    const agent = new Agent({
+      provider: scriptedModel([[script.delay(10), script.text("a")], [script.text("b")]]),
+    });
     const run = agent.prompt("x");
     expect(() => agent.reset()).toThrow(AgentBusyError);
     await run.result();
@@ -310,10 +337,16 @@ describe("the agent", () => {
     const events = await collectEvents(run);
     expect(results).toEqual([3]);
     expect(all).toEqual(eventTypes(events));
-    expect(onListenerError).toHaveBeenCalledWith(expect.objectContaining({ message: "listener bug" }), expect.objectContaining({ type: "turn_start" }));
+    expect(onListenerError).toHaveBeenCalledWith(
+      expect.objectContaining({ message: "listener bug" }),
+      expect.objectContaining({ type: "turn_start" }),
+    );
     expect((await run.result()).stopReason).toBe("completed");
     off();
-    await agent.prompt("again").result().catch(() => {});
+    await agent
+      .prompt("again")
+      .result()
+      .catch(() => {});
     expect(all.filter((t) => t === "agent_start")).toHaveLength(1);
   });
 });

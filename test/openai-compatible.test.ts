@@ -31,8 +31,15 @@ afterEach(async () => {
 });
 
 async function serve(replies: FakeReply[]) {
-  server = await startFakeOpenAIServer({ reply: (_request, index) => replies[index] ?? { text: "(no more replies)" } });
-  const provider = createOpenAICompatible({ name: "local", baseURL: server.baseURL, apiKey: "test-key", includeUsage: true });
+  server = await startFakeOpenAIServer({
+    reply: (_request, index) => replies[index] ?? { text: "(no more replies)" },
+  });
+  const provider = createOpenAICompatible({
+    name: "local",
+    baseURL: server.baseURL,
+    apiKey: "test-key",
+    includeUsage: true,
+  });
   return { model: provider("fake-model"), server };
 }
 
@@ -54,9 +61,20 @@ describe("a real provider over HTTP", () => {
     assertValidTranscript(result.messages);
 
     expect(result).toMatchObject({ stopReason: "completed", text: "Oslo is 21°C." });
-    expect(eventsOf(events, "thinking").map((e) => e.text).join("")).toBe("The user wants the weather.");
-    expect(eventsOf(events, "tool_call")[0]).toMatchObject({ toolCallId: "call_abc", toolName: "weather", args: { city: "Oslo" } });
-    expect(eventsOf(events, "tool_result")[0]).toMatchObject({ status: "ok", result: { city: "Oslo", tempC: 21 } });
+    expect(
+      eventsOf(events, "thinking")
+        .map((e) => e.text)
+        .join(""),
+    ).toBe("The user wants the weather.");
+    expect(eventsOf(events, "tool_call")[0]).toMatchObject({
+      toolCallId: "call_abc",
+      toolName: "weather",
+      args: { city: "Oslo" },
+    });
+    expect(eventsOf(events, "tool_result")[0]).toMatchObject({
+      status: "ok",
+      result: { city: "Oslo", tempC: 21 },
+    });
     expect(eventsOf(events, "text_delta").map((e) => e.text)).toEqual(["Oslo is ", "21°C."]);
     expect(result.usage).toMatchObject({ inputTokens: 42, outputTokens: 11 });
 
@@ -81,7 +99,11 @@ describe("a real provider over HTTP", () => {
     expect(second?.messages[2]?.tool_calls).toEqual([
       { id: "call_abc", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } },
     ]);
-    expect(second?.messages[3]).toMatchObject({ role: "tool", tool_call_id: "call_abc", content: '{"city":"Oslo","tempC":21}' });
+    expect(second?.messages[3]).toMatchObject({
+      role: "tool",
+      tool_call_id: "call_abc",
+      content: '{"city":"Oslo","tempC":21}',
+    });
   });
 
   it("retries a 429 itself and reports a 500 as a provider error event", async () => {

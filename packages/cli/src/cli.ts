@@ -143,13 +143,24 @@ function asUsageError(error: unknown): UsageError | undefined {
       `Unknown orchestrator "${error.orchestrator}". Registered orchestrators: ${orchestratorNames()}.`,
       "Pass one of them to --orchestrator, or leave the option out for the default.",
     );
-  if (isParseArgsError(error)) return new UsageError(error.message);
+  if (isParseArgsError(error)) return fromParseArgsError(error);
   return undefined;
 }
 
-function isParseArgsError(error: unknown): error is Error {
+function isParseArgsError(error: unknown): error is TypeError & { code: string } {
   return (
     error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")
+  );
+}
+
+/** Node's unknown-option message is a paragraph about positionals; most often the option is just mistyped. */
+function fromParseArgsError(error: TypeError & { code: string }): UsageError {
+  const option = /^Unknown option '([^']+)'/.exec(error.message)?.[1];
+  if (error.code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || option === undefined)
+    return new UsageError(error.message);
+  return new UsageError(
+    `Unknown option "${option}".`,
+    'Run "agent-core --help" for the options; a prompt starting with "-" goes after "--".',
   );
 }
 

@@ -216,7 +216,8 @@ export class Agent {
   /** Each listener is isolated: one that throws neither breaks the run nor starves the others. */
   #notify(event: AgentEvent): void {
     const typed = this.#emitter.all.get(event.type);
-    if (typed) for (const handler of [...typed]) this.#call(() => (handler as (e: AgentEvent) => void)(event), event);
+    if (typed)
+      for (const handler of [...typed]) this.#call(() => (handler as (e: AgentEvent) => void)(event), event);
     const wildcards = this.#emitter.all.get("*");
     if (wildcards)
       for (const handler of [...wildcards])
@@ -227,7 +228,10 @@ export class Agent {
     try {
       listener();
     } catch (error) {
-      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(error, event);
+      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(
+        error,
+        event,
+      );
     }
   }
 }

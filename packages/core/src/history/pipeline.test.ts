@@ -7,7 +7,10 @@ const ctx = { signal: new AbortController().signal };
 const users = (n: number): AgentMessage[] =>
   Array.from({ length: n }, (_, i) => ({ role: "user", content: `message ${i}` }));
 const notification: AgentMessage = { role: "notification", text: "build finished" };
-const assistant = (text: string): AssistantMessage => ({ role: "assistant", content: [{ type: "text", text }] });
+const assistant = (text: string): AssistantMessage => ({
+  role: "assistant",
+  content: [{ type: "text", text }],
+});
 const callMessage = (...ids: string[]): AssistantMessage => ({
   role: "assistant",
   content: ids.map((id) => ({ type: "toolCall" as const, id, name: "calculator", args: {} })),
@@ -68,7 +71,13 @@ describe("keepRecent / keepFirstAndRecent", () => {
     ];
     // A cut at the last 3 messages would start at result "b": it moves back to the call message.
     const recent = await keepRecent(3)(history, ctx);
-    expect(recent.map((m) => m.role)).toEqual(["assistant", "toolResult", "toolResult", "toolResult", "assistant"]);
+    expect(recent.map((m) => m.role)).toEqual([
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+      "assistant",
+    ]);
     expect(validateTranscript(recent)).toEqual([]);
     const firstAndRecent = await keepFirstAndRecent(2)(history, ctx);
     expect(firstAndRecent[0]).toBe(history[0]);

@@ -13,8 +13,22 @@ const history: LlmMessage[] = [
       { type: "toolCall", id: "b", name: "calculator", args: { expression: "3+3" } },
     ],
   },
-  { role: "toolResult", toolCallId: "a", toolName: "calculator", content: '{"result":4}', isError: false, status: "ok" },
-  { role: "toolResult", toolCallId: "b", toolName: "calculator", content: "boom", isError: true, status: "error" },
+  {
+    role: "toolResult",
+    toolCallId: "a",
+    toolName: "calculator",
+    content: '{"result":4}',
+    isError: false,
+    status: "ok",
+  },
+  {
+    role: "toolResult",
+    toolCallId: "b",
+    toolName: "calculator",
+    content: "boom",
+    isError: true,
+    status: "error",
+  },
 ];
 
 describe("toModelPrompt", () => {
@@ -34,8 +48,18 @@ describe("toModelPrompt", () => {
       {
         role: "tool",
         content: [
-          { type: "tool-result", toolCallId: "a", toolName: "calculator", output: { type: "text", value: '{"result":4}' } },
-          { type: "tool-result", toolCallId: "b", toolName: "calculator", output: { type: "error-text", value: "boom" } },
+          {
+            type: "tool-result",
+            toolCallId: "a",
+            toolName: "calculator",
+            output: { type: "text", value: '{"result":4}' },
+          },
+          {
+            type: "tool-result",
+            toolCallId: "b",
+            toolName: "calculator",
+            output: { type: "error-text", value: "boom" },
+          },
         ],
       },
     ]);
@@ -61,7 +85,14 @@ describe("PromptBuilder", () => {
     const afterFirst = builder.buildFromHistory("S", grown);
     expect(prompts[2]?.at(-1)).toEqual({
       role: "tool",
-      content: [{ type: "tool-result", toolCallId: "a", toolName: "calculator", output: { type: "text", value: '{"result":4}' } }],
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: "a",
+          toolName: "calculator",
+          output: { type: "text", value: '{"result":4}' },
+        },
+      ],
     });
     expect(afterFirst).not.toBe(builder.buildFromHistory("S", grown));
   });

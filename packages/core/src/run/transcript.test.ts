@@ -18,7 +18,9 @@ const user: AgentMessage = { role: "user", content: "hi" };
 
 describe("validateTranscript", () => {
   it("accepts results in call order, with app messages between", () => {
-    expect(validateTranscript([user, calls("a", "b"), result("a"), { role: "note" }, result("b"), user])).toEqual([]);
+    expect(
+      validateTranscript([user, calls("a", "b"), result("a"), { role: "note" }, result("b"), user]),
+    ).toEqual([]);
   });
 
   it("reports a call without result, an orphan result, wrong order and a reused id", () => {

@@ -64,7 +64,10 @@ describe("ToolRegistry (Go tools tests)", () => {
         query: { type: "string", description: "what to look for" },
         filters: {
           type: "object",
-          properties: { kind: { type: "string", enum: ["doc", "code"] }, tags: { type: "array", items: { type: "string" } } },
+          properties: {
+            kind: { type: "string", enum: ["doc", "code"] },
+            tags: { type: "array", items: { type: "string" } },
+          },
           required: ["kind", "tags"],
           additionalProperties: false,
         },

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import packageJson from "../package.json" with { type: "json" };
+import { main } from "./cli.js";
+
+async function cli(...argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+  });
+  return { code, stdout, stderr };
+}
+
+describe("main: usage", () => {
+  it("prints the help with the model settings and exits 0", async () => {
+    for (const flag of ["--help", "-h"]) {
+      const { code, stdout, stderr } = await cli(flag);
+      expect(code).toBe(0);
+      expect(stderr).toBe("");
+      expect(stdout).toContain('agent-core run "<prompt>"');
+      for (const text of [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "AGENT_CORE_MODEL",
+        "Ollama",
+        "vLLM",
+        "agentic",
+      ])
+        expect(stdout).toContain(text);
+    }
+  });
+
+  it("prints the package version", async () => {
+    expect(await cli("--version")).toEqual({ code: 0, stdout: `${packageJson.version}\n`, stderr: "" });
+  });
+
+  it.each([
+    [[], "Missing command."],
+    [["run"], "Missing prompt."],
+    [["run", "  "], "Missing prompt."],
+    [["ask", "hi"], 'Unknown command "ask"'],
+    [["run", "hi", "--verbose"], 'Unknown option "--verbose".'],
+    [["run", "hi", "--orchestrator"], "argument missing"],
+    [["run", "hi", "--max-cycles", "abc"], '--max-cycles must be a whole number >= 1, got "abc"'],
+    [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
+    [["run", "hi", "--max-cycles", "2.5"], "--max-cycles must be a whole number >= 1"],
+  ])("rejects %j with exit 2, one error line and a hint", async (argv, message) => {
+    const { code, stdout, stderr } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^agent-core: /);
+    expect(lines[0]).toContain(message);
+    expect(lines[1]).toMatch(/agent-core (run|--help)/);
+  });
+
+  it("names an unknown orchestrator and lists the registered ones", async () => {
+    const { code, stdout, stderr } = await cli("run", "hi", "--orchestrator", "nope");
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toContain('Unknown orchestrator "nope"');
+    expect(stderr).toContain("Registered orchestrators: agentic (default)");
+    expect(stderr).not.toContain("    at ");
+  });
+
+  it("runs the prompt with the chosen orchestrator and cycle limit", async () => {
+    const { code, stdout } = await cli(
+      "run",
+      "--orchestrator",
+      "agentic",
+      "--max-cycles",
+      "1",
+      "What is 2+2?",
+    );
+    // One model call is enough to ask for the calculator, not to answer with its result.
+    expect(code).toBe(1);
+    expect(stdout).toContain("orchestrator agentic");
+    expect(stdout).toContain("max_cycles");
+  });
+
+  it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {
+    expect((await cli("run", "What", "is", "6*7?")).stdout).toContain("6*7 = 42");
+    expect((await cli("run", "--", "-5+3?")).stdout).toContain("-5+3 = -2");
+  });
+});

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { DEMO_LABEL, modelFromEnv } from "./provider.js";
+import { UsageError } from "./usage-error.js";
+
+describe("modelFromEnv", () => {
+  it("uses the offline demo model without an API key", () => {
+    const choice = modelFromEnv({});
+    expect(choice).toMatchObject({ label: DEMO_LABEL, demo: true });
+    expect(choice.model.provider).toBe("agent-core-demo");
+    expect(DEMO_LABEL).toContain("OPENAI_API_KEY");
+  });
+
+  it("treats an empty API key as unset", () => {
+    expect(modelFromEnv({ OPENAI_API_KEY: "" }).demo).toBe(true);
+  });
+
+  it("uses gpt-4o-mini at OpenAI by default when a key is set", () => {
+    const choice = modelFromEnv({ OPENAI_API_KEY: "sk-test" });
+    expect(choice).toMatchObject({ label: "gpt-4o-mini via https://api.openai.com/v1", demo: false });
+    expect(choice.model.modelId).toBe("gpt-4o-mini");
+    expect(choice.model.provider).toBe("openai-compatible.chat");
+  });
+
+  it("takes the base URL and the model from the environment (Ollama, vLLM, ...)", () => {
+    const choice = modelFromEnv({
+      OPENAI_API_KEY: "ollama",
+      OPENAI_BASE_URL: "http://localhost:11434/v1",
+      AGENT_CORE_MODEL: "llama3.2",
+    });
+    expect(choice.label).toBe("llama3.2 via http://localhost:11434/v1");
+    expect(choice.model.modelId).toBe("llama3.2");
+  });
+
+  it("rejects a demo delay that is not a whole number", () => {
+    expect(() => modelFromEnv({ AGENT_CORE_DEMO_DELAY_MS: "fast" })).toThrow(UsageError);
+    expect(modelFromEnv({ AGENT_CORE_DEMO_DELAY_MS: "0" }).demo).toBe(true);
+  });
+});

@@ -1,0 +1,204 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { main } from "@agent-core/cli";
+import { type AgentEvent, agentEventSchema } from "@agent-core/core";
+import {
+  assertEventProtocol,
+  eventTypes,
+  type FakeOpenAIServer,
+  type FakeReply,
+  startFakeOpenAIServer,
+} from "@agent-core/testing";
+import { afterEach, describe, expect, it } from "vitest";
+
+// The CLI end to end: main() with captured output against the offline demo model and against a real
+// OpenAI-compatible provider over HTTP, then the bin itself as a child process.
+
+const DEMO_ENV = { AGENT_CORE_DEMO_DELAY_MS: "0" };
+
+interface Captured {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(
+  argv: string[],
+  env: Record<string, string | undefined> = DEMO_ENV,
+  options: { signal?: AbortSignal; onStdout?: (stdout: string) => void } = {},
+): Promise<Captured> {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(argv, {
+    stdout: {
+      write: (text: string) => {
+        stdout += text;
+        options.onStdout?.(stdout);
+      },
+    },
+    stderr: { write: (text: string) => (stderr += text) },
+    env,
+    signal: options.signal,
+  });
+  return { code, stdout, stderr };
+}
+
+function parseNdjson(stdout: string): AgentEvent[] {
+  return stdout
+    .trimEnd()
+    .split("\n")
+    .map((line) => agentEventSchema.parse(JSON.parse(line)));
+}
+
+describe("agent-core run with the offline demo model", () => {
+  it("calls the calculator twice, streams the answer and ends completed", async () => {
+    const { code, stdout, stderr } = await cli(["run", "What is 15*3 and 10+5?"]);
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const lines = stdout.trimEnd().split("\n");
+    expect(lines[0]).toContain("[demo]");
+    expect(lines[0]).toContain("orchestrator agentic");
+    expect(stdout).toContain("· thinking: The question needs the calculator");
+    expect(stdout).toContain('→ calculator({"expression":"15*3"})');
+    expect(stdout).toContain('← calculator: {"expression":"15*3","result":45}');
+    expect(stdout).toContain('→ calculator({"expression":"10+5"})');
+    expect(stdout).toContain('← calculator: {"expression":"10+5","result":15}');
+    expect(stdout).toContain("15*3 = 45 and 10+5 = 15");
+    expect(lines.at(-1)).toMatch(/^■ completed · 2 cycles · 2 tool calls · \d+\.\ds · \d+ tokens$/);
+  });
+
+  it("answers a plain prompt without tools", async () => {
+    const { code, stdout } = await cli(["run", "hello"]);
+    expect(code).toBe(0);
+    expect(stdout).not.toContain("→");
+    expect(stdout).toContain("[demo] I am the offline demo model");
+    expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ completed · 1 cycle · 0 tool calls/);
+  });
+
+  it("prints only the events as NDJSON with --json", async () => {
+    const { code, stdout, stderr } = await cli(["run", "--json", "What is 15*3 and 10+5?"]);
+    expect(code).toBe(0);
+    expect(stderr).toBe("");
+    const events = parseNdjson(stdout);
+    assertEventProtocol(events);
+    expect(events[0]?.type).toBe("agent_start");
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+    expect(eventTypes(events)).toEqual(expect.arrayContaining(["tool_call", "tool_result", "text_delta"]));
+    const text = events.flatMap((event) => (event.type === "text_delta" ? [event.text] : [])).join("");
+    expect(text).toBe("[demo] 15*3 = 45 and 10+5 = 15.");
+  });
+});
+
+describe("agent-core run with an OpenAI-compatible server", () => {
+  let server: FakeOpenAIServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  async function serve(replies: FakeReply[]): Promise<Record<string, string>> {
+    server = await startFakeOpenAIServer({
+      reply: (_request, index) => replies[index] ?? { text: "(no more)" },
+    });
+    return { OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: server.baseURL, AGENT_CORE_MODEL: "fake-model" };
+  }
+
+  it("runs the tool the model asks for over HTTP and prints the answer", async () => {
+    const env = await serve([
+      {
+        toolCalls: [{ id: "call_1", name: "calculator", arguments: ['{"expression":', '"6*7"}'] }],
+        usage: { prompt_tokens: 50, completion_tokens: 10 },
+      },
+      { text: ["6*7 is ", "42."], usage: { prompt_tokens: 80, completion_tokens: 5 } },
+    ]);
+    const { code, stdout, stderr } = await cli(["run", "What is 6*7?"], env);
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    expect(stdout.split("\n")[0]).toContain(`fake-model via ${server?.baseURL}`);
+    expect(stdout).not.toContain("[demo]");
+    expect(stdout).toContain('→ calculator({"expression":"6*7"})');
+    expect(stdout).toContain('← calculator: {"expression":"6*7","result":42}');
+    expect(stdout).toContain("6*7 is 42.");
+    expect(stdout).toMatch(/■ completed · 2 cycles · 1 tool call · \d+\.\ds · 145 tokens\n$/);
+
+    const [first, second] = server?.requests ?? [];
+    expect(first?.model).toBe("fake-model");
+    const tools = first?.tools as { function: { name: string } }[];
+    expect(tools.map((tool) => tool.function.name)).toEqual(["calculator", "get_current_time"]);
+    const toolMessage = second?.messages.find((message) => message.role === "tool");
+    expect(toolMessage?.tool_call_id).toBe("call_1");
+    expect(JSON.stringify(toolMessage?.content)).toContain("42");
+  });
+
+  it("exits 1 with the provider's error, on stderr too with --json", async () => {
+    const env = await serve([{ error: { status: 401, message: "Incorrect API key provided" } }]);
+    const { code, stdout, stderr } = await cli(["run", "--json", "hi"], env);
+    expect(code).toBe(1);
+    const events = parseNdjson(stdout);
+    expect(events.find((event) => event.type === "error")?.message).toContain("Incorrect API key provided");
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "error" });
+    expect(stderr).toMatch(/^agent-core: .*Incorrect API key provided.*\n$/);
+  });
+
+  it("aborts mid-stream through io.signal and ends aborted", async () => {
+    const chunks = Array.from({ length: 100 }, (_, index) => `chunk${index} `);
+    const env = await serve([{ text: chunks, chunkDelayMs: 20 }]);
+    const interrupt = new AbortController();
+    const abortOnFirstText = (stdout: string) => {
+      if (stdout.includes("chunk0")) interrupt.abort();
+    };
+    const started = Date.now();
+    const { code, stdout } = await cli(["run", "Count slowly"], env, {
+      signal: interrupt.signal,
+      onStdout: abortOnFirstText,
+    });
+    expect(code).toBe(1);
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(stdout).not.toContain("chunk99");
+    expect(stdout).toContain("✗ aborted: The run was aborted.");
+    expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ aborted · /);
+  });
+});
+
+describe("the agent-core bin", () => {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+
+  /** Runs the bin from its sources, as `node dist/bin.js` would run the build, without a real API key. */
+  function spawnBin(args: string[], env: Record<string, string>) {
+    const { OPENAI_API_KEY: _ignored, ...inherited } = process.env;
+    return spawn(
+      process.execPath,
+      ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts", ...args],
+      { cwd: root, env: { ...inherited, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+  }
+
+  function finished(child: ReturnType<typeof spawnBin>): Promise<Captured> {
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    return new Promise((resolve, reject) => {
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+  }
+
+  it("runs a prompt as a real process", async () => {
+    const { code, stdout, stderr } = await finished(spawnBin(["run", "What is 2*(3+4)?"], DEMO_ENV));
+    expect(stderr).toBe("");
+    expect(stdout).toContain("2*(3+4) = 14");
+    expect(code).toBe(0);
+  });
+
+  it("aborts the run cleanly on SIGINT", async () => {
+    // A slow demo stream, so the run is still going when the signal arrives.
+    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    child.stdout.once("data", () => child.kill("SIGINT"));
+    const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+});

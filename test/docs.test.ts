@@ -1,0 +1,90 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { agentEventSchema } from "@agent-core/core";
+import { afterAll, describe, expect, it } from "vitest";
+
+// Docs are part of the feature: every ```ts block of the README and of docs/ runs as written,
+// and every ```json block of docs/events.md is a valid event of the protocol.
+
+const root = join(import.meta.dirname, "..");
+const outDir = join(root, "test", ".docs");
+const documents = ["README.md", ...readdirSync(join(root, "docs")).map((name) => `docs/${name}`)].filter(
+  (f) => f.endsWith(".md"),
+);
+
+function blocks(file: string, lang: string): string[] {
+  const text = readFileSync(join(root, file), "utf8");
+  return [...text.matchAll(new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\``, "gm"))].map(
+    (m) => m[1] as string,
+  );
+}
+
+/**
+ * Runs a code block as a user would: its own Node process, sources resolved through the workspace.
+ * (In-process, a block whose only pending work is an unref'd timer would look fine and print nothing.)
+ */
+async function runBlock(name: string, code: string): Promise<string> {
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `${name}.ts`);
+  writeFileSync(file, code);
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", "--conditions=@agent-core/source", file],
+    { cwd: root, env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1" }, timeout: 30_000 },
+  );
+  return stdout;
+}
+
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+describe("the README", () => {
+  it("has a Quick start whose first block is the demo command and the test command", () => {
+    const text = readFileSync(join(root, "README.md"), "utf8");
+    const quickStart = text.slice(text.indexOf("## Quick start"));
+    const commands = quickStart
+      .match(/```sh\n([\s\S]*?)```/)?.[1]
+      ?.trim()
+      .split("\n");
+    expect(commands).toEqual([
+      "npx -y pnpm@12.21.0 install && npx -y pnpm@12.21.0 demo",
+      "npx -y pnpm@12.21.0 test",
+    ]);
+    const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts;
+    expect(scripts.test).toBe("vitest run");
+    expect(scripts.demo).toMatch(/run "What is 15\*3 and 10\+5\?"/);
+  });
+
+  it("usage example runs as a script and prints the tool calls, the answer and the stop reason", async () => {
+    const [usage] = blocks("README.md", "ts");
+    const output = await runBlock("readme-usage", usage as string);
+    expect(output).toContain('→ calculator {"expression":"15*3"}');
+    expect(output).toContain('→ calculator {"expression":"10+5"}');
+    expect(output).toContain("15*3 = 45 and 10+5 = 15.");
+    expect(output).toMatch(/completed · \d+ tokens/);
+  });
+});
+
+describe("docs/", () => {
+  for (const file of documents.filter((f) => f !== "README.md")) {
+    blocks(file, "ts").forEach((code, index) => {
+      // A block's `console.log(…); // "expected output"` comments are checked against what it printed.
+      const expected = [...code.matchAll(/console\.log\(.*\); \/\/ "(.+)"$/gm)].map((m) => m[1] as string);
+      it.concurrent(`${file} block ${index + 1} runs and prints what it says`, async () => {
+        const output = await runBlock(`${file.replace(/[/.]/g, "-")}-${index + 1}`, code);
+        expect(output.length).toBeGreaterThan(0);
+        for (const line of expected) expect(output).toContain(line);
+      });
+    });
+  }
+
+  it("every JSON event in docs/events.md matches the protocol's schemas", () => {
+    const events = blocks("docs/events.md", "json");
+    expect(events.length).toBeGreaterThan(10);
+    for (const json of events) {
+      const parsed = agentEventSchema.safeParse(JSON.parse(json));
+      expect(parsed.success, `${json}\n${parsed.error?.message}`).toBe(true);
+    }
+  });
+});
