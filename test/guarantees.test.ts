@@ -4,11 +4,13 @@ import {
   Agent,
   AgentBusyError,
   defineTool,
+  eventSchemas,
   InvalidConfigError,
   MaxCyclesExceededError,
   NoProviderError,
   ProviderError,
   registerOrchestrator,
+  stopReasonSchema,
   UnknownOrchestratorError,
 } from "@agent-core/core";
 import {
@@ -55,9 +57,8 @@ describe("limits", () => {
     const result = await finished(agent.prompt("count"));
     expect(result.stopReason).toBe("max_cycles");
     expect(result.error).toBeInstanceOf(MaxCyclesExceededError);
-    expect(eventsOf(agent.prompt("x").events, "error")).toEqual([]);
-    const errors = result.messages.filter((m) => m.role === "toolResult");
-    expect(errors).toHaveLength(3);
+    expect(result.error?.message).toBe("The run reached its limit of 3 model calls (limits.maxCycles).");
+    expect(result.messages.filter((m) => m.role === "toolResult")).toHaveLength(3);
   });
 
   it("defaults to 10 cycles and emits an error event with code max_cycles before agent_end", async () => {
@@ -274,6 +275,50 @@ describe("configuration errors", () => {
 });
 
 describe("the agent", () => {
+  it("starts with an empty history (Go TestAgentConfigMinimal)", () => {
+    expect(new Agent({ systemPrompt: "You are helpful." }).messages).toEqual([]);
+  });
+
+  it("keeps the prompt even when the run fails, and reset empties it (Go TestAgentResetClearsHistory)", async () => {
+    const agent = new Agent({});
+    const result = await agent.prompt("test").result();
+    expect(result.stopReason).toBe("error");
+    expect(agent.messages).toHaveLength(1);
+    agent.reset();
+    expect(agent.messages).toHaveLength(0);
+  });
+
+  it("exports a schema for every event type and the closed vocabularies (Go TestEventTypeConstants, TestSteeringModeConstants)", () => {
+    expect(Object.keys(eventSchemas)).toEqual([
+      "agent_start",
+      "turn_start",
+      "steering_mode",
+      "thinking",
+      "tool_call",
+      "tool_result",
+      "text_delta",
+      "turn_end",
+      "plan_created",
+      "plan_step_start",
+      "plan_step_end",
+      "steering_applied",
+      "context_truncated",
+      "error",
+      "agent_end",
+    ]);
+    expect(eventSchemas.steering_mode.shape.mode.options).toEqual(["respond", "steer"]);
+    expect(stopReasonSchema.options).toEqual([
+      "completed",
+      "aborted",
+      "max_cycles",
+      "timeout",
+      "stalled",
+      "awaiting_client_tool",
+      "awaiting_approval",
+      "error",
+    ]);
+  });
+
   it("serializes prompts: the second run starts after the first has ended", async () => {
     const model = scriptedModel([[script.delay(20), script.text("first")], [script.text("second")]]);
     const agent = new Agent({ provider: model });

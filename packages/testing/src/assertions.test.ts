@@ -1,0 +1,82 @@
+import type { AgentEvent } from "@agent-core/core";
+import { describe, expect, it } from "vitest";
+import { assertEventProtocol, assertValidTranscript, eventsOf, eventTypes } from "./assertions.js";
+
+const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+function run(...payloads: Record<string, unknown>[]): AgentEvent[] {
+  return payloads.map((payload, seq) => ({ runId: "r", seq, ts: 1, ...payload }) as AgentEvent);
+}
+const start = { type: "agent_start" };
+const end = { type: "agent_end", stopReason: "completed", usage, durationMs: 1 };
+
+describe("assertEventProtocol", () => {
+  it("accepts a well-formed run", () => {
+    const events = run(
+      start,
+      { type: "turn_start", turn: 1 },
+      { type: "tool_call", toolCallId: "a", toolName: "t", args: {} },
+      { type: "tool_result", toolCallId: "a", toolName: "t", status: "ok", result: 1 },
+      { type: "turn_end", message: { role: "assistant", content: [] }, durationMs: 1 },
+      end,
+    );
+    expect(() => assertEventProtocol(events)).not.toThrow();
+    expect(eventTypes(events)).toHaveLength(6);
+    expect(eventsOf(events, "tool_result")[0]?.status).toBe("ok");
+  });
+
+  it.each([
+    ["a gap in seq", () => run(start, end).map((e, i) => ({ ...e, seq: i * 2 })), /seq 2/],
+    ["a missing agent_end", () => run(start), /last event is not agent_end/],
+    ["agent_start twice", () => run(start, start, end), /agent_start at 1/],
+    [
+      "a tool_call without result",
+      () => run(start, { type: "tool_call", toolCallId: "a", toolName: "t", args: 1 }, end),
+      /without tool_result: a/,
+    ],
+    [
+      "a result without call",
+      () => run(start, { type: "tool_result", toolCallId: "a", toolName: "t", status: "ok" }, end),
+      /without an open tool_call/,
+    ],
+    [
+      "an error not right before agent_end",
+      () =>
+        run(
+          start,
+          { type: "error", code: "x", message: "m" },
+          { type: "turn_start", turn: 1 },
+          { type: "turn_end", message: { role: "assistant", content: [] }, durationMs: 1 },
+          end,
+        ),
+      /error at 1/,
+    ],
+    [
+      "an unbalanced turn",
+      () => run(start, { type: "turn_start", turn: 1 }, end),
+      /turn\(s\) without turn_end/,
+    ],
+    [
+      "a payload that fails its schema",
+      () => run(start, { type: "steering_mode", mode: "maybe", queueSize: 0 }, end),
+      /fails its schema/,
+    ],
+    [
+      "two runIds",
+      () => [...run(start), { ...run(end)[0], seq: 1, runId: "other" } as AgentEvent],
+      /runId other/,
+    ],
+  ])("rejects %s", (_name, events, message) => {
+    expect(() => assertEventProtocol(events())).toThrow(message);
+  });
+});
+
+describe("assertValidTranscript", () => {
+  it("throws with every problem listed", () => {
+    expect(() =>
+      assertValidTranscript([
+        { role: "assistant", content: [{ type: "toolCall", id: "x", name: "t", args: {} }] },
+      ]),
+    ).toThrow(/Invalid transcript:\n- message 0: tool call\(s\) "x" have no result/);
+    expect(() => assertValidTranscript([{ role: "user", content: "hi" }])).not.toThrow();
+  });
+});

@@ -1,0 +1,79 @@
+import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { describe, expect, it } from "vitest";
+import { script, scriptedModel } from "./scripted-model.js";
+
+async function partsOf(stream: ReadableStream<LanguageModelV4StreamPart>) {
+  const parts: LanguageModelV4StreamPart[] = [];
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return parts;
+    parts.push(value);
+  }
+}
+const call = { prompt: [{ role: "user" as const, content: [{ type: "text" as const, text: "hi" }] }] };
+
+describe("scriptedModel", () => {
+  it("plays one step per call as v4 stream parts and records the prompts", async () => {
+    const model = scriptedModel([
+      [script.reasoning("r"), script.text("a", "b"), script.toolCall("t", { x: 1 })],
+    ]);
+    const parts = await partsOf((await model.doStream(call)).stream);
+    expect(parts.map((p) => p.type)).toEqual([
+      "stream-start",
+      "reasoning-start",
+      "reasoning-delta",
+      "reasoning-end",
+      "text-start",
+      "text-delta",
+      "text-delta",
+      "text-end",
+      "tool-input-start",
+      "tool-input-delta",
+      "tool-input-end",
+      "tool-call",
+      "finish",
+    ]);
+    expect(parts.find((p) => p.type === "tool-call")).toMatchObject({
+      toolCallId: "call-1-1",
+      toolName: "t",
+      input: '{"x":1}',
+    });
+    expect(parts.at(-1)).toMatchObject({ finishReason: { unified: "tool-calls" } });
+    expect(model.prompts).toEqual([call.prompt]);
+  });
+
+  it("rejects for a throwing step, and says so when the script runs out", async () => {
+    const model = scriptedModel([{ throws: new Error("HTTP 500") }]);
+    await expect(model.doStream(call)).rejects.toThrow("HTTP 500");
+    await expect(model.doStream(call)).rejects.toThrow(
+      "Scripted model: no step left for call 2 (the script has 1).",
+    );
+  });
+
+  it("waits on delays, emits error parts, and lets a hanging step be cancelled", async () => {
+    const model = scriptedModel([
+      [script.delay(20), script.error("bad"), script.finish("length", { outputTokens: 9 })],
+      [script.hang()],
+    ]);
+    const started = Date.now();
+    const parts = await partsOf((await model.doStream(call)).stream);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(15);
+    expect(parts.map((p) => p.type)).toEqual(["stream-start", "error", "finish"]);
+    expect(parts.at(-1)).toMatchObject({
+      finishReason: { unified: "length" },
+      usage: { outputTokens: { total: 9 } },
+    });
+    const reader = (await model.doStream(call)).stream.getReader();
+    await reader.read();
+    const pending = reader.read();
+    await reader.cancel();
+    await expect(pending).resolves.toEqual({ done: true, value: undefined });
+  });
+
+  it("builds a step from the call options", async () => {
+    const model = scriptedModel([(options) => [script.text(`${options.prompt.length} messages`)]]);
+    const parts = await partsOf((await model.doStream(call)).stream);
+    expect(parts.find((p) => p.type === "text-delta")).toMatchObject({ delta: "1 messages" });
+  });
+});
