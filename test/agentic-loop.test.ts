@@ -510,6 +510,23 @@ describe("custom orchestrators and the transcript guarantee", () => {
     expect(toolCallsOf(result.messages[1] as never)).toHaveLength(1);
   });
 
+  it("refuses events whose ordering the framework owns, naming the service to use", async () => {
+    const agent = new Agent({
+      orchestrator: {
+        name: "forger",
+        async run(ctx) {
+          ctx.emit({ type: "tool_call", toolCallId: "x", toolName: "t", args: {} });
+        },
+      },
+    });
+    const { events, result } = await runToEnd(agent, "x");
+    expect(result.error).toMatchObject({
+      code: "reserved_event",
+      message: 'Orchestrators cannot emit "tool_call" events: they come from ctx.executeTools(calls).',
+    });
+    expect(eventsOf(events, "tool_call")).toEqual([]);
+  });
+
   it("ignores emits from an orchestrator that keeps going after its run ended", async () => {
     let late: (() => void) | undefined;
     const agent = new Agent({

@@ -86,6 +86,13 @@ export class AgentBusyError extends AgentError {
   }
 }
 
+/** An orchestrator emitted an event whose ordering the framework guarantees through a service. */
+export class ReservedEventError extends AgentError {
+  constructor(type: string, service: string) {
+    super("reserved_event", `Orchestrators cannot emit "${type}" events: they come from ${service}.`);
+  }
+}
+
 /** An orchestrator (or a callback it called) threw something that is not an `AgentError`. */
 export class OrchestratorError extends AgentError {
   constructor(orchestrator: string, cause: unknown) {

@@ -6,6 +6,7 @@ import {
   MaxCyclesExceededError,
   NoProviderError,
   OrchestratorError,
+  ReservedEventError,
 } from "../errors.js";
 import type { AgentEvent, OrchestratorEvent, StopReason } from "../events/schemas.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
@@ -157,6 +158,8 @@ export class RunSession implements RunContext {
   // ----- services of RunContext -----
 
   emit(event: OrchestratorEvent): void {
+    const service = RESERVED_EVENTS[event.type as keyof typeof RESERVED_EVENTS];
+    if (service !== undefined) throw new ReservedEventError(event.type, service);
     if (this.#sealed) return;
     this.#publish({ ...event });
   }
@@ -403,6 +406,18 @@ export class RunSession implements RunContext {
     return new OrchestratorError(this.#setup.orchestrator.name, error);
   }
 }
+
+/** Events only the framework emits, because their ordering rules are its guarantees. */
+const RESERVED_EVENTS = {
+  agent_start: "the framework (it starts every run)",
+  agent_end: "the framework (it ends every run)",
+  error: "the framework (throw an AgentError instead)",
+  turn_start: "ctx.startTurn()",
+  turn_end: "ctx.endTurn(message)",
+  tool_call: "ctx.executeTools(calls)",
+  tool_result: "ctx.executeTools(calls)",
+  steering_applied: "ctx.applySteering(messages)",
+} as const;
 
 function emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
   return { role: "assistant", content: [], stopReason, timestamp: Date.now() };
