@@ -303,6 +303,7 @@ describe("the agent", () => {
       "plan_step_end",
       "steering_applied",
       "context_truncated",
+      "custom",
       "error",
       "agent_end",
     ]);

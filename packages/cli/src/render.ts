@@ -26,7 +26,7 @@ export function createJsonRenderer(out: TextSink): EventRenderer {
 // Tool results can be whole documents; a human skimming the run needs only their start.
 const MAX_VALUE_CHARS = 300;
 
-type Style = "dim" | "red" | "green" | "cyan" | "bold";
+type Style = "dim" | "red" | "green" | "cyan" | "magenta" | "bold";
 
 const ANSI: Record<Style, [open: string, close: string]> = {
   dim: ["\x1b[2m", "\x1b[22m"],
@@ -34,6 +34,7 @@ const ANSI: Record<Style, [open: string, close: string]> = {
   red: ["\x1b[31m", "\x1b[39m"],
   green: ["\x1b[32m", "\x1b[39m"],
   cyan: ["\x1b[36m", "\x1b[39m"],
+  magenta: ["\x1b[35m", "\x1b[39m"],
 };
 
 type StreamedEvent = AgentEventOf<"thinking" | "text_delta">;
@@ -91,6 +92,11 @@ class HumanRenderer {
         return this.#planStepEnd(event);
       case "context_truncated":
         return this.#style("dim", contextTruncated(event));
+      case "custom":
+        return this.#style(
+          "magenta",
+          `◆ ${event.name}${event.data === undefined ? "" : ` ${formatValue(event.data)}`}`,
+        );
       case "error":
         return this.#style("red", `✗ ${event.code}: ${event.message}`);
       case "agent_end":

@@ -86,6 +86,20 @@ export class AgentBusyError extends AgentError {
   }
 }
 
+/** `ctx.generateObject` got no valid object from the model. */
+export class StructuredOutputError extends AgentError {
+  readonly attempts: number;
+  readonly text: string;
+  constructor(attempts: number, problem: string, text: string) {
+    super(
+      "invalid_structured_output",
+      `The model did not return a valid object after ${attempts} ${attempts === 1 ? "attempt" : "attempts"}: ${problem}`,
+    );
+    this.attempts = attempts;
+    this.text = text;
+  }
+}
+
 /** An orchestrator emitted an event whose ordering the framework guarantees through a service. */
 export class ReservedEventError extends AgentError {
   constructor(type: string, service: string) {

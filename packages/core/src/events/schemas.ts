@@ -23,7 +23,12 @@ export const envelopeSchema = z.object({
   ts: z.number(),
 });
 
-const planStepSchema = z.object({ id: z.string().optional(), tool: z.string(), args: z.unknown() });
+const planStepSchema = z.object({
+  id: z.string().optional(),
+  tool: z.string(),
+  args: z.unknown(),
+  dependsOn: z.array(z.string()).optional(),
+});
 
 function eventSchema<T extends string, Shape extends z.ZodRawShape>(type: T, shape: Shape) {
   return envelopeSchema.extend({ type: z.literal(type), ...shape });
@@ -72,6 +77,8 @@ export const eventSchemas = {
     droppedMessages: z.number().int().nonnegative(),
     estimatedTokens: z.number().nonnegative(),
   }),
+  /** A plug-in's own event: `name` says what it is (e.g. "reflect.critique"), `data` carries it. */
+  custom: eventSchema("custom", { name: z.string().min(1), data: z.unknown().optional() }),
   error: eventSchema("error", { code: z.string(), message: z.string() }),
   agent_end: eventSchema("agent_end", {
     stopReason: stopReasonSchema,

@@ -1,8 +1,10 @@
 import type { DependencyContainer } from "tsyringe";
+import type { z } from "zod";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import type {
   AgentMessage,
   AssistantMessage,
+  LlmMessage,
   MessageInput,
   ToolCall,
   ToolResultMessage,
@@ -55,6 +57,34 @@ export type Decision =
 export interface ExecuteToolsOptions {
   /** Check the steering queue after each tool and skip the rest when it has messages (default true). */
   interruptOnSteering?: boolean;
+  /**
+   * How many calls may run at once (default 1: one at a time, in order). Live events then come in
+   * completion order, each call's `tool_call` before its `tool_result`; the history keeps call order.
+   */
+  concurrency?: number;
+  /** Called right before a call's `tool_call` event (e.g. to emit `plan_step_start`). */
+  beforeEach?(call: ToolCall): void;
+  /** Called right after a call's `tool_result` event. */
+  afterEach?(call: ToolCall, result: ToolResultMessage): void;
+}
+
+export interface GenerateObjectOptions {
+  /** The system prompt for this call (default: the agent's). */
+  system?: string;
+  /** Messages added after the history for this call only; they are never stored. */
+  messages?: readonly LlmMessage[];
+  /** Name and description of the expected object, for providers with structured outputs. */
+  name?: string;
+  description?: string;
+  /** Model calls before giving up (default 2): an invalid reply is sent back with what was wrong. */
+  maxAttempts?: number;
+  settings?: ModelCallSettings;
+}
+
+export interface GeneratedObject<T> {
+  object: T;
+  /** The model's raw reply. */
+  text: string;
 }
 
 export interface ToolBatchResult {
@@ -99,6 +129,13 @@ export interface RunContext {
    * (the rest are `skipped`, then the steering messages enter the history).
    */
   executeTools(calls: readonly ToolCall[], options?: ExecuteToolsOptions): Promise<ToolBatchResult>;
+  /**
+   * One model call for a structured result (a plan, a verdict): asks for JSON matching `schema`
+   * (the provider's JSON mode where it has one), extracts and validates it, and sends an invalid
+   * reply back once with what was wrong. Counts as a cycle; streams reasoning as `thinking`; does
+   * not touch the history. Throws `StructuredOutputError` when no attempt is valid.
+   */
+  generateObject<T>(schema: z.ZodType<T>, options?: GenerateObjectOptions): Promise<GeneratedObject<T>>;
   /** Appends messages that steer the run and emits `steering_applied`. */
   applySteering(messages: readonly MessageInput[]): void;
 }

@@ -1,5 +1,7 @@
-import type { LanguageModelV4 } from "@ai-sdk/provider";
+import type { JSONSchema7, LanguageModelV4, LanguageModelV4FunctionTool } from "@ai-sdk/provider";
+import { zodSchema } from "@ai-sdk/provider-utils";
 import type { DependencyContainer } from "tsyringe";
+import type { z } from "zod";
 import {
   AbortedError,
   AgentError,
@@ -7,6 +9,7 @@ import {
   NoProviderError,
   OrchestratorError,
   ReservedEventError,
+  StructuredOutputError,
 } from "../errors.js";
 import type { AgentEvent, OrchestratorEvent, StopReason } from "../events/schemas.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
@@ -16,6 +19,7 @@ import {
   type AssistantStopReason,
   addUsage,
   emptyUsage,
+  type LlmMessage,
   type MessageInput,
   type ToolCall,
   type ToolResultMessage,
@@ -24,13 +28,16 @@ import {
   type Usage,
 } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
-import { PromptBuilder } from "../model/prompt.js";
+import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
 import type { RetryOptions } from "../model/retry.js";
-import { type ModelCallSettings, streamModelStep } from "../model/stream-step.js";
+import { type ModelCallSettings, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
+import { parseStructured } from "../model/structured-output.js";
 import type {
   DecideOptions,
   Decision,
   ExecuteToolsOptions,
+  GeneratedObject,
+  GenerateObjectOptions,
   Limits,
   MessageLog,
   MessageSource,
@@ -183,36 +190,13 @@ export class RunSession implements RunContext {
   }
 
   async decide(options: DecideOptions = {}): Promise<Decision> {
-    this.#assertOpen();
-    if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
-    this.#cycles++;
-    // Awaiting only a real promise keeps the no-callback path free of a microtask hop.
-    const taken = this.#setup.steering.takeNow();
-    const steering = Array.isArray(taken) ? taken : await taken;
-    if (steering.length > 0) this.applySteering(steering);
-    const provider = this.#setup.provider;
-    if (provider === undefined) throw new NoProviderError();
-
-    const system = options.system ?? this.systemPrompt;
-    const prompt =
-      this.#setup.transformContext || this.#setup.convertToLlm
-        ? this.#prompts.build(system, await this.#pipelineMessages())
-        : this.#prompts.buildFromHistory(system, this.#setup.history);
     let index = 0;
-    const step = await streamModelStep({
-      model: provider,
-      prompt,
+    const step = await this.#callModel({
+      system: options.system,
       tools: this.#modelTools(options.tools),
-      settings: options.settings
-        ? { ...this.#setup.modelSettings, ...options.settings }
-        : this.#setup.modelSettings,
-      abortScope: this.#abortScope,
-      retry: this.#setup.retry,
+      settings: options.settings,
       onText: (text) => this.#publish({ type: "text_delta", text, index: index++ }),
-      onReasoning: (text) => this.#publish({ type: "thinking", text }),
     });
-    this.#assertOpen();
-    this.#usage = addUsage(this.#usage, step.usage);
     const steer = step.toolCalls.length > 0;
     const message: AssistantMessage = {
       role: "assistant",
@@ -233,36 +217,60 @@ export class RunSession implements RunContext {
       : { mode: "respond", message, text: textOf(message) };
   }
 
+  async generateObject<T>(
+    schema: z.ZodType<T>,
+    options: GenerateObjectOptions = {},
+  ): Promise<GeneratedObject<T>> {
+    const attempts = Math.max(1, options.maxAttempts ?? 2);
+    const responseFormat = {
+      type: "json" as const,
+      schema: zodSchema(schema).jsonSchema as JSONSchema7,
+      ...(options.name === undefined ? {} : { name: options.name }),
+      ...(options.description === undefined ? {} : { description: options.description }),
+    };
+    const extra: LlmMessage[] = [...(options.messages ?? [])];
+    let problem = "";
+    let text = "";
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      const step = await this.#callModel({
+        system: options.system,
+        tools: [],
+        settings: { ...options.settings, responseFormat },
+        extraMessages: extra,
+      });
+      text = textOf({ role: "assistant", content: step.content });
+      const parsed = parseStructured(schema, text);
+      if (parsed.success) return { object: parsed.value, text };
+      problem = parsed.error;
+      extra.push(
+        { role: "assistant", content: [{ type: "text", text }] },
+        { role: "user", content: `${problem} Reply with only the corrected JSON.` },
+      );
+    }
+    throw new StructuredOutputError(attempts, problem, text);
+  }
+
   async executeTools(
     calls: readonly ToolCall[],
     options: ExecuteToolsOptions = {},
   ): Promise<ToolBatchResult> {
     this.#assertOpen();
-    const interruptOnSteering = options.interruptOnSteering ?? true;
-    const results: ToolResultMessage[] = [];
-    let steering: AgentMessage[] = [];
-    for (const call of calls) {
-      if (this.#sealed) throw new AbortedError("the run has already ended");
-      this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
-      this.#openCalls.set(call.id, call);
-      let result: ToolResultMessage;
-      if (this.signal.aborted) result = toolResult(call, "aborted", NOT_RUN_ABORTED);
-      else if (steering.length > 0) result = toolResult(call, "skipped", SKIPPED_BY_STEERING);
-      else {
-        const running = executeToolCall(this.tools, call, this.#abortScope, this.limits.abortGraceMs);
-        result = running instanceof Promise ? await running : running;
+    const batch = new ToolBatch(calls, options);
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+    if (concurrency === 1) {
+      for (let index = 0; index < calls.length && !this.#sealed; index++) {
+        const running = this.#runCall(batch, index);
+        if (running instanceof Promise) await running;
       }
-      if (this.#sealed) break;
-      this.#setup.history.push(result);
-      this.#publishResult(result);
-      results.push(result);
-      if (interruptOnSteering && steering.length === 0 && !this.signal.aborted) {
-        const taken = this.#setup.steering.takeNow();
-        steering = Array.isArray(taken) ? taken : await taken;
-      }
+    } else {
+      const worker = async () => {
+        while (batch.next < calls.length && !this.#sealed) await this.#runCall(batch, batch.next++);
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, calls.length) }, worker));
     }
-    if (steering.length > 0) this.applySteering(steering);
-    return { results, steering };
+    if (this.#sealed) throw new AbortedError("the run has already ended");
+    if (batch.steering.length > 0) this.applySteering(batch.steering);
+    return { results: batch.results as ToolResultMessage[], steering: batch.steering };
   }
 
   applySteering(inputs: readonly MessageInput[]): void {
@@ -271,6 +279,87 @@ export class RunSession implements RunContext {
     const messages = inputs.map(toMessage);
     this.#setup.history.push(...messages);
     this.#publish({ type: "steering_applied", messages });
+  }
+
+  /**
+   * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
+   * first, builds the prompt through the pipeline, streams reasoning as `thinking`, sums usage.
+   */
+  async #callModel(request: {
+    system: string | undefined;
+    tools: readonly LanguageModelV4FunctionTool[];
+    settings: ModelCallSettings | undefined;
+    extraMessages?: readonly LlmMessage[];
+    onText?: (text: string) => void;
+  }): Promise<ModelStepResult> {
+    this.#assertOpen();
+    if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
+    this.#cycles++;
+    // Awaiting only a real promise keeps the no-callback path free of a microtask hop.
+    const taken = this.#setup.steering.takeNow();
+    const steering = Array.isArray(taken) ? taken : await taken;
+    if (steering.length > 0) this.applySteering(steering);
+    const provider = this.#setup.provider;
+    if (provider === undefined) throw new NoProviderError();
+
+    const system = request.system ?? this.systemPrompt;
+    let prompt =
+      this.#setup.transformContext || this.#setup.convertToLlm
+        ? this.#prompts.build(system, await this.#pipelineMessages())
+        : this.#prompts.buildFromHistory(system, this.#setup.history);
+    if (request.extraMessages && request.extraMessages.length > 0)
+      prompt = prompt.concat(toModelPrompt(undefined, request.extraMessages));
+    const step = await streamModelStep({
+      model: provider,
+      prompt,
+      tools: request.tools,
+      settings: request.settings
+        ? { ...this.#setup.modelSettings, ...request.settings }
+        : this.#setup.modelSettings,
+      abortScope: this.#abortScope,
+      retry: this.#setup.retry,
+      onText: request.onText,
+      onReasoning: (text) => this.#publish({ type: "thinking", text }),
+    });
+    this.#assertOpen();
+    this.#usage = addUsage(this.#usage, step.usage);
+    return step;
+  }
+
+  /**
+   * Runs call `index` of a batch: `tool_call`, then the tool (or an aborted/skipped result), then
+   * `tool_result`; results enter the history in call order as soon as all earlier ones have.
+   * Returns synchronously when nothing had to be awaited.
+   */
+  #runCall(batch: ToolBatch, index: number): void | Promise<void> {
+    const call = batch.calls[index] as ToolCall;
+    batch.options.beforeEach?.(call);
+    this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+    this.#openCalls.set(call.id, call);
+    let running: ToolResultMessage | Promise<ToolResultMessage>;
+    if (this.signal.aborted) running = toolResult(call, "aborted", NOT_RUN_ABORTED);
+    else if (batch.steering.length > 0) running = toolResult(call, "skipped", SKIPPED_BY_STEERING);
+    else running = executeToolCall(this.tools, call, this.#abortScope, this.limits.abortGraceMs);
+    return running instanceof Promise
+      ? running.then((result) => this.#endCall(batch, index, result))
+      : this.#endCall(batch, index, running);
+  }
+
+  #endCall(batch: ToolBatch, index: number, result: ToolResultMessage): void | Promise<void> {
+    if (this.#sealed) return;
+    batch.results[index] = result;
+    while (batch.flushed < batch.calls.length && batch.results[batch.flushed] !== undefined)
+      this.#setup.history.push(batch.results[batch.flushed++] as ToolResultMessage);
+    this.#publishResult(result);
+    batch.options.afterEach?.(batch.calls[index] as ToolCall, result);
+    if ((batch.options.interruptOnSteering ?? true) && batch.steering.length === 0 && !this.signal.aborted) {
+      const taken = this.#setup.steering.takeNow();
+      if (!Array.isArray(taken))
+        return taken.then((steering) => {
+          if (batch.steering.length === 0) batch.steering = steering;
+        });
+      batch.steering = taken;
+    }
   }
 
   // ----- lifecycle -----
@@ -404,6 +493,23 @@ export class RunSession implements RunContext {
     if (error instanceof AgentError) return error;
     if (this.signal.aborted) return new AbortedError(this.signal.reason);
     return new OrchestratorError(this.#setup.orchestrator.name, error);
+  }
+}
+
+/** The state of one `executeTools` call. */
+class ToolBatch {
+  readonly results: (ToolResultMessage | undefined)[];
+  /** Results already appended to the history (a prefix, in call order). */
+  flushed = 0;
+  /** The next call a worker takes (concurrent batches). */
+  next = 0;
+  steering: AgentMessage[] = [];
+
+  constructor(
+    readonly calls: readonly ToolCall[],
+    readonly options: ExecuteToolsOptions,
+  ) {
+    this.results = new Array(calls.length);
   }
 }
 
