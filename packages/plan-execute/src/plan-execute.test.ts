@@ -1,0 +1,348 @@
+import "@agent-core/agentic";
+import { Agent, defineTool, NoProviderError, type ToolResultMessage } from "@agent-core/core";
+import {
+  assertEventProtocol,
+  assertValidTranscript,
+  collectEvents,
+  eventsOf,
+  eventTypes,
+  type ScriptStep,
+  script,
+  scriptedModel,
+} from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { PlanError, planExecute } from "./index.js";
+
+const calculator = defineTool({
+  name: "calculator",
+  description: "Evaluates a simple product or sum",
+  inputSchema: z.object({ expression: z.string() }),
+  execute: ({ expression }) => {
+    const [a, op, b] = expression.split(/([*+])/).map((part) => part.trim());
+    return { result: op === "*" ? Number(a) * Number(b) : Number(a) + Number(b) };
+  },
+});
+const add = defineTool({
+  name: "add",
+  description: "Adds two numbers",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: async ({ a, b }) => {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return a + b;
+  },
+});
+const failing = defineTool({
+  name: "lookup",
+  description: "Looks up a city",
+  inputSchema: z.object({ city: z.string() }),
+  execute: ({ city }) => {
+    if (city === "Atlantis") throw new Error("no such city");
+    return { city, population: 700_000 };
+  },
+});
+
+const plan = (steps: unknown[]) => [script.text(JSON.stringify({ steps }))];
+const answer = (text: string): ScriptStep => [script.text(text)];
+
+async function run(
+  model: ReturnType<typeof scriptedModel>,
+  options: { tools?: never[]; prompt?: string } = {},
+  orchestrator = planExecute(),
+) {
+  const agent = new Agent({ provider: model, tools: [calculator, add, failing], orchestrator });
+  const agentRun = agent.prompt(options.prompt ?? "go");
+  const events = await collectEvents(agentRun);
+  const result = await agentRun.result();
+  assertEventProtocol(events);
+  assertValidTranscript(result.messages);
+  return { agent, events, result };
+}
+
+describe("Go parity (planexecute_test.go)", () => {
+  it("an empty plan answers directly with exactly two model calls (TestParsePlanEmpty)", async () => {
+    const model = scriptedModel([plan([]), answer("No tools needed.")]);
+    const { events, result } = await run(model);
+    expect(eventsOf(events, "tool_call")).toEqual([]);
+    expect(eventTypes(events)).toEqual(
+      expect.arrayContaining(["turn_start", "plan_created", "text_delta", "turn_end"]),
+    );
+    expect(model.doStreamCalls).toHaveLength(2);
+    expect(result.text).toBe("No tools needed.");
+  });
+
+  it("runs a single step (TestParsePlanSingleStep)", async () => {
+    const { events } = await run(
+      scriptedModel([plan([{ tool: "calculator", args: { expression: "15*3" } }]), answer("45")]),
+    );
+    expect(eventsOf(events, "tool_call")).toHaveLength(1);
+    expect(eventsOf(events, "tool_result")[0]).toMatchObject({ status: "ok", result: { result: 45 } });
+  });
+
+  it("runs several steps in plan order (TestParsePlanMultipleSteps)", async () => {
+    const model = scriptedModel([
+      plan([
+        { tool: "calculator", args: { expression: "15*3" } },
+        { tool: "calculator", args: { expression: "10+5" } },
+      ]),
+      answer("45 and 15"),
+    ]);
+    const { events } = await run(model, {}, planExecute({ maxConcurrency: 1 }));
+    expect(eventsOf(events, "tool_call").map((e) => [e.toolName, e.args])).toEqual([
+      ["calculator", { expression: "15*3" }],
+      ["calculator", { expression: "10+5" }],
+    ]);
+  });
+
+  it("emits plan_created and the step events around each call (TestPlanStepEvents)", async () => {
+    const { events } = await run(
+      scriptedModel([plan([{ tool: "calculator", args: { expression: "5*2" } }]), answer("10")]),
+    );
+    expect(eventsOf(events, "plan_created")[0]?.steps).toEqual([
+      { id: "s1", tool: "calculator", args: { expression: "5*2" } },
+    ]);
+    expect(eventTypes(events).filter((t) => t.startsWith("plan_step") || t.startsWith("tool_"))).toEqual([
+      "plan_step_start",
+      "tool_call",
+      "tool_result",
+      "plan_step_end",
+    ]);
+    expect(eventsOf(events, "plan_step_start")[0]).toMatchObject({
+      index: 0,
+      stepCount: 1,
+      tool: "calculator",
+    });
+    expect(eventsOf(events, "plan_step_end")[0]).toMatchObject({
+      index: 0,
+      stepCount: 1,
+      tool: "calculator",
+      result: { result: 10 },
+    });
+  });
+
+  it("reads a plan inside a fenced block (TestParsePlanMarkdownBlock)", async () => {
+    const fenced = `I will compute it.\n\`\`\`json\n${JSON.stringify({ steps: [{ tool: "calculator", args: { expression: "2*2" } }] })}\n\`\`\``;
+    const { events } = await run(scriptedModel([[script.text(fenced)], answer("4")]));
+    expect(eventsOf(events, "tool_call")).toHaveLength(1);
+  });
+
+  it("an unparseable plan is a clear error after a retry, not a silent empty plan (TestParsePlanInvalidJSONFallbackToEmpty)", async () => {
+    const model = scriptedModel([answer("I will use the calculator."), answer("Really, the calculator.")]);
+    const { events, result } = await run(model);
+    expect(eventsOf(events, "tool_call")).toEqual([]);
+    expect(result.error).toBeInstanceOf(PlanError);
+    expect(eventsOf(events, "error")[0]).toMatchObject({
+      code: "invalid_plan",
+      message:
+        "The planner did not return a valid plan after 2 attempts: Not valid JSON: the reply contains no JSON value.",
+    });
+  });
+
+  it("without a provider the run ends with a clear error (TestPlanExecuteNoProvider)", async () => {
+    const run = new Agent({ orchestrator: "plan-execute" }).prompt("go");
+    const result = await run.result();
+    expect(result.error).toBeInstanceOf(NoProviderError);
+    expect(eventsOf(run.events, "error")[0]?.code).toBe("no_provider");
+  });
+});
+
+describe("planning", () => {
+  it("puts every tool's name, description and full input schema in the planning prompt, and asks for JSON", async () => {
+    const model = scriptedModel([plan([]), answer("ok")]);
+    await run(model);
+    const system = model.prompts[0]?.[0];
+    expect(system?.role).toBe("system");
+    const text = system?.content as string;
+    expect(text).toContain("- calculator: Evaluates a simple product or sum");
+    expect(text).toContain(`input schema: ${JSON.stringify(calculator.jsonSchema)}`);
+    expect(text).toContain(`input schema: ${JSON.stringify(add.jsonSchema)}`);
+    expect(model.doStreamCalls[0]?.responseFormat).toMatchObject({ type: "json", name: "plan" });
+    expect(model.doStreamCalls[0]?.tools).toBeUndefined();
+    expect(model.doStreamCalls[1]?.tools).toBeUndefined();
+  });
+
+  it("sends an invalid plan back once with its problems, then runs the corrected one", async () => {
+    const model = scriptedModel([
+      plan([{ tool: "calculater", args: { expression: "2*3" } }]),
+      plan([{ tool: "calculator", args: { expression: "2*3" } }]),
+      answer("6"),
+    ]);
+    const { events } = await run(model);
+    const repair = model.prompts[1]?.at(-1);
+    expect(repair).toMatchObject({ role: "user" });
+    expect(JSON.stringify(repair)).toContain('step s1: unknown tool \\"calculater\\"');
+    expect(eventsOf(events, "tool_result")[0]).toMatchObject({ status: "ok" });
+    expect(eventsOf(events, "plan_created")).toHaveLength(1);
+  });
+
+  it("ends with invalid_plan when the correction is still invalid", async () => {
+    const bad = plan([{ tool: "add", args: { a: "one", b: 2 } }]);
+    const { result } = await run(scriptedModel([bad, bad]));
+    expect(result.error).toMatchObject({ code: "invalid_plan" });
+    expect(result.error?.message).toMatch(
+      /still invalid after one correction: step s1: invalid arguments for "add"/,
+    );
+  });
+});
+
+describe("execution", () => {
+  it("passes an earlier result through $ref and runs independent steps at once", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "x", tool: "add", args: { a: 1, b: 2 } },
+        { id: "y", tool: "add", args: { a: 10, b: 20 } },
+        { id: "sum", tool: "add", args: { a: { $ref: "steps.x.result" }, b: { $ref: "steps.y.result" } } },
+      ]),
+      answer("33"),
+    ]);
+    const started = Date.now();
+    const { events, result } = await run(model);
+    expect(Date.now() - started).toBeLessThan(30 * 3);
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([
+      { a: 1, b: 2 },
+      { a: 10, b: 20 },
+      { a: 3, b: 30 },
+    ]);
+    expect(eventsOf(events, "plan_created")[0]?.steps[2]).toMatchObject({ id: "sum", dependsOn: ["x", "y"] });
+    // Each wave is one assistant message of tool calls followed by its results.
+    expect(result.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
+  });
+
+  it("replans when a step fails, with the progress, and emits a new plan", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "calculator", args: { expression: "2*2" }, dependsOn: ["a"] },
+      ]),
+      plan([{ id: "c", tool: "lookup", args: { city: "Oslo" } }]),
+      answer("Atlantis does not exist; Oslo has 700,000 people."),
+    ]);
+    const { events, result } = await run(model, {}, planExecute({ maxConcurrency: 1 }));
+    expect(eventsOf(events, "plan_created").map((e) => e.steps.map((s) => s.id))).toEqual([
+      ["a", "b"],
+      ["c"],
+    ]);
+    const request = JSON.stringify(model.prompts[1]?.at(-1));
+    expect(request).toContain("A step failed.");
+    expect(request).toContain("→ failed: no such city");
+    expect(request).toContain("→ not run yet");
+    expect(eventsOf(events, "plan_step_end")[0]).toMatchObject({ tool: "lookup", error: "no such city" });
+    expect(result.stopReason).toBe("completed");
+  });
+
+  it("after maxReplans it goes on without replanning and never runs steps whose dependency failed", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: { $ref: "steps.a.result.city" } } },
+        { id: "c", tool: "calculator", args: { expression: "1+1" } },
+      ]),
+      answer("Partial answer."),
+    ]);
+    const { events, result } = await run(model, {}, planExecute({ maxReplans: 0, maxConcurrency: 1 }));
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([
+      { city: "Atlantis" },
+      { expression: "1+1" },
+    ]);
+    expect(eventsOf(events, "plan_step_end").map((e) => [e.index, e.error ?? "ok"])).toEqual([
+      [0, "no such city"],
+      [2, "ok"],
+      [1, "not run: step a failed"],
+    ]);
+    expect(result.text).toBe("Partial answer.");
+  });
+
+  it("replans when the user steers between steps, with the steering message in the history", async () => {
+    let agent: Agent | undefined;
+    const steer = defineTool({
+      name: "steer_me",
+      description: "x",
+      inputSchema: z.object({}),
+      execute: () => {
+        agent?.steer("Use 7 instead");
+        return "ok";
+      },
+    });
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "steer_me" },
+        { id: "b", tool: "calculator", args: { expression: "2*3" }, dependsOn: ["a"] },
+      ]),
+      plan([{ id: "c", tool: "calculator", args: { expression: "7*3" } }]),
+      answer("21"),
+    ]);
+    agent = new Agent({ provider: model, tools: [steer, calculator], orchestrator: "plan-execute" });
+    const agentRun = agent.prompt("compute");
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(eventsOf(agentRun.events, "steering_applied")).toHaveLength(1);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("The user sent new instructions");
+    expect(
+      model.prompts[1]?.some((m) => m.role === "user" && JSON.stringify(m).includes("Use 7 instead")),
+    ).toBe(true);
+    expect(eventsOf(agentRun.events, "tool_call").map((e) => e.args)).toEqual([{}, { expression: "7*3" }]);
+    expect(result.text).toBe("21");
+  });
+
+  it("opens a new turn with a new plan for a follow-up", async () => {
+    const model = scriptedModel([
+      plan([{ tool: "calculator", args: { expression: "15*3" } }]),
+      answer("45"),
+      plan([{ tool: "calculator", args: { expression: "45*2" } }]),
+      answer("90"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
+    agent.followUp("double it");
+    const agentRun = agent.prompt("15*3?");
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(eventsOf(agentRun.events, "turn_start").map((e) => e.turn)).toEqual([1, 2]);
+    expect(eventsOf(agentRun.events, "tool_call").map((e) => e.toolCallId)).toEqual([
+      expect.stringMatching(/_1_s1$/),
+      expect.stringMatching(/_2_s1$/),
+    ]);
+    expect(result.text).toBe("90");
+  });
+
+  it("an abort during a step leaves a valid history", async () => {
+    const stuck = defineTool({
+      name: "stuck",
+      description: "x",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const model = scriptedModel([plan([{ tool: "stuck" }, { tool: "stuck" }])]);
+    const agent = new Agent({
+      provider: model,
+      tools: [stuck],
+      orchestrator: planExecute({ maxConcurrency: 1 }),
+      limits: { abortGraceMs: 10 },
+    });
+    agent.on("tool_call", () => agent.abort());
+    const agentRun = agent.prompt("go");
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(result.stopReason).toBe("aborted");
+    expect(
+      result.messages.filter((m): m is ToolResultMessage => m.role === "toolResult").map((m) => m.status),
+    ).toEqual(["aborted", "aborted"]);
+  });
+});
+
+describe("registration", () => {
+  it("registers under plan-execute without becoming the default", () => {
+    expect(new Agent({ orchestrator: "plan-execute" }).orchestrator.name).toBe("plan-execute");
+    expect(new Agent({}).orchestrator.name).toBe("agentic");
+  });
+});

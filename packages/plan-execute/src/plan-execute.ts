@@ -1,0 +1,279 @@
+import {
+  AgentError,
+  type AssistantMessage,
+  type LlmMessage,
+  type Orchestrator,
+  type RunContext,
+  StructuredOutputError,
+  type ToolCall,
+  type ToolResultMessage,
+} from "@agent-core/core";
+import {
+  normalizePlan,
+  type PlanReply,
+  type PlanStep,
+  planSchema,
+  resolveRefs,
+  validatePlan,
+} from "./plan.js";
+import { type Progress, planningPrompt, repairRequest, replanRequest, synthesisPrompt } from "./prompts.js";
+
+export interface PlanExecuteOptions {
+  /** How often the remaining plan may be revised per turn, after a failed step or steering (default 2). */
+  maxReplans?: number;
+  /** How many independent steps may run at once (default 4). */
+  maxConcurrency?: number;
+  /** Name reported by the orchestrator (default "plan-execute"). */
+  name?: string;
+}
+
+/** The planner could not produce a usable plan. */
+export class PlanError extends AgentError {
+  constructor(message: string, cause?: unknown) {
+    super("invalid_plan", message, { cause });
+  }
+}
+
+/**
+ * Plan, then execute, then answer. One model call makes a structured plan of tool steps (checked
+ * against the tools, sent back once when it does not fit); the steps run through the same tool
+ * executor as the agentic loop, independent ones at once; a failed step or the user's steering
+ * revises the rest of the plan (at most `maxReplans` times per turn); one last call streams the
+ * answer. Each wave of steps is recorded as an assistant message of tool calls with their results,
+ * the shape every strict provider accepts.
+ */
+export class PlanExecuteOrchestrator implements Orchestrator {
+  readonly name: string;
+  readonly #maxReplans: number;
+  readonly #maxConcurrency: number;
+
+  constructor(options: PlanExecuteOptions = {}) {
+    this.name = options.name ?? "plan-execute";
+    this.#maxReplans = options.maxReplans ?? 2;
+    this.#maxConcurrency = options.maxConcurrency ?? 4;
+  }
+
+  async run(ctx: RunContext): Promise<void> {
+    for (;;) {
+      const turn = ctx.startTurn();
+      const answer = await new PlanRun(ctx, turn, this.#maxReplans, this.#maxConcurrency).answer();
+      ctx.endTurn(answer);
+      const followUps = await ctx.followUps.take();
+      if (followUps.length === 0) return;
+      ctx.messages.append(...followUps);
+    }
+  }
+}
+
+/** One turn: plan, execute with replanning, synthesize. */
+class PlanRun {
+  readonly #results = new Map<string, unknown>();
+  readonly #failed = new Map<string, string>();
+  readonly #done: { step: PlanStep; result: unknown }[] = [];
+  #replans = 0;
+
+  constructor(
+    private readonly ctx: RunContext,
+    private readonly turn: number,
+    private readonly maxReplans: number,
+    private readonly maxConcurrency: number,
+  ) {}
+
+  async answer(): Promise<AssistantMessage> {
+    let steps = await this.#plan();
+    while (steps.length > 0) steps = await this.#execute(steps);
+    for (;;) {
+      const decision = await this.ctx.decide({
+        tools: false,
+        system: synthesisPrompt(this.ctx.systemPrompt),
+      });
+      // Steering that arrived while the answer streamed gets a plan of its own.
+      const steering = await this.ctx.steering.take();
+      if (steering.length === 0) return decision.message;
+      this.ctx.applySteering(steering);
+      steps = await this.#plan();
+      while (steps.length > 0) steps = await this.#execute(steps);
+    }
+  }
+
+  /** Asks for a plan (or a revision, with `request`), validates it, and sends it back once if needed. */
+  async #plan(request?: string): Promise<PlanStep[]> {
+    const system = planningPrompt(this.ctx.systemPrompt, this.ctx.tools);
+    const taken = new Set([...this.#results.keys(), ...this.#failed.keys()]);
+    const messages: LlmMessage[] = request ? [{ role: "user", content: request }] : [];
+    let reply = await this.#generate(system, messages);
+    let steps = normalizePlan(reply.object, taken);
+    const problems = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+    if (problems.length > 0) {
+      messages.push(
+        { role: "assistant", content: [{ type: "text", text: reply.text }] },
+        { role: "user", content: repairRequest(problems) },
+      );
+      reply = await this.#generate(system, messages);
+      steps = normalizePlan(reply.object, taken);
+      const remaining = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+      if (remaining.length > 0)
+        throw new PlanError(
+          `The planner's plan is still invalid after one correction: ${remaining.join("; ")}`,
+        );
+    }
+    this.ctx.emit({
+      type: "plan_created",
+      steps: steps.map(({ id, tool, args, dependsOn }) => ({
+        id,
+        tool,
+        args,
+        ...(dependsOn.length ? { dependsOn } : {}),
+      })),
+    });
+    return steps;
+  }
+
+  async #generate(system: string, messages: readonly LlmMessage[]) {
+    try {
+      return await this.ctx.generateObject<PlanReply>(planSchema, { system, messages, name: "plan" });
+    } catch (error) {
+      if (error instanceof StructuredOutputError)
+        throw new PlanError(
+          `The planner did not return a valid plan after ${error.attempts} attempts: ${error.message.replace(/^[^:]*: /, "")}`,
+          error,
+        );
+      throw error;
+    }
+  }
+
+  /**
+   * Runs the plan wave by wave (each wave: the steps whose dependencies succeeded) and returns the
+   * steps still to run: none when it finished, a revised plan after a failure or steering.
+   */
+  async #execute(plan: PlanStep[]): Promise<PlanStep[]> {
+    let pending = plan;
+    while (pending.length > 0) {
+      const steering = await this.ctx.steering.take();
+      if (steering.length > 0) {
+        this.ctx.applySteering(steering);
+        return this.#revise(pending, "steering", plan);
+      }
+      const ready = pending.filter((step) => step.dependsOn.every((id) => this.#results.has(id)));
+      const blocked = pending.filter((step) => step.dependsOn.some((id) => this.#failed.has(id)));
+      if (ready.length === 0) {
+        this.#skip(blocked, plan);
+        return this.#revise([], "failure", plan);
+      }
+      pending = pending.filter((step) => !ready.includes(step));
+      const outcome = await this.#runWave(ready, plan);
+      if (outcome.steered) return this.#revise(pending, "steering", plan);
+      if (outcome.failed) return this.#revise(pending, "failure", plan);
+    }
+    return [];
+  }
+
+  /** A new plan for what is left, when the budget allows; otherwise the plan goes on as it was. */
+  async #revise(pending: PlanStep[], reason: Progress["reason"], plan: PlanStep[]): Promise<PlanStep[]> {
+    const runnable = pending.filter((step) => !step.dependsOn.some((id) => this.#failed.has(id)));
+    if (this.#replans >= this.maxReplans) {
+      this.#skip(
+        pending.filter((step) => !runnable.includes(step)),
+        plan,
+      );
+      return runnable;
+    }
+    this.#replans++;
+    const failed = plan
+      .filter((step) => this.#failed.has(step.id))
+      .map((step) => ({ step, error: this.#failed.get(step.id) as string }));
+    return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
+  }
+
+  async #runWave(wave: PlanStep[], plan: PlanStep[]): Promise<{ failed: boolean; steered: boolean }> {
+    const byCallId = new Map<string, PlanStep>();
+    const calls: ToolCall[] = [];
+    let failed = false;
+    for (const step of wave) {
+      let args: unknown;
+      try {
+        args = resolveRefs(step.args, this.#results);
+      } catch (error) {
+        this.#notRun(step, plan, `not run: ${(error as Error).message}`);
+        failed = true;
+        continue;
+      }
+      const call = { id: `p${this.ctx.runId.slice(0, 8)}_${this.turn}_${step.id}`, name: step.tool, args };
+      byCallId.set(call.id, step);
+      calls.push(call);
+    }
+    if (calls.length === 0) return { failed, steered: false };
+    this.ctx.messages.append({
+      role: "assistant",
+      content: calls.map((call) => ({
+        type: "toolCall" as const,
+        id: call.id,
+        name: call.name,
+        args: call.args,
+      })),
+      stopReason: "toolUse",
+      timestamp: Date.now(),
+    });
+    const stepOf = (call: ToolCall) => byCallId.get(call.id) as PlanStep;
+    const batch = await this.ctx.executeTools(calls, {
+      concurrency: this.maxConcurrency,
+      beforeEach: (call) => this.#emitStart(stepOf(call), plan, call.args),
+      afterEach: (call, result) => this.#record(stepOf(call), plan, call.args, result),
+    });
+    failed ||= batch.results.some((result) => result.status !== "ok");
+    return { failed, steered: batch.steering.length > 0 };
+  }
+
+  #record(step: PlanStep, plan: PlanStep[], args: unknown, result: ToolResultMessage): void {
+    const base = {
+      type: "plan_step_end" as const,
+      index: plan.indexOf(step),
+      stepCount: plan.length,
+      tool: step.tool,
+      args,
+    };
+    if (result.status === "ok") {
+      this.#results.set(step.id, result.details);
+      this.#done.push({ step, result: result.details });
+      this.ctx.emit({ ...base, result: result.details });
+    } else {
+      this.#failed.set(step.id, result.content);
+      this.ctx.emit({ ...base, error: result.content });
+    }
+  }
+
+  #emitStart(step: PlanStep, plan: PlanStep[], args: unknown): void {
+    this.ctx.emit({
+      type: "plan_step_start",
+      index: plan.indexOf(step),
+      stepCount: plan.length,
+      tool: step.tool,
+      args,
+    });
+  }
+
+  /** A step that cannot run (its reference failed): it ends at once, without a tool call. */
+  #notRun(step: PlanStep, plan: PlanStep[], error: string): void {
+    this.#emitStart(step, plan, step.args);
+    this.#failed.set(step.id, error);
+    this.ctx.emit({
+      type: "plan_step_end",
+      index: plan.indexOf(step),
+      stepCount: plan.length,
+      tool: step.tool,
+      args: step.args,
+      error,
+    });
+  }
+
+  #skip(steps: PlanStep[], plan: PlanStep[]): void {
+    for (const step of steps) {
+      const failedDependency = step.dependsOn.find((id) => this.#failed.has(id));
+      this.#notRun(step, plan, `not run: step ${failedDependency} failed`);
+    }
+  }
+}
+
+export function planExecute(options: PlanExecuteOptions = {}): PlanExecuteOrchestrator {
+  return new PlanExecuteOrchestrator(options);
+}

@@ -1,0 +1,171 @@
+import type { ToolRegistry } from "@agent-core/core";
+import { z } from "zod";
+
+/** What the planner replies: tool steps, optionally with ids and dependencies. */
+export const planSchema = z.object({
+  steps: z.array(
+    z.object({
+      id: z.string().optional().describe('Short unique id such as "s1"; later steps refer to it.'),
+      tool: z.string().describe("The name of one of the available tools."),
+      args: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe("Arguments matching the tool's input schema."),
+      dependsOn: z.array(z.string()).optional().describe("Ids of the steps that must finish first."),
+    }),
+  ),
+});
+export type PlanReply = z.infer<typeof planSchema>;
+
+export interface PlanStep {
+  id: string;
+  tool: string;
+  args: Record<string, unknown>;
+  /** Steps this one waits for: the declared ones plus every step its `$ref`s point to. */
+  dependsOn: string[];
+}
+
+/**
+ * Gives every step a usable, unique id (the model's when it is one, else s1, s2, …) and adds the
+ * steps that `$ref`s point to as dependencies. `taken` holds ids of steps that already ran.
+ */
+export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new Set()): PlanStep[] {
+  const used = new Set(taken);
+  const renamed = new Map<string, string>();
+  const steps = reply.steps.map((step, index) => {
+    const wanted = step.id
+      ?.trim()
+      .replace(/[^a-zA-Z0-9_-]/g, "")
+      .slice(0, 16);
+    let id = wanted && !used.has(wanted) ? wanted : undefined;
+    for (let n = index + 1; id === undefined; n++) if (!used.has(`s${n}`)) id = `s${n}`;
+    used.add(id);
+    if (step.id !== undefined && step.id !== id) renamed.set(step.id, id);
+    return { id, tool: step.tool, args: step.args ?? {}, dependsOn: step.dependsOn ?? [] };
+  });
+  const rename = (id: string) => renamed.get(id) ?? id;
+  return steps.map((step) => {
+    const args = renameRefs(step.args, rename) as Record<string, unknown>;
+    const dependsOn = new Set([...step.dependsOn.map(rename), ...refsIn(args).map((ref) => ref.stepId)]);
+    return { ...step, args, dependsOn: [...dependsOn] };
+  });
+}
+
+/**
+ * The problems a plan has before anything runs: unknown tools, arguments that fail the tool's
+ * schema (checked when they hold no `$ref`; those are checked once resolved), dependencies on
+ * steps that do not exist, and cycles. `completed` are steps of earlier plans one may refer to.
+ */
+export function validatePlan(
+  steps: readonly PlanStep[],
+  tools: ToolRegistry,
+  completed: ReadonlySet<string>,
+): string[] {
+  const problems: string[] = [];
+  const ids = new Set(steps.map((step) => step.id));
+  for (const step of steps) {
+    const tool = tools.get(step.tool);
+    if (tool === undefined) {
+      problems.push(
+        `step ${step.id}: unknown tool "${step.tool}" (available: ${tools.names().join(", ") || "none"})`,
+      );
+      continue;
+    }
+    for (const dependency of step.dependsOn)
+      if (!ids.has(dependency) && !completed.has(dependency))
+        problems.push(`step ${step.id}: depends on "${dependency}", which is not a step of the plan`);
+    if (refsIn(step.args).length > 0) continue;
+    const parsed = tool.inputSchema.safeParse(step.args);
+    if (!parsed.success)
+      problems.push(
+        `step ${step.id}: invalid arguments for "${step.tool}": ${parsed.error.issues
+          .map((issue) =>
+            issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message,
+          )
+          .join("; ")}`,
+      );
+  }
+  const cycle = findCycle(steps);
+  if (cycle) problems.push(`steps ${cycle.join(", ")} depend on each other`);
+  return problems;
+}
+
+export interface StepRef {
+  stepId: string;
+  /** The path inside the step's result; empty for the whole result. */
+  path: string[];
+}
+
+const REF = /^steps\.([a-zA-Z0-9_-]+)\.result(?:\.(.+))?$/;
+
+/** `{ "$ref": "steps.<id>.result.<path>" }`, the one way an argument refers to an earlier result. */
+export function parseRef(value: unknown): StepRef | undefined {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  const ref = (value as { $ref?: unknown }).$ref;
+  if (keys.length !== 1 || typeof ref !== "string") return undefined;
+  const match = REF.exec(ref);
+  if (!match) return undefined;
+  return { stepId: match[1] as string, path: match[2] === undefined ? [] : match[2].split(".") };
+}
+
+export function refsIn(value: unknown): StepRef[] {
+  const ref = parseRef(value);
+  if (ref) return [ref];
+  if (Array.isArray(value)) return value.flatMap(refsIn);
+  if (value !== null && typeof value === "object") return Object.values(value).flatMap(refsIn);
+  return [];
+}
+
+/** Replaces every `$ref` with the value it points to; throws with a clear message when it cannot. */
+export function resolveRefs(value: unknown, results: ReadonlyMap<string, unknown>): unknown {
+  const ref = parseRef(value);
+  if (ref) {
+    if (!results.has(ref.stepId))
+      throw new Error(`refers to the result of step ${ref.stepId}, which has none`);
+    let current = results.get(ref.stepId);
+    for (const key of ref.path) {
+      if (current === null || typeof current !== "object" || !(key in current))
+        throw new Error(`refers to steps.${ref.stepId}.result.${ref.path.join(".")}, which does not exist`);
+      current = (current as Record<string, unknown>)[key];
+    }
+    return current;
+  }
+  if (Array.isArray(value)) return value.map((item) => resolveRefs(item, results));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveRefs(item, results)]));
+  return value;
+}
+
+function renameRefs(value: unknown, rename: (id: string) => string): unknown {
+  const ref = parseRef(value);
+  if (ref) return { $ref: ["steps", rename(ref.stepId), "result", ...ref.path].join(".") };
+  if (Array.isArray(value)) return value.map((item) => renameRefs(item, rename));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, renameRefs(item, rename)]));
+  return value;
+}
+
+function findCycle(steps: readonly PlanStep[]): string[] | undefined {
+  const byId = new Map(steps.map((step) => [step.id, step]));
+  const state = new Map<string, "visiting" | "done">();
+  const path: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === "done" || !byId.has(id)) return undefined;
+    if (state.get(id) === "visiting") return path.slice(path.indexOf(id));
+    state.set(id, "visiting");
+    path.push(id);
+    for (const dependency of byId.get(id)?.dependsOn ?? []) {
+      const cycle = visit(dependency);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    state.set(id, "done");
+    return undefined;
+  };
+  for (const step of steps) {
+    const cycle = visit(step.id);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
