@@ -1,0 +1,4 @@
+import { describeOrchestratorConformance } from "@agent-core/testing";
+import { agentic } from "./agentic.js";
+
+describeOrchestratorConformance("agentic", () => agentic());

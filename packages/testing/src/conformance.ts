@@ -1,0 +1,193 @@
+import {
+  Agent,
+  type AgentRun,
+  defineTool,
+  type Orchestrator,
+  type RunResult,
+  type ToolResultMessage,
+} from "@agent-core/core";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { assertEventProtocol, assertValidTranscript, eventsOf } from "./assertions.js";
+import {
+  type ConformanceModelOptions,
+  conformanceModel,
+  PROBE_DESCRIPTION,
+  PROBE_TOOL,
+} from "./conformance-model.js";
+
+export interface ConformanceOptions {
+  /** How long an aborted run may take to end, beyond the grace period (default 1000 ms). */
+  abortDeadlineMs?: number;
+}
+
+const GRACE_MS = 30;
+
+/**
+ * Checks every guarantee an orchestrator can break, against the orchestrator `factory` builds
+ * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
+ * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
+ * tool that ignores its signal and in a model stream), provider errors, steering and limits, and
+ * `result()` without reading events. Call it at the top level of a vitest test file.
+ */
+export function describeOrchestratorConformance(
+  name: string,
+  factory: () => Orchestrator,
+  options: ConformanceOptions = {},
+): void {
+  describe(`orchestrator conformance: ${name}`, () => {
+    for (const check of conformanceChecks) it(check.name, () => check.run(factory, options));
+  });
+}
+
+export interface ConformanceCheck {
+  name: string;
+  /** Resolves when the orchestrator keeps the guarantee; rejects with what went wrong. */
+  run(factory: () => Orchestrator, options?: ConformanceOptions): Promise<void>;
+}
+
+const deadlineOf = (options: ConformanceOptions = {}) => GRACE_MS + (options.abortDeadlineMs ?? 1000);
+
+export const conformanceChecks: readonly ConformanceCheck[] = [
+  {
+    name: "answers a prompt without tools: protocol, schemas, transcript, completed",
+    async run(factory) {
+      const { run, result } = await runScenario(factory, { tools: false });
+      expect(result.stopReason).toBe("completed");
+      expect(run.events.filter((e) => e.type === "agent_start")).toHaveLength(1);
+    },
+  },
+  {
+    name: "uses tools: every tool_call has one tool_result and the history has one result per call",
+    async run(factory) {
+      const { run, result } = await runScenario(factory, {});
+      expect(result.stopReason).toBe("completed");
+      const calls = eventsOf(run.events, "tool_call").map((e) => e.toolCallId);
+      const resultsInHistory = result.messages.flatMap((m) =>
+        m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+      );
+      expect(resultsInHistory.filter((id) => calls.includes(id)).sort()).toEqual([...calls].sort());
+    },
+  },
+  {
+    name: "resolves result() when nobody reads the events",
+    async run(factory) {
+      const result = await newAgent(factory, {}).prompt(PROMPT).result();
+      expect(result.stopReason).toBe("completed");
+      assertValidTranscript(result.messages);
+    },
+  },
+  {
+    name: "ends promptly when aborted in a tool that ignores its signal",
+    async run(factory, options) {
+      const agent = newAgent(factory, { hangingTool: true });
+      const run = agent.prompt(PROMPT);
+      agent.on("tool_call", () => setTimeout(() => agent.abort(), 5));
+      const fallback = setTimeout(() => agent.abort(), 500); // for an orchestrator that calls no tool
+      const result = await timed(run, deadlineOf(options) + 500).finally(() => clearTimeout(fallback));
+      expect(result.stopReason).toBe("aborted");
+      expect(eventsOf(run.events, "error")[0]?.code).toBe("aborted");
+    },
+  },
+  {
+    name: "ends promptly when aborted during a model stream",
+    async run(factory, options) {
+      const agent = newAgent(factory, { model: { hangOnCall: 1 } });
+      const run = agent.prompt("Answer.");
+      setTimeout(() => agent.abort(), 20);
+      const result = await timed(run, deadlineOf(options));
+      expect(result.stopReason).toBe("aborted");
+    },
+  },
+  {
+    name: "reports a provider failure as an error, never as an answer",
+    async run(factory) {
+      for (const failOnCall of [1, 2]) {
+        const { run, result } = await runScenario(factory, { model: { failOnCall } });
+        if (failOnCall === 2 && result.stopReason === "completed" && conformanceCalls(run) < 2) continue;
+        expect(result.stopReason).toBe("error");
+        expect(eventsOf(run.events, "error")).toHaveLength(1);
+      }
+    },
+  },
+  {
+    name: "honours steering: the message enters the history, announced by steering_applied",
+    async run(factory) {
+      const agent = newAgent(factory, {});
+      agent.steer("Conformance steering");
+      const run = agent.prompt(PROMPT);
+      const result = await timed(run, 5000);
+      const steered = result.messages.filter(
+        (m) => m.role === "user" && m.content === "Conformance steering",
+      );
+      expect(steered).toHaveLength(1);
+      expect(eventsOf(run.events, "steering_applied").flatMap((e) => e.messages)).toHaveLength(1);
+    },
+  },
+  {
+    name: "keeps maxCycles, however many cycles the orchestrator wants",
+    async run(factory) {
+      const model = conformanceModel();
+      const run = newAgent(factory, { model, maxCycles: 1 }).prompt(PROMPT);
+      const result = await timed(run, 5000);
+      expect(["completed", "max_cycles"]).toContain(result.stopReason);
+      expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
+    },
+  },
+];
+
+const PROMPT = "Use the probe tool, then answer.";
+
+/** How many model calls a run made (its cycles). */
+function conformanceCalls(run: AgentRun): number {
+  return eventsOf(run.events, "steering_mode").length;
+}
+
+interface Scenario {
+  tools?: boolean;
+  hangingTool?: boolean;
+  model?: ConformanceModelOptions | ReturnType<typeof conformanceModel>;
+  maxCycles?: number;
+}
+
+function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
+  const probe = defineTool({
+    name: PROBE_TOOL,
+    description: PROBE_DESCRIPTION,
+    inputSchema: z.object({ n: z.number() }),
+    execute: ({ n }) => (scenario.hangingTool ? new Promise(() => {}) : { n }),
+  });
+  const model =
+    scenario.model && "doStream" in scenario.model ? scenario.model : conformanceModel(scenario.model);
+  return new Agent({
+    provider: model,
+    tools: scenario.tools === false ? [] : [probe],
+    orchestrator: factory(),
+    limits: { abortGraceMs: GRACE_MS, ...(scenario.maxCycles ? { maxCycles: scenario.maxCycles } : {}) },
+  });
+}
+
+async function runScenario(
+  factory: () => Orchestrator,
+  scenario: Scenario,
+): Promise<{ run: AgentRun; result: RunResult }> {
+  const run = newAgent(factory, scenario).prompt(PROMPT);
+  const result = await timed(run, 5000);
+  return { run, result };
+}
+
+/** Awaits the run's result within `ms`, then checks the protocol and the transcript. */
+async function timed(run: AgentRun, ms: number): Promise<RunResult> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms`)), ms);
+  });
+  try {
+    const result = await Promise.race([run.result(), timeout]);
+    assertEventProtocol(run.events);
+    assertValidTranscript(result.messages);
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}
