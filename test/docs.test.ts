@@ -14,11 +14,16 @@ const documents = ["README.md", ...readdirSync(join(root, "docs")).map((name) =>
   (f) => f.endsWith(".md"),
 );
 
-function blocks(file: string, lang: string): string[] {
+interface Block {
+  code: string;
+  /** Set by a `<!-- same as <path> -->` line right above the block: it shows that file, verbatim. */
+  sameAs: string | undefined;
+}
+
+function blocks(file: string, lang: string): Block[] {
   const text = readFileSync(join(root, file), "utf8");
-  return [...text.matchAll(new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\``, "gm"))].map(
-    (m) => m[1] as string,
-  );
+  const pattern = new RegExp(`(?:<!-- same as (\\S+) -->\\n)?^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\``, "gm");
+  return [...text.matchAll(pattern)].map((m) => ({ sameAs: m[1], code: m[2] as string }));
 }
 
 /**
@@ -58,7 +63,7 @@ describe("the README", () => {
 
   it("usage example runs as a script and prints the tool calls, the answer and the stop reason", async () => {
     const [usage] = blocks("README.md", "ts");
-    const output = await runBlock("readme-usage", usage as string);
+    const output = await runBlock("readme-usage", usage?.code as string);
     expect(output).toContain('→ calculator {"expression":"15*3"}');
     expect(output).toContain('→ calculator {"expression":"10+5"}');
     expect(output).toContain("15*3 = 45 and 10+5 = 15.");
@@ -68,7 +73,13 @@ describe("the README", () => {
 
 describe("docs/", () => {
   for (const file of documents.filter((f) => f !== "README.md")) {
-    blocks(file, "ts").forEach((code, index) => {
+    blocks(file, "ts").forEach(({ code, sameAs }, index) => {
+      if (sameAs !== undefined) {
+        it(`${file} block ${index + 1} is ${sameAs}, verbatim`, () => {
+          expect(code).toBe(readFileSync(join(root, sameAs), "utf8"));
+        });
+        return;
+      }
       // A block's `console.log(…); // "expected output"` comments are checked against what it printed.
       const expected = [...code.matchAll(/console\.log\(.*\); \/\/ "(.+)"$/gm)].map((m) => m[1] as string);
       it.concurrent(`${file} block ${index + 1} runs and prints what it says`, async () => {
@@ -80,7 +91,7 @@ describe("docs/", () => {
   }
 
   it("every JSON event in docs/events.md matches the protocol's schemas", () => {
-    const events = blocks("docs/events.md", "json");
+    const events = blocks("docs/events.md", "json").map((block) => block.code);
     expect(events.length).toBeGreaterThan(10);
     for (const json of events) {
       const parsed = agentEventSchema.safeParse(JSON.parse(json));
