@@ -29,6 +29,41 @@ export class MaxCyclesExceededError extends AgentError {
   }
 }
 
+export type TimeoutKind = "total" | "step" | "firstChunk" | "chunk" | "tool";
+
+/** A time limit of `timeouts` ran out. A model or total timeout ends the run as `timeout`. */
+export class TimeoutError extends AgentError {
+  readonly kind: TimeoutKind;
+  readonly ms: number;
+  constructor(kind: TimeoutKind, ms: number, what = TIMEOUT_WHAT[kind]) {
+    super("timeout", `${what} took longer than ${ms} ms (timeouts.${kind}Ms).`, { stopReason: "timeout" });
+    this.kind = kind;
+    this.ms = ms;
+  }
+}
+
+const TIMEOUT_WHAT: Record<TimeoutKind, string> = {
+  total: "The run",
+  step: "A model call",
+  firstChunk: "The model's first chunk",
+  chunk: "The gap between two chunks of the model",
+  tool: "A tool",
+};
+
+/** The run went in circles: the same call or the same result again after a warning. */
+export class StallError extends AgentError {
+  constructor(detail: string) {
+    super("stalled", `The run stalled: ${detail}`, { stopReason: "stalled" });
+  }
+}
+
+/** The model's reply had no text, no reasoning and no tool call. */
+export class EmptyResponseError extends AgentError {
+  constructor(finishReason: string) {
+    super("empty_response", `The model returned nothing (finish reason: ${finishReason}).`);
+  }
+}
+
 /** The model provider failed (HTTP error, stream error part, malformed stream) after any retries. */
 export class ProviderError extends AgentError {
   readonly retryable: boolean;
@@ -112,6 +147,11 @@ export class OrchestratorError extends AgentError {
   constructor(orchestrator: string, cause: unknown) {
     super("orchestrator_error", `Orchestrator "${orchestrator}" failed: ${errorMessage(cause)}`, { cause });
   }
+}
+
+/** The error a run ends with when its signal aborted: the reason itself when it is an AgentError (a timeout). */
+export function abortError(reason: unknown): AgentError {
+  return reason instanceof AgentError ? reason : new AbortedError(reason);
 }
 
 export function errorMessage(error: unknown): string {

@@ -1,4 +1,4 @@
-import { AbortedError } from "../errors.js";
+import { abortError } from "../errors.js";
 
 /**
  * A run's abort: it owns the controller whose signal the model and the tools get, and calls its
@@ -56,7 +56,7 @@ const noop = () => {};
 /** Settles with `promise`, or rejects with `AbortedError` as soon as the scope aborts. */
 export function raceAbort<T>(promise: PromiseLike<T>, scope: AbortScope): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const remove = scope.onAbort(() => reject(new AbortedError(scope.signal.reason)));
+    const remove = scope.onAbort(() => reject(abortError(scope.signal.reason)));
     promise.then(
       (value) => {
         remove();

@@ -7,6 +7,8 @@ export interface RetryOptions {
   initialDelayMs: number;
   /** Upper bound of one delay, also for a server's `retry-after` (default 10 s). */
   maxDelayMs: number;
+  /** Also retry a model call that ran past `timeouts.stepMs`/`firstChunkMs`/`chunkMs` (default false). */
+  retryTimeouts?: boolean;
 }
 
 export const defaultRetry: RetryOptions = { maxRetries: 2, initialDelayMs: 500, maxDelayMs: 10_000 };

@@ -6,10 +6,11 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
-import { AbortedError, AgentError, errorMessage, ProviderError } from "../errors.js";
+import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } from "../errors.js";
 import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortScope, raceAbort, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
+import { StepWatchdog, type StepTimeouts } from "./step-watchdog.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -23,6 +24,8 @@ export interface ModelStepRequest {
   signal?: AbortSignal;
   abortScope?: AbortScope;
   retry: RetryOptions;
+  /** Time limits of this call; a call past one fails with a `TimeoutError`. */
+  timeouts?: StepTimeouts;
   /** Called with each text chunk as the model streams it. */
   onText?(text: string): void;
   /** Called with each reasoning chunk as the model streams it. */
@@ -52,8 +55,9 @@ export function streamModelStep(request: ModelStepRequest): Promise<ModelStepRes
 function attempt(request: ModelStepRequest, scope: AbortScope, retries: number): Promise<ModelStepResult> {
   const step = new StepReader(request, scope);
   return step.read().catch(async (error: unknown) => {
-    if (error instanceof AbortedError || scope.signal.aborted) throw new AbortedError(scope.signal.reason);
-    if (!step.forwardedAnything && retries < request.retry.maxRetries && isRetryable(error)) {
+    if (scope.signal.aborted) throw abortError(scope.signal.reason);
+    const retryable = isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
+    if (!step.forwardedAnything && retries < request.retry.maxRetries && retryable) {
       await sleep(retryDelay(error, retries, request.retry), scope);
       return attempt(request, scope, retries + 1);
     }
@@ -84,21 +88,41 @@ class StepReader {
     const options: LanguageModelV4CallOptions =
       settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
     if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
-    const { stream } = await raceAbort(model.doStream(options), this.scope);
-    const reader = stream.getReader();
-    // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
-    const removeHook = this.scope.onAbort(() => {
-      reader.cancel(signal.reason).catch(() => {});
-    });
+    let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
+    let rejectStart: ((error: TimeoutError) => void) | undefined;
+    const watchdog = StepWatchdog.needed(this.request.timeouts)
+      ? new StepWatchdog(this.request.timeouts, (error) => {
+          rejectStart?.(error);
+          reader?.cancel(error).catch(() => {});
+        })
+      : undefined;
+    const pending = Promise.resolve(model.doStream(options));
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (signal.aborted) throw new AbortedError(signal.reason);
-        if (done) break;
-        this.#handle(value);
+      let started = raceAbort(pending, this.scope);
+      if (watchdog)
+        started = Promise.race([started, new Promise<never>((_resolve, reject) => (rejectStart = reject))]);
+      reader = (await started).stream.getReader();
+      const activeReader = reader;
+      // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
+      const removeHook = this.scope.onAbort(() => {
+        activeReader.cancel(signal.reason).catch(() => {});
+      });
+      try {
+        for (;;) {
+          const { done, value } = await activeReader.read();
+          if (signal.aborted) throw abortError(signal.reason);
+          if (watchdog?.expired) throw watchdog.expired;
+          if (done) break;
+          watchdog?.chunk();
+          this.#handle(value);
+        }
+      } finally {
+        removeHook();
       }
     } finally {
-      removeHook();
+      watchdog?.stop();
+      // Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it.
+      if (reader === undefined) pending.then((late) => late.stream.cancel().catch(() => {}), () => {});
     }
     return {
       content: this.#content,

@@ -5,6 +5,7 @@ import type { z } from "zod";
 import {
   AbortedError,
   AgentError,
+  abortError,
   MaxCyclesExceededError,
   NoProviderError,
   OrchestratorError,
@@ -155,7 +156,7 @@ export class RunSession implements RunContext {
     let failure: AgentError | undefined;
     try {
       await this.#runOrchestrator();
-      if (this.signal.aborted) failure = new AbortedError(this.signal.reason);
+      if (this.signal.aborted) failure = abortError(this.signal.reason);
     } catch (error) {
       failure = this.#toAgentError(error);
     }
@@ -461,7 +462,7 @@ export class RunSession implements RunContext {
 
   #assertOpen(): void {
     if (this.#sealed) throw new AbortedError("the run has already ended");
-    if (this.signal.aborted) throw new AbortedError(this.signal.reason);
+    if (this.signal.aborted) throw abortError(this.signal.reason);
   }
 
   /** The `transform → convertToLlm` pipeline, when the agent configures either step. */
@@ -491,7 +492,7 @@ export class RunSession implements RunContext {
 
   #toAgentError(error: unknown): AgentError {
     if (error instanceof AgentError) return error;
-    if (this.signal.aborted) return new AbortedError(this.signal.reason);
+    if (this.signal.aborted) return abortError(this.signal.reason);
     return new OrchestratorError(this.#setup.orchestrator.name, error);
   }
 }

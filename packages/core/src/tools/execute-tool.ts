@@ -1,4 +1,4 @@
-import { errorMessage } from "../errors.js";
+import { errorMessage, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ToolRegistry } from "./registry.js";
@@ -16,8 +16,8 @@ export function executeToolCall(
   call: ToolCall,
   scope: AbortScope,
   graceMs: number,
+  timeoutMs?: number,
 ): ToolResultMessage | Promise<ToolResultMessage> {
-  const signal = scope.signal;
   const tool = tools.get(call.name);
   if (tool === undefined) {
     const available =
@@ -32,23 +32,65 @@ export function executeToolCall(
     const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
     return toolResult(call, "error", `Invalid arguments for tool "${call.name}": ${issues}.${sent}`);
   }
-  if (signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+  if (scope.signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
 
+  // With a time limit the tool gets its own signal, aborted by the run or by its deadline.
+  const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
+  const signal = deadline?.signal ?? scope.signal;
   let returned: unknown;
   try {
     returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
   } catch (error) {
+    deadline?.dispose();
     return toolResult(call, "error", errorMessage(error));
   }
   // A synchronous tool's result is returned as it is: no promise, no microtask hop.
-  if (!isThenable(returned)) return successResult(call, returned);
-  return settleOrAbandon(returned, scope, graceMs).then((outcome) => {
+  if (!isThenable(returned)) {
+    deadline?.dispose();
+    return successResult(call, returned);
+  }
+  return settleOrAbandon(returned, scope, graceMs, deadline).then((outcome) => {
+    deadline?.dispose();
+    if (deadline?.expired)
+      return toolResult(call, "timeout", `The tool "${call.name}" timed out after ${timeoutMs} ms and was stopped.`);
     if (outcome.kind === "abandoned")
       return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
     if (outcome.kind === "rejected")
-      return toolResult(call, signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
+      return toolResult(call, scope.signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
     return successResult(call, outcome.value);
   });
+}
+
+/** A tool's own deadline: aborts its signal when the time is up, or when the run aborts. */
+class ToolDeadline {
+  readonly #controller = new AbortController();
+  readonly #timer: ReturnType<typeof setTimeout>;
+  readonly #unlink: () => void;
+  readonly #onExpire = new Set<() => void>();
+  expired = false;
+
+  constructor(scope: AbortScope, timeoutMs: number) {
+    this.#unlink = scope.onAbort(() => this.#controller.abort(scope.signal.reason));
+    this.#timer = setTimeout(() => {
+      this.expired = true;
+      this.#controller.abort(new TimeoutError("tool", timeoutMs));
+      for (const hook of this.#onExpire) hook();
+    }, timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  onExpire(hook: () => void): () => void {
+    this.#onExpire.add(hook);
+    return () => this.#onExpire.delete(hook);
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#unlink();
+  }
 }
 
 export function toolResult(
@@ -86,18 +128,23 @@ type Outcome =
   | { kind: "rejected"; error: unknown }
   | { kind: "abandoned" };
 
+/** Waits for the tool; once the run aborts (or its deadline passes) it has `graceMs` to stop. */
 function settleOrAbandon(
   execution: PromiseLike<unknown>,
   scope: AbortScope,
   graceMs: number,
+  deadline: ToolDeadline | undefined,
 ): Promise<Outcome> {
   return new Promise<Outcome>((resolve) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const remove = scope.onAbort(() => {
-      timer = setTimeout(() => resolve({ kind: "abandoned" }), graceMs);
-    });
+    const abandonLater = () => {
+      timer ??= setTimeout(() => resolve({ kind: "abandoned" }), graceMs);
+    };
+    const remove = scope.onAbort(abandonLater);
+    const removeExpire = deadline?.onExpire(abandonLater);
     const settle = (outcome: Outcome) => {
       remove();
+      removeExpire?.();
       if (timer !== undefined) clearTimeout(timer);
       resolve(outcome);
     };

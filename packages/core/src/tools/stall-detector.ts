@@ -1,0 +1,80 @@
+import type { ToolCall } from "../messages.js";
+
+export interface StallOptions {
+  /** The same tool with the same arguments this many times is a repeat (default 2). */
+  repeatedCalls?: number;
+  /** The same result this many times in a row is a repeat (default 3). */
+  repeatedResults?: number;
+}
+
+/** What to do about a call or a result: nothing, tell the model (once), or stop the run. */
+export type StallVerdict = { kind: "ok" } | { kind: "nudge"; message: string } | { kind: "stall"; message: string };
+
+const OK: StallVerdict = { kind: "ok" };
+
+/**
+ * Notices a run going in circles: a tool called again with the same (canonical) arguments, or the
+ * same result coming back several times in a row. The first time, the model gets a nudge in the
+ * tool result; if it keeps going, the run stops as `stalled`. Tools that poll opt out.
+ */
+export class StallDetector {
+  readonly #repeatedCalls: number;
+  readonly #repeatedResults: number;
+  readonly #callCounts = new Map<string, number>();
+  readonly #nudgedCalls = new Set<string>();
+  #lastResult: string | undefined;
+  #resultStreak = 0;
+  #nudgedResult = false;
+
+  constructor(options: StallOptions = {}) {
+    this.#repeatedCalls = atLeast(2, options.repeatedCalls ?? 2, "repeatedCalls");
+    this.#repeatedResults = atLeast(2, options.repeatedResults ?? 3, "repeatedResults");
+  }
+
+  /** Called before a call runs. */
+  checkCall(call: ToolCall): StallVerdict {
+    const signature = `${call.name}:${canonicalJson(call.args)}`;
+    const count = (this.#callCounts.get(signature) ?? 0) + 1;
+    this.#callCounts.set(signature, count);
+    if (count < this.#repeatedCalls) return OK;
+    if (this.#nudgedCalls.has(signature))
+      return { kind: "stall", message: `"${call.name}" was called again with the same arguments after a warning.` };
+    this.#nudgedCalls.add(signature);
+    return {
+      kind: "nudge",
+      message: `You already called "${call.name}" with these same arguments; repeating it will not give anything new. Use the result you have, or try something different.`,
+    };
+  }
+
+  /** Called with each result's text, in completion order. */
+  checkResult(call: ToolCall, content: string): StallVerdict {
+    if (content === this.#lastResult) this.#resultStreak++;
+    else {
+      this.#lastResult = content;
+      this.#resultStreak = 1;
+      this.#nudgedResult = false;
+    }
+    if (this.#resultStreak < this.#repeatedResults) return OK;
+    if (this.#nudgedResult)
+      return { kind: "stall", message: `The same result kept coming back (${this.#resultStreak} times in a row).` };
+    this.#nudgedResult = true;
+    return {
+      kind: "nudge",
+      message: `"${call.name}" returned the same result ${this.#resultStreak} times in a row; more of the same calls will not change it. Change your approach or answer with what you have.`,
+    };
+  }
+}
+
+/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => {
+    if (item === null || typeof item !== "object" || Array.isArray(item)) return item;
+    return Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+}
+
+function atLeast(minimum: number, value: number, name: string): number {
+  if (!Number.isInteger(value) || value < minimum)
+    throw new RangeError(`stall.${name} must be a whole number >= ${minimum}, got ${value}.`);
+  return value;
+}
