@@ -64,6 +64,32 @@ export class EmptyResponseError extends AgentError {
   }
 }
 
+/** A tool call needs the app's approval: the run ends until `agent.approve()` or `deny()`. */
+export class AwaitingApprovalError extends AgentError {
+  readonly calls: readonly { id: string; name: string; args: unknown; reason?: string }[];
+  constructor(calls: readonly { id: string; name: string; args: unknown; reason?: string }[]) {
+    super("awaiting_approval", `Waiting for approval of ${calls.map((c) => `"${c.name}" (${c.id})`).join(", ")}.`, {
+      stopReason: "awaiting_approval",
+    });
+    this.calls = calls;
+  }
+}
+
+/** `shouldStop` asked to end the run; it ends as completed. */
+export class StopRequestedError extends AgentError {
+  constructor() {
+    super("stop_requested", "shouldStop ended the run.", { stopReason: "completed" });
+  }
+}
+
+/** Throw it from a tool to stop the batch: running siblings are aborted, queued ones skipped. */
+export class FatalToolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "FatalToolError";
+  }
+}
+
 /** The model provider failed (HTTP error, stream error part, malformed stream) after any retries. */
 export class ProviderError extends AgentError {
   readonly retryable: boolean;
