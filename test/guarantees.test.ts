@@ -62,7 +62,7 @@ describe("limits", () => {
   });
 
   it("defaults to 10 cycles and emits an error event with code max_cycles before agent_end", async () => {
-    const loop = Array.from({ length: 12 }, () => [script.toolCall("add", { a: 1, b: 1 })]);
+    const loop = Array.from({ length: 12 }, (_, i) => [script.toolCall("add", { a: i, b: 1 })]);
     const model = scriptedModel(loop);
     const run = new Agent({ provider: model, tools: [add] }).prompt("go");
     const result = await finished(run);

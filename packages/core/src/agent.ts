@@ -3,19 +3,24 @@ import type { LanguageModelV4 } from "@ai-sdk/provider";
 import mittModule, { type Emitter, type EventType } from "mitt";
 import type { DependencyContainer } from "tsyringe";
 import { AgentRun } from "./agent-run.js";
-import { AgentBusyError, InvalidConfigError } from "./errors.js";
+import { AgentBusyError, InvalidConfigError, TimeoutError } from "./errors.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
+import type { ContextBudgetOptions } from "./history/context-budget.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
 import { type AgentMessage, type MessageInput, toMessage } from "./messages.js";
 import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
+import type { StepTimeouts } from "./model/step-watchdog.js";
 import type { ModelCallSettings } from "./model/stream-step.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
+import type { AgentHooks } from "./run/hooks.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
-import { RunSession } from "./run/run-session.js";
+import { type PendingApproval, RunSession } from "./run/run-session.js";
+import type { ApprovalDecision, ToolTimeouts } from "./run/tool-batch.js";
 import type { Tool } from "./tools/define-tool.js";
 import { ToolRegistry } from "./tools/registry.js";
+import type { StallOptions } from "./tools/stall-detector.js";
 
 // mitt's types resolve as CommonJS under NodeNext; its ESM default export is the factory.
 const mitt = mittModule as unknown as <E extends Record<EventType, unknown>>() => Emitter<E>;
@@ -30,7 +35,14 @@ export type MessageCallback = (
   context: QueueCallbackContext,
 ) => readonly MessageInput[] | undefined | Promise<readonly MessageInput[] | undefined>;
 
-export interface AgentConfig {
+/** Time limits, per agent or per prompt. A model or total timeout ends the run as `timeout`; a tool
+ * timeout gives that call `status: "timeout"` and the run goes on. */
+export interface Timeouts extends StepTimeouts, ToolTimeouts {
+  /** The whole run. */
+  totalMs?: number;
+}
+
+export interface AgentConfig extends AgentHooks {
   systemPrompt?: string;
   /** Any AI SDK language model (specification v4, as every ai@7 provider returns). */
   provider?: LanguageModelV4;
@@ -55,11 +67,22 @@ export interface AgentConfig {
   container?: DependencyContainer;
   /** Where listener errors go (default: console.error). */
   onListenerError?: (error: unknown, event: AgentEvent) => void;
+  timeouts?: Timeouts;
+  /** How the tool calls of one model reply run (default "sequential", one at a time in order). */
+  toolExecution?: "sequential" | "parallel";
+  /** Calls running at once in parallel execution (default 8). */
+  maxConcurrency?: number;
+  /** Stall detection: thresholds, or `false` to turn it off (default on: 2 same calls, 3 same results). */
+  stall?: StallOptions | false;
+  /** Keeps every request under a token budget, dropping the oldest tool results first. */
+  contextBudget?: ContextBudgetOptions;
 }
 
 export interface PromptOptions {
   /** Aborts this run. */
   signal?: AbortSignal;
+  /** Time limits for this run, over the agent's. */
+  timeouts?: Timeouts;
 }
 
 export const defaultLimits: Limits = { maxCycles: 10, abortGraceMs: 250 };
@@ -88,6 +111,8 @@ export class Agent {
   >();
   /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
   readonly #scopes = new Set<AbortScope>();
+  /** Tool calls the last run left waiting for `approve()` / `deny()`. */
+  #pending: PendingApproval | undefined;
   #tail: Promise<void> = Promise.resolve();
 
   constructor(config: AgentConfig = {}) {
@@ -122,11 +147,54 @@ export class Agent {
 
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
+    // Calls still waiting for approval are settled first: the approved run, the rest are denied.
+    const pending = this.#pending;
+    this.#pending = undefined;
+    return this.#start((Array.isArray(input) ? input : [input]).map(toMessage), options, pending);
+  }
+
+  /** Tool calls the last run stopped for (`stopReason: "awaiting_approval"`). */
+  get pendingApprovals(): { toolCallId: string; toolName: string; args: unknown; reason?: string }[] {
+    const pending = this.#pending;
+    if (!pending) return [];
+    return pending.calls
+      .filter((call) => pending.needed.has(call.id) && !pending.decisions.has(call.id))
+      .map((call) => {
+        const reason = pending.needed.get(call.id);
+        return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
+      });
+  }
+
+  /** Approves a call the run is waiting for; once every call is decided, the run continues (returned). */
+  approve(toolCallId: string): AgentRun | undefined {
+    return this.#decide(toolCallId, { approved: true });
+  }
+
+  /** Denies a call the run is waiting for (the model sees the reason); once all are decided, it continues. */
+  deny(toolCallId: string, reason?: string): AgentRun | undefined {
+    return this.#decide(toolCallId, reason === undefined ? { approved: false } : { approved: false, reason });
+  }
+
+  #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
+    const pending = this.#pending;
+    if (!pending?.needed.has(toolCallId))
+      throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
+    if (pending.decisions.has(toolCallId))
+      throw new InvalidConfigError(
+        `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
+      );
+    pending.decisions.set(toolCallId, decision);
+    if (pending.decisions.size < pending.needed.size) return undefined;
+    this.#pending = undefined;
+    return this.#start([], {}, pending);
+  }
+
+  #start(inputs: AgentMessage[], options: PromptOptions, resume: PendingApproval | undefined): AgentRun {
     const scope = new AbortScope(options.signal);
     const run = new AgentRun(crypto.randomUUID(), (reason) => scope.abort(reason));
-    const inputs = (Array.isArray(input) ? input : [input]).map(toMessage);
     this.#scopes.add(scope);
-    this.#tail = this.#tail.then(() => this.#execute(run, inputs, scope));
+    const timeouts = { ...this.#config.timeouts, ...options.timeouts };
+    this.#tail = this.#tail.then(() => this.#execute(run, inputs, scope, timeouts, resume));
     return run;
   }
 
@@ -149,6 +217,7 @@ export class Agent {
   reset(): void {
     if (this.busy) throw new AgentBusyError("reset the agent");
     this.#history.length = 0;
+    this.#pending = undefined;
     this.#steeringQueue.clear();
     this.#followUpQueue.clear();
   }
@@ -178,7 +247,19 @@ export class Agent {
     this.#emitter.off(type as AgentEventType, handler as never);
   }
 
-  async #execute(run: AgentRun, input: AgentMessage[], abortScope: AbortScope): Promise<void> {
+  async #execute(
+    run: AgentRun,
+    input: AgentMessage[],
+    abortScope: AbortScope,
+    timeouts: Timeouts,
+    resume: PendingApproval | undefined,
+  ): Promise<void> {
+    const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools } = timeouts;
+    const total =
+      totalMs === undefined
+        ? undefined
+        : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
+    const config = this.#config;
     const session = new RunSession({
       runId: run.runId,
       orchestrator: this.#orchestrator,
@@ -197,12 +278,21 @@ export class Agent {
       steering: this.#inbox(this.#steeringQueue, this.#config.getSteeringMessages, run.runId),
       followUps: this.#inbox(this.#followUpQueue, this.#config.getFollowUpMessages, run.runId),
       container: this.container,
+      hooks: config,
+      stepTimeouts: (stepMs ?? firstChunkMs ?? chunkMs) ? { stepMs, firstChunkMs, chunkMs } : undefined,
+      toolTimeouts: { toolMs, tools },
+      concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
+      stall: config.stall ?? {},
+      contextBudget: config.contextBudget,
+      resume,
       publish: (event) => {
         run.push(event);
         if (this.#emitter.all.size > 0) this.#notify(event);
       },
     });
     const result = await session.execute();
+    clearTimeout(total);
+    this.#pending = session.awaitingApproval;
     abortScope.dispose();
     this.#scopes.delete(abortScope);
     run.end(result);

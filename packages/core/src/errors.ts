@@ -68,9 +68,13 @@ export class EmptyResponseError extends AgentError {
 export class AwaitingApprovalError extends AgentError {
   readonly calls: readonly { id: string; name: string; args: unknown; reason?: string }[];
   constructor(calls: readonly { id: string; name: string; args: unknown; reason?: string }[]) {
-    super("awaiting_approval", `Waiting for approval of ${calls.map((c) => `"${c.name}" (${c.id})`).join(", ")}.`, {
-      stopReason: "awaiting_approval",
-    });
+    super(
+      "awaiting_approval",
+      `Waiting for approval of ${calls.map((c) => `"${c.name}" (${c.id})`).join(", ")}.`,
+      {
+        stopReason: "awaiting_approval",
+      },
+    );
     this.calls = calls;
   }
 }

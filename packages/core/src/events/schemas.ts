@@ -23,6 +23,18 @@ export const envelopeSchema = z.object({
   ts: z.number(),
 });
 
+/** What a turn or a run spent: model calls, tool calls by status, and where the time went. */
+export const runMetricsSchema = z.object({
+  cycles: z.number().int().nonnegative(),
+  toolCalls: z.partialRecord(toolResultStatusSchema, z.number().int().positive()),
+  modelMs: z.number().nonnegative(),
+  toolMs: z.number().nonnegative(),
+  /** Wall time not spent waiting for the model or the tools. */
+  frameworkMs: z.number().nonnegative(),
+  usage: usageSchema,
+});
+export type RunMetrics = z.infer<typeof runMetricsSchema>;
+
 const planStepSchema = z.object({
   id: z.string().optional(),
   tool: z.string(),
@@ -59,6 +71,7 @@ export const eventSchemas = {
   turn_end: eventSchema("turn_end", {
     message: assistantMessageSchema,
     durationMs: z.number().nonnegative(),
+    metrics: runMetricsSchema.optional(),
   }),
   plan_created: eventSchema("plan_created", { steps: z.array(planStepSchema) }),
   plan_step_start: eventSchema("plan_step_start", { index, stepCount, tool: z.string(), args: z.unknown() }),
@@ -84,6 +97,7 @@ export const eventSchemas = {
     stopReason: stopReasonSchema,
     usage: usageSchema,
     durationMs: z.number().nonnegative(),
+    metrics: runMetricsSchema.optional(),
   }),
 };
 

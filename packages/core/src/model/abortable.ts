@@ -44,7 +44,14 @@ export class AbortScope {
     return () => this.#hooks.delete(hook);
   }
 
-  /** Stops listening to the linked signal (the run is over). */
+  /** A scope that aborts with this one, and can also abort on its own (a batch of tool calls). */
+  child(): AbortScope {
+    const child = new AbortScope();
+    child.#unlink = this.onAbort(() => child.abort(this.signal.reason));
+    return child;
+  }
+
+  /** Stops listening to the linked signal or parent scope (the run or batch is over). */
   dispose(): void {
     this.#unlink?.();
     this.#unlink = undefined;

@@ -10,7 +10,7 @@ import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } fro
 import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortScope, raceAbort, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
-import { StepWatchdog, type StepTimeouts } from "./step-watchdog.js";
+import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -56,7 +56,8 @@ function attempt(request: ModelStepRequest, scope: AbortScope, retries: number):
   const step = new StepReader(request, scope);
   return step.read().catch(async (error: unknown) => {
     if (scope.signal.aborted) throw abortError(scope.signal.reason);
-    const retryable = isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
+    const retryable =
+      isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
     if (!step.forwardedAnything && retries < request.retry.maxRetries && retryable) {
       await sleep(retryDelay(error, retries, request.retry), scope);
       return attempt(request, scope, retries + 1);
@@ -122,7 +123,11 @@ class StepReader {
     } finally {
       watchdog?.stop();
       // Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it.
-      if (reader === undefined) pending.then((late) => late.stream.cancel().catch(() => {}), () => {});
+      if (reader === undefined)
+        pending.then(
+          (late) => late.stream.cancel().catch(() => {}),
+          () => {},
+        );
     }
     return {
       content: this.#content,

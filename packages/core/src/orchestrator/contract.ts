@@ -47,6 +47,8 @@ export interface DecideOptions {
   tools?: readonly string[] | false;
   /** Per-call model settings, merged over the agent's `modelSettings`. */
   settings?: ModelCallSettings;
+  /** Messages added after the history for this call only (an instruction, a critique); never stored. */
+  messages?: readonly LlmMessage[];
 }
 
 /** The model's steering decision: answer (respond), or call tools (steer). */
@@ -103,6 +105,8 @@ export interface RunContext {
   /** Aborted by `agent.abort()`, `run.abort()` or the prompt's signal. */
   readonly signal: AbortSignal;
   readonly limits: Readonly<Limits>;
+  /** Model calls made so far in this run (they count against `limits.maxCycles`). */
+  readonly cycles: number;
   readonly systemPrompt: string;
   /** `steeringInstruction` from the agent config, for orchestrators that build steering prompts. */
   readonly steeringInstruction: string | undefined;

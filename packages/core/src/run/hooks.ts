@@ -14,7 +14,9 @@ export interface ToolCallContext {
 export type BeforeToolCallResult = undefined | { block: string } | { requireApproval: true; reason?: string };
 
 /** Fields of the result to replace. */
-export type ToolResultOverride = Partial<Pick<ToolResultMessage, "content" | "details" | "isError" | "status">>;
+export type ToolResultOverride = Partial<
+  Pick<ToolResultMessage, "content" | "details" | "isError" | "status">
+>;
 
 export interface PrepareStepContext {
   runId: string;
@@ -56,7 +58,9 @@ export interface AgentHooks {
   /** Before each tool call: let it run, block it, or ask for approval. */
   beforeToolCall?(context: ToolCallContext): MaybePromise<BeforeToolCallResult | undefined>;
   /** After each tool call: replace fields of its result (what the model will see). */
-  afterToolCall?(context: ToolCallContext & { result: ToolResultMessage }): MaybePromise<ToolResultOverride | undefined>;
+  afterToolCall?(
+    context: ToolCallContext & { result: ToolResultMessage },
+  ): MaybePromise<ToolResultOverride | undefined>;
   /** Before each model call: change the messages, the tools, the system prompt or the model. */
   prepareStep?(context: PrepareStepContext): MaybePromise<PrepareStepResult | undefined>;
   /** Before each model call after the first: `true` ends the run, as completed. */

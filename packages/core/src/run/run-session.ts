@@ -1,18 +1,27 @@
-import type { JSONSchema7, LanguageModelV4, LanguageModelV4FunctionTool } from "@ai-sdk/provider";
+import type {
+  JSONSchema7,
+  LanguageModelV4,
+  LanguageModelV4FunctionTool,
+  LanguageModelV4Prompt,
+} from "@ai-sdk/provider";
 import { zodSchema } from "@ai-sdk/provider-utils";
 import type { DependencyContainer } from "tsyringe";
 import type { z } from "zod";
 import {
   AbortedError,
   AgentError,
+  AwaitingApprovalError,
   abortError,
+  EmptyResponseError,
   MaxCyclesExceededError,
   NoProviderError,
   OrchestratorError,
   ReservedEventError,
+  StopRequestedError,
   StructuredOutputError,
 } from "../errors.js";
-import type { AgentEvent, OrchestratorEvent, StopReason } from "../events/schemas.js";
+import type { AgentEvent, OrchestratorEvent, RunMetrics, StopReason } from "../events/schemas.js";
+import { type ContextBudgetOptions, contextBudget } from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import {
   type AgentMessage,
@@ -26,11 +35,13 @@ import {
   type ToolResultMessage,
   textOf,
   toMessage,
+  toolCallsOf,
   type Usage,
 } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
 import type { RetryOptions } from "../model/retry.js";
+import type { StepTimeouts } from "../model/step-watchdog.js";
 import { type ModelCallSettings, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
 import { parseStructured } from "../model/structured-output.js";
 import type {
@@ -46,9 +57,12 @@ import type {
   RunContext,
   ToolBatchResult,
 } from "../orchestrator/contract.js";
-import { executeToolCall, NOT_RUN_ABORTED, SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
+import { toolResult } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import { StallDetector, type StallOptions } from "../tools/stall-detector.js";
+import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
+import { type ApprovalDecision, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
 import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
 
 /** Everything a run needs from its agent. */
@@ -70,8 +84,25 @@ export interface RunSetup {
   steering: MessageInbox;
   followUps: MessageInbox;
   container: DependencyContainer;
+  hooks: AgentHooks;
+  stepTimeouts: StepTimeouts | undefined;
+  toolTimeouts: ToolTimeouts;
+  /** Tool calls run at once by default (1: sequential). */
+  concurrency: number;
+  stall: StallOptions | false;
+  contextBudget: ContextBudgetOptions | undefined;
+  /** Tool calls a previous run left waiting for approval, with the decisions made since. */
+  resume: PendingApproval | undefined;
   /** Receives every event, already enveloped. */
   publish(event: AgentEvent): void;
+}
+
+/** Tool calls waiting for approval, and why. */
+export interface PendingApproval {
+  calls: readonly ToolCall[];
+  /** The calls that need a decision, with the reason the hook gave. */
+  needed: ReadonlyMap<string, string | undefined>;
+  decisions: Map<string, ApprovalDecision>;
 }
 
 export interface RunResult {
@@ -85,8 +116,11 @@ export interface RunResult {
   durationMs: number;
   /** The text of the last assistant message of this run ("" when none). */
   text: string;
-  /** Set when the run did not complete: the same error the `error` event reported. */
+  /** Set when the run failed: the same error the `error` event reported. */
   error?: AgentError;
+  /** When `stopReason` is `awaiting_approval`: the calls to `approve()` or `deny()`. */
+  pendingApprovals?: { toolCallId: string; toolName: string; args: unknown; reason?: string }[];
+  metrics: RunMetrics;
 }
 
 /**
@@ -119,6 +153,12 @@ export class RunSession implements RunContext {
   #turnFirstMessage = 0;
   /** Tool calls whose `tool_call` event went out and whose `tool_result` has not yet. */
   readonly #openCalls = new Map<string, ToolCall>();
+  readonly #cutOffCalls = new Set<string>();
+  readonly #stall: StallDetector | undefined;
+  readonly #budget: HistoryTransform | undefined;
+  readonly #metrics = new MetricsRecorder();
+  #turnMetrics = this.#metrics.snapshot();
+  #awaiting: PendingApproval | undefined;
 
   constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -133,6 +173,13 @@ export class RunSession implements RunContext {
     this.container = setup.container;
     this.#firstMessage = setup.history.length;
     this.#abortScope = setup.abortScope;
+    this.#stall = setup.stall === false ? undefined : new StallDetector(setup.stall);
+    this.#budget = setup.contextBudget
+      ? contextBudget({
+          ...setup.contextBudget,
+          onTruncate: (info) => this.#publish({ type: "context_truncated", ...info }),
+        })
+      : undefined;
     const history = setup.history;
     const session = this;
     this.messages = {
@@ -152,9 +199,10 @@ export class RunSession implements RunContext {
   /** Runs the orchestrator to its end; never rejects. */
   async execute(): Promise<RunResult> {
     this.#publish({ type: "agent_start" });
-    this.#setup.history.push(...this.#setup.input);
     let failure: AgentError | undefined;
     try {
+      if (this.#setup.resume) await this.#resolveApprovals(this.#setup.resume);
+      this.#setup.history.push(...this.#setup.input);
       await this.#runOrchestrator();
       if (this.signal.aborted) failure = abortError(this.signal.reason);
     } catch (error) {
@@ -164,6 +212,15 @@ export class RunSession implements RunContext {
   }
 
   // ----- services of RunContext -----
+
+  get cycles(): number {
+    return this.#cycles;
+  }
+
+  /** After the run: the calls it stopped for, when it ended as `awaiting_approval`. */
+  get awaitingApproval(): PendingApproval | undefined {
+    return this.#sealed && this.#awaiting ? this.#awaiting : undefined;
+  }
 
   emit(event: OrchestratorEvent): void {
     const service = RESERVED_EVENTS[event.type as keyof typeof RESERVED_EVENTS];
@@ -179,6 +236,7 @@ export class RunSession implements RunContext {
     this.#turn++;
     this.#turnStartedAt = Date.now();
     this.#turnFirstMessage = this.#setup.history.length;
+    this.#turnMetrics = this.#metrics.snapshot();
     this.#publish({ type: "turn_start", turn: this.#turn });
     return this.#turn;
   }
@@ -187,7 +245,8 @@ export class RunSession implements RunContext {
     if (this.#turnStartedAt === undefined || this.#sealed) return;
     const durationMs = Date.now() - this.#turnStartedAt;
     this.#turnStartedAt = undefined;
-    this.#publish({ type: "turn_end", message, durationMs });
+    const metrics = this.#metrics.since(this.#turnMetrics, durationMs, this.#cycles);
+    this.#publish({ type: "turn_end", message, durationMs, metrics });
   }
 
   async decide(options: DecideOptions = {}): Promise<Decision> {
@@ -196,8 +255,12 @@ export class RunSession implements RunContext {
       system: options.system,
       tools: this.#modelTools(options.tools),
       settings: options.settings,
+      extraMessages: options.messages,
       onText: (text) => this.#publish({ type: "text_delta", text, index: index++ }),
     });
+    if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
+    // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
+    if (step.finishReason === "length") for (const call of step.toolCalls) this.#cutOffCalls.add(call.id);
     const steer = step.toolCalls.length > 0;
     const message: AssistantMessage = {
       role: "assistant",
@@ -255,23 +318,7 @@ export class RunSession implements RunContext {
     calls: readonly ToolCall[],
     options: ExecuteToolsOptions = {},
   ): Promise<ToolBatchResult> {
-    this.#assertOpen();
-    const batch = new ToolBatch(calls, options);
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
-    if (concurrency === 1) {
-      for (let index = 0; index < calls.length && !this.#sealed; index++) {
-        const running = this.#runCall(batch, index);
-        if (running instanceof Promise) await running;
-      }
-    } else {
-      const worker = async () => {
-        while (batch.next < calls.length && !this.#sealed) await this.#runCall(batch, batch.next++);
-      };
-      await Promise.all(Array.from({ length: Math.min(concurrency, calls.length) }, worker));
-    }
-    if (this.#sealed) throw new AbortedError("the run has already ended");
-    if (batch.steering.length > 0) this.applySteering(batch.steering);
-    return { results: batch.results as ToolResultMessage[], steering: batch.steering };
+    return this.#runBatch(calls, options);
   }
 
   applySteering(inputs: readonly MessageInput[]): void {
@@ -290,77 +337,131 @@ export class RunSession implements RunContext {
     system: string | undefined;
     tools: readonly LanguageModelV4FunctionTool[];
     settings: ModelCallSettings | undefined;
-    extraMessages?: readonly LlmMessage[];
+    extraMessages?: readonly LlmMessage[] | undefined;
     onText?: (text: string) => void;
   }): Promise<ModelStepResult> {
     this.#assertOpen();
+    const { hooks } = this.#setup;
+    if (this.#cycles > 0 && hooks.shouldStop) {
+      const stop = await hooks.shouldStop({
+        runId: this.runId,
+        step: this.#cycles,
+        messages: this.#setup.history,
+      });
+      if (stop) throw new StopRequestedError();
+    }
     if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
     this.#cycles++;
     // Awaiting only a real promise keeps the no-callback path free of a microtask hop.
     const taken = this.#setup.steering.takeNow();
     const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.applySteering(steering);
-    const provider = this.#setup.provider;
-    if (provider === undefined) throw new NoProviderError();
+    let model = this.#setup.provider;
+    if (model === undefined) throw new NoProviderError();
 
-    const system = request.system ?? this.systemPrompt;
-    let prompt =
-      this.#setup.transformContext || this.#setup.convertToLlm
-        ? this.#prompts.build(system, await this.#pipelineMessages())
-        : this.#prompts.buildFromHistory(system, this.#setup.history);
+    let system = request.system ?? this.systemPrompt;
+    let tools = request.tools;
+    let prompt: LanguageModelV4Prompt;
+    if (hooks.prepareStep) {
+      const messages = await this.#pipelineMessages();
+      const prepared = await hooks.prepareStep({
+        runId: this.runId,
+        step: this.#cycles,
+        messages,
+        tools: tools.map((tool) => tool.name),
+        system,
+        model,
+      });
+      system = prepared?.system ?? system;
+      model = prepared?.model ?? model;
+      if (prepared?.tools) tools = this.#modelTools(prepared.tools);
+      prompt = this.#prompts.build(system, prepared?.messages ?? messages);
+    } else if (this.#setup.transformContext || this.#setup.convertToLlm || this.#budget)
+      prompt = this.#prompts.build(system, await this.#pipelineMessages());
+    else prompt = this.#prompts.buildFromHistory(system, this.#setup.history);
     if (request.extraMessages && request.extraMessages.length > 0)
       prompt = prompt.concat(toModelPrompt(undefined, request.extraMessages));
-    const step = await streamModelStep({
-      model: provider,
-      prompt,
-      tools: request.tools,
-      settings: request.settings
-        ? { ...this.#setup.modelSettings, ...request.settings }
-        : this.#setup.modelSettings,
-      abortScope: this.#abortScope,
-      retry: this.#setup.retry,
-      onText: request.onText,
-      onReasoning: (text) => this.#publish({ type: "thinking", text }),
-    });
+    const started = performance.now();
+    try {
+      const step = await streamModelStep({
+        model,
+        prompt,
+        tools,
+        settings: request.settings
+          ? { ...this.#setup.modelSettings, ...request.settings }
+          : this.#setup.modelSettings,
+        abortScope: this.#abortScope,
+        retry: this.#setup.retry,
+        timeouts: this.#setup.stepTimeouts,
+        onText: request.onText,
+        onReasoning: (text) => this.#publish({ type: "thinking", text }),
+      });
+      this.#assertOpen();
+      this.#usage = addUsage(this.#usage, step.usage);
+      this.#metrics.usage = this.#usage;
+      return step;
+    } finally {
+      this.#metrics.modelMs += performance.now() - started;
+    }
+  }
+
+  async #runBatch(
+    calls: readonly ToolCall[],
+    options: ExecuteToolsOptions & { approvals?: ReadonlyMap<string, ApprovalDecision> },
+  ): Promise<ToolBatchResult> {
     this.#assertOpen();
-    this.#usage = addUsage(this.#usage, step.usage);
-    return step;
+    const started = performance.now();
+    const batch = new ToolBatch(
+      {
+        runId: this.runId,
+        tools: this.tools,
+        history: this.#setup.history,
+        scope: this.#abortScope,
+        graceMs: this.limits.abortGraceMs,
+        timeouts: this.#setup.toolTimeouts,
+        hooks: this.#setup.hooks,
+        steering: this.#setup.steering,
+        stall: this.#stall,
+        cutOffCalls: this.#cutOffCalls,
+        sealed: () => this.#sealed,
+        emitCall: (call) => {
+          this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+          this.#openCalls.set(call.id, call);
+        },
+        emitResult: (result) => this.#publishResult(result),
+      },
+      calls,
+      options,
+    );
+    try {
+      await batch.run(Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency)));
+    } catch (error) {
+      if (error instanceof AwaitingApprovalError)
+        this.#awaiting = {
+          calls,
+          needed: new Map(error.calls.map((call) => [call.id, call.reason])),
+          decisions: new Map(options.approvals ?? []),
+        };
+      throw error;
+    } finally {
+      this.#metrics.toolMs += performance.now() - started;
+    }
+    if (this.#sealed) throw new AbortedError("the run has already ended");
+    if (batch.stopped?.reason === "stall") throw batch.stopped.error;
+    if (batch.steering.length > 0) this.applySteering(batch.steering);
+    return { results: batch.results as ToolResultMessage[], steering: batch.steering };
   }
 
   /**
-   * Runs call `index` of a batch: `tool_call`, then the tool (or an aborted/skipped result), then
-   * `tool_result`; results enter the history in call order as soon as all earlier ones have.
-   * Returns synchronously when nothing had to be awaited.
+   * Runs the calls a previous run left waiting for approval (approved ones run, the others are
+   * denied) before anything else, so the history is whole again before the model is called.
    */
-  #runCall(batch: ToolBatch, index: number): void | Promise<void> {
-    const call = batch.calls[index] as ToolCall;
-    batch.options.beforeEach?.(call);
-    this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
-    this.#openCalls.set(call.id, call);
-    let running: ToolResultMessage | Promise<ToolResultMessage>;
-    if (this.signal.aborted) running = toolResult(call, "aborted", NOT_RUN_ABORTED);
-    else if (batch.steering.length > 0) running = toolResult(call, "skipped", SKIPPED_BY_STEERING);
-    else running = executeToolCall(this.tools, call, this.#abortScope, this.limits.abortGraceMs);
-    return running instanceof Promise
-      ? running.then((result) => this.#endCall(batch, index, result))
-      : this.#endCall(batch, index, running);
-  }
-
-  #endCall(batch: ToolBatch, index: number, result: ToolResultMessage): void | Promise<void> {
-    if (this.#sealed) return;
-    batch.results[index] = result;
-    while (batch.flushed < batch.calls.length && batch.results[batch.flushed] !== undefined)
-      this.#setup.history.push(batch.results[batch.flushed++] as ToolResultMessage);
-    this.#publishResult(result);
-    batch.options.afterEach?.(batch.calls[index] as ToolCall, result);
-    if ((batch.options.interruptOnSteering ?? true) && batch.steering.length === 0 && !this.signal.aborted) {
-      const taken = this.#setup.steering.takeNow();
-      if (!Array.isArray(taken))
-        return taken.then((steering) => {
-          if (batch.steering.length === 0) batch.steering = steering;
-        });
-      batch.steering = taken;
-    }
+  async #resolveApprovals(pending: PendingApproval): Promise<void> {
+    const decisions = new Map(pending.decisions);
+    for (const id of pending.needed.keys())
+      if (!decisions.has(id))
+        decisions.set(id, { approved: false, reason: "not approved before the conversation went on" });
+    await this.#runBatch(pending.calls, { approvals: decisions, interruptOnSteering: false });
   }
 
   // ----- lifecycle -----
@@ -392,15 +493,23 @@ export class RunSession implements RunContext {
 
   #finish(failure: AgentError | undefined): RunResult {
     const stopReason: StopReason = failure?.stopReason ?? "completed";
-    this.#answerOpenCalls(failure);
+    // Waiting for approval and a requested stop are endings, not failures: no `error` event.
+    const reported =
+      failure instanceof AwaitingApprovalError || failure instanceof StopRequestedError ? undefined : failure;
+    const awaiting = failure instanceof AwaitingApprovalError ? failure : undefined;
+    this.#answerOpenCalls(
+      reported,
+      new Set(awaiting && this.#awaiting ? this.#awaiting.calls.map((call) => call.id) : []),
+    );
     if (this.#turnStartedAt !== undefined)
       this.endTurn(
         this.#lastAssistantFrom(this.#turnFirstMessage) ?? emptyAssistant(assistantStop(stopReason)),
       );
     this.#sealed = true;
-    if (failure) this.#publish({ type: "error", code: failure.code, message: failure.message });
+    if (reported) this.#publish({ type: "error", code: reported.code, message: reported.message });
     const durationMs = Date.now() - this.#startedAt;
-    this.#publish({ type: "agent_end", stopReason, usage: this.#usage, durationMs });
+    const metrics = this.#metrics.since(MetricsRecorder.zero(), durationMs, this.#cycles);
+    this.#publish({ type: "agent_end", stopReason, usage: this.#usage, durationMs, metrics });
     const newMessages = this.#setup.history.slice(this.#firstMessage);
     const last = this.#lastAssistantFrom(this.#firstMessage);
     const result: RunResult = {
@@ -411,8 +520,16 @@ export class RunSession implements RunContext {
       usage: this.#usage,
       durationMs,
       text: last ? textOf(last) : "",
+      metrics,
     };
-    if (failure) result.error = failure;
+    if (reported) result.error = reported;
+    if (awaiting)
+      result.pendingApprovals = awaiting.calls.map((call) => ({
+        toolCallId: call.id,
+        toolName: call.name,
+        args: call.args,
+        ...(call.reason ? { reason: call.reason } : {}),
+      }));
     return result;
   }
 
@@ -422,8 +539,10 @@ export class RunSession implements RunContext {
    * appending a tool-call message and running it) get an `aborted` or `error` result, placed
    * right after the results of their batch, and their `tool_call`/`tool_result` events.
    */
-  #answerOpenCalls(failure: AgentError | undefined): void {
-    const missing = findUnansweredToolCalls(this.#setup.history, this.#firstMessage);
+  #answerOpenCalls(failure: AgentError | undefined, waiting: ReadonlySet<string>): void {
+    const missing = findUnansweredToolCalls(this.#setup.history, this.#firstMessage).filter(
+      ({ call }) => !waiting.has(call.id),
+    );
     if (missing.length === 0) return;
     const status = failure?.stopReason === "aborted" ? "aborted" : "error";
     const reason = failure ? failure.message : "the orchestrator ended without running this call";
@@ -440,6 +559,7 @@ export class RunSession implements RunContext {
 
   #publishResult(result: ToolResultMessage): void {
     this.#openCalls.delete(result.toolCallId);
+    this.#metrics.count(result.status);
     const event: OrchestratorEvent = {
       type: "tool_result",
       toolCallId: result.toolCallId,
@@ -466,11 +586,12 @@ export class RunSession implements RunContext {
   }
 
   /** The `transform → convertToLlm` pipeline, when the agent configures either step. */
-  async #pipelineMessages() {
+  async #pipelineMessages(): Promise<LlmMessage[]> {
     const { transformContext, convertToLlm = defaultConvertToLlm } = this.#setup;
-    const messages = transformContext
+    let messages: readonly AgentMessage[] = transformContext
       ? await transformContext([...this.#setup.history], { signal: this.signal })
       : this.#setup.history;
+    if (this.#budget) messages = await this.#budget(messages, { signal: this.signal });
     return convertToLlm(messages);
   }
 
@@ -497,23 +618,6 @@ export class RunSession implements RunContext {
   }
 }
 
-/** The state of one `executeTools` call. */
-class ToolBatch {
-  readonly results: (ToolResultMessage | undefined)[];
-  /** Results already appended to the history (a prefix, in call order). */
-  flushed = 0;
-  /** The next call a worker takes (concurrent batches). */
-  next = 0;
-  steering: AgentMessage[] = [];
-
-  constructor(
-    readonly calls: readonly ToolCall[],
-    readonly options: ExecuteToolsOptions,
-  ) {
-    this.results = new Array(calls.length);
-  }
-}
-
 /** Events only the framework emits, because their ordering rules are its guarantees. */
 const RESERVED_EVENTS = {
   agent_start: "the framework (it starts every run)",
@@ -525,6 +629,65 @@ const RESERVED_EVENTS = {
   tool_result: "ctx.executeTools(calls)",
   steering_applied: "ctx.applySteering(messages)",
 } as const;
+
+/** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */
+class MetricsRecorder {
+  modelMs = 0;
+  toolMs = 0;
+  usage: Usage = emptyUsage();
+  readonly toolCalls: Record<string, number> = {};
+
+  count(status: string): void {
+    this.toolCalls[status] = (this.toolCalls[status] ?? 0) + 1;
+  }
+
+  snapshot(): MetricsSnapshot {
+    return {
+      modelMs: this.modelMs,
+      toolMs: this.toolMs,
+      usage: this.usage,
+      toolCalls: { ...this.toolCalls },
+      cycles: 0,
+    };
+  }
+
+  static zero(): MetricsSnapshot {
+    return { modelMs: 0, toolMs: 0, usage: emptyUsage(), toolCalls: {}, cycles: 0 };
+  }
+
+  /** What was spent since `start`, over `durationMs` of wall time (the rest is the framework's). */
+  since(start: MetricsSnapshot, durationMs: number, cycles: number): RunMetrics {
+    const modelMs = this.modelMs - start.modelMs;
+    const toolMs = this.toolMs - start.toolMs;
+    const toolCalls: Record<string, number> = {};
+    for (const [status, count] of Object.entries(this.toolCalls)) {
+      const delta = count - (start.toolCalls[status] ?? 0);
+      if (delta > 0) toolCalls[status] = delta;
+    }
+    return {
+      cycles: cycles - start.cycles,
+      toolCalls,
+      modelMs: round(modelMs),
+      toolMs: round(toolMs),
+      frameworkMs: round(Math.max(0, durationMs - modelMs - toolMs)),
+      usage: {
+        inputTokens: this.usage.inputTokens - start.usage.inputTokens,
+        outputTokens: this.usage.outputTokens - start.usage.outputTokens,
+        totalTokens: this.usage.totalTokens - start.usage.totalTokens,
+      },
+    };
+  }
+}
+
+interface MetricsSnapshot {
+  modelMs: number;
+  toolMs: number;
+  usage: Usage;
+  toolCalls: Record<string, number>;
+  cycles: number;
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
 
 function emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
   return { role: "assistant", content: [], stopReason, timestamp: Date.now() };

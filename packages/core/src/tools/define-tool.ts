@@ -17,6 +17,10 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   inputSchema: Schema;
   /** Returns the result (any JSON value; strings are sent as they are), or throws to report an error. */
   execute(args: z.output<Schema>, options: ToolExecuteOptions): Result | Promise<Result>;
+  /** In parallel execution, run alone: wait for running calls, and start none while it runs. */
+  sequential?: boolean;
+  /** Calling it again with the same arguments is expected (a poller): stall detection skips it. */
+  allowRepeats?: boolean;
 }
 
 /** A registered tool: its definition plus the JSON Schema sent to the model, computed once. */

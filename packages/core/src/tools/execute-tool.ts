@@ -1,4 +1,4 @@
-import { errorMessage, TimeoutError } from "../errors.js";
+import { errorMessage, FatalToolError, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ToolRegistry } from "./registry.js";
@@ -17,6 +17,7 @@ export function executeToolCall(
   scope: AbortScope,
   graceMs: number,
   timeoutMs?: number,
+  onFatal?: () => void,
 ): ToolResultMessage | Promise<ToolResultMessage> {
   const tool = tools.get(call.name);
   if (tool === undefined) {
@@ -42,6 +43,7 @@ export function executeToolCall(
     returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
   } catch (error) {
     deadline?.dispose();
+    if (error instanceof FatalToolError) onFatal?.();
     return toolResult(call, "error", errorMessage(error));
   }
   // A synchronous tool's result is returned as it is: no promise, no microtask hop.
@@ -52,11 +54,17 @@ export function executeToolCall(
   return settleOrAbandon(returned, scope, graceMs, deadline).then((outcome) => {
     deadline?.dispose();
     if (deadline?.expired)
-      return toolResult(call, "timeout", `The tool "${call.name}" timed out after ${timeoutMs} ms and was stopped.`);
+      return toolResult(
+        call,
+        "timeout",
+        `The tool "${call.name}" timed out after ${timeoutMs} ms and was stopped.`,
+      );
     if (outcome.kind === "abandoned")
       return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
-    if (outcome.kind === "rejected")
+    if (outcome.kind === "rejected") {
+      if (outcome.error instanceof FatalToolError) onFatal?.();
       return toolResult(call, scope.signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
+    }
     return successResult(call, outcome.value);
   });
 }

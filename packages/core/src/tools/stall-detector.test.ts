@@ -9,7 +9,10 @@ describe("StallDetector", () => {
     expect(detector.checkCall(call({ q: "a", page: 1 })).kind).toBe("ok");
     expect(detector.checkCall(call({ q: "b", page: 1 })).kind).toBe("ok");
     const nudge = detector.checkCall(call({ page: 1, q: "a" }));
-    expect(nudge).toMatchObject({ kind: "nudge", message: expect.stringContaining('You already called "search"') });
+    expect(nudge).toMatchObject({
+      kind: "nudge",
+      message: expect.stringContaining('You already called "search"'),
+    });
     expect(detector.checkCall(call({ q: "a", page: 1 }))).toMatchObject({ kind: "stall" });
     expect(detector.checkCall(call({ q: "a", page: 1 }, "other")).kind).toBe("ok");
   });
@@ -18,7 +21,10 @@ describe("StallDetector", () => {
     const detector = new StallDetector();
     expect(detector.checkResult(call({}), "pending").kind).toBe("ok");
     expect(detector.checkResult(call({}), "pending").kind).toBe("ok");
-    expect(detector.checkResult(call({}), "pending")).toMatchObject({ kind: "nudge", message: expect.stringContaining("3 times in a row") });
+    expect(detector.checkResult(call({}), "pending")).toMatchObject({
+      kind: "nudge",
+      message: expect.stringContaining("3 times in a row"),
+    });
     expect(detector.checkResult(call({}), "pending")).toMatchObject({ kind: "stall" });
     expect(detector.checkResult(call({}), "done").kind).toBe("ok");
     expect(detector.checkResult(call({}), "pending").kind).toBe("ok");
@@ -31,7 +37,9 @@ describe("StallDetector", () => {
     expect(detector.checkCall(call(1)).kind).toBe("nudge");
     expect(detector.checkResult(call(1), "r").kind).toBe("ok");
     expect(detector.checkResult(call(1), "r").kind).toBe("nudge");
-    expect(() => new StallDetector({ repeatedCalls: 1 })).toThrow("stall.repeatedCalls must be a whole number >= 2, got 1.");
+    expect(() => new StallDetector({ repeatedCalls: 1 })).toThrow(
+      "stall.repeatedCalls must be a whole number >= 2, got 1.",
+    );
   });
 });
 

@@ -8,7 +8,10 @@ export interface StallOptions {
 }
 
 /** What to do about a call or a result: nothing, tell the model (once), or stop the run. */
-export type StallVerdict = { kind: "ok" } | { kind: "nudge"; message: string } | { kind: "stall"; message: string };
+export type StallVerdict =
+  | { kind: "ok" }
+  | { kind: "nudge"; message: string }
+  | { kind: "stall"; message: string };
 
 const OK: StallVerdict = { kind: "ok" };
 
@@ -38,7 +41,10 @@ export class StallDetector {
     this.#callCounts.set(signature, count);
     if (count < this.#repeatedCalls) return OK;
     if (this.#nudgedCalls.has(signature))
-      return { kind: "stall", message: `"${call.name}" was called again with the same arguments after a warning.` };
+      return {
+        kind: "stall",
+        message: `"${call.name}" was called again with the same arguments after a warning.`,
+      };
     this.#nudgedCalls.add(signature);
     return {
       kind: "nudge",
@@ -56,7 +62,10 @@ export class StallDetector {
     }
     if (this.#resultStreak < this.#repeatedResults) return OK;
     if (this.#nudgedResult)
-      return { kind: "stall", message: `The same result kept coming back (${this.#resultStreak} times in a row).` };
+      return {
+        kind: "stall",
+        message: `The same result kept coming back (${this.#resultStreak} times in a row).`,
+      };
     this.#nudgedResult = true;
     return {
       kind: "nudge",
