@@ -50,7 +50,10 @@ export class StepWatchdog {
   #check(): void {
     const now = Date.now();
     const passed = this.#deadlines().find((deadline) => deadline.at <= now);
-    if (passed === undefined) return this.#arm();
+    if (passed === undefined) {
+      this.#arm();
+      return;
+    }
     this.expired = new TimeoutError(passed.kind, passed.ms);
     this.#timer = undefined;
     this.#onExpire(this.expired);

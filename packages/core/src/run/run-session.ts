@@ -35,7 +35,6 @@ import {
   type ToolResultMessage,
   textOf,
   toMessage,
-  toolCallsOf,
   type Usage,
 } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
