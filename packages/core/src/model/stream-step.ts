@@ -114,7 +114,9 @@ class StepReader {
           if (signal.aborted) throw abortError(signal.reason);
           if (watchdog?.expired) throw watchdog.expired;
           if (done) break;
-          watchdog?.chunk();
+          // Only content counts as a chunk: providers send stream-start before the model has said anything.
+          if (value.type !== "stream-start" && value.type !== "response-metadata" && value.type !== "raw")
+            watchdog?.chunk();
           this.#handle(value);
         }
       } finally {

@@ -156,7 +156,7 @@ export class RunSession implements RunContext {
   readonly #stall: StallDetector | undefined;
   readonly #budget: HistoryTransform | undefined;
   readonly #metrics = new MetricsRecorder();
-  #turnMetrics = this.#metrics.snapshot();
+  #turnMetrics = MetricsRecorder.zero();
   #awaiting: PendingApproval | undefined;
 
   constructor(setup: RunSetup) {
@@ -235,7 +235,7 @@ export class RunSession implements RunContext {
     this.#turn++;
     this.#turnStartedAt = Date.now();
     this.#turnFirstMessage = this.#setup.history.length;
-    this.#turnMetrics = this.#metrics.snapshot();
+    this.#turnMetrics = this.#metrics.snapshot(this.#cycles);
     this.#publish({ type: "turn_start", turn: this.#turn });
     return this.#turn;
   }
@@ -640,13 +640,13 @@ class MetricsRecorder {
     this.toolCalls[status] = (this.toolCalls[status] ?? 0) + 1;
   }
 
-  snapshot(): MetricsSnapshot {
+  snapshot(cycles: number): MetricsSnapshot {
     return {
       modelMs: this.modelMs,
       toolMs: this.toolMs,
       usage: this.usage,
       toolCalls: { ...this.toolCalls },
-      cycles: 0,
+      cycles,
     };
   }
 

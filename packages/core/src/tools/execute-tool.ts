@@ -62,7 +62,11 @@ export function executeToolCall(
     if (outcome.kind === "abandoned")
       return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
     if (outcome.kind === "rejected") {
-      if (outcome.error instanceof FatalToolError) onFatal?.();
+      // The fatal call itself failed: an error, even though stopping its siblings aborts the scope.
+      if (outcome.error instanceof FatalToolError) {
+        onFatal?.();
+        return toolResult(call, "error", errorMessage(outcome.error));
+      }
       return toolResult(call, scope.signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
     }
     return successResult(call, outcome.value);

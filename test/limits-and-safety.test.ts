@@ -1,0 +1,528 @@
+import "@agent-core/agentic";
+import {
+  Agent,
+  type AgentConfig,
+  type AgentRun,
+  defineTool,
+  FatalToolError,
+  type ToolResultMessage,
+} from "@agent-core/core";
+import {
+  assertEventProtocol,
+  assertValidTranscript,
+  eventsOf,
+  script,
+  scriptedModel,
+} from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const wait = defineTool({
+  name: "wait",
+  description: "waits ms, then returns its id",
+  inputSchema: z.object({ id: z.string(), ms: z.number() }),
+  execute: async ({ id, ms }) => {
+    await sleep(ms);
+    return id;
+  },
+});
+const echo = defineTool({
+  name: "echo",
+  description: "returns its input",
+  inputSchema: z.object({ text: z.string() }),
+  execute: ({ text }) => text,
+});
+
+async function settle(run: AgentRun, { valid = true } = {}) {
+  const result = await run.result();
+  assertEventProtocol(run.events);
+  if (valid) assertValidTranscript(result.messages);
+  return result;
+}
+
+const results = (messages: readonly { role: string }[]) =>
+  messages.filter((m): m is ToolResultMessage => m.role === "toolResult");
+
+describe("timeouts", () => {
+  it("totalMs ends a run that takes too long as timeout, with a timeout error event", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("thinking…"), script.hang()]]),
+      timeouts: { totalMs: 40 },
+    });
+    const run = agent.prompt("x");
+    const started = Date.now();
+    const result = await settle(run);
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(result.stopReason).toBe("timeout");
+    expect(eventsOf(run.events, "error")[0]).toMatchObject({
+      code: "timeout",
+      message: "The run took longer than 40 ms (timeouts.totalMs).",
+    });
+  });
+
+  it("stepMs, firstChunkMs and chunkMs each end a slow model call", async () => {
+    const chunksEvery = (ms: number, count: number) =>
+      Array.from({ length: count }, () => [script.delay(ms), script.text("b")]).flat();
+    const cases: [AgentConfig["timeouts"], ReturnType<typeof script.text>[], string][] = [
+      // Chunks every 10 ms: no gap is long, but the whole call is.
+      [{ stepMs: 40, chunkMs: 30 }, chunksEvery(10, 8), "stepMs"],
+      [{ firstChunkMs: 30 }, [script.delay(80), script.text("late")], "firstChunkMs"],
+      [
+        { chunkMs: 30 },
+        [script.text("a"), script.delay(5), script.text("b"), script.delay(80), script.text("c")],
+        "chunkMs",
+      ],
+    ];
+    for (const [timeouts, parts, name] of cases) {
+      const result = await settle(new Agent({ provider: scriptedModel([parts]), timeouts }).prompt("x"));
+      expect(result.stopReason, name).toBe("timeout");
+      expect(result.error?.message, name).toContain(`(timeouts.${name})`);
+    }
+  });
+
+  it("a prompt's timeouts override the agent's; a fast call is not cut", async () => {
+    const model = scriptedModel([
+      [script.delay(60), script.text("slow")],
+      [script.delay(60), script.text("slow")],
+    ]);
+    const agent = new Agent({ provider: model, timeouts: { stepMs: 30 } });
+    expect((await settle(agent.prompt("x", { timeouts: { stepMs: 500 } }))).stopReason).toBe("completed");
+    expect((await settle(agent.prompt("y"))).stopReason).toBe("timeout");
+  });
+
+  it("retries a timed-out model call when retryTimeouts is set", async () => {
+    const model = scriptedModel([[script.delay(100), script.text("late")], [script.text("fast")]]);
+    const agent = new Agent({
+      provider: model,
+      timeouts: { firstChunkMs: 30 },
+      retry: { retryTimeouts: true, initialDelayMs: 1 },
+    });
+    expect(await settle(agent.prompt("x"))).toMatchObject({ stopReason: "completed", text: "fast" });
+  });
+
+  it("a tool past toolMs gets status timeout, the model sees it and the run goes on", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const model = scriptedModel([
+      [script.toolCall("stubborn"), script.toolCall("wait", { id: "quick", ms: 1 })],
+      [script.text("the tool timed out")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [stubborn, wait],
+      timeouts: { toolMs: 30 },
+      limits: { abortGraceMs: 10 },
+    });
+    const run = agent.prompt("x");
+    const result = await settle(run);
+    expect(result.stopReason).toBe("completed");
+    expect(results(result.messages).map((r) => [r.status, r.content])).toEqual([
+      ["timeout", 'The tool "stubborn" timed out after 30 ms and was stopped.'],
+      ["ok", "quick"],
+    ]);
+    expect(JSON.stringify(model.prompts[1])).toContain("timed out after 30 ms");
+  });
+
+  it("timeouts.tools sets a limit per tool, over toolMs", async () => {
+    const model = scriptedModel([[script.toolCall("wait", { id: "a", ms: 50 })], [script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [wait],
+      timeouts: { toolMs: 10, tools: { wait: 500 } },
+    });
+    expect(results((await settle(agent.prompt("x"))).messages)[0]?.status).toBe("ok");
+  });
+});
+
+describe("parallel tool execution", () => {
+  it("runs calls at once: events in completion order, history in the model's order", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("wait", { id: "slow", ms: 60 }, { id: "c1" }),
+        script.toolCall("wait", { id: "fast", ms: 5 }, { id: "c2" }),
+      ],
+      [script.text("done")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [wait], toolExecution: "parallel" });
+    const started = Date.now();
+    const run = agent.prompt("x");
+    const result = await settle(run);
+    expect(Date.now() - started).toBeLessThan(60 + 5 + 40);
+    expect(eventsOf(run.events, "tool_result").map((e) => e.toolCallId)).toEqual(["c2", "c1"]);
+    expect(results(result.messages).map((r) => r.toolCallId)).toEqual(["c1", "c2"]);
+  });
+
+  it("a sequential tool runs alone without serializing the others", async () => {
+    const log: string[] = [];
+    const tracked = (name: string, sequential: boolean) =>
+      defineTool({
+        name,
+        description: name,
+        inputSchema: z.object({ id: z.string() }),
+        sequential,
+        execute: async ({ id }) => {
+          log.push(`start ${id}`);
+          await sleep(20);
+          log.push(`end ${id}`);
+          return id;
+        },
+      });
+    const model = scriptedModel([
+      [
+        script.toolCall("free", { id: "a" }),
+        script.toolCall("free", { id: "b" }),
+        script.toolCall("alone", { id: "c" }),
+        script.toolCall("free", { id: "d" }),
+      ],
+      [script.text("ok")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [tracked("free", false), tracked("alone", true)],
+      toolExecution: "parallel",
+    });
+    await settle(agent.prompt("x"));
+    expect(log.slice(0, 2).sort()).toEqual(["start a", "start b"]);
+    const c = log.indexOf("start c");
+    expect(log.slice(0, c)).toEqual(expect.arrayContaining(["end a", "end b"]));
+    expect(log[c + 1]).toBe("end c");
+    expect(log.slice(c + 2)).toEqual(["start d", "end d"]);
+  });
+
+  it("a FatalToolError aborts the running siblings and skips the queued ones", async () => {
+    let siblingSignal: AbortSignal | undefined;
+    const tools = [
+      defineTool({
+        name: "boom",
+        description: "fails fatally",
+        inputSchema: z.object({}),
+        execute: async () => {
+          await sleep(10);
+          throw new FatalToolError("credentials revoked");
+        },
+      }),
+      defineTool({
+        name: "long",
+        description: "waits for its signal",
+        inputSchema: z.object({}),
+        execute: (_args, { signal }) => {
+          siblingSignal = signal;
+          return new Promise((_resolve, reject) =>
+            signal.addEventListener("abort", () => reject(new Error("stopped"))),
+          );
+        },
+      }),
+    ];
+    const model = scriptedModel([
+      [
+        script.toolCall("boom", {}, { id: "b" }),
+        script.toolCall("long", {}, { id: "l" }),
+        script.toolCall("long", {}, { id: "q" }),
+      ],
+      [script.text("failed")],
+    ]);
+    const agent = new Agent({ provider: model, tools, toolExecution: "parallel", maxConcurrency: 2 });
+    const result = await settle(agent.prompt("x"));
+    expect(siblingSignal?.aborted).toBe(true);
+    expect(results(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
+      ["b", "error"],
+      ["l", "aborted"],
+      ["q", "skipped"],
+    ]);
+    expect(results(result.messages)[2]?.content).toBe('not run: "boom" failed fatally');
+  });
+});
+
+describe("stall detection", () => {
+  it("nudges on a repeated call, then stops the run as stalled, with a valid history", async () => {
+    const same = [script.toolCall("echo", { text: "hi" })];
+    const model = scriptedModel([same, same, same, [script.text("never")]]);
+    const run = new Agent({ provider: model, tools: [echo] }).prompt("x");
+    const result = await settle(run);
+    expect(result.stopReason).toBe("stalled");
+    expect(eventsOf(run.events, "error")[0]).toMatchObject({ code: "stalled" });
+    expect(results(result.messages).map((r) => r.status)).toEqual(["ok", "skipped", "error"]);
+    expect(results(result.messages)[1]?.content).toMatch(
+      /^You already called "echo" with these same arguments/,
+    );
+    expect(JSON.stringify(model.prompts[2])).toContain("You already called");
+  });
+
+  it("nudges when the same result keeps coming back, then stops", async () => {
+    const poll = defineTool({
+      name: "status",
+      description: "s",
+      inputSchema: z.object({ n: z.number() }),
+      execute: () => "pending",
+    });
+    const steps = Array.from({ length: 6 }, (_, n) => [script.toolCall("status", { n })]);
+    const result = await settle(new Agent({ provider: scriptedModel(steps), tools: [poll] }).prompt("x"));
+    expect(result.stopReason).toBe("stalled");
+    expect(results(result.messages)[2]?.content).toMatch(
+      /^pending\n\n\[note\] "status" returned the same result 3 times in a row/,
+    );
+  });
+
+  it("leaves tools that allowRepeats alone, and can be configured or turned off", async () => {
+    const poller = defineTool({
+      name: "poll",
+      description: "p",
+      inputSchema: z.object({}),
+      allowRepeats: true,
+      execute: () => "pending",
+    });
+    const steps = [...Array.from({ length: 5 }, () => [script.toolCall("poll")]), [script.text("done")]];
+    expect(
+      (await settle(new Agent({ provider: scriptedModel(steps), tools: [poller] }).prompt("x"))).stopReason,
+    ).toBe("completed");
+    const same = [script.toolCall("echo", { text: "hi" })];
+    const off = new Agent({
+      provider: scriptedModel([same, same, same, [script.text("ok")]]),
+      tools: [echo],
+      stall: false,
+    });
+    expect((await settle(off.prompt("x"))).stopReason).toBe("completed");
+    const lenient = new Agent({
+      provider: scriptedModel([same, same, [script.text("ok")]]),
+      tools: [echo],
+      stall: { repeatedCalls: 3 },
+    });
+    expect(results((await settle(lenient.prompt("x"))).messages).map((r) => r.status)).toEqual(["ok", "ok"]);
+  });
+});
+
+describe("context budget", () => {
+  it("keeps the request under budget, emits context_truncated, and leaves the stored history whole", async () => {
+    const big = defineTool({
+      name: "fetch",
+      description: "f",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n}:${"x".repeat(4000)}`,
+    });
+    const model = scriptedModel([
+      [script.toolCall("fetch", { n: 1 })],
+      [script.toolCall("fetch", { n: 2 })],
+      [script.toolCall("fetch", { n: 3 })],
+      [script.text("done")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [big], contextBudget: { maxTokens: 2500 } });
+    const run = agent.prompt("fetch three pages");
+    const result = await settle(run);
+    const truncated = eventsOf(run.events, "context_truncated");
+    expect(truncated.length).toBeGreaterThan(0);
+    expect(truncated.at(-1)?.estimatedTokens).toBeLessThanOrEqual(2500);
+    const lastPrompt = JSON.stringify(model.prompts[3]);
+    expect(lastPrompt).toContain("[result dropped to fit the context budget]");
+    expect(lastPrompt).toContain(`3:${"x".repeat(100)}`);
+    expect(results(result.messages).every((r) => r.content.length > 4000)).toBe(true);
+  });
+});
+
+describe("guards", () => {
+  it("does not run the calls of a reply cut off by the length limit", async () => {
+    let ran = false;
+    const tool = defineTool({
+      name: "write",
+      description: "w",
+      inputSchema: z.object({ text: z.string() }),
+      execute: () => {
+        ran = true;
+      },
+    });
+    const model = scriptedModel([
+      [script.toolCall("write", { text: "half" }), script.finish("length")],
+      [script.text("I'll be shorter.")],
+    ]);
+    const result = await settle(new Agent({ provider: model, tools: [tool] }).prompt("x"));
+    expect(ran).toBe(false);
+    expect(results(result.messages)[0]).toMatchObject({
+      status: "error",
+      content: expect.stringContaining("cut off (finish reason: length)"),
+    });
+  });
+
+  it("repairToolCall fixes arguments that are not valid JSON", async () => {
+    const model = scriptedModel([[script.toolCall("echo", "{text: 'hi'}")], [script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      repairToolCall: ({ call, error }) => {
+        expect(error).toContain("not valid JSON");
+        return { text: String(call.args).match(/'(.*)'/)?.[1] };
+      },
+    });
+    const run = agent.prompt("x");
+    const result = await settle(run);
+    expect(results(result.messages)[0]).toMatchObject({ status: "ok", content: "hi" });
+  });
+
+  it("a model that returns nothing is a clear error", async () => {
+    const result = await settle(new Agent({ provider: scriptedModel([[]]) }).prompt("x"));
+    expect(result.error).toMatchObject({
+      code: "empty_response",
+      message: "The model returned nothing (finish reason: stop).",
+    });
+  });
+});
+
+describe("hooks", () => {
+  it("beforeToolCall can block a call with a reason the model sees", async () => {
+    const model = scriptedModel([[script.toolCall("echo", { text: "rm -rf /" })], [script.text("blocked")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      beforeToolCall: ({ call }) =>
+        (call.args as { text: string }).text.includes("rm") ? { block: "destructive command" } : undefined,
+    });
+    const result = await settle(agent.prompt("x"));
+    expect(results(result.messages)[0]).toMatchObject({
+      status: "denied",
+      content: "blocked: destructive command",
+    });
+  });
+
+  it("a call needing approval ends the run as awaiting_approval; approve() continues it", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("echo", { text: "pay $10" }, { id: "pay" }),
+        script.toolCall("echo", { text: "log" }, { id: "log" }),
+      ],
+      [script.text("Paid.")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      beforeToolCall: ({ call }) =>
+        call.id === "pay" ? { requireApproval: true, reason: "spends money" } : undefined,
+    });
+    const first = agent.prompt("pay");
+    const suspended = await settle(first, { valid: false });
+    expect(suspended.stopReason).toBe("awaiting_approval");
+    expect(suspended.error).toBeUndefined();
+    expect(eventsOf(first.events, "error")).toEqual([]);
+    expect(eventsOf(first.events, "tool_call")).toEqual([]);
+    expect(suspended.pendingApprovals).toEqual([
+      { toolCallId: "pay", toolName: "echo", args: { text: "pay $10" }, reason: "spends money" },
+    ]);
+    expect(agent.pendingApprovals).toEqual(suspended.pendingApprovals);
+
+    const continued = agent.approve("pay");
+    expect(continued).toBeDefined();
+    const result = await settle(continued as AgentRun);
+    expect(result).toMatchObject({ stopReason: "completed", text: "Paid." });
+    expect(results(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
+      ["pay", "ok"],
+      ["log", "ok"],
+    ]);
+    expect(() => agent.approve("pay")).toThrow('No tool call "pay" is waiting for approval.');
+  });
+
+  it("deny() gives the model the reason; a new prompt denies what is still pending", async () => {
+    const model = scriptedModel([
+      [script.toolCall("echo", { text: "a" }, { id: "a" })],
+      [script.text("ok, not doing it")],
+      [script.toolCall("echo", { text: "b" }, { id: "b" })],
+      [script.text("moving on")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    await settle(agent.prompt("one"), { valid: false });
+    const denied = await settle(agent.deny("a", "too risky") as AgentRun);
+    expect(results(denied.messages)[0]).toMatchObject({ status: "denied", content: "denied: too risky" });
+    await settle(agent.prompt("two"), { valid: false });
+    const moved = await settle(agent.prompt("never mind"));
+    expect(results(moved.messages).at(-1)).toMatchObject({ toolCallId: "b", status: "denied" });
+    expect(moved.messages.at(-2)).toMatchObject({ role: "user", content: "never mind" });
+  });
+
+  it("afterToolCall rewrites what the model sees", async () => {
+    const model = scriptedModel([
+      [script.toolCall("echo", { text: "secret-token-123" })],
+      [script.text("ok")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      afterToolCall: ({ result }) => ({ content: result.content.replace(/secret-token-\d+/, "[redacted]") }),
+    });
+    await settle(agent.prompt("x"));
+    const toolMessage = model.prompts[1]?.find((m) => m.role === "tool");
+    expect(toolMessage?.content).toEqual([
+      {
+        type: "tool-result",
+        toolCallId: "call-1-1",
+        toolName: "echo",
+        output: { type: "text", value: "[redacted]" },
+      },
+    ]);
+  });
+
+  it("prepareStep changes the tools, the system prompt and the model of a call", async () => {
+    const first = scriptedModel([[script.text("unused")]]);
+    const second = scriptedModel([[script.text("from the second model")]]);
+    const agent = new Agent({
+      provider: first,
+      tools: [echo, wait],
+      prepareStep: ({ step, tools }) =>
+        step === 1
+          ? { tools: tools.filter((t) => t === "echo"), system: "Be brief.", model: second }
+          : undefined,
+    });
+    const result = await settle(agent.prompt("x"));
+    expect(result.text).toBe("from the second model");
+    expect(first.doStreamCalls).toHaveLength(0);
+    expect(second.offeredTools[0]).toEqual(["echo"]);
+    expect(second.prompts[0]?.[0]).toEqual({ role: "system", content: "Be brief." });
+  });
+
+  it("shouldStop ends the run as completed, without an error", async () => {
+    const model = scriptedModel([[script.toolCall("echo", { text: "a" })], [script.text("never")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      shouldStop: ({ messages }) => messages.some((m) => m.role === "toolResult"),
+    });
+    const run = agent.prompt("x");
+    const result = await settle(run);
+    expect(result.stopReason).toBe("completed");
+    expect(result.error).toBeUndefined();
+    expect(model.doStreamCalls).toHaveLength(1);
+  });
+});
+
+describe("metrics", () => {
+  it("reports cycles, tool calls by status, time split and tokens on agent_end and each turn_end", async () => {
+    const model = scriptedModel([
+      [script.delay(20), script.toolCall("wait", { id: "a", ms: 30 }), script.toolCall("nope")],
+      [script.text("done")],
+      [script.text("again")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [wait] });
+    agent.followUp("and again");
+    const run = agent.prompt("x");
+    await settle(run);
+    const end = eventsOf(run.events, "agent_end")[0];
+    expect(end?.metrics).toMatchObject({
+      cycles: 3,
+      toolCalls: { ok: 1, error: 1 },
+      usage: { totalTokens: 45 },
+    });
+    expect(end?.metrics?.modelMs).toBeGreaterThanOrEqual(15);
+    expect(end?.metrics?.toolMs).toBeGreaterThanOrEqual(25);
+    expect(end?.metrics?.frameworkMs).toBeGreaterThanOrEqual(0);
+    const turns = eventsOf(run.events, "turn_end").map((e) => e.metrics);
+    expect(turns.map((m) => [m?.cycles, m?.toolCalls, m?.usage.totalTokens])).toEqual([
+      [2, { ok: 1, error: 1 }, 30],
+      [1, {}, 15],
+    ]);
+  });
+});
