@@ -120,6 +120,28 @@ describe("ctx.generateObject", () => {
   });
 });
 
+describe("ctx.decide", () => {
+  it("adds per-call messages after the history without storing them, and counts cycles", async () => {
+    const model = scriptedModel([[script.text("draft")], [script.text("better")]]);
+    const seen: number[] = [];
+    const agent = new Agent({
+      provider: model,
+      orchestrator: orchestrator(async (ctx) => {
+        seen.push(ctx.cycles);
+        await ctx.decide();
+        seen.push(ctx.cycles);
+        await ctx.decide({ messages: [{ role: "user", content: "Critique: too long." }] });
+        seen.push(ctx.cycles);
+      }),
+    });
+    const { result } = await runWith(agent);
+    expect(seen).toEqual([0, 1, 2]);
+    expect(model.prompts[1]?.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("Critique: too long.");
+    expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "assistant"]);
+  });
+});
+
 describe("ctx.executeTools with concurrency", () => {
   const sleep = defineTool({
     name: "sleep",

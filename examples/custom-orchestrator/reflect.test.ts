@@ -3,7 +3,6 @@ import {
   assertEventProtocol,
   assertValidTranscript,
   collectEvents,
-  describeOrchestratorConformance,
   eventsOf,
   eventTypes,
   type ScriptedModel,
@@ -11,6 +10,7 @@ import {
   script,
   scriptedModel,
 } from "@agent-core/testing";
+import { describeOrchestratorConformance } from "@agent-core/testing/conformance";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ReflectOrchestrator, reflect } from "./index.js";

@@ -1,4 +1,4 @@
-import { describeOrchestratorConformance } from "@agent-core/testing";
+import { describeOrchestratorConformance } from "@agent-core/testing/conformance";
 import { agentic } from "./agentic.js";
 
 describeOrchestratorConformance("agentic", () => agentic());

@@ -1,4 +1,4 @@
-import { describeOrchestratorConformance } from "@agent-core/testing";
+import { describeOrchestratorConformance } from "@agent-core/testing/conformance";
 import { planExecute } from "./plan-execute.js";
 
 describeOrchestratorConformance("plan-execute", () => planExecute());

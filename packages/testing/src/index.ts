@@ -5,12 +5,6 @@ export {
   eventsOf,
   eventTypes,
 } from "./assertions.js";
-export {
-  type ConformanceCheck,
-  type ConformanceOptions,
-  conformanceChecks,
-  describeOrchestratorConformance,
-} from "./conformance.js";
 export { type ConformanceModelOptions, conformanceModel, PROBE_TOOL } from "./conformance-model.js";
 export * from "./fake-openai-server.js";
 export {
