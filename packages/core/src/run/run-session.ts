@@ -61,7 +61,7 @@ import type { ToolRegistry } from "../tools/registry.js";
 import { StallDetector, type StallOptions } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
-import { type ApprovalDecision, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
+import { type ApprovalDecision, type BatchHost, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
 import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
 
 /** Everything a run needs from its agent. */
@@ -158,6 +158,8 @@ export class RunSession implements RunContext {
   readonly #metrics = new MetricsRecorder();
   #turnMetrics = MetricsRecorder.zero();
   #awaiting: PendingApproval | undefined;
+  /** What every tool batch of this run needs; built once, not per batch. */
+  readonly #batchHost: BatchHost;
 
   constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -179,6 +181,24 @@ export class RunSession implements RunContext {
           onTruncate: (info) => this.#publish({ type: "context_truncated", ...info }),
         })
       : undefined;
+    this.#batchHost = {
+      runId: this.runId,
+      tools: this.tools,
+      history: setup.history,
+      scope: this.#abortScope,
+      graceMs: this.limits.abortGraceMs,
+      timeouts: setup.toolTimeouts,
+      hooks: setup.hooks,
+      steering: setup.steering,
+      stall: this.#stall,
+      cutOffCalls: this.#cutOffCalls,
+      sealed: () => this.#sealed,
+      emitCall: (call) => {
+        this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+        this.#openCalls.set(call.id, call);
+      },
+      emitResult: (result) => this.#publishResult(result),
+    };
     const history = setup.history;
     const session = this;
     this.messages = {
@@ -410,28 +430,7 @@ export class RunSession implements RunContext {
   ): Promise<ToolBatchResult> {
     this.#assertOpen();
     const started = performance.now();
-    const batch = new ToolBatch(
-      {
-        runId: this.runId,
-        tools: this.tools,
-        history: this.#setup.history,
-        scope: this.#abortScope,
-        graceMs: this.limits.abortGraceMs,
-        timeouts: this.#setup.toolTimeouts,
-        hooks: this.#setup.hooks,
-        steering: this.#setup.steering,
-        stall: this.#stall,
-        cutOffCalls: this.#cutOffCalls,
-        sealed: () => this.#sealed,
-        emitCall: (call) => {
-          this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
-          this.#openCalls.set(call.id, call);
-        },
-        emitResult: (result) => this.#publishResult(result),
-      },
-      calls,
-      options,
-    );
+    const batch = new ToolBatch(this.#batchHost, calls, options);
     try {
       await batch.run(Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency)));
     } catch (error) {

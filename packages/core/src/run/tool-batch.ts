@@ -55,9 +55,9 @@ export class ToolBatch {
   stopped: { reason: "stall"; error: StallError } | { reason: "fatal"; message: string } | undefined;
   #flushed = 0;
   #next = 0;
-  readonly #scope: AbortScope;
-  readonly #gate = new ExclusiveGate();
-  readonly #verdicts = new Map<string, { block: string } | ApprovalDecision>();
+  /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
+  #scope: AbortScope;
+  #verdicts: Map<string, { block: string } | ApprovalDecision> | undefined;
 
   constructor(
     private readonly host: BatchHost,
@@ -65,28 +65,29 @@ export class ToolBatch {
     private readonly options: ExecuteToolsOptions & { approvals?: ReadonlyMap<string, ApprovalDecision> },
   ) {
     this.results = new Array(calls.length);
-    this.#scope = host.scope.child();
+    this.#scope = host.scope;
   }
 
   async run(concurrency: number): Promise<void> {
-    try {
-      if (this.host.hooks.beforeToolCall) await this.#askBeforeToolCall();
-      if (concurrency <= 1) {
-        for (let index = 0; index < this.calls.length && !this.host.sealed(); index++) {
-          const running = this.#runCall(index);
-          if (running instanceof Promise) await running;
-        }
-        return;
+    if (this.host.hooks.beforeToolCall) await this.#askBeforeToolCall();
+    if (concurrency <= 1 || this.calls.length <= 1) {
+      for (let index = 0; index < this.calls.length && !this.host.sealed(); index++) {
+        const running = this.#runCall(index);
+        if (running instanceof Promise) await running;
       }
-      const worker = async () => {
-        while (this.#next < this.calls.length && !this.host.sealed()) {
-          const index = this.#next++;
-          const call = this.calls[index] as ToolCall;
-          if (this.host.tools.get(call.name)?.sequential)
-            await this.#gate.exclusive(() => this.#runCall(index));
-          else await this.#gate.shared(() => this.#runCall(index));
-        }
-      };
+      return;
+    }
+    this.#scope = this.host.scope.child();
+    const gate = new ExclusiveGate();
+    const worker = async () => {
+      while (this.#next < this.calls.length && !this.host.sealed()) {
+        const index = this.#next++;
+        const call = this.calls[index] as ToolCall;
+        if (this.host.tools.get(call.name)?.sequential) await gate.exclusive(() => this.#runCall(index));
+        else await gate.shared(() => this.#runCall(index));
+      }
+    };
+    try {
       await Promise.all(Array.from({ length: Math.min(concurrency, this.calls.length) }, worker));
     } finally {
       this.#scope.dispose();
@@ -101,6 +102,7 @@ export class ToolBatch {
   async #askBeforeToolCall(): Promise<void> {
     const pending: { id: string; name: string; args: unknown; reason?: string }[] = [];
     for (const call of this.calls) {
+      this.#verdicts ??= new Map();
       const decided = this.options.approvals?.get(call.id);
       if (decided) {
         this.#verdicts.set(call.id, decided);
@@ -152,7 +154,7 @@ export class ToolBatch {
       return toolResult(call, "skipped", `not run: ${this.stopped.message}`);
     if (this.steering.length > 0) return toolResult(call, "skipped", SKIPPED_BY_STEERING);
     if (this.host.cutOffCalls.has(call.id)) return toolResult(call, "error", CUT_OFF);
-    const verdict = this.#verdicts.get(call.id);
+    const verdict = this.#verdicts?.get(call.id);
     if (verdict && "block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
     if (verdict && !verdict.approved)
       return toolResult(call, "denied", `denied${verdict.reason ? `: ${verdict.reason}` : " by the user"}`);
@@ -224,7 +226,8 @@ export class ToolBatch {
 
   #stop(stop: NonNullable<ToolBatch["stopped"]>): void {
     this.stopped ??= stop;
-    if (stop.reason === "fatal") this.#scope.abort(new FatalToolError(stop.message));
+    // Only a concurrent batch has siblings running; the run's own scope must not be aborted.
+    if (stop.reason === "fatal" && this.#scope !== this.host.scope) this.#scope.abort(new FatalToolError(stop.message));
   }
 
   #context(call: ToolCall): ToolCallContext {

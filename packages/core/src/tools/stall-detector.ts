@@ -74,12 +74,44 @@ export class StallDetector {
   }
 }
 
-/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. */
+/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. Built directly:
+ * a stringify replacer would copy every object on each call. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => {
-    if (item === null || typeof item !== "object" || Array.isArray(item)) return item;
-    return Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  });
+  // Usually the keys are already in order; then the native serializer is canonical, and fast.
+  if (keysSorted(value)) return JSON.stringify(value) ?? "null";
+  return buildCanonical(value);
+}
+
+function keysSorted(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return typeof value !== "function";
+  if (Array.isArray(value)) return value.every(keysSorted);
+  let previous = "";
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (key < previous || item === undefined || !keysSorted(item)) return false;
+    previous = key;
+  }
+  return true;
+}
+
+function buildCanonical(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + buildCanonical(value[i] ?? null);
+    return `${out}]`;
+  }
+  const keys = Object.keys(value);
+  if (keys.length > 1) keys.sort();
+  let out = "{";
+  let first = true;
+  for (const key of keys) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || typeof item === "function") continue;
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${buildCanonical(item)}`;
+    first = false;
+  }
+  return `${out}}`;
 }
 
 function atLeast(minimum: number, value: number, name: string): number {
