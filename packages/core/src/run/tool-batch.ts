@@ -227,7 +227,8 @@ export class ToolBatch {
   #stop(stop: NonNullable<ToolBatch["stopped"]>): void {
     this.stopped ??= stop;
     // Only a concurrent batch has siblings running; the run's own scope must not be aborted.
-    if (stop.reason === "fatal" && this.#scope !== this.host.scope) this.#scope.abort(new FatalToolError(stop.message));
+    if (stop.reason === "fatal" && this.#scope !== this.host.scope)
+      this.#scope.abort(new FatalToolError(stop.message));
   }
 
   #context(call: ToolCall): ToolCallContext {

@@ -45,7 +45,9 @@ describe("StallDetector", () => {
 
 describe("canonicalJson", () => {
   it("gives the same text whether or not the keys came sorted, skipping undefined like JSON does", () => {
-    expect(canonicalJson({ a: 1, b: { c: [1, { d: 2, e: null }] } })).toBe('{"a":1,"b":{"c":[1,{"d":2,"e":null}]}}');
+    expect(canonicalJson({ a: 1, b: { c: [1, { d: 2, e: null }] } })).toBe(
+      '{"a":1,"b":{"c":[1,{"d":2,"e":null}]}}',
+    );
     expect(canonicalJson({ b: { e: null, d: 2 }, a: 1 })).toBe('{"a":1,"b":{"d":2,"e":null}}');
     expect(canonicalJson({ a: 1, z: undefined })).toBe('{"a":1}');
     expect(canonicalJson({ z: undefined, a: 1 })).toBe('{"a":1}');
