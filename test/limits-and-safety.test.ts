@@ -324,6 +324,30 @@ describe("context budget", () => {
   });
 });
 
+describe("context budget defaults", () => {
+  it("defaults to 75% of the model's known context window, and says so when it is not known", () => {
+    const known = scriptedModel([], { modelId: "gpt-4o-mini" });
+    expect(() => new Agent({ provider: known, contextBudget: {} })).not.toThrow();
+    const unknown = scriptedModel([], { modelId: "my-finetune" });
+    expect(() => new Agent({ provider: unknown, contextBudget: {} })).toThrow(
+      'contextBudget needs contextWindow or maxTokens: the context window of model "my-finetune" is not known.',
+    );
+    expect(() => new Agent({ provider: unknown, contextBudget: { contextWindow: 8000 } })).not.toThrow();
+  });
+
+  it("counts the system prompt against the budget", async () => {
+    const model = scriptedModel([[script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      systemPrompt: "x".repeat(4000),
+      contextBudget: { maxTokens: 1200 },
+    });
+    const run = agent.prompt([{ role: "note", text: "y".repeat(2000) }, "hi"]);
+    await settle(run);
+    expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
+  });
+});
+
 describe("guards", () => {
   it("does not run the calls of a reply cut off by the length limit", async () => {
     let ran = false;

@@ -6,6 +6,7 @@ import { AgentRun } from "./agent-run.js";
 import { AgentBusyError, InvalidConfigError, TimeoutError } from "./errors.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
+import { knownContextWindow } from "./history/context-windows.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
 import { type AgentMessage, type MessageInput, toMessage } from "./messages.js";
 import { AbortScope } from "./model/abortable.js";
@@ -111,6 +112,7 @@ export class Agent {
   >();
   /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
   readonly #scopes = new Set<AbortScope>();
+  readonly #contextBudget: ContextBudgetOptions | undefined;
   /** Tool calls the last run left waiting for `approve()` / `deny()`. */
   #pending: PendingApproval | undefined;
   #tail: Promise<void> = Promise.resolve();
@@ -124,6 +126,7 @@ export class Agent {
     this.#limits = validLimits({ ...defaultLimits, ...config.limits });
     this.#retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
+    this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
     this.container = (config.container ?? rootContainer).createChildContainer();
     this.#orchestrator =
       typeof config.orchestrator === "object"
@@ -283,7 +286,7 @@ export class Agent {
       toolTimeouts: { toolMs, tools },
       concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
       stall: config.stall ?? {},
-      contextBudget: config.contextBudget,
+      contextBudget: this.#contextBudget,
       resume,
       publish: (event) => {
         run.push(event);
@@ -329,6 +332,21 @@ export class Agent {
 function isLanguageModel(provider: unknown): provider is LanguageModelV4 {
   const model = provider as Partial<LanguageModelV4> | null;
   return model !== null && typeof model === "object" && typeof model.doStream === "function";
+}
+
+/** Without `maxTokens` or `contextWindow`, the budget is a share of the model's known window. */
+function resolveContextBudget(
+  budget: ContextBudgetOptions | undefined,
+  provider: LanguageModelV4 | undefined,
+): ContextBudgetOptions | undefined {
+  if (budget === undefined || budget.maxTokens !== undefined || budget.contextWindow !== undefined)
+    return budget;
+  const contextWindow = provider ? knownContextWindow(provider.modelId) : undefined;
+  if (contextWindow === undefined)
+    throw new InvalidConfigError(
+      `contextBudget needs contextWindow or maxTokens: the context window of model "${provider?.modelId ?? "(none)"}" is not known.`,
+    );
+  return { ...budget, contextWindow };
 }
 
 function validLimits(limits: Limits): Limits {

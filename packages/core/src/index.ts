@@ -7,11 +7,14 @@ export {
   type MessageCallback,
   type PromptOptions,
   type QueueCallbackContext,
+  type Timeouts,
 } from "./agent.js";
 export { AgentRun } from "./agent-run.js";
 export * from "./errors.js";
 export { EventStream } from "./events/event-stream.js";
 export * from "./events/schemas.js";
+export { type ContextBudgetOptions, contextBudget, estimateTokens } from "./history/context-budget.js";
+export { knownContextWindow } from "./history/context-windows.js";
 export {
   type ConvertToLlm,
   chainTransforms,
@@ -24,6 +27,7 @@ export {
 export * from "./messages.js";
 export { toModelPrompt } from "./model/prompt.js";
 export { defaultRetry, type RetryOptions } from "./model/retry.js";
+export type { StepTimeouts } from "./model/step-watchdog.js";
 export type { ModelCallSettings, ModelStepResult } from "./model/stream-step.js";
 export type * from "./orchestrator/contract.js";
 export {
@@ -32,8 +36,11 @@ export {
   registerOrchestrator,
   rootContainer,
 } from "./orchestrator/registry.js";
+export type * from "./run/hooks.js";
 export type { RunResult } from "./run/run-session.js";
+export type { ApprovalDecision, ToolTimeouts } from "./run/tool-batch.js";
 export { validateTranscript } from "./run/transcript.js";
 export { defineTool, type Tool, type ToolDefinition, type ToolExecuteOptions } from "./tools/define-tool.js";
 export { SKIPPED_BY_STEERING } from "./tools/execute-tool.js";
 export { ToolRegistry } from "./tools/registry.js";
+export { canonicalJson, type StallOptions } from "./tools/stall-detector.js";

@@ -21,7 +21,7 @@ import {
   StructuredOutputError,
 } from "../errors.js";
 import type { AgentEvent, OrchestratorEvent, RunMetrics, StopReason } from "../events/schemas.js";
-import { type ContextBudgetOptions, contextBudget } from "../history/context-budget.js";
+import { type ContextBudgetOptions, contextBudget, estimateTokens } from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import {
   type AgentMessage,
@@ -178,6 +178,9 @@ export class RunSession implements RunContext {
     this.#budget = setup.contextBudget
       ? contextBudget({
           ...setup.contextBudget,
+          // The system prompt is not in the history, but it is in every request.
+          systemTokens:
+            setup.contextBudget.systemTokens ?? estimateTokens({ role: "user", content: setup.systemPrompt }),
           onTruncate: (info) => this.#publish({ type: "context_truncated", ...info }),
         })
       : undefined;
