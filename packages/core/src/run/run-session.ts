@@ -202,20 +202,7 @@ export class RunSession implements RunContext {
       },
       emitResult: (result) => this.#publishResult(result),
     };
-    const history = setup.history;
-    const session = this;
-    this.messages = {
-      get all() {
-        return history;
-      },
-      get length() {
-        return history.length;
-      },
-      append(...messages) {
-        session.#assertOpen();
-        history.push(...messages);
-      },
-    };
+    this.messages = new RunMessageLog(setup.history, () => this.#assertOpen());
   }
 
   /** Runs the orchestrator to its end; never rejects. */
@@ -630,6 +617,35 @@ const RESERVED_EVENTS = {
   tool_result: "ctx.executeTools(calls)",
   steering_applied: "ctx.applySteering(messages)",
 } as const;
+
+/**
+ * `ctx.messages`. On Node 20 (V8 11.3) an object literal with getters, or a closure with a rest
+ * parameter, held by the run keeps the whole run (history, events) alive through every young
+ * generation GC until the next full one: all of it gets copied and promoted. Hence a class with
+ * prototype getters, and `append` a bound function (an own property, so destructuring it works).
+ */
+class RunMessageLog implements MessageLog {
+  readonly #history: AgentMessage[];
+  readonly append: (...messages: AgentMessage[]) => void;
+
+  constructor(history: AgentMessage[], assertOpen: () => void) {
+    this.#history = history;
+    this.append = appendMessages.bind(undefined, history, assertOpen);
+  }
+
+  get all(): readonly AgentMessage[] {
+    return this.#history;
+  }
+
+  get length(): number {
+    return this.#history.length;
+  }
+}
+
+function appendMessages(history: AgentMessage[], assertOpen: () => void, ...messages: AgentMessage[]): void {
+  assertOpen();
+  history.push(...messages);
+}
 
 /** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */
 class MetricsRecorder {
