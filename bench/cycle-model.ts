@@ -1,3 +1,4 @@
+import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import type { LanguageModelV4, LanguageModelV4Prompt, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 
 const usage = {
@@ -19,6 +20,21 @@ export function cycleModel(cycles: number): LanguageModelV4 {
     doGenerate: () => Promise.reject(new Error("the benchmark model only streams")),
     doStream: async ({ prompt }) => ({ stream: streamOf(nextParts(prompt, cycles)) }),
   };
+}
+
+/**
+ * The same script on the testing kit's scripted model (`ai/test`'s MockLanguageModelV4), as the
+ * benchmark is specified: one model per run, since the mock records every call.
+ */
+export function scriptedCycleModel(cycles: number): LanguageModelV4 {
+  const step = (options: { prompt: LanguageModelV4Prompt }): ScriptPart[] => {
+    const parts = nextParts(options.prompt, cycles);
+    const call = parts.find((part) => part.type === "tool-call");
+    return call?.type === "tool-call"
+      ? [script.toolCall(call.toolName, call.input, { id: call.toolCallId })]
+      : [script.text("done")];
+  };
+  return scriptedModel(Array.from({ length: cycles + 1 }, () => step));
 }
 
 function nextParts(prompt: LanguageModelV4Prompt, cycles: number): LanguageModelV4StreamPart[] {

@@ -20,9 +20,14 @@ export class AgenticOrchestrator implements Orchestrator {
   }
 
   async run(ctx: RunContext): Promise<void> {
+    // Built once per run: the same strings every call (the prompt builder then reuses its message).
+    const prompts: Record<PromptSituation, string> = {
+      initial: this.#system(ctx, "initial"),
+      afterTools: this.#system(ctx, "afterTools"),
+    };
     for (;;) {
       ctx.startTurn();
-      const answer = await this.#turn(ctx);
+      const answer = await this.#turn(ctx, prompts);
       ctx.endTurn(answer.message);
       const followUps = await ctx.followUps.take();
       if (followUps.length === 0) return;
@@ -30,10 +35,13 @@ export class AgenticOrchestrator implements Orchestrator {
     }
   }
 
-  async #turn(ctx: RunContext): Promise<Extract<Decision, { mode: "respond" }>> {
+  async #turn(
+    ctx: RunContext,
+    prompts: Record<PromptSituation, string>,
+  ): Promise<Extract<Decision, { mode: "respond" }>> {
     let situation: PromptSituation = "initial";
     for (;;) {
-      const decision = await ctx.decide({ system: this.#system(ctx, situation) });
+      const decision = await ctx.decide({ system: prompts[situation] });
       if (decision.mode === "respond") {
         // Steering that arrived while the answer streamed is honoured before the turn ends.
         const steering = await ctx.steering.take();

@@ -47,11 +47,15 @@ export class PromptBuilder {
   }
 }
 
+/** The last system message, reused while its text is the same (orchestrators reuse their prompts). */
+let lastSystem: { role: "system"; content: string } = { role: "system", content: "" };
+
 /** A fresh array each call: a provider (or a test double) may keep the prompt it was given. */
 function withSystem(system: string | undefined, prompt: LanguageModelV4Message[]): LanguageModelV4Prompt {
   if (!system) return prompt.slice();
   const full: LanguageModelV4Prompt = new Array(prompt.length + 1);
-  full[0] = { role: "system", content: system };
+  if (lastSystem.content !== system) lastSystem = { role: "system", content: system };
+  full[0] = lastSystem;
   for (let i = 0; i < prompt.length; i++) full[i + 1] = prompt[i] as LanguageModelV4Message;
   return full;
 }

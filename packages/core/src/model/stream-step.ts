@@ -47,26 +47,85 @@ export interface ModelStepResult {
  * plumbing costs about 1 ms per step on Node 20. Retryable failures before the first chunk reached
  * the caller are retried with backoff; later ones cannot be, since the chunks were already shown.
  */
-export function streamModelStep(request: ModelStepRequest): Promise<ModelStepResult> {
+export async function streamModelStep(request: ModelStepRequest): Promise<ModelStepResult> {
   const scope = request.abortScope ?? new AbortScope(request.signal);
-  return attempt(request, scope, 0);
-}
-
-function attempt(request: ModelStepRequest, scope: AbortScope, retries: number): Promise<ModelStepResult> {
-  const step = new StepReader(request, scope);
-  return step.read().catch(async (error: unknown) => {
-    if (scope.signal.aborted) throw abortError(scope.signal.reason);
-    const retryable =
-      isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
-    if (!step.forwardedAnything && retries < request.retry.maxRetries && retryable) {
+  // One async frame per call: the retry loop and the read loop live in the same function.
+  for (let retries = 0; ; retries++) {
+    const step = new StepState(request.model.modelId);
+    try {
+      return await readStep(request, scope, step);
+    } catch (error) {
+      if (scope.signal.aborted) throw abortError(scope.signal.reason);
+      const retryable =
+        isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
+      if (step.forwardedAnything || retries >= request.retry.maxRetries || !retryable)
+        throw toProviderError(error, retries);
       await sleep(retryDelay(error, retries, request.retry), scope);
-      return attempt(request, scope, retries + 1);
     }
-    throw toProviderError(error, retries);
-  });
+  }
 }
 
-class StepReader {
+async function readStep(
+  request: ModelStepRequest,
+  scope: AbortScope,
+  step: StepState,
+): Promise<ModelStepResult> {
+  const { model, prompt, tools, settings } = request;
+  const signal = scope.signal;
+  const options: LanguageModelV4CallOptions =
+    settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
+  if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
+  let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
+  let rejectStart: ((error: TimeoutError) => void) | undefined;
+  const watchdog = StepWatchdog.needed(request.timeouts)
+    ? new StepWatchdog(request.timeouts, (error) => {
+        rejectStart?.(error);
+        reader?.cancel(error).catch(() => {});
+      })
+    : undefined;
+  const pending = Promise.resolve(model.doStream(options));
+  try {
+    let started = raceAbort(pending, scope);
+    if (watchdog)
+      started = Promise.race([started, new Promise<never>((_resolve, reject) => (rejectStart = reject))]);
+    reader = (await started).stream.getReader();
+    const activeReader = reader;
+    // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
+    const removeHook = scope.onAbort(() => {
+      activeReader.cancel(signal.reason).catch(() => {});
+    });
+    try {
+      for (;;) {
+        const { done, value } = await activeReader.read();
+        if (signal.aborted) throw abortError(signal.reason);
+        if (watchdog?.expired) throw watchdog.expired;
+        if (done) return step.result();
+        // Only content counts as a chunk: providers send stream-start before the model has said anything.
+        if (
+          watchdog &&
+          value.type !== "stream-start" &&
+          value.type !== "response-metadata" &&
+          value.type !== "raw"
+        )
+          watchdog.chunk();
+        step.handle(value, request);
+      }
+    } finally {
+      removeHook();
+    }
+  } finally {
+    watchdog?.stop();
+    // Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it.
+    if (reader === undefined)
+      pending.then(
+        (late) => late.stream.cancel().catch(() => {}),
+        () => {},
+      );
+  }
+}
+
+/** What one model call has produced so far. */
+class StepState {
   forwardedAnything = false;
   readonly #content: AssistantMessage["content"] = [];
   readonly #toolCalls: ToolCall[] = [];
@@ -76,61 +135,11 @@ class StepReader {
   #usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
   #modelId: string;
 
-  constructor(
-    private readonly request: ModelStepRequest,
-    private readonly scope: AbortScope,
-  ) {
-    this.#modelId = request.model.modelId;
+  constructor(modelId: string) {
+    this.#modelId = modelId;
   }
 
-  async read(): Promise<ModelStepResult> {
-    const { model, prompt, tools, settings } = this.request;
-    const signal = this.scope.signal;
-    const options: LanguageModelV4CallOptions =
-      settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
-    if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
-    let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
-    let rejectStart: ((error: TimeoutError) => void) | undefined;
-    const watchdog = StepWatchdog.needed(this.request.timeouts)
-      ? new StepWatchdog(this.request.timeouts, (error) => {
-          rejectStart?.(error);
-          reader?.cancel(error).catch(() => {});
-        })
-      : undefined;
-    const pending = Promise.resolve(model.doStream(options));
-    try {
-      let started = raceAbort(pending, this.scope);
-      if (watchdog)
-        started = Promise.race([started, new Promise<never>((_resolve, reject) => (rejectStart = reject))]);
-      reader = (await started).stream.getReader();
-      const activeReader = reader;
-      // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
-      const removeHook = this.scope.onAbort(() => {
-        activeReader.cancel(signal.reason).catch(() => {});
-      });
-      try {
-        for (;;) {
-          const { done, value } = await activeReader.read();
-          if (signal.aborted) throw abortError(signal.reason);
-          if (watchdog?.expired) throw watchdog.expired;
-          if (done) break;
-          // Only content counts as a chunk: providers send stream-start before the model has said anything.
-          if (value.type !== "stream-start" && value.type !== "response-metadata" && value.type !== "raw")
-            watchdog?.chunk();
-          this.#handle(value);
-        }
-      } finally {
-        removeHook();
-      }
-    } finally {
-      watchdog?.stop();
-      // Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it.
-      if (reader === undefined)
-        pending.then(
-          (late) => late.stream.cancel().catch(() => {}),
-          () => {},
-        );
-    }
+  result(): ModelStepResult {
     return {
       content: this.#content,
       toolCalls: this.#toolCalls,
@@ -140,7 +149,7 @@ class StepReader {
     };
   }
 
-  #handle(part: LanguageModelV4StreamPart): void {
+  handle(part: LanguageModelV4StreamPart, request: ModelStepRequest): void {
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
@@ -151,7 +160,7 @@ class StepReader {
         }
         this.#openText.text += part.delta;
         this.forwardedAnything = true;
-        this.request.onText?.(part.delta);
+        request.onText?.(part.delta);
         return;
       case "reasoning-delta":
         if (part.delta === "") return;
@@ -162,7 +171,7 @@ class StepReader {
         }
         this.#openReasoning.text += part.delta;
         this.forwardedAnything = true;
-        this.request.onReasoning?.(part.delta);
+        request.onReasoning?.(part.delta);
         return;
       case "tool-call": {
         if (part.providerExecuted) return;

@@ -41,16 +41,22 @@ export class MessageInbox implements MessageSource {
   ) {}
 
   take(): Promise<AgentMessage[]> {
-    return Promise.resolve(this.takeNow());
+    const taken = this.takeNow();
+    return Promise.resolve(taken === NOTHING ? [] : taken);
   }
 
   takeNow(): AgentMessage[] | Promise<AgentMessage[]> {
+    // The common case, checked after every tool and before every model call: nothing, no allocation.
+    if (this.callback === undefined && this.queue.size === 0) return NOTHING;
     const queued = this.queue.drain();
     if (this.callback === undefined) return queued;
     const extra = this.callback();
     return isPromise(extra) ? extra.then((more) => merge(queued, more)) : merge(queued, extra);
   }
 }
+
+/** The shared empty answer of `takeNow`: callers only read it. */
+const NOTHING: AgentMessage[] = Object.freeze([]) as unknown as AgentMessage[];
 
 function merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
   return extra && extra.length > 0 ? [...queued, ...extra.map(toMessage)] : queued;

@@ -158,6 +158,8 @@ export class RunSession implements RunContext {
   readonly #metrics = new MetricsRecorder();
   #turnMetrics = MetricsRecorder.zero();
   #awaiting: PendingApproval | undefined;
+  readonly #onReasoning = (text: string): void =>
+    this.#setup.publish({ type: "thinking", runId: this.runId, seq: this.#seq++, ts: Date.now(), text });
   /** What every tool batch of this run needs; built once, not per batch. */
   readonly #batchHost: BatchHost;
 
@@ -197,7 +199,15 @@ export class RunSession implements RunContext {
       cutOffCalls: this.#cutOffCalls,
       sealed: () => this.#sealed,
       emitCall: (call) => {
-        this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
+        this.#setup.publish({
+          type: "tool_call",
+          runId: this.runId,
+          seq: this.#seq++,
+          ts: Date.now(),
+          toolCallId: call.id,
+          toolName: call.name,
+          args: call.args,
+        });
         this.#openCalls.set(call.id, call);
       },
       emitResult: (result) => this.#publishResult(result),
@@ -265,7 +275,15 @@ export class RunSession implements RunContext {
       tools: this.#modelTools(options.tools),
       settings: options.settings,
       extraMessages: options.messages,
-      onText: (text) => this.#publish({ type: "text_delta", text, index: index++ }),
+      onText: (text) =>
+        this.#setup.publish({
+          type: "text_delta",
+          runId: this.runId,
+          seq: this.#seq++,
+          ts: Date.now(),
+          text,
+          index: index++,
+        }),
     });
     if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
     // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
@@ -280,8 +298,11 @@ export class RunSession implements RunContext {
       timestamp: Date.now(),
     };
     this.#setup.history.push(message);
-    this.#publish({
+    this.#setup.publish({
       type: "steering_mode",
+      runId: this.runId,
+      seq: this.#seq++,
+      ts: message.timestamp as number,
       mode: steer ? "steer" : "respond",
       queueSize: step.toolCalls.length,
     });
@@ -323,11 +344,13 @@ export class RunSession implements RunContext {
     throw new StructuredOutputError(attempts, problem, text);
   }
 
-  async executeTools(
-    calls: readonly ToolCall[],
-    options: ExecuteToolsOptions = {},
-  ): Promise<ToolBatchResult> {
-    return this.#runBatch(calls, options);
+  executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
+    try {
+      const result = this.#runBatch(calls, options);
+      return result instanceof Promise ? result : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   applySteering(inputs: readonly MessageInput[]): void {
@@ -403,7 +426,7 @@ export class RunSession implements RunContext {
         retry: this.#setup.retry,
         timeouts: this.#setup.stepTimeouts,
         onText: request.onText,
-        onReasoning: (text) => this.#publish({ type: "thinking", text }),
+        onReasoning: this.#onReasoning,
       });
       this.#assertOpen();
       this.#usage = addUsage(this.#usage, step.usage);
@@ -414,30 +437,51 @@ export class RunSession implements RunContext {
     }
   }
 
-  async #runBatch(
+  /** Runs a batch of tool calls; synchronously when every tool was. */
+  #runBatch(
     calls: readonly ToolCall[],
     options: ExecuteToolsOptions & { approvals?: ReadonlyMap<string, ApprovalDecision> },
-  ): Promise<ToolBatchResult> {
+  ): ToolBatchResult | Promise<ToolBatchResult> {
     this.#assertOpen();
     const started = performance.now();
     const batch = new ToolBatch(this.#batchHost, calls, options);
+    let running: void | Promise<void>;
     try {
-      await batch.run(Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency)));
+      running = batch.run(Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency)));
     } catch (error) {
-      if (error instanceof AwaitingApprovalError)
-        this.#awaiting = {
-          calls,
-          needed: new Map(error.calls.map((call) => [call.id, call.reason])),
-          decisions: new Map(options.approvals ?? []),
-        };
-      throw error;
-    } finally {
-      this.#metrics.toolMs += performance.now() - started;
+      throw this.#batchFailed(error, calls, options, started);
     }
+    if (running === undefined) return this.#batchDone(batch, started);
+    return running.then(
+      () => this.#batchDone(batch, started),
+      (error: unknown) => {
+        throw this.#batchFailed(error, calls, options, started);
+      },
+    );
+  }
+
+  #batchDone(batch: ToolBatch, started: number): ToolBatchResult {
+    this.#metrics.toolMs += performance.now() - started;
     if (this.#sealed) throw new AbortedError("the run has already ended");
     if (batch.stopped?.reason === "stall") throw batch.stopped.error;
     if (batch.steering.length > 0) this.applySteering(batch.steering);
     return { results: batch.results as ToolResultMessage[], steering: batch.steering };
+  }
+
+  #batchFailed(
+    error: unknown,
+    calls: readonly ToolCall[],
+    options: { approvals?: ReadonlyMap<string, ApprovalDecision> },
+    started: number,
+  ): unknown {
+    this.#metrics.toolMs += performance.now() - started;
+    if (error instanceof AwaitingApprovalError)
+      this.#awaiting = {
+        calls,
+        needed: new Map(error.calls.map((call) => [call.id, call.reason])),
+        decisions: new Map(options.approvals ?? []),
+      };
+    return error;
   }
 
   /**
@@ -548,15 +592,14 @@ export class RunSession implements RunContext {
   #publishResult(result: ToolResultMessage): void {
     this.#openCalls.delete(result.toolCallId);
     this.#metrics.count(result.status);
-    const event: OrchestratorEvent = {
-      type: "tool_result",
-      toolCallId: result.toolCallId,
-      toolName: result.toolName,
-      status: result.status,
-    };
-    if (result.isError) event.error = result.content;
-    else event.result = result.details;
-    this.#publish(event);
+    const { toolCallId, toolName, status } = result;
+    const envelope = { runId: this.runId, seq: this.#seq++, ts: result.timestamp ?? Date.now() };
+    // Built whole: adding fields afterwards would give every event a second backing store.
+    this.#setup.publish(
+      result.isError
+        ? { type: "tool_result", ...envelope, toolCallId, toolName, status, error: result.content }
+        : { type: "tool_result", ...envelope, toolCallId, toolName, status, result: result.details },
+    );
   }
 
   /** Adds the envelope in place: every caller passes a fresh object. */

@@ -68,15 +68,15 @@ export class ToolBatch {
     this.#scope = host.scope;
   }
 
-  async run(concurrency: number): Promise<void> {
-    if (this.host.hooks.beforeToolCall) await this.#askBeforeToolCall();
-    if (concurrency <= 1 || this.calls.length <= 1) {
-      for (let index = 0; index < this.calls.length && !this.host.sealed(); index++) {
-        const running = this.#runCall(index);
-        if (running instanceof Promise) await running;
-      }
-      return;
-    }
+  /** Runs the batch; returns nothing (no promise, no microtask) when every tool was synchronous. */
+  run(concurrency: number): void | Promise<void> {
+    if (this.host.hooks.beforeToolCall)
+      return this.#askBeforeToolCall().then(() => this.#runCalls(concurrency));
+    return this.#runCalls(concurrency);
+  }
+
+  #runCalls(concurrency: number): void | Promise<void> {
+    if (concurrency <= 1 || this.calls.length <= 1) return this.#runInOrder(0);
     this.#scope = this.host.scope.child();
     const gate = new ExclusiveGate();
     const worker = async () => {
@@ -87,10 +87,20 @@ export class ToolBatch {
         else await gate.shared(() => this.#runCall(index));
       }
     };
-    try {
-      await Promise.all(Array.from({ length: Math.min(concurrency, this.calls.length) }, worker));
-    } finally {
-      this.#scope.dispose();
+    return Promise.all(Array.from({ length: Math.min(concurrency, this.calls.length) }, worker)).then(
+      () => this.#scope.dispose(),
+      (error: unknown) => {
+        this.#scope.dispose();
+        throw error;
+      },
+    );
+  }
+
+  /** One call after the other; it turns asynchronous only at the first call that is. */
+  #runInOrder(from: number): void | Promise<void> {
+    for (let index = from; index < this.calls.length && !this.host.sealed(); index++) {
+      const running = this.#runCall(index);
+      if (running instanceof Promise) return running.then(() => this.#runInOrder(index + 1));
     }
   }
 
@@ -208,9 +218,9 @@ export class ToolBatch {
       const taken = this.host.steering.takeNow();
       if (!Array.isArray(taken))
         return taken.then((steering) => {
-          if (this.steering.length === 0) this.steering = steering;
+          if (this.steering.length === 0 && steering.length > 0) this.steering = steering;
         });
-      this.steering = taken;
+      if (taken.length > 0) this.steering = taken;
     }
   }
 
