@@ -3,14 +3,14 @@
  * doStream() directly, interleaved in one process so the ratios are robust to machine noise.
  * Two models: the testing kit's scripted model (the benchmark as specified) and a leaner
  * hand-written one (a stricter floor). Run: `pnpm bench`.
- * Options: BENCH_CYCLES (default 50), BENCH_ROUNDS (default 7), BENCH_ROUND_MS (default 400).
+ * Options: BENCH_CYCLES (default 50), BENCH_ROUNDS (default 21), BENCH_ROUND_MS (default 200).
  */
 import { cycleModel, scriptedCycleModel } from "./cycle-model.js";
 import { agenticLoop, bareLoop } from "./loops.js";
 
 const cycles = Number(process.env.BENCH_CYCLES ?? 50);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
-const roundMs = Number(process.env.BENCH_ROUND_MS ?? 400);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 21);
+const roundMs = Number(process.env.BENCH_ROUND_MS ?? 200);
 const lean = cycleModel(cycles);
 
 type Variant = { name: string; run: () => Promise<string> };

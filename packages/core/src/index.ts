@@ -43,4 +43,4 @@ export { validateTranscript } from "./run/transcript.js";
 export { defineTool, type Tool, type ToolDefinition, type ToolExecuteOptions } from "./tools/define-tool.js";
 export { SKIPPED_BY_STEERING } from "./tools/execute-tool.js";
 export { ToolRegistry } from "./tools/registry.js";
-export { canonicalJson, type StallOptions } from "./tools/stall-detector.js";
+export { canonicalJson, StallDetector, type StallOptions } from "./tools/stall-detector.js";

@@ -1,14 +1,43 @@
 import { abortError } from "../errors.js";
 
 /**
+ * Something to call when a scope aborts. Hooks are linked into their scope's list, so adding and
+ * removing one allocates nothing (a per-call `Set` entry and its closures cost about 0.2 µs).
+ * Extend it (`fire` is called once, on abort) or use `AbortScope.onAbort(fn)`.
+ */
+export abstract class AbortHook {
+  /** @internal The scope's list. */
+  hookPrev: AbortHook | undefined = undefined;
+  /** @internal */
+  hookNext: AbortHook | undefined = undefined;
+  /** @internal True while the hook is in a scope's list. */
+  hookLinked = false;
+
+  abstract fire(): void;
+}
+
+class FunctionHook extends AbortHook {
+  constructor(readonly fn: () => void) {
+    super();
+  }
+
+  fire(): void {
+    this.fn();
+  }
+}
+
+/**
  * A run's abort: it owns the controller whose signal the model and the tools get, and calls its
  * hooks directly. Node 20's EventTarget makes an add/remove listener pair cost about 5 µs and
  * `AbortSignal.any` about 20 µs, so the per-call abort races use these hooks, not listeners.
  */
 export class AbortScope {
   readonly #controller = new AbortController();
-  readonly #hooks = new Set<() => void>();
+  #first: AbortHook | undefined;
+  #last: AbortHook | undefined;
   #unlink: (() => void) | undefined;
+  /** Same as `signal.aborted`, without the getter. */
+  aborted = false;
 
   /** `linked`: an outside signal (the prompt's) that aborts this scope too. */
   constructor(linked?: AbortSignal) {
@@ -27,21 +56,57 @@ export class AbortScope {
   }
 
   abort(reason?: unknown): void {
-    if (this.#controller.signal.aborted) return;
+    if (this.aborted) return;
+    this.aborted = true;
     this.#controller.abort(reason);
     this.dispose();
-    for (const hook of this.#hooks) hook();
-    this.#hooks.clear();
+    // Hooks removed by an earlier hook are not called; hooks added now run at once (see `add`).
+    const hooks: AbortHook[] = [];
+    for (let hook = this.#first; hook !== undefined; hook = hook.hookNext) hooks.push(hook);
+    for (const hook of hooks) {
+      if (!hook.hookLinked) continue;
+      this.remove(hook);
+      hook.fire();
+    }
+  }
+
+  /** Fires `hook` when the scope aborts (at once if it already has). Remove it with `remove`. */
+  add(hook: AbortHook): void {
+    if (this.aborted) {
+      hook.fire();
+      return;
+    }
+    if (hook.hookLinked) return;
+    hook.hookLinked = true;
+    hook.hookPrev = this.#last;
+    hook.hookNext = undefined;
+    if (this.#last === undefined) this.#first = hook;
+    else this.#last.hookNext = hook;
+    this.#last = hook;
+  }
+
+  /** Unlinks `hook`; a no-op when it is not linked. */
+  remove(hook: AbortHook): void {
+    if (!hook.hookLinked) return;
+    hook.hookLinked = false;
+    const { hookPrev: prev, hookNext: next } = hook;
+    if (prev === undefined) this.#first = next;
+    else prev.hookNext = next;
+    if (next === undefined) this.#last = prev;
+    else next.hookPrev = prev;
+    hook.hookPrev = undefined;
+    hook.hookNext = undefined;
   }
 
   /** Calls `hook` when the scope aborts (at once if it already has); returns a remover. */
   onAbort(hook: () => void): () => void {
-    if (this.signal.aborted) {
+    if (this.aborted) {
       hook();
       return noop;
     }
-    this.#hooks.add(hook);
-    return () => this.#hooks.delete(hook);
+    const node = new FunctionHook(hook);
+    this.add(node);
+    return () => this.remove(node);
   }
 
   /** A scope that aborts with this one, and can also abort on its own (a batch of tool calls). */

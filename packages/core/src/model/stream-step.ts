@@ -8,14 +8,14 @@ import type {
 } from "@ai-sdk/provider";
 import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } from "../errors.js";
 import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
-import { AbortScope, raceAbort, sleep } from "./abortable.js";
+import { AbortHook, AbortScope, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
 
-export interface ModelStepRequest {
+export interface ModelStepRequest<T = ModelStepResult> {
   model: LanguageModelV4;
   prompt: LanguageModelV4Prompt;
   tools: readonly LanguageModelV4FunctionTool[];
@@ -30,6 +30,13 @@ export interface ModelStepRequest {
   onText?(text: string): void;
   /** Called with each reasoning chunk as the model streams it. */
   onReasoning?(text: string): void;
+  /**
+   * Turns the result into what the step resolves with, as soon as the stream ends (a caller that
+   * awaits the result then needs no async frame of its own). What it throws rejects the step.
+   */
+  finish?(result: ModelStepResult): T;
+  /** Called once the call settles, whichever way (to account the time it took). */
+  onSettled?(): void;
 }
 
 export interface ModelStepResult {
@@ -47,57 +54,50 @@ export interface ModelStepResult {
  * plumbing costs about 1 ms per step on Node 20. Retryable failures before the first chunk reached
  * the caller are retried with backoff; later ones cannot be, since the chunks were already shown.
  */
-export async function streamModelStep(request: ModelStepRequest): Promise<ModelStepResult> {
+export async function streamModelStep<T = ModelStepResult>(request: ModelStepRequest<T>): Promise<T> {
   const scope = request.abortScope ?? new AbortScope(request.signal);
-  // One async frame per call: the retry loop and the read loop live in the same function.
-  for (let retries = 0; ; retries++) {
-    const step = new StepState(request.model.modelId);
-    try {
-      return await readStep(request, scope, step);
-    } catch (error) {
-      if (scope.signal.aborted) throw abortError(scope.signal.reason);
-      const retryable =
-        isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
-      if (step.forwardedAnything || retries >= request.retry.maxRetries || !retryable)
-        throw toProviderError(error, retries);
-      await sleep(retryDelay(error, retries, request.retry), scope);
+  try {
+    for (let retries = 0; ; retries++) {
+      const step = new StepState(request, scope);
+      let result: ModelStepResult;
+      try {
+        result = await readStep(step, request, scope);
+      } catch (error) {
+        if (scope.aborted) throw abortError(scope.signal.reason);
+        const retryable =
+          isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
+        if (step.forwardedAnything || retries >= request.retry.maxRetries || !retryable)
+          throw toProviderError(error, retries);
+        await sleep(retryDelay(error, retries, request.retry), scope);
+        continue;
+      }
+      return request.finish ? request.finish(result) : (result as T);
     }
+  } finally {
+    request.onSettled?.();
   }
 }
 
+/**
+ * One attempt: opens the stream and reads it to its end. The step is the attempt's abort hook:
+ * while `doStream()` is pending an abort rejects the wait (a provider may ignore its signal), and
+ * while reading it cancels the reader (a stream may ignore it too), which ends the pending read.
+ */
 async function readStep(
-  request: ModelStepRequest,
-  scope: AbortScope,
   step: StepState,
+  request: ModelStepRequest<unknown>,
+  scope: AbortScope,
 ): Promise<ModelStepResult> {
-  const { model, prompt, tools, settings } = request;
-  const signal = scope.signal;
-  const options: LanguageModelV4CallOptions =
-    settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
-  if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
-  let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
-  let rejectStart: ((error: TimeoutError) => void) | undefined;
   const watchdog = StepWatchdog.needed(request.timeouts)
-    ? new StepWatchdog(request.timeouts, (error) => {
-        rejectStart?.(error);
-        reader?.cancel(error).catch(() => {});
-      })
+    ? new StepWatchdog(request.timeouts, (e) => step.expire(e))
     : undefined;
-  const pending = Promise.resolve(model.doStream(options));
   try {
-    let started = raceAbort(pending, scope);
-    if (watchdog)
-      started = Promise.race([started, new Promise<never>((_resolve, reject) => (rejectStart = reject))]);
-    reader = (await started).stream.getReader();
-    const activeReader = reader;
-    // A model that ignores its abortSignal must not hold the run: cancelling the reader ends the read.
-    const removeHook = scope.onAbort(() => {
-      activeReader.cancel(signal.reason).catch(() => {});
-    });
+    const reader = (await step.open()).stream.getReader();
+    step.reading(reader);
     try {
       for (;;) {
-        const { done, value } = await activeReader.read();
-        if (signal.aborted) throw abortError(signal.reason);
+        const { done, value } = await reader.read();
+        if (scope.aborted) throw abortError(scope.signal.reason);
         if (watchdog?.expired) throw watchdog.expired;
         if (done) return step.result();
         // Only content counts as a chunk: providers send stream-start before the model has said anything.
@@ -108,25 +108,25 @@ async function readStep(
           value.type !== "raw"
         )
           watchdog.chunk();
-        step.handle(value, request);
+        step.handle(value);
       }
     } finally {
-      removeHook();
+      scope.remove(step);
     }
   } finally {
+    scope.remove(step);
     watchdog?.stop();
-    // Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it.
-    if (reader === undefined)
-      pending.then(
-        (late) => late.stream.cancel().catch(() => {}),
-        () => {},
-      );
+    step.closeLate();
   }
 }
 
-/** What one model call has produced so far. */
-class StepState {
+type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
+
+/** What one model call has produced so far; also its abort hook (see `readStep`). */
+class StepState extends AbortHook {
   forwardedAnything = false;
+  readonly #request: ModelStepRequest<unknown>;
+  readonly #scope: AbortScope;
   readonly #content: AssistantMessage["content"] = [];
   readonly #toolCalls: ToolCall[] = [];
   #openText: { type: "text"; text: string } | undefined;
@@ -134,9 +134,58 @@ class StepState {
   #finishReason = "other";
   #usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
   #modelId: string;
+  #pending: PromiseLike<StreamResult> | undefined;
+  #rejectOpen: ((reason: unknown) => void) | undefined;
+  #reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
 
-  constructor(modelId: string) {
-    this.#modelId = modelId;
+  constructor(request: ModelStepRequest<unknown>, scope: AbortScope) {
+    super();
+    this.#request = request;
+    this.#scope = scope;
+    this.#modelId = request.model.modelId;
+  }
+
+  /** Calls `doStream()`; settles as it does, or rejects on abort or a timeout before the stream. */
+  open(): Promise<StreamResult> {
+    const { model, prompt, tools, settings } = this.#request;
+    const signal = this.#scope.signal;
+    const options: LanguageModelV4CallOptions =
+      settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
+    if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
+    const pending = model.doStream(options);
+    this.#pending = pending;
+    return new Promise<StreamResult>((resolve, reject) => {
+      this.#rejectOpen = reject;
+      this.#scope.add(this);
+      pending.then(resolve, reject);
+    });
+  }
+
+  /** The stream is open: from now on an abort or a timeout cancels `reader`. */
+  reading(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>): void {
+    this.#rejectOpen = undefined;
+    this.#reader = reader;
+    // Aborted after doStream() settled but before this: the hook has fired already.
+    if (this.#scope.aborted) cancel(reader, this.#scope.signal.reason);
+  }
+
+  fire(): void {
+    this.#stop(abortError(this.#scope.signal.reason));
+  }
+
+  expire(error: TimeoutError): void {
+    this.#stop(error);
+  }
+
+  /** Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it. */
+  closeLate(): void {
+    if (this.#reader === undefined && this.#pending !== undefined)
+      this.#pending.then((late) => late.stream.cancel().catch(ignore), ignore);
+  }
+
+  #stop(reason: unknown): void {
+    if (this.#reader !== undefined) cancel(this.#reader, reason);
+    else this.#rejectOpen?.(reason);
   }
 
   result(): ModelStepResult {
@@ -149,7 +198,8 @@ class StepState {
     };
   }
 
-  handle(part: LanguageModelV4StreamPart, request: ModelStepRequest): void {
+  handle(part: LanguageModelV4StreamPart): void {
+    const request = this.#request;
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
@@ -196,6 +246,12 @@ class StepState {
     }
   }
 }
+
+function cancel(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>, reason: unknown): void {
+  reader.cancel(reason).catch(ignore);
+}
+
+function ignore(): void {}
 
 /** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
 function parseArgs(input: string): unknown {

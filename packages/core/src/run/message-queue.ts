@@ -40,6 +40,11 @@ export class MessageInbox implements MessageSource {
     private readonly callback: InboxCallback | undefined,
   ) {}
 
+  /** With a callback, taking may be asynchronous. */
+  get hasCallback(): boolean {
+    return this.callback !== undefined;
+  }
+
   take(): Promise<AgentMessage[]> {
     const taken = this.takeNow();
     return Promise.resolve(taken === NOTHING ? [] : taken);

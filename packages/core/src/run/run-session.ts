@@ -153,6 +153,11 @@ export class RunSession implements RunContext {
   /** Tool calls whose `tool_call` event went out and whose `tool_result` has not yet. */
   readonly #openCalls = new Map<string, ToolCall>();
   readonly #cutOffCalls = new Set<string>();
+  /** Tool calls the model made in this run, and results recorded: equal means nothing to repair. */
+  #callsMade = 0;
+  #callsAnswered = 0;
+  /** An orchestrator appended messages itself: they may hold tool calls of their own. */
+  #appendedByOrchestrator = false;
   readonly #stall: StallDetector | undefined;
   readonly #budget: HistoryTransform | undefined;
   readonly #metrics = new MetricsRecorder();
@@ -212,7 +217,10 @@ export class RunSession implements RunContext {
       },
       emitResult: (result) => this.#publishResult(result),
     };
-    this.messages = new RunMessageLog(setup.history, () => this.#assertOpen());
+    this.messages = new RunMessageLog(setup.history, () => {
+      this.#assertOpen();
+      this.#appendedByOrchestrator = true;
+    });
   }
 
   /** Runs the orchestrator to its end; never rejects. */
@@ -268,14 +276,14 @@ export class RunSession implements RunContext {
     this.#publish({ type: "turn_end", message, durationMs, metrics });
   }
 
-  async decide(options: DecideOptions = {}): Promise<Decision> {
+  decide(options: DecideOptions = {}): Promise<Decision> {
     let index = 0;
-    const step = await this.#callModel({
+    const request = {
       system: options.system,
       tools: this.#modelTools(options.tools),
       settings: options.settings,
       extraMessages: options.messages,
-      onText: (text) =>
+      onText: (text: string) =>
         this.#setup.publish({
           type: "text_delta",
           runId: this.runId,
@@ -284,7 +292,16 @@ export class RunSession implements RunContext {
           text,
           index: index++,
         }),
-    });
+    };
+    try {
+      return this.#callModel(request, this.#decision);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Records the model's reply and says what it decided; runs as the stream ends. */
+  readonly #decision = (step: ModelStepResult): Decision => {
     if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
     // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
     if (step.finishReason === "length") for (const call of step.toolCalls) this.#cutOffCalls.add(call.id);
@@ -298,6 +315,7 @@ export class RunSession implements RunContext {
       timestamp: Date.now(),
     };
     this.#setup.history.push(message);
+    this.#callsMade += step.toolCalls.length;
     this.#setup.publish({
       type: "steering_mode",
       runId: this.runId,
@@ -309,7 +327,7 @@ export class RunSession implements RunContext {
     return steer
       ? { mode: "steer", message, toolCalls: step.toolCalls }
       : { mode: "respond", message, text: textOf(message) };
-  }
+  };
 
   async generateObject<T>(
     schema: z.ZodType<T>,
@@ -326,12 +344,15 @@ export class RunSession implements RunContext {
     let problem = "";
     let text = "";
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      const step = await this.#callModel({
-        system: options.system,
-        tools: [],
-        settings: { ...options.settings, responseFormat },
-        extraMessages: extra,
-      });
+      const step = await this.#callModel(
+        {
+          system: options.system,
+          tools: [],
+          settings: { ...options.settings, responseFormat },
+          extraMessages: extra,
+        },
+        (result) => result,
+      );
       text = textOf({ role: "assistant", content: step.content });
       const parsed = parseStructured(schema, text);
       if (parsed.success) return { object: parsed.value, text };
@@ -365,14 +386,33 @@ export class RunSession implements RunContext {
    * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
    * first, builds the prompt through the pipeline, streams reasoning as `thinking`, sums usage.
    */
-  async #callModel(request: {
-    system: string | undefined;
-    tools: readonly LanguageModelV4FunctionTool[];
-    settings: ModelCallSettings | undefined;
-    extraMessages?: readonly LlmMessage[] | undefined;
-    onText?: (text: string) => void;
-  }): Promise<ModelStepResult> {
+  /**
+   * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
+   * first, builds the prompt through the pipeline, streams reasoning as `thinking`, sums usage,
+   * and hands the result to `finish` as the stream ends. Without hooks, a steering callback or a
+   * history pipeline, everything before the call is synchronous: no async frame of its own.
+   */
+  #callModel<T>(request: ModelCallRequest, finish: (step: ModelStepResult) => T): Promise<T> {
     this.#assertOpen();
+    const { hooks, steering } = this.#setup;
+    if (
+      (this.#cycles > 0 && hooks.shouldStop) ||
+      hooks.prepareStep ||
+      steering.hasCallback ||
+      this.#setup.transformContext ||
+      this.#setup.convertToLlm ||
+      this.#budget
+    )
+      return this.#callModelSlowly(request, finish);
+    this.#countCycle();
+    const taken = steering.takeNow() as AgentMessage[];
+    if (taken.length > 0) this.applySteering(taken);
+    const system = request.system ?? this.systemPrompt;
+    const prompt = this.#prompts.buildFromHistory(system, this.#setup.history);
+    return this.#stream(request, this.#provider(), prompt, request.tools, finish);
+  }
+
+  async #callModelSlowly<T>(request: ModelCallRequest, finish: (step: ModelStepResult) => T): Promise<T> {
     const { hooks } = this.#setup;
     if (this.#cycles > 0 && hooks.shouldStop) {
       const stop = await hooks.shouldStop({
@@ -382,20 +422,16 @@ export class RunSession implements RunContext {
       });
       if (stop) throw new StopRequestedError();
     }
-    if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
-    this.#cycles++;
-    // Awaiting only a real promise keeps the no-callback path free of a microtask hop.
+    this.#countCycle();
     const taken = this.#setup.steering.takeNow();
     const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.applySteering(steering);
-    let model = this.#setup.provider;
-    if (model === undefined) throw new NoProviderError();
-
+    let model = this.#provider();
     let system = request.system ?? this.systemPrompt;
     let tools = request.tools;
+    const messages = await this.#pipelineMessages();
     let prompt: LanguageModelV4Prompt;
     if (hooks.prepareStep) {
-      const messages = await this.#pipelineMessages();
       const prepared = await hooks.prepareStep({
         runId: this.runId,
         step: this.#cycles,
@@ -408,33 +444,54 @@ export class RunSession implements RunContext {
       model = prepared?.model ?? model;
       if (prepared?.tools) tools = this.#modelTools(prepared.tools);
       prompt = this.#prompts.build(system, prepared?.messages ?? messages);
-    } else if (this.#setup.transformContext || this.#setup.convertToLlm || this.#budget)
-      prompt = this.#prompts.build(system, await this.#pipelineMessages());
-    else prompt = this.#prompts.buildFromHistory(system, this.#setup.history);
+    } else prompt = this.#prompts.build(system, messages);
+    return this.#stream(request, model, prompt, tools, finish);
+  }
+
+  #countCycle(): void {
+    this.#assertOpen();
+    if (this.#cycles >= this.limits.maxCycles) throw new MaxCyclesExceededError(this.limits.maxCycles);
+    this.#cycles++;
+  }
+
+  #provider(): LanguageModelV4 {
+    const provider = this.#setup.provider;
+    if (provider === undefined) throw new NoProviderError();
+    return provider;
+  }
+
+  #stream<T>(
+    request: ModelCallRequest,
+    model: LanguageModelV4,
+    prompt: LanguageModelV4Prompt,
+    tools: readonly LanguageModelV4FunctionTool[],
+    finish: (step: ModelStepResult) => T,
+  ): Promise<T> {
     if (request.extraMessages && request.extraMessages.length > 0)
       prompt = prompt.concat(toModelPrompt(undefined, request.extraMessages));
     const started = performance.now();
-    try {
-      const step = await streamModelStep({
-        model,
-        prompt,
-        tools,
-        settings: request.settings
-          ? { ...this.#setup.modelSettings, ...request.settings }
-          : this.#setup.modelSettings,
-        abortScope: this.#abortScope,
-        retry: this.#setup.retry,
-        timeouts: this.#setup.stepTimeouts,
-        onText: request.onText,
-        onReasoning: this.#onReasoning,
-      });
-      this.#assertOpen();
-      this.#usage = addUsage(this.#usage, step.usage);
-      this.#metrics.usage = this.#usage;
-      return step;
-    } finally {
-      this.#metrics.modelMs += performance.now() - started;
-    }
+    return streamModelStep({
+      model,
+      prompt,
+      tools,
+      settings: request.settings
+        ? { ...this.#setup.modelSettings, ...request.settings }
+        : this.#setup.modelSettings,
+      abortScope: this.#abortScope,
+      retry: this.#setup.retry,
+      timeouts: this.#setup.stepTimeouts,
+      onText: request.onText,
+      onReasoning: this.#onReasoning,
+      finish: (step) => {
+        this.#assertOpen();
+        this.#usage = addUsage(this.#usage, step.usage);
+        this.#metrics.usage = this.#usage;
+        return finish(step);
+      },
+      onSettled: () => {
+        this.#metrics.modelMs += performance.now() - started;
+      },
+    });
   }
 
   /** Runs a batch of tool calls; synchronously when every tool was. */
@@ -494,6 +551,8 @@ export class RunSession implements RunContext {
       if (!decisions.has(id))
         decisions.set(id, { approved: false, reason: "not approved before the conversation went on" });
     await this.#runBatch(pending.calls, { approvals: decisions, interruptOnSteering: false });
+    // Those were a previous run's calls: they do not answer any call of this run.
+    this.#callsAnswered -= pending.calls.length;
   }
 
   // ----- lifecycle -----
@@ -572,6 +631,8 @@ export class RunSession implements RunContext {
    * right after the results of their batch, and their `tool_call`/`tool_result` events.
    */
   #answerOpenCalls(failure: AgentError | undefined, waiting: ReadonlySet<string>): void {
+    // Every call the model made was answered, and nobody else added calls: nothing to scan.
+    if (!this.#appendedByOrchestrator && this.#callsAnswered >= this.#callsMade && waiting.size === 0) return;
     const missing = findUnansweredToolCalls(this.#setup.history, this.#firstMessage).filter(
       ({ call }) => !waiting.has(call.id),
     );
@@ -591,14 +652,17 @@ export class RunSession implements RunContext {
 
   #publishResult(result: ToolResultMessage): void {
     this.#openCalls.delete(result.toolCallId);
+    this.#callsAnswered++;
     this.#metrics.count(result.status);
     const { toolCallId, toolName, status } = result;
-    const envelope = { runId: this.runId, seq: this.#seq++, ts: result.timestamp ?? Date.now() };
+    const runId = this.runId;
+    const seq = this.#seq++;
+    const ts = result.timestamp ?? Date.now();
     // Built whole: adding fields afterwards would give every event a second backing store.
     this.#setup.publish(
       result.isError
-        ? { type: "tool_result", ...envelope, toolCallId, toolName, status, error: result.content }
-        : { type: "tool_result", ...envelope, toolCallId, toolName, status, result: result.details },
+        ? { type: "tool_result", runId, seq, ts, toolCallId, toolName, status, error: result.content }
+        : { type: "tool_result", runId, seq, ts, toolCallId, toolName, status, result: result.details },
     );
   }
 
@@ -688,6 +752,14 @@ class RunMessageLog implements MessageLog {
 function appendMessages(history: AgentMessage[], assertOpen: () => void, ...messages: AgentMessage[]): void {
   assertOpen();
   history.push(...messages);
+}
+
+interface ModelCallRequest {
+  system: string | undefined;
+  tools: readonly LanguageModelV4FunctionTool[];
+  settings: ModelCallSettings | undefined;
+  extraMessages?: readonly LlmMessage[] | undefined;
+  onText?: (text: string) => void;
 }
 
 /** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */

@@ -111,21 +111,28 @@ export function toolResult(
   content: string,
   details?: unknown,
 ): ToolResultMessage {
-  const message: ToolResultMessage = {
-    role: "toolResult",
-    toolCallId: call.id,
-    toolName: call.name,
-    content,
-    isError: status !== "ok",
-    status,
-    timestamp: Date.now(),
-  };
-  if (details !== undefined) message.details = details;
-  return message;
+  const isError = status !== "ok";
+  const timestamp = Date.now();
+  // Built whole: adding `details` afterwards would give the message a second backing store.
+  return details === undefined
+    ? { role: "toolResult", toolCallId: call.id, toolName: call.name, content, isError, status, timestamp }
+    : {
+        role: "toolResult",
+        toolCallId: call.id,
+        toolName: call.name,
+        content,
+        details,
+        isError,
+        status,
+        timestamp,
+      };
 }
 
 function successResult(call: ToolCall, value: unknown): ToolResultMessage {
   if (typeof value === "string") return toolResult(call, "ok", value, value);
+  // Same text as JSON.stringify for a finite number, without its generic path.
+  if (typeof value === "number" && Number.isFinite(value))
+    return toolResult(call, "ok", String(value), value);
   let content: string | undefined;
   try {
     content = JSON.stringify(value);

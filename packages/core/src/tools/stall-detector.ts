@@ -23,7 +23,8 @@ const OK: StallVerdict = { kind: "ok" };
 export class StallDetector {
   readonly #repeatedCalls: number;
   readonly #repeatedResults: number;
-  readonly #callCounts = new Map<string, number>();
+  /** Per tool name, how often each canonical argument text was seen. */
+  readonly #callCounts = new Map<string, Map<string, number>>();
   readonly #nudgedCalls = new Set<string>();
   #lastResult: string | undefined;
   #resultStreak = 0;
@@ -36,10 +37,13 @@ export class StallDetector {
 
   /** Called before a call runs. */
   checkCall(call: ToolCall): StallVerdict {
-    const signature = `${call.name}:${canonicalJson(call.args)}`;
-    const count = (this.#callCounts.get(signature) ?? 0) + 1;
-    this.#callCounts.set(signature, count);
+    const args = canonicalJson(call.args);
+    let counts = this.#callCounts.get(call.name);
+    if (counts === undefined) this.#callCounts.set(call.name, (counts = new Map()));
+    const count = (counts.get(args) ?? 0) + 1;
+    counts.set(args, count);
     if (count < this.#repeatedCalls) return OK;
+    const signature = `${call.name}\u0000${args}`;
     if (this.#nudgedCalls.has(signature))
       return {
         kind: "stall",
