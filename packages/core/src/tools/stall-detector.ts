@@ -39,7 +39,10 @@ export class StallDetector {
   checkCall(call: ToolCall): StallVerdict {
     const args = canonicalJson(call.args);
     let counts = this.#callCounts.get(call.name);
-    if (counts === undefined) this.#callCounts.set(call.name, (counts = new Map()));
+    if (counts === undefined) {
+      counts = new Map();
+      this.#callCounts.set(call.name, counts);
+    }
     const count = (counts.get(args) ?? 0) + 1;
     counts.set(args, count);
     if (count < this.#repeatedCalls) return OK;
