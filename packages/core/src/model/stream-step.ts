@@ -58,65 +58,52 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
   const scope = request.abortScope ?? new AbortScope(request.signal);
   try {
     for (let retries = 0; ; retries++) {
+      // One async frame per call: the attempt is opened and read here, not in a nested function.
+      // The step is the attempt's abort hook: while doStream() is pending an abort rejects the
+      // wait (a provider may ignore its signal); while reading it cancels the reader (a stream may
+      // ignore it too), which ends the pending read.
       const step = new StepState(request, scope);
-      let result: ModelStepResult;
+      const watchdog = StepWatchdog.needed(request.timeouts)
+        ? new StepWatchdog(request.timeouts, (error) => step.expire(error))
+        : undefined;
+      let result: ModelStepResult | undefined;
+      let failure: unknown;
       try {
-        result = await readStep(step, request, scope);
+        const reader = (await step.open()).stream.getReader();
+        step.reading(reader);
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (scope.aborted) throw abortError(scope.signal.reason);
+          if (watchdog?.expired) throw watchdog.expired;
+          if (done) break;
+          // Only content counts as a chunk: providers send stream-start before the model has said anything.
+          if (
+            watchdog &&
+            value.type !== "stream-start" &&
+            value.type !== "response-metadata" &&
+            value.type !== "raw"
+          )
+            watchdog.chunk();
+          step.handle(value);
+        }
+        result = step.result();
       } catch (error) {
         if (scope.aborted) throw abortError(scope.signal.reason);
         const retryable =
           isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
         if (step.forwardedAnything || retries >= request.retry.maxRetries || !retryable)
           throw toProviderError(error, retries);
-        await sleep(retryDelay(error, retries, request.retry), scope);
-        continue;
+        failure = error;
+      } finally {
+        scope.remove(step);
+        watchdog?.stop();
+        step.closeLate();
       }
-      return request.finish ? request.finish(result) : (result as T);
+      if (result !== undefined) return request.finish ? request.finish(result) : (result as T);
+      await sleep(retryDelay(failure, retries, request.retry), scope);
     }
   } finally {
     request.onSettled?.();
-  }
-}
-
-/**
- * One attempt: opens the stream and reads it to its end. The step is the attempt's abort hook:
- * while `doStream()` is pending an abort rejects the wait (a provider may ignore its signal), and
- * while reading it cancels the reader (a stream may ignore it too), which ends the pending read.
- */
-async function readStep(
-  step: StepState,
-  request: ModelStepRequest<unknown>,
-  scope: AbortScope,
-): Promise<ModelStepResult> {
-  const watchdog = StepWatchdog.needed(request.timeouts)
-    ? new StepWatchdog(request.timeouts, (e) => step.expire(e))
-    : undefined;
-  try {
-    const reader = (await step.open()).stream.getReader();
-    step.reading(reader);
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (scope.aborted) throw abortError(scope.signal.reason);
-        if (watchdog?.expired) throw watchdog.expired;
-        if (done) return step.result();
-        // Only content counts as a chunk: providers send stream-start before the model has said anything.
-        if (
-          watchdog &&
-          value.type !== "stream-start" &&
-          value.type !== "response-metadata" &&
-          value.type !== "raw"
-        )
-          watchdog.chunk();
-        step.handle(value);
-      }
-    } finally {
-      scope.remove(step);
-    }
-  } finally {
-    scope.remove(step);
-    watchdog?.stop();
-    step.closeLate();
   }
 }
 
