@@ -67,6 +67,16 @@ describe("agent-core run with the offline demo model", () => {
     expect(lines.at(-1)).toMatch(/^■ completed · 2 cycles · 2 tool calls · \d+\.\ds · \d+ tokens$/);
   });
 
+  it("plans, runs the steps and answers with --orchestrator plan-execute", async () => {
+    const { code, stdout } = await cli(["run", "--orchestrator", "plan-execute", "What is 15*3 and 10+5?"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("orchestrator plan-execute");
+    expect(stdout).toContain("▤ plan: 2 steps (calculator, calculator)");
+    expect(stdout).toContain('✓ step 2/2 calculator: {"expression":"10+5","result":15}');
+    expect(stdout).toContain("15*3 = 45 and 10+5 = 15");
+    expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ completed · 2 cycles · 2 tool calls/);
+  });
+
   it("answers a plain prompt without tools", async () => {
     const { code, stdout } = await cli(["run", "hello"]);
     expect(code).toBe(0);

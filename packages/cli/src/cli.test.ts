@@ -62,7 +62,7 @@ describe("main: usage", () => {
     expect(code).toBe(2);
     expect(stdout).toBe("");
     expect(stderr).toContain('Unknown orchestrator "nope"');
-    expect(stderr).toContain("Registered orchestrators: agentic (default)");
+    expect(stderr).toContain("Registered orchestrators: agentic (default), plan-execute");
     expect(stderr).not.toContain("    at ");
   });
 

@@ -1,5 +1,6 @@
-// Importing the package registers the default orchestrator, "agentic".
+// Importing the packages registers the orchestrators: "agentic" (the default) and "plan-execute".
 import "@agent-core/agentic";
+import "@agent-core/plan-execute";
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import {

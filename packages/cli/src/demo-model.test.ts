@@ -231,6 +231,26 @@ describe("createDemoModel", () => {
     }
   });
 
+  it("answers a planner's JSON-mode call with a plan of the tools its prompt lists", async () => {
+    const system = "Plan.\nTools:\n- calculator: evaluates\n- get_current_time: the time";
+    const planning = (prompt: LanguageModelV4Prompt) =>
+      stream({ prompt: [{ role: "system", content: system }, ...prompt], responseFormat: { type: "json" } });
+    expect(JSON.parse(textOf(await planning(ask("What is 15*3 and what time is it?"))))).toEqual({
+      steps: [
+        { id: "s1", tool: "calculator", args: { expression: "15*3" } },
+        { id: "s2", tool: "get_current_time", args: {} },
+      ],
+    });
+    expect(JSON.parse(textOf(await planning(withResults(["15*3", { type: "text", value: "45" }]))))).toEqual({
+      steps: [],
+    });
+    const unlisted = await stream({
+      prompt: [{ role: "system", content: "Plan." }, ...ask("What is 2+2?")],
+      responseFormat: { type: "json" },
+    });
+    expect(JSON.parse(textOf(unlisted))).toEqual({ steps: [] });
+  });
+
   it("returns the same content from doGenerate", async () => {
     const result = await createDemoModel().doGenerate({ prompt: question, tools });
     expect(result.content).toEqual([

@@ -87,6 +87,7 @@ function replyTo(call: LanguageModelV4CallOptions): DemoReply {
 
 /** Report tool results if they just came back; else call tools if the question needs them; else explain. */
 function plan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
+  if (call.responseFormat?.type === "json") return structuredPlan(call, step);
   const turn = currentTurn(call.prompt);
   const results = turn.flatMap((message) =>
     message.role === "tool" ? message.content.filter((part) => part.type === "tool-result") : [],
@@ -99,6 +100,21 @@ function plan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
   const offered = new Set(call.tools?.map((tool) => tool.name));
   const toolCalls = planToolCalls(lastUserText(call.prompt), offered, step);
   return toolCalls.length > 0 ? toolCalls : [{ type: "text", text: HELP_TEXT }];
+}
+
+/**
+ * A planner's call (JSON mode): the same tool steps the model would call, as a plan of the shape
+ * plan-execute asks for. The tools are the ones the planning prompt lists; none once results exist.
+ */
+function structuredPlan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
+  const system = call.prompt.find((message) => message.role === "system")?.content ?? "";
+  const listed = new Set([CALCULATOR, CURRENT_TIME].filter((name) => system.includes(`- ${name}:`)));
+  const hasResults = call.prompt.some((message) => message.role === "tool");
+  const calls = hasResults ? [] : planToolCalls(lastUserText(call.prompt), listed, step);
+  const steps = calls
+    .filter((part) => part.type === "tool-call")
+    .map((part, index) => ({ id: `s${index + 1}`, tool: part.toolName, args: parseJson(part.input) }));
+  return [{ type: "text", text: JSON.stringify({ steps }) }];
 }
 
 /** The messages after the last user message: this turn's tool calls and results. */

@@ -152,7 +152,8 @@ class HumanRenderer {
     const ok = event.stopReason === "completed";
     const parts = [
       this.#style(ok ? "green" : "red", `■ ${event.stopReason}`),
-      plural(this.#cycles, "cycle"),
+      // Every model call counts (planning calls emit no steering_mode): the run's own metrics say how many.
+      plural(event.metrics?.cycles ?? this.#cycles, "cycle"),
       plural(this.#toolCalls, "tool call"),
       `${(event.durationMs / 1000).toFixed(1)}s`,
       plural(event.usage.totalTokens, "token"),
