@@ -84,9 +84,24 @@ export class StallDetector {
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. Built directly:
  * a stringify replacer would copy every object on each call. */
 export function canonicalJson(value: unknown): string {
-  // Usually the keys are already in order; then the native serializer is canonical, and fast.
+  // The common case, a flat object whose keys are already in order: the native serializer is
+  // canonical there, and fast.
+  if (isFlatAndSorted(value)) return JSON.stringify(value);
   if (keysSorted(value)) return JSON.stringify(value) ?? "null";
   return buildCanonical(value);
+}
+
+function isFlatAndSorted(value: unknown): boolean {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (i > 0 && key < (keys[i - 1] as string)) return false;
+    const item = (value as Record<string, unknown>)[key];
+    const type = typeof item;
+    if (type !== "number" && type !== "string" && type !== "boolean" && item !== null) return false;
+  }
+  return true;
 }
 
 function keysSorted(value: unknown): boolean {
