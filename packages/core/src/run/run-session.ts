@@ -60,7 +60,9 @@ import { toolResult } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { StallDetector, type StallOptions } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
+import { RunMessageLog } from "./message-log.js";
 import type { MessageInbox } from "./message-queue.js";
+import { MetricsRecorder } from "./metrics.js";
 import { type ApprovalDecision, type BatchHost, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
 import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
 
@@ -725,35 +727,6 @@ const RESERVED_EVENTS = {
   steering_applied: "ctx.applySteering(messages)",
 } as const;
 
-/**
- * `ctx.messages`. On Node 20 (V8 11.3) an object literal with getters, or a closure with a rest
- * parameter, held by the run keeps the whole run (history, events) alive through every young
- * generation GC until the next full one: all of it gets copied and promoted. Hence a class with
- * prototype getters, and `append` a bound function (an own property, so destructuring it works).
- */
-class RunMessageLog implements MessageLog {
-  readonly #history: AgentMessage[];
-  readonly append: (...messages: AgentMessage[]) => void;
-
-  constructor(history: AgentMessage[], assertOpen: () => void) {
-    this.#history = history;
-    this.append = appendMessages.bind(undefined, history, assertOpen);
-  }
-
-  get all(): readonly AgentMessage[] {
-    return this.#history;
-  }
-
-  get length(): number {
-    return this.#history.length;
-  }
-}
-
-function appendMessages(history: AgentMessage[], assertOpen: () => void, ...messages: AgentMessage[]): void {
-  assertOpen();
-  history.push(...messages);
-}
-
 interface ModelCallRequest {
   system: string | undefined;
   tools: readonly LanguageModelV4FunctionTool[];
@@ -761,65 +734,6 @@ interface ModelCallRequest {
   extraMessages?: readonly LlmMessage[] | undefined;
   onText?: (text: string) => void;
 }
-
-/** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */
-class MetricsRecorder {
-  modelMs = 0;
-  toolMs = 0;
-  usage: Usage = emptyUsage();
-  readonly toolCalls: Record<string, number> = {};
-
-  count(status: string): void {
-    this.toolCalls[status] = (this.toolCalls[status] ?? 0) + 1;
-  }
-
-  snapshot(cycles: number): MetricsSnapshot {
-    return {
-      modelMs: this.modelMs,
-      toolMs: this.toolMs,
-      usage: this.usage,
-      toolCalls: { ...this.toolCalls },
-      cycles,
-    };
-  }
-
-  static zero(): MetricsSnapshot {
-    return { modelMs: 0, toolMs: 0, usage: emptyUsage(), toolCalls: {}, cycles: 0 };
-  }
-
-  /** What was spent since `start`, over `durationMs` of wall time (the rest is the framework's). */
-  since(start: MetricsSnapshot, durationMs: number, cycles: number): RunMetrics {
-    const modelMs = this.modelMs - start.modelMs;
-    const toolMs = this.toolMs - start.toolMs;
-    const toolCalls: Record<string, number> = {};
-    for (const [status, count] of Object.entries(this.toolCalls)) {
-      const delta = count - (start.toolCalls[status] ?? 0);
-      if (delta > 0) toolCalls[status] = delta;
-    }
-    return {
-      cycles: cycles - start.cycles,
-      toolCalls,
-      modelMs: round(modelMs),
-      toolMs: round(toolMs),
-      frameworkMs: round(Math.max(0, durationMs - modelMs - toolMs)),
-      usage: {
-        inputTokens: this.usage.inputTokens - start.usage.inputTokens,
-        outputTokens: this.usage.outputTokens - start.usage.outputTokens,
-        totalTokens: this.usage.totalTokens - start.usage.totalTokens,
-      },
-    };
-  }
-}
-
-interface MetricsSnapshot {
-  modelMs: number;
-  toolMs: number;
-  usage: Usage;
-  toolCalls: Record<string, number>;
-  cycles: number;
-}
-
-const round = (ms: number) => Math.round(ms * 100) / 100;
 
 function emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
   return { role: "assistant", content: [], stopReason, timestamp: Date.now() };

@@ -1,0 +1,61 @@
+import type { RunMetrics } from "../events/schemas.js";
+import { emptyUsage, type Usage } from "../messages.js";
+
+/** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */
+export class MetricsRecorder {
+  modelMs = 0;
+  toolMs = 0;
+  usage: Usage = emptyUsage();
+  readonly toolCalls: Record<string, number> = {};
+
+  count(status: string): void {
+    this.toolCalls[status] = (this.toolCalls[status] ?? 0) + 1;
+  }
+
+  snapshot(cycles: number): MetricsSnapshot {
+    return {
+      modelMs: this.modelMs,
+      toolMs: this.toolMs,
+      usage: this.usage,
+      toolCalls: { ...this.toolCalls },
+      cycles,
+    };
+  }
+
+  static zero(): MetricsSnapshot {
+    return { modelMs: 0, toolMs: 0, usage: emptyUsage(), toolCalls: {}, cycles: 0 };
+  }
+
+  /** What was spent since `start`, over `durationMs` of wall time (the rest is the framework's). */
+  since(start: MetricsSnapshot, durationMs: number, cycles: number): RunMetrics {
+    const modelMs = this.modelMs - start.modelMs;
+    const toolMs = this.toolMs - start.toolMs;
+    const toolCalls: Record<string, number> = {};
+    for (const [status, count] of Object.entries(this.toolCalls)) {
+      const delta = count - (start.toolCalls[status] ?? 0);
+      if (delta > 0) toolCalls[status] = delta;
+    }
+    return {
+      cycles: cycles - start.cycles,
+      toolCalls,
+      modelMs: round(modelMs),
+      toolMs: round(toolMs),
+      frameworkMs: round(Math.max(0, durationMs - modelMs - toolMs)),
+      usage: {
+        inputTokens: this.usage.inputTokens - start.usage.inputTokens,
+        outputTokens: this.usage.outputTokens - start.usage.outputTokens,
+        totalTokens: this.usage.totalTokens - start.usage.totalTokens,
+      },
+    };
+  }
+}
+
+interface MetricsSnapshot {
+  modelMs: number;
+  toolMs: number;
+  usage: Usage;
+  toolCalls: Record<string, number>;
+  cycles: number;
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
