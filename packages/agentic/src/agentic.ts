@@ -1,4 +1,4 @@
-import type { Decision, Orchestrator, RunContext } from "@agent-core/core";
+import type { DecideOptions, Decision, Orchestrator, RunContext } from "@agent-core/core";
 import { buildSystemPrompt, type PromptSituation } from "./prompts.js";
 
 export interface AgenticOptions {
@@ -20,10 +20,10 @@ export class AgenticOrchestrator implements Orchestrator {
   }
 
   async run(ctx: RunContext): Promise<void> {
-    // Built once per run: the same strings every call (the prompt builder then reuses its message).
-    const prompts: Record<PromptSituation, string> = {
-      initial: this.#system(ctx, "initial"),
-      afterTools: this.#system(ctx, "afterTools"),
+    // Built once per run: the same options every call (the prompt builder then reuses its message).
+    const prompts: Record<PromptSituation, DecideOptions> = {
+      initial: { system: this.#system(ctx, "initial") },
+      afterTools: { system: this.#system(ctx, "afterTools") },
     };
     for (;;) {
       ctx.startTurn();
@@ -37,11 +37,11 @@ export class AgenticOrchestrator implements Orchestrator {
 
   async #turn(
     ctx: RunContext,
-    prompts: Record<PromptSituation, string>,
+    prompts: Record<PromptSituation, DecideOptions>,
   ): Promise<Extract<Decision, { mode: "respond" }>> {
     let situation: PromptSituation = "initial";
     for (;;) {
-      const decision = await ctx.decide({ system: prompts[situation] });
+      const decision = await ctx.decide(prompts[situation]);
       if (decision.mode === "respond") {
         // Steering that arrived while the answer streamed is honoured before the turn ends.
         const steering = await ctx.steering.take();

@@ -11,7 +11,7 @@ export class EventStream<T, R> implements AsyncIterable<T> {
   readonly #events: T[] = [];
   #ended = false;
   /** Readers waiting for the next event, resolved directly with it (no extra promise per event). */
-  #waiting: Reader<T>[] = [];
+  readonly #waiting: Reader<T>[] = [];
   readonly #result: Promise<R>;
   #resolveResult!: (result: R) => void;
 
@@ -55,10 +55,10 @@ export class EventStream<T, R> implements AsyncIterable<T> {
         if (reader.index < this.#events.length)
           return Promise.resolve({ value: this.#events[reader.index++] as T, done: false });
         if (this.#ended) return Promise.resolve(DONE);
-        return new Promise<IteratorResult<T>>((resolve) => {
-          reader.resolve = resolve;
-          this.#waiting.push(reader);
-        });
+        const next = new Promise<IteratorResult<T>>(captureResolve);
+        reader.resolve = captured as (result: IteratorResult<T>) => void;
+        this.#waiting.push(reader);
+        return next;
       },
       return: () => {
         reader.stopped = true;
@@ -71,9 +71,8 @@ export class EventStream<T, R> implements AsyncIterable<T> {
 
   #wake(): void {
     if (this.#waiting.length === 0) return;
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const reader of waiting) {
+    // Resolving runs no reader code now (it resumes in a later microtask): the list is reused.
+    for (const reader of this.#waiting) {
       const resolve = reader.resolve;
       reader.resolve = undefined;
       if (resolve === undefined) continue;
@@ -81,6 +80,7 @@ export class EventStream<T, R> implements AsyncIterable<T> {
         resolve({ value: this.#events[reader.index++] as T, done: false });
       else resolve(DONE);
     }
+    this.#waiting.length = 0;
   }
 }
 
@@ -88,6 +88,12 @@ interface Reader<T> {
   index: number;
   stopped: boolean;
   resolve: ((result: IteratorResult<T>) => void) | undefined;
+}
+
+/** Takes a new promise's resolve function without a closure per promise (one per awaited event). */
+let captured: (result: never) => void = () => {};
+function captureResolve(resolve: (result: never) => void): void {
+  captured = resolve;
 }
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;

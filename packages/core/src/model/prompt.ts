@@ -20,17 +20,18 @@ import {
  */
 export class PromptBuilder {
   #messages: readonly LlmMessage[] = [];
-  #prompt: LanguageModelV4Message[] = [];
+  /** Slot 0 holds the system message (when there is one); each call hands out a copy. */
+  #prompt: LanguageModelV4Message[] = [NO_SYSTEM];
   /** For `buildFromHistory`: how many history messages are already converted. */
   #historyLength = 0;
 
   /** Builds the prompt for any list of model messages (after a custom transform or converter). */
   build(system: string | undefined, messages: readonly LlmMessage[]): LanguageModelV4Prompt {
     const reused = sharedPrefix(this.#messages, messages);
-    if (reused === 0) this.#prompt = [];
+    if (reused === 0) this.#prompt = [NO_SYSTEM];
     appendMessages(this.#prompt, reused > 0 ? messages.slice(reused) : messages);
     this.#messages = messages.slice();
-    return withSystem(system, this.#prompt);
+    return this.#withSystem(system);
   }
 
   /**
@@ -43,22 +44,24 @@ export class PromptBuilder {
       if (isLlmMessage(message)) appendMessage(this.#prompt, message);
     }
     this.#historyLength = history.length;
-    return withSystem(system, this.#prompt);
+    return this.#withSystem(system);
+  }
+
+  /**
+   * A fresh array each call, since a provider (or a test double) may keep the prompt it was given;
+   * `slice` copies it at memcpy speed. The system message is reused while its text is the same.
+   */
+  #withSystem(system: string | undefined): LanguageModelV4Prompt {
+    const prompt = this.#prompt;
+    if (!system) return prompt.slice(1);
+    if ((prompt[0] as { content: unknown }).content !== system)
+      prompt[0] = { role: "system", content: system };
+    return prompt.slice();
   }
 }
 
-/** The last system message, reused while its text is the same (orchestrators reuse their prompts). */
-let lastSystem: { role: "system"; content: string } = { role: "system", content: "" };
-
-/** A fresh array each call: a provider (or a test double) may keep the prompt it was given. */
-function withSystem(system: string | undefined, prompt: LanguageModelV4Message[]): LanguageModelV4Prompt {
-  if (!system) return prompt.slice();
-  const full: LanguageModelV4Prompt = new Array(prompt.length + 1);
-  if (lastSystem.content !== system) lastSystem = { role: "system", content: system };
-  full[0] = lastSystem;
-  for (let i = 0; i < prompt.length; i++) full[i + 1] = prompt[i] as LanguageModelV4Message;
-  return full;
-}
+/** Fills the system slot of a prompt without a system message; never handed out. */
+const NO_SYSTEM: LanguageModelV4Message = { role: "system", content: "" };
 
 /** One-shot conversion of a history to a v4 prompt. */
 export function toModelPrompt(

@@ -109,18 +109,22 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
 
 type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
 
-/** What one model call has produced so far; also its abort hook (see `readStep`). */
-class StepState extends AbortHook {
+/**
+ * What one model call has produced so far, and its result once the stream ends (no copy: the
+ * caller keeps the parts it needs). Also the call's abort hook (see `streamModelStep`).
+ */
+class StepState extends AbortHook implements ModelStepResult {
   forwardedAnything = false;
+  readonly content: AssistantMessage["content"] = [];
+  readonly toolCalls: ToolCall[] = [];
+  finishReason = "other";
+  /** From the `finish` part; a stream that ends without one reports zeros (see `result`). */
+  usage!: Usage;
+  modelId: string;
   readonly #request: ModelStepRequest<unknown>;
   readonly #scope: AbortScope;
-  readonly #content: AssistantMessage["content"] = [];
-  readonly #toolCalls: ToolCall[] = [];
   #openText: { type: "text"; text: string } | undefined;
   #openReasoning: { type: "thinking"; text: string } | undefined;
-  #finishReason = "other";
-  #usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
-  #modelId: string;
   #pending: PromiseLike<StreamResult> | undefined;
   #rejectOpen: ((reason: unknown) => void) | undefined;
   #reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
@@ -129,7 +133,7 @@ class StepState extends AbortHook {
     super();
     this.#request = request;
     this.#scope = scope;
-    this.#modelId = request.model.modelId;
+    this.modelId = request.model.modelId;
   }
 
   /** Calls `doStream()`; settles as it does, or rejects on abort or a timeout before the stream. */
@@ -141,11 +145,11 @@ class StepState extends AbortHook {
     if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
     const pending = model.doStream(options);
     this.#pending = pending;
-    return new Promise<StreamResult>((resolve, reject) => {
-      this.#rejectOpen = reject;
-      this.#scope.add(this);
-      pending.then(resolve, reject);
-    });
+    const opened = new Promise<StreamResult>(captureSettlers);
+    this.#rejectOpen = capturedReject;
+    this.#scope.add(this);
+    pending.then(capturedResolve as (value: StreamResult) => void, capturedReject);
+    return opened;
   }
 
   /** The stream is open: from now on an abort or a timeout cancels `reader`. */
@@ -176,13 +180,8 @@ class StepState extends AbortHook {
   }
 
   result(): ModelStepResult {
-    return {
-      content: this.#content,
-      toolCalls: this.#toolCalls,
-      finishReason: this.#finishReason,
-      usage: this.#usage,
-      modelId: this.#modelId,
-    };
+    this.usage ??= { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+    return this;
   }
 
   handle(part: LanguageModelV4StreamPart): void {
@@ -193,7 +192,7 @@ class StepState extends AbortHook {
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
           this.#openText = { type: "text", text: "" };
-          this.#content.push(this.#openText);
+          this.content.push(this.#openText);
         }
         this.#openText.text += part.delta;
         this.forwardedAnything = true;
@@ -204,7 +203,7 @@ class StepState extends AbortHook {
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
           this.#openReasoning = { type: "thinking", text: "" };
-          this.#content.push(this.#openReasoning);
+          this.content.push(this.#openReasoning);
         }
         this.#openReasoning.text += part.delta;
         this.forwardedAnything = true;
@@ -215,16 +214,16 @@ class StepState extends AbortHook {
         this.#openText = undefined;
         this.#openReasoning = undefined;
         const call: ToolCall = { id: part.toolCallId, name: part.toolName, args: parseArgs(part.input) };
-        this.#toolCalls.push(call);
-        this.#content.push({ type: "toolCall", id: call.id, name: call.name, args: call.args });
+        this.toolCalls.push(call);
+        this.content.push({ type: "toolCall", id: call.id, name: call.name, args: call.args });
         return;
       }
       case "response-metadata":
-        if (part.modelId) this.#modelId = part.modelId;
+        if (part.modelId) this.modelId = part.modelId;
         return;
       case "finish":
-        this.#finishReason = part.finishReason.unified;
-        this.#usage = toUsage(part.usage);
+        this.finishReason = part.finishReason.unified;
+        this.usage = toUsage(part.usage);
         return;
       case "error":
         throw part.error;
@@ -232,6 +231,14 @@ class StepState extends AbortHook {
         return;
     }
   }
+}
+
+/** Takes a new promise's settlers without a closure per promise (one per model call). */
+let capturedResolve: (value: never) => void = ignore;
+let capturedReject: (reason: unknown) => void = ignore;
+function captureSettlers(resolve: (value: never) => void, reject: (reason: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
 function cancel(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>, reason: unknown): void {
@@ -242,7 +249,8 @@ function ignore(): void {}
 
 /** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
 function parseArgs(input: string): unknown {
-  if (input.trim() === "") return {};
+  // JSON text starts with `{` in practice; only other text can be blank (and trimming allocates).
+  if (input.charCodeAt(0) !== 123 && input.trim() === "") return {};
   try {
     return JSON.parse(input);
   } catch {

@@ -62,7 +62,8 @@ import { StallDetector, type StallOptions } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
 import { RunMessageLog } from "./message-log.js";
 import type { MessageInbox } from "./message-queue.js";
-import { MetricsRecorder } from "./metrics.js";
+import { MetricsRecorder, monotonicNow } from "./metrics.js";
+import { ModelCall, type ModelCallHost, type ModelCallSpec } from "./model-call.js";
 import { type ApprovalDecision, type BatchHost, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
 import { findUnansweredToolCalls, type UnansweredCall } from "./transcript.js";
 
@@ -152,8 +153,11 @@ export class RunSession implements RunContext {
   #turn = 0;
   #turnStartedAt: number | undefined;
   #turnFirstMessage = 0;
-  /** Tool calls whose `tool_call` event went out and whose `tool_result` has not yet. */
-  readonly #openCalls = new Map<string, ToolCall>();
+  /**
+   * Ids of the tool calls whose `tool_call` event went out and whose `tool_result` has not yet: a
+   * short list (the calls running now), cheaper than a Map's set and delete per call.
+   */
+  readonly #openCalls: string[] = [];
   readonly #cutOffCalls = new Set<string>();
   /** Tool calls the model made in this run, and results recorded: equal means nothing to repair. */
   #callsMade = 0;
@@ -165,9 +169,8 @@ export class RunSession implements RunContext {
   readonly #metrics = new MetricsRecorder();
   #turnMetrics = MetricsRecorder.zero();
   #awaiting: PendingApproval | undefined;
-  readonly #onReasoning = (text: string): void =>
-    this.#setup.publish({ type: "thinking", runId: this.runId, seq: this.#seq++, ts: Date.now(), text });
-  /** What every tool batch of this run needs; built once, not per batch. */
+  /** What every model call and tool batch of this run needs; built once, not per call. */
+  readonly #modelCallHost: ModelCallHost;
   readonly #batchHost: BatchHost;
 
   constructor(setup: RunSetup) {
@@ -193,6 +196,30 @@ export class RunSession implements RunContext {
           onTruncate: (info) => this.#publish({ type: "context_truncated", ...info }),
         })
       : undefined;
+    this.#modelCallHost = {
+      abortScope: this.#abortScope,
+      retry: setup.retry,
+      timeouts: setup.stepTimeouts,
+      text: (text, index) =>
+        setup.publish({
+          type: "text_delta",
+          runId: this.runId,
+          seq: this.#seq++,
+          ts: Date.now(),
+          text,
+          index,
+        }),
+      reasoning: (text) =>
+        setup.publish({ type: "thinking", runId: this.runId, seq: this.#seq++, ts: Date.now(), text }),
+      stepDone: (step) => {
+        this.#assertOpen();
+        this.#usage = addUsage(this.#usage, step.usage);
+        this.#metrics.usage = this.#usage;
+      },
+      settled: (ms) => {
+        this.#metrics.modelMs += ms;
+      },
+    };
     this.#batchHost = {
       runId: this.runId,
       tools: this.tools,
@@ -215,7 +242,7 @@ export class RunSession implements RunContext {
           toolName: call.name,
           args: call.args,
         });
-        this.#openCalls.set(call.id, call);
+        this.#openCalls.push(call.id);
       },
       emitResult: (result) => this.#publishResult(result),
     };
@@ -279,24 +306,15 @@ export class RunSession implements RunContext {
   }
 
   decide(options: DecideOptions = {}): Promise<Decision> {
-    let index = 0;
-    const request = {
+    const spec: ModelCallSpec = {
       system: options.system,
       tools: this.#modelTools(options.tools),
       settings: options.settings,
       extraMessages: options.messages,
-      onText: (text: string) =>
-        this.#setup.publish({
-          type: "text_delta",
-          runId: this.runId,
-          seq: this.#seq++,
-          ts: Date.now(),
-          text,
-          index: index++,
-        }),
+      streamsText: true,
     };
     try {
-      return this.#callModel(request, this.#decision);
+      return this.#callModel(spec, this.#decision);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -352,6 +370,7 @@ export class RunSession implements RunContext {
           tools: [],
           settings: { ...options.settings, responseFormat },
           extraMessages: extra,
+          streamsText: false,
         },
         (result) => result,
       );
@@ -386,15 +405,11 @@ export class RunSession implements RunContext {
 
   /**
    * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
-   * first, builds the prompt through the pipeline, streams reasoning as `thinking`, sums usage.
-   */
-  /**
-   * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
    * first, builds the prompt through the pipeline, streams reasoning as `thinking`, sums usage,
    * and hands the result to `finish` as the stream ends. Without hooks, a steering callback or a
    * history pipeline, everything before the call is synchronous: no async frame of its own.
    */
-  #callModel<T>(request: ModelCallRequest, finish: (step: ModelStepResult) => T): Promise<T> {
+  #callModel<T>(spec: ModelCallSpec, finish: (step: ModelStepResult) => T): Promise<T> {
     this.#assertOpen();
     const { hooks, steering } = this.#setup;
     if (
@@ -405,16 +420,16 @@ export class RunSession implements RunContext {
       this.#setup.convertToLlm ||
       this.#budget
     )
-      return this.#callModelSlowly(request, finish);
+      return this.#callModelSlowly(spec, finish);
     this.#countCycle();
     const taken = steering.takeNow() as AgentMessage[];
     if (taken.length > 0) this.applySteering(taken);
-    const system = request.system ?? this.systemPrompt;
+    const system = spec.system ?? this.systemPrompt;
     const prompt = this.#prompts.buildFromHistory(system, this.#setup.history);
-    return this.#stream(request, this.#provider(), prompt, request.tools, finish);
+    return this.#stream(spec, this.#provider(), prompt, spec.tools, finish);
   }
 
-  async #callModelSlowly<T>(request: ModelCallRequest, finish: (step: ModelStepResult) => T): Promise<T> {
+  async #callModelSlowly<T>(spec: ModelCallSpec, finish: (step: ModelStepResult) => T): Promise<T> {
     const { hooks } = this.#setup;
     if (this.#cycles > 0 && hooks.shouldStop) {
       const stop = await hooks.shouldStop({
@@ -429,8 +444,8 @@ export class RunSession implements RunContext {
     const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.applySteering(steering);
     let model = this.#provider();
-    let system = request.system ?? this.systemPrompt;
-    let tools = request.tools;
+    let system = spec.system ?? this.systemPrompt;
+    let tools = spec.tools;
     const messages = await this.#pipelineMessages();
     let prompt: LanguageModelV4Prompt;
     if (hooks.prepareStep) {
@@ -447,7 +462,7 @@ export class RunSession implements RunContext {
       if (prepared?.tools) tools = this.#modelTools(prepared.tools);
       prompt = this.#prompts.build(system, prepared?.messages ?? messages);
     } else prompt = this.#prompts.build(system, messages);
-    return this.#stream(request, model, prompt, tools, finish);
+    return this.#stream(spec, model, prompt, tools, finish);
   }
 
   #countCycle(): void {
@@ -463,37 +478,19 @@ export class RunSession implements RunContext {
   }
 
   #stream<T>(
-    request: ModelCallRequest,
+    spec: ModelCallSpec,
     model: LanguageModelV4,
     prompt: LanguageModelV4Prompt,
     tools: readonly LanguageModelV4FunctionTool[],
     finish: (step: ModelStepResult) => T,
   ): Promise<T> {
-    if (request.extraMessages && request.extraMessages.length > 0)
-      prompt = prompt.concat(toModelPrompt(undefined, request.extraMessages));
-    const started = performance.now();
-    return streamModelStep({
-      model,
-      prompt,
-      tools,
-      settings: request.settings
-        ? { ...this.#setup.modelSettings, ...request.settings }
-        : this.#setup.modelSettings,
-      abortScope: this.#abortScope,
-      retry: this.#setup.retry,
-      timeouts: this.#setup.stepTimeouts,
-      onText: request.onText,
-      onReasoning: this.#onReasoning,
-      finish: (step) => {
-        this.#assertOpen();
-        this.#usage = addUsage(this.#usage, step.usage);
-        this.#metrics.usage = this.#usage;
-        return finish(step);
-      },
-      onSettled: () => {
-        this.#metrics.modelMs += performance.now() - started;
-      },
-    });
+    if (spec.extraMessages && spec.extraMessages.length > 0)
+      prompt = prompt.concat(toModelPrompt(undefined, spec.extraMessages));
+    const { modelSettings } = this.#setup;
+    const settings = spec.settings ? { ...modelSettings, ...spec.settings } : modelSettings;
+    return streamModelStep(
+      new ModelCall(this.#modelCallHost, model, prompt, tools, settings, spec.streamsText, finish),
+    );
   }
 
   /** Runs a batch of tool calls; synchronously when every tool was. */
@@ -502,7 +499,7 @@ export class RunSession implements RunContext {
     options: ExecuteToolsOptions & { approvals?: ReadonlyMap<string, ApprovalDecision> },
   ): ToolBatchResult | Promise<ToolBatchResult> {
     this.#assertOpen();
-    const started = performance.now();
+    const started = monotonicNow();
     const batch = new ToolBatch(this.#batchHost, calls, options);
     let running: void | Promise<void>;
     try {
@@ -520,7 +517,7 @@ export class RunSession implements RunContext {
   }
 
   #batchDone(batch: ToolBatch, started: number): ToolBatchResult {
-    this.#metrics.toolMs += performance.now() - started;
+    this.#metrics.toolMs += monotonicNow() - started;
     if (this.#sealed) throw new AbortedError("the run has already ended");
     if (batch.stopped?.reason === "stall") throw batch.stopped.error;
     if (batch.steering.length > 0) this.applySteering(batch.steering);
@@ -533,7 +530,7 @@ export class RunSession implements RunContext {
     options: { approvals?: ReadonlyMap<string, ApprovalDecision> },
     started: number,
   ): unknown {
-    this.#metrics.toolMs += performance.now() - started;
+    this.#metrics.toolMs += monotonicNow() - started;
     if (error instanceof AwaitingApprovalError)
       this.#awaiting = {
         calls,
@@ -646,14 +643,19 @@ export class RunSession implements RunContext {
     for (let i = missing.length - 1; i >= 0; i--)
       this.#setup.history.splice((missing[i] as UnansweredCall).insertAt, 0, results[i] as ToolResultMessage);
     missing.forEach(({ call }, i) => {
-      if (!this.#openCalls.has(call.id))
+      if (!this.#openCalls.includes(call.id))
         this.#publish({ type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args });
       this.#publishResult(results[i] as ToolResultMessage);
     });
   }
 
   #publishResult(result: ToolResultMessage): void {
-    this.#openCalls.delete(result.toolCallId);
+    const open = this.#openCalls.lastIndexOf(result.toolCallId);
+    if (open >= 0) {
+      // Order does not matter: the last id takes the place of the one that is done.
+      this.#openCalls[open] = this.#openCalls[this.#openCalls.length - 1] as string;
+      this.#openCalls.pop();
+    }
     this.#callsAnswered++;
     this.#metrics.count(result.status);
     const { toolCallId, toolName, status } = result;
@@ -679,7 +681,7 @@ export class RunSession implements RunContext {
 
   #assertOpen(): void {
     if (this.#sealed) throw new AbortedError("the run has already ended");
-    if (this.signal.aborted) throw abortError(this.signal.reason);
+    if (this.#abortScope.aborted) throw abortError(this.signal.reason);
   }
 
   /** The `transform → convertToLlm` pipeline, when the agent configures either step. */
@@ -726,14 +728,6 @@ const RESERVED_EVENTS = {
   tool_result: "ctx.executeTools(calls)",
   steering_applied: "ctx.applySteering(messages)",
 } as const;
-
-interface ModelCallRequest {
-  system: string | undefined;
-  tools: readonly LanguageModelV4FunctionTool[];
-  settings: ModelCallSettings | undefined;
-  extraMessages?: readonly LlmMessage[] | undefined;
-  onText?: (text: string) => void;
-}
 
 function emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
   return { role: "assistant", content: [], stopReason, timestamp: Date.now() };

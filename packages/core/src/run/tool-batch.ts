@@ -158,12 +158,13 @@ export class ToolBatch {
   }
 
   #resultWithoutRunning(call: ToolCall): ToolResultMessage | undefined {
-    if (this.host.scope.signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+    if (this.host.scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
     if (this.stopped?.reason === "stall") return toolResult(call, "skipped", "not run: the run stalled");
     if (this.stopped?.reason === "fatal")
       return toolResult(call, "skipped", `not run: ${this.stopped.message}`);
     if (this.steering.length > 0) return toolResult(call, "skipped", SKIPPED_BY_STEERING);
-    if (this.host.cutOffCalls.has(call.id)) return toolResult(call, "error", CUT_OFF);
+    if (this.host.cutOffCalls.size > 0 && this.host.cutOffCalls.has(call.id))
+      return toolResult(call, "error", CUT_OFF);
     const verdict = this.#verdicts?.get(call.id);
     if (verdict && "block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
     if (verdict && !verdict.approved)
@@ -213,7 +214,7 @@ export class ToolBatch {
     if (
       (this.options.interruptOnSteering ?? true) &&
       this.steering.length === 0 &&
-      !this.host.scope.signal.aborted
+      !this.host.scope.aborted
     ) {
       const taken = this.host.steering.takeNow();
       if (!Array.isArray(taken))

@@ -33,7 +33,7 @@ export function executeToolCall(
     const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
     return toolResult(call, "error", `Invalid arguments for tool "${call.name}": ${issues}.${sent}`);
   }
-  if (scope.signal.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+  if (scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
 
   // With a time limit the tool gets its own signal, aborted by the run or by its deadline.
   const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
@@ -67,7 +67,7 @@ export function executeToolCall(
         onFatal?.();
         return toolResult(call, "error", errorMessage(outcome.error));
       }
-      return toolResult(call, scope.signal.aborted ? "aborted" : "error", errorMessage(outcome.error));
+      return toolResult(call, scope.aborted ? "aborted" : "error", errorMessage(outcome.error));
     }
     return successResult(call, outcome.value);
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { canonicalJson, StallDetector } from "./stall-detector.js";
+import { canonicalHash } from "./canonical-json.js";
+import { StallDetector } from "./stall-detector.js";
 
 const call = (args: unknown, name = "search") => ({ id: "x", name, args });
 
@@ -30,6 +31,19 @@ describe("StallDetector", () => {
     expect(detector.checkResult(call({}), "pending").kind).toBe("ok");
   });
 
+  it("tells apart different arguments whose hashes collide, and still counts each one's repeats", () => {
+    // Deeper than the hash looks, these differ only in their leaves: same hash, different calls.
+    const nested = (leaf: number) => ({ a: { b: { c: { d: { e: { f: { g: { h: { i: leaf } } } } } } } } });
+    expect(canonicalHash(nested(1))).toBe(canonicalHash(nested(2)));
+    const detector = new StallDetector();
+    expect(detector.checkCall(call(nested(1))).kind).toBe("ok");
+    expect(detector.checkCall(call(nested(2))).kind).toBe("ok");
+    expect(detector.checkCall(call(nested(3))).kind).toBe("ok");
+    expect(detector.checkCall(call(nested(2))).kind).toBe("nudge");
+    expect(detector.checkCall(call(nested(1))).kind).toBe("nudge");
+    expect(detector.checkCall(call(nested(2))).kind).toBe("stall");
+  });
+
   it("takes its thresholds from options and rejects meaningless ones", () => {
     const detector = new StallDetector({ repeatedCalls: 3, repeatedResults: 2 });
     expect(detector.checkCall(call(1)).kind).toBe("ok");
@@ -40,21 +54,5 @@ describe("StallDetector", () => {
     expect(() => new StallDetector({ repeatedCalls: 1 })).toThrow(
       "stall.repeatedCalls must be a whole number >= 2, got 1.",
     );
-  });
-});
-
-describe("canonicalJson", () => {
-  it("gives the same text whether or not the keys came sorted, skipping undefined like JSON does", () => {
-    expect(canonicalJson({ a: 1, b: { c: [1, { d: 2, e: null }] } })).toBe(
-      '{"a":1,"b":{"c":[1,{"d":2,"e":null}]}}',
-    );
-    expect(canonicalJson({ b: { e: null, d: 2 }, a: 1 })).toBe('{"a":1,"b":{"d":2,"e":null}}');
-    expect(canonicalJson({ a: 1, z: undefined })).toBe('{"a":1}');
-    expect(canonicalJson({ z: undefined, a: 1 })).toBe('{"a":1}');
-    expect(canonicalJson("x")).toBe('"x"');
-  });
-
-  it("sorts keys at every depth and keeps arrays in order", () => {
-    expect(canonicalJson({ b: [2, { d: 1, c: 0 }], a: null })).toBe('{"a":null,"b":[2,{"c":0,"d":1}]}');
   });
 });

@@ -1,4 +1,5 @@
 import type { ToolCall } from "../messages.js";
+import { canonicalHash, canonicalJson } from "./canonical-json.js";
 
 export interface StallOptions {
   /** The same tool with the same arguments this many times is a repeat (default 2). */
@@ -23,9 +24,8 @@ const OK: StallVerdict = { kind: "ok" };
 export class StallDetector {
   readonly #repeatedCalls: number;
   readonly #repeatedResults: number;
-  /** Per tool name, how often each canonical argument text was seen. */
-  readonly #callCounts = new Map<string, Map<string, number>>();
-  readonly #nudgedCalls = new Set<string>();
+  /** Per tool name, the distinct arguments seen so far, by their canonical hash. */
+  readonly #calls = new Map<string, Map<number, SeenArguments>>();
   #lastResult: string | undefined;
   #resultStreak = 0;
   #nudgedResult = false;
@@ -37,22 +37,33 @@ export class StallDetector {
 
   /** Called before a call runs. */
   checkCall(call: ToolCall): StallVerdict {
-    const args = canonicalJson(call.args);
-    let counts = this.#callCounts.get(call.name);
-    if (counts === undefined) {
-      counts = new Map();
-      this.#callCounts.set(call.name, counts);
+    let seen = this.#calls.get(call.name);
+    if (seen === undefined) {
+      seen = new Map();
+      this.#calls.set(call.name, seen);
     }
-    const count = (counts.get(args) ?? 0) + 1;
-    counts.set(args, count);
-    if (count < this.#repeatedCalls) return OK;
-    const signature = `${call.name}\u0000${args}`;
-    if (this.#nudgedCalls.has(signature))
+    const hash = canonicalHash(call.args);
+    const first = seen.get(hash);
+    // The common case, arguments never seen: known from the hash, without building any text.
+    if (first === undefined) {
+      seen.set(hash, new SeenArguments(call.args));
+      return OK;
+    }
+    const canonical = canonicalJson(call.args);
+    let entry: SeenArguments | undefined = first;
+    while (entry !== undefined && entry.canonical !== canonical) entry = entry.next;
+    if (entry === undefined) {
+      first.next = new SeenArguments(call.args, canonical, first.next);
+      return OK;
+    }
+    entry.count++;
+    if (entry.count < this.#repeatedCalls) return OK;
+    if (entry.nudged)
       return {
         kind: "stall",
         message: `"${call.name}" was called again with the same arguments after a warning.`,
       };
-    this.#nudgedCalls.add(signature);
+    entry.nudged = true;
     return {
       kind: "nudge",
       message: `You already called "${call.name}" with these same arguments; repeating it will not give anything new. Use the result you have, or try something different.`,
@@ -81,59 +92,25 @@ export class StallDetector {
   }
 }
 
-/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. Built directly:
- * a stringify replacer would copy every object on each call. */
-export function canonicalJson(value: unknown): string {
-  // The common case, a flat object whose keys are already in order: the native serializer is
-  // canonical there, and fast.
-  if (isFlatAndSorted(value)) return JSON.stringify(value);
-  if (keysSorted(value)) return JSON.stringify(value) ?? "null";
-  return buildCanonical(value);
-}
+/** Arguments a tool was called with, how often, and whether the model was warned; arguments whose
+ * hashes collide are chained. Their canonical text is only built once a hash is seen twice. */
+class SeenArguments {
+  count = 1;
+  nudged = false;
+  #canonical: string | undefined;
 
-function isFlatAndSorted(value: unknown): boolean {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
-  const keys = Object.keys(value);
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string;
-    if (i > 0 && key < (keys[i - 1] as string)) return false;
-    const item = (value as Record<string, unknown>)[key];
-    const type = typeof item;
-    if (type !== "number" && type !== "string" && type !== "boolean" && item !== null) return false;
+  constructor(
+    readonly args: unknown,
+    canonical?: string,
+    public next?: SeenArguments,
+  ) {
+    this.#canonical = canonical;
   }
-  return true;
-}
 
-function keysSorted(value: unknown): boolean {
-  if (value === null || typeof value !== "object") return typeof value !== "function";
-  if (Array.isArray(value)) return value.every(keysSorted);
-  let previous = "";
-  for (const key in value) {
-    const item = (value as Record<string, unknown>)[key];
-    if (key < previous || item === undefined || !keysSorted(item)) return false;
-    previous = key;
+  get canonical(): string {
+    this.#canonical ??= canonicalJson(this.args);
+    return this.#canonical;
   }
-  return true;
-}
-
-function buildCanonical(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) {
-    let out = "[";
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + buildCanonical(value[i] ?? null);
-    return `${out}]`;
-  }
-  const keys = Object.keys(value);
-  if (keys.length > 1) keys.sort();
-  let out = "{";
-  let first = true;
-  for (const key of keys) {
-    const item = (value as Record<string, unknown>)[key];
-    if (item === undefined || typeof item === "function") continue;
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${buildCanonical(item)}`;
-    first = false;
-  }
-  return `${out}}`;
 }
 
 function atLeast(minimum: number, value: number, name: string): number {

@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { canonicalHash, canonicalJson } from "./canonical-json.js";
+
+describe("canonicalJson", () => {
+  it("gives the same text whether or not the keys came sorted, skipping undefined like JSON does", () => {
+    expect(canonicalJson({ a: 1, b: { c: [1, { d: 2, e: null }] } })).toBe(
+      '{"a":1,"b":{"c":[1,{"d":2,"e":null}]}}',
+    );
+    expect(canonicalJson({ b: { e: null, d: 2 }, a: 1 })).toBe('{"a":1,"b":{"d":2,"e":null}}');
+    expect(canonicalJson({ a: 1, z: undefined })).toBe('{"a":1}');
+    expect(canonicalJson({ z: undefined, a: 1 })).toBe('{"a":1}');
+    expect(canonicalJson("x")).toBe('"x"');
+  });
+
+  it("sorts keys at every depth and keeps arrays in order", () => {
+    expect(canonicalJson({ b: [2, { d: 1, c: 0 }], a: null })).toBe('{"a":null,"b":[2,{"c":0,"d":1}]}');
+  });
+});
+
+describe("canonicalHash", () => {
+  it("is the same for values with the same canonical JSON", () => {
+    const same: [unknown, unknown][] = [
+      [
+        { q: "a", page: 1 },
+        { page: 1, q: "a" },
+      ],
+      [{ a: { y: [1, "x"], x: true } }, { a: { x: true, y: [1, "x"] } }],
+      [{ a: 1, skipped: undefined, fn: () => 1 }, { a: 1 }],
+      [-0, 0],
+      [Number.NaN, null],
+      [Number.POSITIVE_INFINITY, null],
+      [undefined, null],
+      [
+        [undefined, 1],
+        [null, 1],
+      ],
+      [
+        "a long text that is sampled rather than read whole, ".repeat(20),
+        "a long text that is sampled rather than read whole, ".repeat(20),
+      ],
+    ];
+    for (const [a, b] of same) {
+      expect(canonicalJson(a)).toBe(canonicalJson(b));
+      expect(canonicalHash(a)).toBe(canonicalHash(b));
+    }
+  });
+
+  it("tells apart the values tool arguments usually differ by", () => {
+    const distinct: unknown[] = [
+      { a: 0, b: 1 },
+      { a: 1, b: 1 },
+      { a: 1, b: 0 },
+      { a: 0.5, b: 1 },
+      { a: "0", b: 1 },
+      { b: 0, c: 1 },
+      [0, 1],
+      [1, 0],
+      "search",
+      "searches",
+      true,
+      false,
+      null,
+      { a: { b: 1 } },
+      { a: [1] },
+    ];
+    expect(new Set(distinct.map((value) => canonicalHash(value))).size).toBe(distinct.length);
+  });
+});
