@@ -121,14 +121,39 @@ export function textOf(message: AssistantMessage): string {
 export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
 
 export function addUsage(total: Usage, step: Usage): Usage {
-  const sum: Usage = {
-    inputTokens: total.inputTokens + step.inputTokens,
-    outputTokens: total.outputTokens + step.outputTokens,
-    totalTokens: total.totalTokens + step.totalTokens,
-  };
-  if (total.reasoningTokens !== undefined || step.reasoningTokens !== undefined)
-    sum.reasoningTokens = (total.reasoningTokens ?? 0) + (step.reasoningTokens ?? 0);
-  if (total.cachedInputTokens !== undefined || step.cachedInputTokens !== undefined)
-    sum.cachedInputTokens = (total.cachedInputTokens ?? 0) + (step.cachedInputTokens ?? 0);
-  return sum;
+  const reasoning =
+    total.reasoningTokens === undefined && step.reasoningTokens === undefined
+      ? undefined
+      : (total.reasoningTokens ?? 0) + (step.reasoningTokens ?? 0);
+  const cached =
+    total.cachedInputTokens === undefined && step.cachedInputTokens === undefined
+      ? undefined
+      : (total.cachedInputTokens ?? 0) + (step.cachedInputTokens ?? 0);
+  return usageOf(
+    total.inputTokens + step.inputTokens,
+    total.outputTokens + step.outputTokens,
+    total.totalTokens + step.totalTokens,
+    reasoning,
+    cached,
+  );
+}
+
+/**
+ * A usage built whole, its optional counts included only when known: adding them afterwards
+ * would give every usage (one per model call, one per sum) a second backing store.
+ */
+export function usageOf(
+  inputTokens: number,
+  outputTokens: number,
+  totalTokens: number,
+  reasoningTokens: number | undefined,
+  cachedInputTokens: number | undefined,
+): Usage {
+  if (reasoningTokens === undefined)
+    return cachedInputTokens === undefined
+      ? { inputTokens, outputTokens, totalTokens }
+      : { inputTokens, outputTokens, totalTokens, cachedInputTokens };
+  return cachedInputTokens === undefined
+    ? { inputTokens, outputTokens, totalTokens, reasoningTokens }
+    : { inputTokens, outputTokens, totalTokens, reasoningTokens, cachedInputTokens };
 }

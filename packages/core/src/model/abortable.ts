@@ -33,6 +33,8 @@ class FunctionHook extends AbortHook {
  */
 export class AbortScope {
   readonly #controller = new AbortController();
+  /** Read once: Node's `controller.signal` getter is slow enough to show on a hot path. */
+  readonly signal: AbortSignal = this.#controller.signal;
   #first: AbortHook | undefined;
   #last: AbortHook | undefined;
   #unlink: (() => void) | undefined;
@@ -49,10 +51,6 @@ export class AbortScope {
     const onAbort = () => this.abort(linked.reason);
     linked.addEventListener("abort", onAbort, { once: true });
     this.#unlink = () => linked.removeEventListener("abort", onAbort);
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
   }
 
   abort(reason?: unknown): void {

@@ -7,7 +7,7 @@ import type {
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } from "../errors.js";
-import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
+import { type AssistantMessage, type ToolCall, type Usage, usageOf } from "../messages.js";
 import { AbortHook, AbortScope, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
@@ -261,10 +261,13 @@ function parseArgs(input: string): unknown {
 function toUsage(usage: LanguageModelV4Usage): Usage {
   const inputTokens = usage.inputTokens.total ?? 0;
   const outputTokens = usage.outputTokens.total ?? 0;
-  const result: Usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
-  if (usage.outputTokens.reasoning !== undefined) result.reasoningTokens = usage.outputTokens.reasoning;
-  if (usage.inputTokens.cacheRead !== undefined) result.cachedInputTokens = usage.inputTokens.cacheRead;
-  return result;
+  return usageOf(
+    inputTokens,
+    outputTokens,
+    inputTokens + outputTokens,
+    usage.outputTokens.reasoning,
+    usage.inputTokens.cacheRead,
+  );
 }
 
 function toProviderError(error: unknown, retries: number): AgentError {
