@@ -57,6 +57,7 @@ export class EventStream<T, R> implements AsyncIterable<T> {
         if (this.#ended) return Promise.resolve(DONE);
         const next = new Promise<IteratorResult<T>>(captureResolve);
         reader.resolve = captured as (result: IteratorResult<T>) => void;
+        captured = ignore; // not kept past this call: it would keep the reader's run reachable
         this.#waiting.push(reader);
         return next;
       },
@@ -91,9 +92,11 @@ interface Reader<T> {
 }
 
 /** Takes a new promise's resolve function without a closure per promise (one per awaited event). */
-let captured: (result: never) => void = () => {};
+let captured: (result: never) => void = ignore;
 function captureResolve(resolve: (result: never) => void): void {
   captured = resolve;
 }
+
+function ignore(): void {}
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;

@@ -146,9 +146,13 @@ class StepState extends AbortHook implements ModelStepResult {
     const pending = model.doStream(options);
     this.#pending = pending;
     const opened = new Promise<StreamResult>(captureSettlers);
-    this.#rejectOpen = capturedReject;
+    const resolve = capturedResolve as (value: StreamResult) => void;
+    const reject = capturedReject;
+    // Not kept past this call: they would keep the whole run reachable.
+    capturedResolve = capturedReject = ignore;
+    this.#rejectOpen = reject;
     this.#scope.add(this);
-    pending.then(capturedResolve as (value: StreamResult) => void, capturedReject);
+    pending.then(resolve, reject);
     return opened;
   }
 
