@@ -2,7 +2,14 @@ import { AwaitingApprovalError, FatalToolError, StallError } from "../errors.js"
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
-import { executeToolCall, NOT_RUN_ABORTED, SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
+import type { Tool } from "../tools/define-tool.js";
+import {
+  executeToolCall,
+  type FatalToolSink,
+  NOT_RUN_ABORTED,
+  SKIPPED_BY_STEERING,
+  toolResult,
+} from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
@@ -48,7 +55,7 @@ export const CUT_OFF =
  * the batch (running siblings aborted, queued ones skipped); steering skips the queued calls and
  * lets running ones finish.
  */
-export class ToolBatch {
+export class ToolBatch implements FatalToolSink {
   readonly results: (ToolResultMessage | undefined)[];
   steering: AgentMessage[] = [];
   /** Set when the batch must stop: a stall, or a fatal tool error. */
@@ -137,27 +144,32 @@ export class ToolBatch {
     let call = this.calls[index] as ToolCall;
     this.options.beforeEach?.(call);
     this.host.emitCall(call);
-    const early = this.#resultWithoutRunning(call);
-    if (early) return this.#end(index, call, early);
+    const tool = this.host.tools.get(call.name);
+    const early = this.#resultWithoutRunning(call, tool);
+    if (early) return this.#end(index, call, tool, early);
     if (typeof call.args === "string" && this.host.hooks.repairToolCall)
-      return this.#repair(call).then((repaired) => {
+      return this.#repair(call, tool).then((repaired) => {
         call = repaired;
-        return this.#execute(index, call);
+        return this.#execute(index, call, tool);
       });
-    return this.#execute(index, call);
+    return this.#execute(index, call, tool);
   }
 
-  #execute(index: number, call: ToolCall): void | Promise<void> {
-    const timeoutMs = this.host.timeouts.tools?.[call.name] ?? this.host.timeouts.toolMs;
-    const running = executeToolCall(this.host.tools, call, this.#scope, this.host.graceMs, timeoutMs, () =>
-      this.#stop({ reason: "fatal", message: `"${call.name}" failed fatally` }),
-    );
+  #execute(index: number, call: ToolCall, tool: Tool | undefined): void | Promise<void> {
+    const { timeouts, tools, graceMs } = this.host;
+    const timeoutMs = timeouts.tools?.[call.name] ?? timeouts.toolMs;
+    const running = executeToolCall(tool, tools, call, this.#scope, graceMs, timeoutMs, this);
     return running instanceof Promise
-      ? running.then((result) => this.#end(index, call, result))
-      : this.#end(index, call, running);
+      ? running.then((result) => this.#end(index, call, tool, result))
+      : this.#end(index, call, tool, running);
   }
 
-  #resultWithoutRunning(call: ToolCall): ToolResultMessage | undefined {
+  /** @internal A `FatalToolError`: the batch stops. */
+  toolFailedFatally(call: ToolCall): void {
+    this.#stop({ reason: "fatal", message: `"${call.name}" failed fatally` });
+  }
+
+  #resultWithoutRunning(call: ToolCall, tool: Tool | undefined): ToolResultMessage | undefined {
     if (this.host.scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
     if (this.stopped?.reason === "stall") return toolResult(call, "skipped", "not run: the run stalled");
     if (this.stopped?.reason === "fatal")
@@ -169,7 +181,6 @@ export class ToolBatch {
     if (verdict && "block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
     if (verdict && !verdict.approved)
       return toolResult(call, "denied", `denied${verdict.reason ? `: ${verdict.reason}` : " by the user"}`);
-    const tool = this.host.tools.get(call.name);
     if (this.host.stall && !tool?.allowRepeats) {
       const stall = this.host.stall.checkCall(call);
       if (stall.kind === "nudge") return toolResult(call, "skipped", stall.message);
@@ -182,8 +193,7 @@ export class ToolBatch {
     return undefined;
   }
 
-  async #repair(call: ToolCall): Promise<ToolCall> {
-    const tool = this.host.tools.get(call.name);
+  async #repair(call: ToolCall, tool: Tool | undefined): Promise<ToolCall> {
     if (!tool) return call;
     const repaired = await this.host.hooks.repairToolCall?.({
       call,
@@ -193,19 +203,29 @@ export class ToolBatch {
     return repaired === undefined ? call : { ...call, args: repaired };
   }
 
-  #end(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
+  #end(
+    index: number,
+    call: ToolCall,
+    tool: Tool | undefined,
+    produced: ToolResultMessage,
+  ): void | Promise<void> {
     if (this.host.sealed()) return;
     const after = this.host.hooks.afterToolCall;
     if (after)
       return Promise.resolve(after({ ...this.#context(call), result: produced })).then((override) =>
-        this.#record(index, call, override ? { ...produced, ...override } : produced),
+        this.#record(index, call, tool, override ? { ...produced, ...override } : produced),
       );
-    return this.#record(index, call, produced);
+    return this.#record(index, call, tool, produced);
   }
 
-  #record(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
+  #record(
+    index: number,
+    call: ToolCall,
+    tool: Tool | undefined,
+    produced: ToolResultMessage,
+  ): void | Promise<void> {
     if (this.host.sealed()) return;
-    const result = this.#checkRepeatedResult(call, produced);
+    const result = this.#checkRepeatedResult(call, tool, produced);
     this.results[index] = result;
     while (this.#flushed < this.calls.length && this.results[this.#flushed] !== undefined)
       this.host.history.push(this.results[this.#flushed++] as ToolResultMessage);
@@ -226,9 +246,8 @@ export class ToolBatch {
   }
 
   /** The same result again and again: the model sees a nudge, then the run stops as stalled. */
-  #checkRepeatedResult(call: ToolCall, result: ToolResultMessage): ToolResultMessage {
-    if (!this.host.stall || result.status !== "ok" || this.host.tools.get(call.name)?.allowRepeats)
-      return result;
+  #checkRepeatedResult(call: ToolCall, tool: Tool | undefined, result: ToolResultMessage): ToolResultMessage {
+    if (!this.host.stall || result.status !== "ok" || tool?.allowRepeats) return result;
     const verdict = this.host.stall.checkResult(call, result.content);
     if (verdict.kind === "ok") return result;
     if (verdict.kind === "stall") this.#stop({ reason: "stall", error: new StallError(verdict.message) });

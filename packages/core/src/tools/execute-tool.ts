@@ -1,25 +1,32 @@
 import { errorMessage, FatalToolError, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
+import type { Tool } from "./define-tool.js";
 import type { ToolRegistry } from "./registry.js";
 
 export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
 export const NOT_RUN_ABORTED = "not run: the run was aborted";
 
+/** Told when a tool throws a `FatalToolError`, so its batch can stop. */
+export interface FatalToolSink {
+  toolFailedFatally(call: ToolCall): void;
+}
+
 /**
- * Runs one tool call and always returns its result message: an unknown tool, arguments that fail
- * the schema, and a tool that throws all become `status: "error"` results the model sees. When the
- * run aborts, the tool gets `graceMs` to stop; past that it is abandoned with `status: "aborted"`.
+ * Runs one tool call and always returns its result message: an unknown tool (`tool` undefined;
+ * `tools` names the known ones), arguments that fail the schema, and a tool that throws all become
+ * `status: "error"` results the model sees. When the run aborts, the tool gets `graceMs` to stop;
+ * past that it is abandoned with `status: "aborted"`.
  */
 export function executeToolCall(
+  tool: Tool | undefined,
   tools: ToolRegistry,
   call: ToolCall,
   scope: AbortScope,
   graceMs: number,
   timeoutMs?: number,
-  onFatal?: () => void,
+  fatal?: FatalToolSink,
 ): ToolResultMessage | Promise<ToolResultMessage> {
-  const tool = tools.get(call.name);
   if (tool === undefined) {
     const available =
       tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
@@ -43,7 +50,7 @@ export function executeToolCall(
     returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
   } catch (error) {
     deadline?.dispose();
-    if (error instanceof FatalToolError) onFatal?.();
+    if (error instanceof FatalToolError) fatal?.toolFailedFatally(call);
     return toolResult(call, "error", errorMessage(error));
   }
   // A synchronous tool's result is returned as it is: no promise, no microtask hop.
@@ -64,7 +71,7 @@ export function executeToolCall(
     if (outcome.kind === "rejected") {
       // The fatal call itself failed: an error, even though stopping its siblings aborts the scope.
       if (outcome.error instanceof FatalToolError) {
-        onFatal?.();
+        fatal?.toolFailedFatally(call);
         return toolResult(call, "error", errorMessage(outcome.error));
       }
       return toolResult(call, scope.aborted ? "aborted" : "error", errorMessage(outcome.error));
