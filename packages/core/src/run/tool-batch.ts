@@ -146,7 +146,7 @@ export class ToolBatch implements FatalToolSink {
     this.host.emitCall(call);
     const tool = this.host.tools.get(call.name);
     const early = this.#resultWithoutRunning(call, tool);
-    if (early) return this.#end(index, call, tool, early);
+    if (early) return this.#end(index, call, early);
     if (typeof call.args === "string" && this.host.hooks.repairToolCall)
       return this.#repair(call, tool).then((repaired) => {
         call = repaired;
@@ -160,8 +160,8 @@ export class ToolBatch implements FatalToolSink {
     const timeoutMs = timeouts.tools?.[call.name] ?? timeouts.toolMs;
     const running = executeToolCall(tool, tools, call, this.#scope, graceMs, timeoutMs, this);
     return running instanceof Promise
-      ? running.then((result) => this.#end(index, call, tool, result))
-      : this.#end(index, call, tool, running);
+      ? running.then((result) => this.#end(index, call, result))
+      : this.#end(index, call, running);
   }
 
   /** @internal A `FatalToolError`: the batch stops. */
@@ -203,29 +203,19 @@ export class ToolBatch implements FatalToolSink {
     return repaired === undefined ? call : { ...call, args: repaired };
   }
 
-  #end(
-    index: number,
-    call: ToolCall,
-    tool: Tool | undefined,
-    produced: ToolResultMessage,
-  ): void | Promise<void> {
+  #end(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
     if (this.host.sealed()) return;
     const after = this.host.hooks.afterToolCall;
     if (after)
       return Promise.resolve(after({ ...this.#context(call), result: produced })).then((override) =>
-        this.#record(index, call, tool, override ? { ...produced, ...override } : produced),
+        this.#record(index, call, override ? { ...produced, ...override } : produced),
       );
-    return this.#record(index, call, tool, produced);
+    return this.#record(index, call, produced);
   }
 
-  #record(
-    index: number,
-    call: ToolCall,
-    tool: Tool | undefined,
-    produced: ToolResultMessage,
-  ): void | Promise<void> {
+  #record(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
     if (this.host.sealed()) return;
-    const result = this.#checkRepeatedResult(call, tool, produced);
+    const result = this.#checkRepeatedResult(call, produced);
     this.results[index] = result;
     while (this.#flushed < this.calls.length && this.results[this.#flushed] !== undefined)
       this.host.history.push(this.results[this.#flushed++] as ToolResultMessage);
@@ -246,8 +236,9 @@ export class ToolBatch implements FatalToolSink {
   }
 
   /** The same result again and again: the model sees a nudge, then the run stops as stalled. */
-  #checkRepeatedResult(call: ToolCall, tool: Tool | undefined, result: ToolResultMessage): ToolResultMessage {
-    if (!this.host.stall || result.status !== "ok" || tool?.allowRepeats) return result;
+  #checkRepeatedResult(call: ToolCall, result: ToolResultMessage): ToolResultMessage {
+    if (!this.host.stall || result.status !== "ok" || this.host.tools.get(call.name)?.allowRepeats)
+      return result;
     const verdict = this.host.stall.checkResult(call, result.content);
     if (verdict.kind === "ok") return result;
     if (verdict.kind === "stall") this.#stop({ reason: "stall", error: new StallError(verdict.message) });
