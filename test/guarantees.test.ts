@@ -11,6 +11,7 @@ import {
   ProviderError,
   registerOrchestrator,
   stopReasonSchema,
+  TimeoutError,
   UnknownOrchestratorError,
 } from "@agent-core/core";
 import {
@@ -22,7 +23,7 @@ import {
   script,
   scriptedModel,
 } from "@agent-core/testing";
-import { APICallError } from "@ai-sdk/provider";
+import { APICallError, type LanguageModelV4, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 
@@ -75,6 +76,61 @@ describe("limits", () => {
   it("rejects invalid limits at construction", () => {
     expect(() => new Agent({ limits: { maxCycles: 0 } })).toThrow(InvalidConfigError);
     expect(() => new Agent({ limits: { abortGraceMs: -1 } })).toThrow(/abortGraceMs/);
+  });
+});
+
+/**
+ * A provider whose doStream() ignores its abort signal and only settles when released: the wait
+ * for the stream itself must be raced, not just the reading. `cancelled` settles when the stream
+ * that arrives late is cancelled (so it does not leak).
+ */
+function stuckBeforeStream(): { model: LanguageModelV4; release(): void; cancelled: Promise<void> } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let markCancelled!: () => void;
+  const cancelled = new Promise<void>((resolve) => {
+    markCancelled = resolve;
+  });
+  const model: LanguageModelV4 = {
+    specificationVersion: "v4",
+    provider: "test",
+    modelId: "stuck-before-stream",
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error("streams only")),
+    doStream: async () => {
+      await released;
+      return { stream: new ReadableStream<LanguageModelV4StreamPart>({ cancel: () => markCancelled() }) };
+    },
+  };
+  return { model, release, cancelled };
+}
+
+describe("a provider that ignores its signal before its stream arrives", () => {
+  it("abort ends the run at once (not after the grace period), and the late stream is cancelled", async () => {
+    const { model, release, cancelled } = stuckBeforeStream();
+    const agent = new Agent({ provider: model, limits: { abortGraceMs: 60_000 } });
+    const run = agent.prompt("x");
+    setTimeout(() => agent.abort(), 10);
+    const result = await finished(run);
+    expect(result.stopReason).toBe("aborted");
+    expect(result.error).toBeInstanceOf(AbortedError);
+    expect(result.messages.map((m) => m.role)).toEqual(["user"]);
+    release();
+    await cancelled;
+  });
+
+  it("firstChunkMs ends the call while doStream() is still pending, and the late stream is cancelled", async () => {
+    const { model, release, cancelled } = stuckBeforeStream();
+    const result = await finished(new Agent({ provider: model, timeouts: { firstChunkMs: 20 } }).prompt("x"));
+    expect(result.stopReason).toBe("timeout");
+    expect(result.error).toBeInstanceOf(TimeoutError);
+    expect(result.error?.message).toBe(
+      "The model's first chunk took longer than 20 ms (timeouts.firstChunkMs).",
+    );
+    release();
+    await cancelled;
   });
 });
 

@@ -40,6 +40,25 @@ describe("EventStream", () => {
     expect(await consumed).toEqual(["a", "b"]);
   });
 
+  it("wakes every waiting consumer on each event, again and again, and ends one that returns while waiting", async () => {
+    const stream = new EventStream<number, void>();
+    const first = readAll(stream);
+    const second = readAll(stream);
+    const leaving = stream[Symbol.asyncIterator]();
+    const left = leaving.next();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await leaving.return?.()).toEqual({ value: undefined, done: true });
+    expect(await left).toEqual({ value: undefined, done: true });
+    for (let i = 0; i < 3; i++) {
+      stream.push(i);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    stream.end();
+    expect(await first).toEqual([0, 1, 2]);
+    expect(await second).toEqual([0, 1, 2]);
+    expect(await leaving.next()).toEqual({ value: undefined, done: true });
+  });
+
   it("ignores push after end and a second end", async () => {
     const stream = new EventStream<number, string>();
     stream.push(1);

@@ -97,6 +97,25 @@ describe("PromptBuilder", () => {
     expect(afterFirst).not.toBe(builder.buildFromHistory("S", grown));
   });
 
+  it("hands out arrays later calls never change, each with its own call's system message", () => {
+    const builder = new PromptBuilder();
+    const grown: AgentMessage[] = [history[0] as LlmMessage];
+    const first = builder.buildFromHistory("A", grown);
+    grown.push(history[1] as LlmMessage);
+    const second = builder.buildFromHistory("B", grown);
+    const withoutSystem = builder.buildFromHistory(undefined, grown);
+    const again = builder.buildFromHistory("B", grown);
+    expect(first.map((m) => m.role)).toEqual(["system", "user"]);
+    expect(first[0]).toEqual({ role: "system", content: "A" });
+    expect(second.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
+    expect(second[0]).toEqual({ role: "system", content: "B" });
+    expect(withoutSystem.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(again).not.toBe(second);
+    expect(again).toEqual(second);
+    // The same system text reuses its message object.
+    expect(again[0]).toBe(second[0]);
+  });
+
   it("rebuilds when a custom pipeline returns messages that do not extend the previous ones", () => {
     const builder = new PromptBuilder();
     builder.build(undefined, history);
