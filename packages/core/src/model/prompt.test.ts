@@ -65,6 +65,28 @@ describe("toModelPrompt", () => {
     ]);
   });
 
+  it("leaves out empty text parts of an assistant message, keeping the order of the rest", () => {
+    const prompt = toModelPrompt(undefined, [
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "" },
+          { type: "thinking", text: "plan" },
+          { type: "text", text: "" },
+          { type: "toolCall", id: "a", name: "calculator", args: {} },
+        ],
+      },
+    ]);
+    expect(prompt[1]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "reasoning", text: "plan" },
+        { type: "tool-call", toolCallId: "a", toolName: "calculator", input: {} },
+      ],
+    });
+  });
+
   it("omits an empty system prompt", () => {
     expect(toModelPrompt("", history.slice(0, 1))[0]?.role).toBe("user");
   });

@@ -102,14 +102,24 @@ function userMessage(message: UserMessage): LanguageModelV4Message {
 }
 
 function assistantMessage(message: AssistantMessage): LanguageModelV4Message {
-  const content: Extract<LanguageModelV4Message, { role: "assistant" }>["content"] = [];
-  for (const part of message.content) {
-    if (part.type === "text") {
-      if (part.text !== "") content.push({ type: "text", text: part.text });
-    } else if (part.type === "thinking") content.push({ type: "reasoning", text: part.text });
-    else content.push({ type: "tool-call", toolCallId: part.id, toolName: part.name, input: part.args });
-  }
-  return { role: "assistant", content };
+  // `map` makes an array of the exact size (pushing onto `[]` reserves room for 17 parts).
+  const parts = message.content.some(isEmptyText)
+    ? message.content.filter((part) => !isEmptyText(part))
+    : message.content;
+  return { role: "assistant", content: parts.map(assistantPart) };
+}
+
+type AssistantBlock = AssistantMessage["content"][number];
+type AssistantPart = Extract<LanguageModelV4Message, { role: "assistant" }>["content"][number];
+
+function isEmptyText(part: AssistantBlock): boolean {
+  return part.type === "text" && part.text === "";
+}
+
+function assistantPart(part: AssistantBlock): AssistantPart {
+  if (part.type === "text") return { type: "text", text: part.text };
+  if (part.type === "thinking") return { type: "reasoning", text: part.text };
+  return { type: "tool-call", toolCallId: part.id, toolName: part.name, input: part.args };
 }
 
 function toolResultPart(message: ToolResultMessage): LanguageModelV4ToolResultPart {

@@ -115,8 +115,10 @@ type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
  */
 class StepState extends AbortHook implements ModelStepResult {
   forwardedAnything = false;
-  readonly content: AssistantMessage["content"] = [];
-  readonly toolCalls: ToolCall[] = [];
+  // Empty until the first block: V8 gives an empty array's first push room for 17 elements, and
+  // most replies have one or two blocks, so the first block makes an array of its own size.
+  content: AssistantMessage["content"] = [];
+  toolCalls: ToolCall[] = [];
   finishReason = "other";
   /** From the `finish` part; a stream that ends without one reports zeros (see `result`). */
   usage!: Usage;
@@ -140,9 +142,15 @@ class StepState extends AbortHook implements ModelStepResult {
   open(): Promise<StreamResult> {
     const { model, prompt, tools, settings } = this.#request;
     const signal = this.#scope.signal;
+    // Built whole: a property added later would give each call's options a second backing store,
+    // and a recording provider keeps every one of them.
+    const offered = tools.length > 0 ? (tools as LanguageModelV4FunctionTool[]) : undefined;
     const options: LanguageModelV4CallOptions =
-      settings === undefined ? { prompt, abortSignal: signal } : { ...settings, prompt, abortSignal: signal };
-    if (tools.length > 0) options.tools = tools as LanguageModelV4FunctionTool[];
+      settings !== undefined
+        ? { ...settings, prompt, abortSignal: signal, ...(offered && { tools: offered }) }
+        : offered !== undefined
+          ? { prompt, abortSignal: signal, tools: offered }
+          : { prompt, abortSignal: signal };
     const pending = model.doStream(options);
     this.#pending = pending;
     const opened = new Promise<StreamResult>(captureSettlers);
@@ -183,6 +191,11 @@ class StepState extends AbortHook implements ModelStepResult {
     else this.#rejectOpen?.(reason);
   }
 
+  #addBlock(block: AssistantMessage["content"][number]): void {
+    if (this.content.length === 0) this.content = [block];
+    else this.content.push(block);
+  }
+
   result(): ModelStepResult {
     this.usage ??= { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
     return this;
@@ -196,7 +209,7 @@ class StepState extends AbortHook implements ModelStepResult {
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
           this.#openText = { type: "text", text: "" };
-          this.content.push(this.#openText);
+          this.#addBlock(this.#openText);
         }
         this.#openText.text += part.delta;
         this.forwardedAnything = true;
@@ -207,7 +220,7 @@ class StepState extends AbortHook implements ModelStepResult {
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
           this.#openReasoning = { type: "thinking", text: "" };
-          this.content.push(this.#openReasoning);
+          this.#addBlock(this.#openReasoning);
         }
         this.#openReasoning.text += part.delta;
         this.forwardedAnything = true;
@@ -218,8 +231,9 @@ class StepState extends AbortHook implements ModelStepResult {
         this.#openText = undefined;
         this.#openReasoning = undefined;
         const call: ToolCall = { id: part.toolCallId, name: part.toolName, args: parseArgs(part.input) };
-        this.toolCalls.push(call);
-        this.content.push({ type: "toolCall", id: call.id, name: call.name, args: call.args });
+        if (this.toolCalls.length === 0) this.toolCalls = [call];
+        else this.toolCalls.push(call);
+        this.#addBlock({ type: "toolCall", id: call.id, name: call.name, args: call.args });
         return;
       }
       case "response-metadata":
