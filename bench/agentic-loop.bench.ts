@@ -8,7 +8,8 @@
  * in turn and pools their rounds: a process's JIT and heap state moves its figure by a few percent,
  * so one process alone gives a less steady figure. Run: `pnpm bench`.
  * Options: BENCH_CYCLES (default 50), BENCH_ROUNDS (default 21 per process), BENCH_ROUND_MS
- * (default 200), BENCH_PROCESSES (default 3 per comparison).
+ * (default 200; each loop warms up for four rounds' time), BENCH_PROCESSES (default 3 per
+ * comparison).
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -67,7 +68,7 @@ async function compare(name: ComparisonName): Promise<ComparisonResult> {
     { name: "bare", run: () => bareLoop(model()) },
     { name: "agentic", run: () => agenticLoop(model(), cycles) },
   ] as const;
-  for (const loop of loops) await measure(loop.run, loop.name, 800); // warm-up
+  for (const loop of loops) await measure(loop.run, loop.name, 4 * roundMs); // warm-up
   const result: ComparisonResult = { bare: [], agentic: [], ratios: [] };
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? loops : [...loops].reverse();
