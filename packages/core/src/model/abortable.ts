@@ -124,7 +124,7 @@ export class AbortScope {
 const noop = () => {};
 
 /** Settles with `promise`, or rejects with `AbortedError` as soon as the scope aborts. */
-export function raceAbort<T>(promise: PromiseLike<T>, scope: AbortScope): Promise<T> {
+function raceAbort<T>(promise: PromiseLike<T>, scope: AbortScope): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const remove = scope.onAbort(() => reject(abortError(scope.signal.reason)));
     promise.then(
