@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import type { LanguageModelV4, LanguageModelV4Prompt, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 
@@ -19,6 +20,18 @@ export function cycleModel(cycles: number): LanguageModelV4 {
     supportedUrls: {},
     doGenerate: () => Promise.reject(new Error("the benchmark model only streams")),
     doStream: async ({ prompt }) => ({ stream: streamOf(nextParts(prompt, cycles)) }),
+  };
+}
+
+/** The same stateless model, waiting `latencyMs` before each stream starts, as a remote model would. */
+export function slowCycleModel(cycles: number, latencyMs: number): LanguageModelV4 {
+  const lean = cycleModel(cycles);
+  return {
+    ...lean,
+    doStream: async (options) => {
+      await sleep(latencyMs);
+      return lean.doStream(options);
+    },
   };
 }
 

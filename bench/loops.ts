@@ -56,9 +56,18 @@ export async function bareLoop(model: LanguageModelV4): Promise<string> {
   }
 }
 
+/** An agent made the README's way: the default (agentic) orchestrator and default limits. */
+export function readmeAgent(model: LanguageModelV4): Agent {
+  return new Agent({ provider: model, tools: [addTool] });
+}
+
 /** The agentic orchestrator on a fresh agent, with every event read as a UI would. */
-export async function agenticLoop(model: LanguageModelV4, cycles: number): Promise<string> {
-  const agent = new Agent({ provider: model, tools: [addTool], limits: { maxCycles: cycles + 2 } });
+export function agenticLoop(model: LanguageModelV4, cycles: number): Promise<string> {
+  return runAgent(new Agent({ provider: model, tools: [addTool], limits: { maxCycles: cycles + 2 } }));
+}
+
+/** One run of `agent`, every event read with `for await` as a UI would; its text, if it completed. */
+export async function runAgent(agent: Agent): Promise<string> {
   const run = agent.prompt("count");
   for await (const _event of run) {
     // a UI would render each event here

@@ -1,4 +1,4 @@
-import "@agent-core/agentic";
+import { agentic } from "@agent-core/agentic";
 import {
   Agent,
   type AgentMessage,
@@ -413,7 +413,7 @@ describe("system prompts (steeringInstruction as in Go)", () => {
       systemPrompt: "Base.",
       provider: model,
       tools: [calculator],
-      steeringInstruction: "Always use tools.",
+      orchestrator: agentic({ steeringInstruction: "Always use tools." }),
     });
     await runToEnd(agent, "hi");
     expect(systemOf(model.prompts[0])).toBe("Base.\n\nAlways use tools.");

@@ -23,31 +23,115 @@ describe("the benchmark", () => {
       BENCH_ROUNDS: "2",
       BENCH_ROUND_MS: "2",
       BENCH_PROCESSES: "2",
+      BENCH_CONCURRENT_RUNS: "4",
+      BENCH_CONCURRENT_ROUNDS: "2",
     });
-    expect(stdout).toContain("3 tool cycles per run, 2 processes × 2 interleaved rounds");
-    for (const row of [
-      "bare loop, scripted model",
-      "agentic, scripted model",
-      "bare loop, lean model",
-      "agentic, lean model",
-      "ratio, scripted model (target)",
-      "ratio, lean model",
-    ])
-      expect(stdout).toMatch(new RegExp(`^${escapeRegExp(row)} +(\\d+\\.\\d\\d +){2}\\d+\\.\\d\\d$`, "m"));
-    expect(stdout).toMatch(/^median ratio of each process, scripted model +\d+\.\d\d {2}\d+\.\d\d$/m);
-    expect(stdout).toMatch(/^median ratio of each process, lean model +\d+\.\d\d {2}\d+\.\d\d$/m);
-    expect(stdout).toMatch(/^(within|ABOVE) the 1\.5x target$/m);
+    const sections = [
+      {
+        title: "agent-core bench: 3 tool cycles per run, 2 processes × 2 interleaved rounds",
+        rows: {
+          "µs per tool cycle": [
+            "bare loop, scripted model",
+            "agentic, scripted model",
+            "bare loop, lean model",
+            "agentic, lean model",
+          ],
+          "ratio agentic / bare": ["ratio, scripted model (target)", "ratio, lean model"],
+        },
+        processMedians: ["scripted model", "lean model"],
+      },
+      {
+        title:
+          "one-call run (one model call answering with text, lean model), 2 processes × 2 interleaved rounds",
+        rows: {
+          "µs per run": [
+            "bare loop, one call",
+            "agentic, fresh agent per run",
+            "agentic, reused agent, reset()",
+          ],
+          "ratio agentic / bare": ["ratio, one-call run, fresh agent", "ratio, one-call run, reused agent"],
+        },
+        processMedians: ["one-call run, fresh agent", "one-call run, reused agent"],
+      },
+      {
+        title:
+          "4 concurrent runs of 5 tool cycles, 2 ms model latency (lean model), 2 processes × 2 interleaved rounds",
+        rows: {
+          "ms per 4 runs at once": ["bare loops, concurrent", "agentic, concurrent"],
+          "MB peak RSS growth": ["bare loops, concurrent", "agentic, concurrent"],
+          "ratio agentic / bare, wall time": ["ratio, concurrent runs"],
+        },
+        processMedians: ["concurrent runs"],
+      },
+    ];
+    const lines = stdout.split("\n");
+    let at = -1;
+    for (const { title, rows, processMedians } of sections) {
+      at = next(lines, at, (line) => line.startsWith(title));
+      // Each table in order, under its header, every row's min / median / max a number.
+      for (const [header, labels] of Object.entries(rows)) {
+        at = next(lines, at, (line) => new RegExp(`^${escapeRegExp(header)} +min +median +max$`).test(line));
+        for (const label of labels) {
+          at += 1;
+          expect(lines[at]).toMatch(
+            new RegExp(`^${escapeRegExp(label)} +(\\d+\\.\\d\\d +){2}\\d+\\.\\d\\d$`),
+          );
+        }
+      }
+      for (const label of processMedians) {
+        at += 1;
+        expect(lines[at]).toMatch(
+          new RegExp(
+            `^median ratio of each process, ${escapeRegExp(label)} +\\d+\\.\\d\\d {2}\\d+\\.\\d\\d$`,
+          ),
+        );
+      }
+      if (title.startsWith("agent-core bench"))
+        expect(lines[++at]).toMatch(/^(within|ABOVE) the 1\.5x target$/);
+    }
+  }, 90_000); // twelve processes, each loading tsx: more than the default 15 s on a busy host
+
+  it("runs only the workloads BENCH_ONLY names", async () => {
+    const { stdout } = await bench({
+      BENCH_ONLY: "one-call",
+      BENCH_ROUNDS: "2",
+      BENCH_ROUND_MS: "2",
+      BENCH_PROCESSES: "1",
+    });
+    expect(stdout).toMatch(/^one-call run /);
+    expect(stdout).not.toContain("tool cycles");
   });
 
   it("refuses an option that is not a whole number >= 1, naming it", async () => {
-    const failure = await bench({ BENCH_PROCESSES: "0" }).then(
-      () => undefined,
-      (error: { code?: number; stderr?: string }) => error,
+    for (const name of ["BENCH_PROCESSES", "BENCH_CONCURRENT_RUNS", "BENCH_CONCURRENT_ROUNDS"])
+      expect(await failure({ [name]: "0" })).toContain(
+        `RangeError: ${name} must be a whole number >= 1, got "0".`,
+      );
+  });
+
+  it("refuses a workload it does not have, naming the ones it has", async () => {
+    expect(await failure({ BENCH_ONLY: "one-call,cycle" })).toContain(
+      'RangeError: BENCH_ONLY must list workloads among cycles, one-call, concurrent, got "one-call,cycle".',
     );
-    expect(failure?.code).toBe(1);
-    expect(failure?.stderr).toContain('RangeError: BENCH_PROCESSES must be a whole number >= 1, got "0".');
   });
 });
+
+/** The bench's stderr when it fails as it should, at once and with exit code 1. */
+async function failure(env: Record<string, string>): Promise<string | undefined> {
+  const error = await bench(env).then(
+    () => undefined,
+    (error: { code?: number; stderr?: string }) => error,
+  );
+  expect(error?.code).toBe(1);
+  return error?.stderr;
+}
+
+/** The index of the first line after `from` that `matches`; fails the test if there is none. */
+function next(lines: string[], from: number, matches: (line: string) => boolean): number {
+  const at = lines.findIndex((line, i) => i > from && matches(line));
+  expect(at, `a line after ${JSON.stringify(lines[from])} matching ${matches}`).toBeGreaterThan(from);
+  return at;
+}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

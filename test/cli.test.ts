@@ -211,4 +211,24 @@ describe("the agent-core bin", () => {
     expect(stdout).toMatch(/■ aborted · .*\n$/);
     expect(code).toBe(1);
   });
+
+  it("ends quietly when the reader closes stdout, as `| head -1` does", async () => {
+    // A slow demo stream, so the bin is still writing events after the reader has gone.
+    const child = spawnBin(["run", "--json", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "50" });
+    let firstLine = "";
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on("data", (chunk: Buffer) => {
+      firstLine += chunk.toString();
+      if (firstLine.includes("\n")) child.stdout.destroy();
+    });
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
+      child.on("error", reject);
+      child.on("close", (exitCode, exitSignal) => resolve([exitCode, exitSignal]));
+    });
+    expect(JSON.parse(firstLine.split("\n")[0] as string)).toMatchObject({ type: "agent_start" });
+    expect(stderr).not.toContain("EPIPE");
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(signal === "SIGPIPE" || code === 0 || code === 141, `exit ${code}, signal ${signal}`).toBe(true);
+  });
 });

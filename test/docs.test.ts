@@ -1,18 +1,28 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { main } from "@agent-core/cli";
 import { agentEventSchema } from "@agent-core/core";
 import { afterAll, describe, expect, it } from "vitest";
 
-// Docs are part of the feature: every ```ts block of the README and of docs/ runs as written,
-// and every ```json block of docs/events.md is a valid event of the protocol.
+// Docs are part of the feature: every ```ts block of the README, of docs/ and of each package's
+// README (what npm shows) runs as written, and every ```json block of docs/events.md is a valid
+// event of the protocol.
 
 const root = join(import.meta.dirname, "..");
 const outDir = join(root, "test", ".docs");
-const documents = ["README.md", ...readdirSync(join(root, "docs")).map((name) => `docs/${name}`)].filter(
-  (f) => f.endsWith(".md"),
+const packageDirs = readdirSync(join(root, "packages")).filter((name) =>
+  existsSync(join(root, "packages", name, "package.json")),
 );
+const packageReadmes = packageDirs.map((name) => `packages/${name}/README.md`);
+const documents = [
+  "README.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+  ...packageReadmes.filter((file) => existsSync(join(root, file))),
+];
 
 interface Block {
   code: string;
@@ -71,7 +81,49 @@ describe("the README", () => {
   });
 });
 
-describe("docs/", () => {
+describe("the LICENSE and the package READMEs", () => {
+  it("has an MIT LICENSE at the root, the license every package declares", () => {
+    expect(readFileSync(join(root, "LICENSE"), "utf8")).toMatch(
+      /^MIT License\n\nCopyright \(c\) 2026 the agent-core authors\n/,
+    );
+    for (const dir of packageDirs)
+      expect(JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8")).license, dir).toBe(
+        "MIT",
+      );
+  });
+
+  it.each(packageDirs)("packages/%s has a README titled with its name, with an install line", (dir) => {
+    const { name } = JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8"));
+    const readme = join(root, "packages", dir, "README.md");
+    expect(existsSync(readme), `packages/${dir}/README.md`).toBe(true);
+    const text = readFileSync(readme, "utf8");
+    expect(text.startsWith(`# ${name}\n`)).toBe(true);
+    const installs = text.split("\n").filter((line) => line.startsWith("npm install "));
+    expect(installs.some((line) => line.split(" ").includes(name))).toBe(true);
+  });
+});
+
+describe("getting started", () => {
+  it("suggests CLI prompts the offline demo model really answers with its tools", async () => {
+    const text = readFileSync(join(root, "docs/getting-started.md"), "utf8");
+    const prompts = [...text.matchAll(/bin\.js run "([^"]+)"/g)].map((m) => m[1] as string);
+    expect(prompts.length).toBeGreaterThan(1);
+    for (const prompt of prompts) {
+      let stdout = "";
+      const code = await main(["run", prompt], {
+        stdout: { write: (chunk: string) => (stdout += chunk) },
+        stderr: { write: () => true },
+        env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+      });
+      expect(code, prompt).toBe(0);
+      expect(stdout, prompt).toContain("→ ");
+      // The demo has no notion of places or zones: a prompt naming one would get a UTC answer.
+      expect(prompt).not.toMatch(/\bin [A-Z]/);
+    }
+  });
+});
+
+describe("docs/ and the package READMEs", () => {
   for (const file of documents.filter((f) => f !== "README.md")) {
     blocks(file, "ts").forEach(({ code, sameAs }, index) => {
       if (sameAs !== undefined) {

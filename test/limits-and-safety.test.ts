@@ -261,10 +261,16 @@ describe("stall detection", () => {
       inputSchema: z.object({ n: z.number() }),
       execute: () => "pending",
     });
-    const steps = Array.from({ length: 6 }, (_, n) => [script.toolCall("status", { n })]);
-    const result = await settle(new Agent({ provider: scriptedModel(steps), tools: [poll] }).prompt("x"));
+    // A new call before each poll keeps the calls from counting as repeats: only the result does.
+    const steps = Array.from({ length: 6 }, (_, n) => [
+      script.toolCall("echo", { text: `wait ${n}` }),
+      script.toolCall("status", { n: 1 }),
+    ]);
+    const result = await settle(
+      new Agent({ provider: scriptedModel(steps), tools: [echo, poll] }).prompt("x"),
+    );
     expect(result.stopReason).toBe("stalled");
-    expect(results(result.messages)[2]?.content).toMatch(
+    expect(results(result.messages)[5]?.content).toMatch(
       /^pending\n\n\[note\] "status" returned the same result 3 times in a row/,
     );
   });

@@ -3,6 +3,7 @@ import {
   InvalidConfigError,
   type Orchestrator,
   type RunContext,
+  runTurns,
   StructuredOutputError,
 } from "@agent-core/core";
 import { z } from "zod";
@@ -63,13 +64,7 @@ export class ReflectOrchestrator implements Orchestrator {
   }
 
   async run(ctx: RunContext): Promise<void> {
-    for (;;) {
-      ctx.startTurn();
-      ctx.endTurn(await this.#turn(ctx));
-      const followUps = await ctx.followUps.take();
-      if (followUps.length === 0) return;
-      ctx.messages.append(...followUps);
-    }
+    await runTurns(ctx, () => this.#turn(ctx));
   }
 
   async #turn(ctx: RunContext): Promise<AssistantMessage> {

@@ -5,9 +5,8 @@
  *
  *   pnpm --filter @agent-core/example-default-agentic start
  */
-import "@agent-core/agentic";
 import { createDemoAgentTools, modelFromEnv } from "@agent-core/cli";
-import { Agent, type AgentEvent } from "@agent-core/core";
+import { Agent, type AgentEvent } from "agent-core";
 
 const { model, label } = modelFromEnv(process.env);
 console.log(`model: ${label}`);

@@ -1,9 +1,17 @@
-import type { DecideOptions, Decision, Orchestrator, RunContext } from "@agent-core/core";
+import {
+  type DecideOptions,
+  type Decision,
+  type Orchestrator,
+  type RunContext,
+  runTurns,
+} from "@agent-core/core";
 import { buildSystemPrompt, type PromptSituation } from "./prompts.js";
 
 export interface AgenticOptions {
   /** Name reported by the orchestrator (default "agentic"). */
   name?: string;
+  /** Replaces the default tool-use instruction of a turn's first model call. */
+  steeringInstruction?: string;
 }
 
 /**
@@ -14,9 +22,11 @@ export interface AgenticOptions {
  */
 export class AgenticOrchestrator implements Orchestrator {
   readonly name: string;
+  readonly #steeringInstruction: string | undefined;
 
   constructor(options: AgenticOptions = {}) {
     this.name = options.name ?? "agentic";
+    this.#steeringInstruction = options.steeringInstruction;
   }
 
   async run(ctx: RunContext): Promise<void> {
@@ -25,14 +35,7 @@ export class AgenticOrchestrator implements Orchestrator {
       initial: { system: this.#system(ctx, "initial") },
       afterTools: { system: this.#system(ctx, "afterTools") },
     };
-    for (;;) {
-      ctx.startTurn();
-      const answer = await this.#turn(ctx, prompts);
-      ctx.endTurn(answer.message);
-      const followUps = await ctx.followUps.take();
-      if (followUps.length === 0) return;
-      ctx.messages.append(...followUps);
-    }
+    await runTurns(ctx, async () => (await this.#turn(ctx, prompts)).message);
   }
 
   async #turn(
@@ -58,7 +61,7 @@ export class AgenticOrchestrator implements Orchestrator {
   #system(ctx: RunContext, situation: PromptSituation): string {
     return buildSystemPrompt(ctx.systemPrompt, situation, {
       hasTools: ctx.tools.size > 0,
-      steeringInstruction: ctx.steeringInstruction,
+      steeringInstruction: this.#steeringInstruction,
     });
   }
 }

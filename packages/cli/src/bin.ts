@@ -6,6 +6,14 @@ const interrupt = new AbortController();
 // `once` removes the listener, so a second Ctrl-C gets Node's default: exit at once.
 process.once("SIGINT", () => interrupt.abort());
 
+// A reader that closed the pipe (`agent-core run --json "…" | head -1`) has all it wanted: end quietly,
+// as a Unix filter killed by SIGPIPE would, instead of crashing on the next write with an EPIPE stack.
+for (const stream of [process.stdout, process.stderr])
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(0);
+  });
+
 process.exitCode = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,

@@ -1,30 +1,40 @@
 import "reflect-metadata";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
-import mittModule, { type Emitter, type EventType } from "mitt";
 import type { DependencyContainer } from "tsyringe";
 import { AgentRun } from "./agent-run.js";
-import { AgentBusyError, InvalidConfigError, TimeoutError } from "./errors.js";
+import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import { AgentBusyError, abortError, InvalidConfigError, TimeoutError } from "./errors.js";
+import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
-import { type AgentMessage, type MessageInput, toMessage } from "./messages.js";
+import { type AgentMessage, emptyUsage, type MessageInput, toMessage } from "./messages.js";
 import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
 import type { StepTimeouts } from "./model/step-watchdog.js";
 import type { ModelCallSettings } from "./model/stream-step.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
+import { EventPublisher } from "./run/event-publisher.js";
 import type { AgentHooks } from "./run/hooks.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
-import { type PendingApproval, RunSession } from "./run/run-session.js";
-import type { ApprovalDecision, ToolTimeouts } from "./run/tool-batch.js";
+import { type RunResult, RunSession } from "./run/run-session.js";
+import {
+  CLOCK,
+  type Clock,
+  EVENT_SINK,
+  ID_SOURCE,
+  MODEL_STEP,
+  registerDefaultServices,
+  TOOL_RUNNER,
+} from "./run/services.js";
+import type { ApprovalDecision, PendingDecisions } from "./run/suspension.js";
+import type { ToolTimeouts } from "./run/tool-batch.js";
+import { TranscriptKeeper } from "./run/transcript-keeper.js";
 import type { Tool } from "./tools/define-tool.js";
 import { ToolRegistry } from "./tools/registry.js";
 import type { StallOptions } from "./tools/stall-detector.js";
-
-// mitt's types resolve as CommonJS under NodeNext; its ESM default export is the factory.
-const mitt = mittModule as unknown as <E extends Record<EventType, unknown>>() => Emitter<E>;
 
 /** Context handed to the steering and follow-up callbacks. */
 export interface QueueCallbackContext {
@@ -59,8 +69,6 @@ export interface AgentConfig extends AgentHooks {
   getSteeringMessages?: MessageCallback;
   /** Asked when the run would stop, beside the `followUp()` queue. */
   getFollowUpMessages?: MessageCallback;
-  /** Replaces the default tool-use instruction of the agentic orchestrator's first call. */
-  steeringInstruction?: string;
   /** Settings for every model call (temperature, maxOutputTokens, providerOptions, …). */
   modelSettings?: ModelCallSettings;
   retry?: Partial<RetryOptions>;
@@ -86,9 +94,7 @@ export interface PromptOptions {
   timeouts?: Timeouts;
 }
 
-export const defaultLimits: Limits = { maxCycles: 10, abortGraceMs: 250 };
-
-type Events = { [T in AgentEventType]: AgentEventOf<T> };
+export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
 
 /**
  * An agent: a history, a provider, tools and an orchestrator. Prompts are serialized: a prompt
@@ -102,32 +108,28 @@ export class Agent {
   readonly #orchestrator: Orchestrator;
   readonly #limits: Limits;
   readonly #retry: RetryOptions;
-  readonly #history: AgentMessage[] = [];
+  readonly #transcript = new TranscriptKeeper();
   readonly #steeringQueue = new MessageQueue();
   readonly #followUpQueue = new MessageQueue();
-  readonly #emitter = mitt<Events>();
-  readonly #wildcards = new Map<
-    (event: AgentEvent) => void,
-    (type: AgentEventType, event: AgentEvent) => void
-  >();
+  readonly #listeners: ListenerBus;
   /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
   readonly #scopes = new Set<AbortScope>();
   readonly #contextBudget: ContextBudgetOptions | undefined;
-  /** Tool calls the last run left waiting for `approve()` / `deny()`. */
-  #pending: PendingApproval | undefined;
+  /** A batch the last run left waiting for `approve()` / `deny()`, with the decisions so far. */
+  #pending: PendingDecisions | undefined;
   #tail: Promise<void> = Promise.resolve();
 
   constructor(config: AgentConfig = {}) {
+    validateAgentConfig(config);
     this.#config = config;
-    if (config.provider !== undefined && !isLanguageModel(config.provider))
-      throw new InvalidConfigError(
-        "provider must be an AI SDK LanguageModel object (specification v4, e.g. openai('gpt-4o') from an ai@7 provider).",
-      );
-    this.#limits = validLimits({ ...defaultLimits, ...config.limits });
+    this.#limits = config.limits ? { ...defaultLimits, ...config.limits } : defaultLimits;
     this.#retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
     this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
+    this.#listeners = new ListenerBus(config.onListenerError ?? logListenerError);
     this.container = (config.container ?? rootContainer).createChildContainer();
+    // The root container has the default services; a container of the app's own may not.
+    if (config.container) registerDefaultServices(this.container);
     this.#orchestrator =
       typeof config.orchestrator === "object"
         ? validateOrchestrator(config.orchestrator, "config.orchestrator")
@@ -140,7 +142,7 @@ export class Agent {
 
   /** A copy of the history. */
   get messages(): AgentMessage[] {
-    return [...this.#history];
+    return this.#transcript.messages.slice();
   }
 
   /** True while a run is in progress or waiting its turn. */
@@ -150,7 +152,8 @@ export class Agent {
 
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
-    // Calls still waiting for approval are settled first: the approved run, the rest are denied.
+    validatePromptOptions(options);
+    // A batch still waiting for approval is settled first: the approved calls run, the rest are denied.
     const pending = this.#pending;
     this.#pending = undefined;
     return this.#start((Array.isArray(input) ? input : [input]).map(toMessage), options, pending);
@@ -160,10 +163,11 @@ export class Agent {
   get pendingApprovals(): { toolCallId: string; toolName: string; args: unknown; reason?: string }[] {
     const pending = this.#pending;
     if (!pending) return [];
-    return pending.calls
-      .filter((call) => pending.needed.has(call.id) && !pending.decisions.has(call.id))
+    const { calls, waits } = pending.suspension;
+    return calls
+      .filter((call) => waits.has(call.id) && !pending.decisions.has(call.id))
       .map((call) => {
-        const reason = pending.needed.get(call.id);
+        const reason = waits.get(call.id)?.reason;
         return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
       });
   }
@@ -180,25 +184,65 @@ export class Agent {
 
   #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
     const pending = this.#pending;
-    if (!pending?.needed.has(toolCallId))
+    if (!pending?.suspension.waits.has(toolCallId))
       throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
     if (pending.decisions.has(toolCallId))
       throw new InvalidConfigError(
         `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
       );
     pending.decisions.set(toolCallId, decision);
-    if (pending.decisions.size < pending.needed.size) return undefined;
+    if (pending.decisions.size < pending.suspension.waits.size) return undefined;
     this.#pending = undefined;
     return this.#start([], {}, pending);
   }
 
-  #start(inputs: AgentMessage[], options: PromptOptions, resume: PendingApproval | undefined): AgentRun {
+  #start(inputs: AgentMessage[], options: PromptOptions, resume: PendingDecisions | undefined): AgentRun {
     const scope = new AbortScope(options.signal);
-    const run = new AgentRun(crypto.randomUUID(), (reason) => scope.abort(reason));
+    const run = new AgentRun(this.container.resolve(ID_SOURCE).runId(), (reason) => scope.abort(reason));
+    const queued = this.#scopes.size > 0;
     this.#scopes.add(scope);
-    const timeouts = { ...this.#config.timeouts, ...options.timeouts };
-    this.#tail = this.#tail.then(() => this.#execute(run, inputs, scope, timeouts, resume));
+    const timeouts = options.timeouts
+      ? { ...this.#config.timeouts, ...options.timeouts }
+      : (this.#config.timeouts ?? NO_TIMEOUTS);
+    if (!queued) {
+      this.#tail = this.#execute(run, inputs, scope, timeouts, resume);
+      return run;
+    }
+    // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
+    const removeQueuedAbort = scope.onAbort(() => this.#endQueued(run, scope, resume));
+    this.#tail = this.#tail.then(() => {
+      removeQueuedAbort();
+      if (run.done) return;
+      return this.#execute(run, inputs, scope, timeouts, resume);
+    });
     return run;
+  }
+
+  /** A run aborted before it started: `agent_start`, `error`, `agent_end`, and nothing else. */
+  #endQueued(run: AgentRun, scope: AbortScope, resume: PendingDecisions | undefined): void {
+    // A waiting batch it would have resumed still waits.
+    if (resume && this.#pending === undefined) this.#pending = resume;
+    this.#scopes.delete(scope);
+    scope.dispose();
+    const events = this.#publisher(run, this.container.resolve(CLOCK));
+    const error = abortError(scope.signal.reason);
+    events.publish({ type: "agent_start" });
+    events.publish({ type: "error", code: error.code, message: error.message });
+    const usage = emptyUsage();
+    const metrics = { cycles: 0, toolCalls: {}, modelMs: 0, toolMs: 0, frameworkMs: 0, usage };
+    events.publish({ type: "agent_end", stopReason: "aborted", usage, durationMs: 0, metrics });
+    const messages = this.#transcript.messages.slice();
+    run.end({
+      runId: run.runId,
+      messages,
+      newMessages: [],
+      stopReason: "aborted",
+      usage,
+      durationMs: 0,
+      text: "",
+      error,
+      metrics,
+    });
   }
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
@@ -211,15 +255,20 @@ export class Agent {
     this.#followUpQueue.push(message);
   }
 
+  /** Messages queued by `steer()` and `followUp()` (or put back by a run that ended before using them). */
+  get queued(): { steering: AgentMessage[]; followUps: AgentMessage[] } {
+    return { steering: this.#steeringQueue.peek(), followUps: this.#followUpQueue.peek() };
+  }
+
   /** Aborts the running run and every run waiting behind it. */
   abort(reason?: unknown): void {
-    for (const scope of this.#scopes) scope.abort(reason);
+    for (const scope of [...this.#scopes]) scope.abort(reason);
   }
 
   /** Clears the history and both queues. Not allowed while a run is in progress. */
   reset(): void {
     if (this.busy) throw new AgentBusyError("reset the agent");
-    this.#history.length = 0;
+    this.#transcript.clear();
     this.#pending = undefined;
     this.#steeringQueue.clear();
     this.#followUpQueue.clear();
@@ -229,25 +278,18 @@ export class Agent {
   on<T extends AgentEventType>(type: T, handler: (event: AgentEventOf<T>) => void): () => void;
   on(type: "*", handler: (event: AgentEvent) => void): () => void;
   on(type: AgentEventType | "*", handler: (event: never) => void): () => void {
-    if (type === "*") {
-      const listener = handler as (event: AgentEvent) => void;
-      const wrapped = (_type: AgentEventType, event: AgentEvent) => listener(event);
-      this.#wildcards.set(listener, wrapped);
-      this.#emitter.on("*", wrapped);
-      return () => this.off("*", listener);
-    }
-    this.#emitter.on(type as AgentEventType, handler as never);
-    return () => this.off(type, handler as (event: AgentEvent) => void);
+    return this.#listeners.on(type, handler);
   }
 
   off(type: AgentEventType | "*", handler: (event: never) => void): void {
-    if (type === "*") {
-      const wrapped = this.#wildcards.get(handler as (event: AgentEvent) => void);
-      if (wrapped) this.#emitter.off("*", wrapped);
-      this.#wildcards.delete(handler as (event: AgentEvent) => void);
-      return;
-    }
-    this.#emitter.off(type as AgentEventType, handler as never);
+    this.#listeners.off(type, handler);
+  }
+
+  /** The run's one publisher: events go to the run's own stream, then to the agent's event sink. */
+  #publisher(run: AgentRun, clock: Clock): EventPublisher {
+    const container = this.container;
+    const sink = container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined;
+    return new EventPublisher(run.runId, clock, run, this.#listeners, sink);
   }
 
   async #execute(
@@ -255,7 +297,7 @@ export class Agent {
     input: AgentMessage[],
     abortScope: AbortScope,
     timeouts: Timeouts,
-    resume: PendingApproval | undefined,
+    resume: PendingDecisions | undefined,
   ): Promise<void> {
     const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools } = timeouts;
     const total =
@@ -263,75 +305,57 @@ export class Agent {
         ? undefined
         : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
     const config = this.#config;
-    const session = new RunSession({
-      runId: run.runId,
-      orchestrator: this.#orchestrator,
-      history: this.#history,
-      input,
-      abortScope,
-      limits: this.#limits,
-      systemPrompt: this.#config.systemPrompt ?? "",
-      steeringInstruction: this.#config.steeringInstruction,
-      provider: this.#config.provider,
-      tools: this.tools,
-      transformContext: this.#config.transformContext,
-      convertToLlm: this.#config.convertToLlm,
-      modelSettings: this.#config.modelSettings,
-      retry: this.#retry,
-      steering: this.#inbox(this.#steeringQueue, this.#config.getSteeringMessages, run.runId),
-      followUps: this.#inbox(this.#followUpQueue, this.#config.getFollowUpMessages, run.runId),
-      container: this.container,
-      hooks: config,
-      stepTimeouts: (stepMs ?? firstChunkMs ?? chunkMs) ? { stepMs, firstChunkMs, chunkMs } : undefined,
-      toolTimeouts: { toolMs, tools },
-      concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
-      stall: config.stall ?? {},
-      contextBudget: this.#contextBudget,
-      resume,
-      publish: (event) => {
-        run.push(event);
-        if (this.#emitter.all.size > 0) this.#notify(event);
+    const container = this.container;
+    const transcript = this.#transcript.writer();
+    const clock = container.resolve(CLOCK);
+    const session = new RunSession(
+      {
+        runId: run.runId,
+        limits: this.#limits,
+        systemPrompt: config.systemPrompt ?? "",
+        provider: config.provider,
+        tools: this.tools,
+        hooks: config,
+        transformContext: config.transformContext,
+        convertToLlm: config.convertToLlm,
+        contextBudget: this.#contextBudget,
+        modelSettings: config.modelSettings,
+        retry: this.#retry,
+        stepTimeouts: (stepMs ?? firstChunkMs ?? chunkMs) ? { stepMs, firstChunkMs, chunkMs } : undefined,
+        toolTimeouts: { toolMs, tools },
+        concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
+        stall: config.stall ?? {},
+        steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId),
+        followUps: this.#inbox(this.#followUpQueue, config.getFollowUpMessages, run.runId),
+        container,
+        abortScope,
+        clock,
+        modelStep: container.resolve(MODEL_STEP),
+        toolRunner: container.resolve(TOOL_RUNNER),
       },
-    });
-    const result = await session.execute();
+      { orchestrator: this.#orchestrator, input, resume },
+      this.#publisher(run, clock),
+      transcript,
+    );
+    const result: RunResult = await session.execute();
     clearTimeout(total);
-    this.#pending = session.awaitingApproval;
+    const suspension = session.suspension;
+    this.#pending = suspension ? { suspension, decisions: new Map() } : undefined;
     abortScope.dispose();
     this.#scopes.delete(abortScope);
     run.end(result);
   }
 
   #inbox(queue: MessageQueue, callback: MessageCallback | undefined, runId: string): MessageInbox {
-    const history = this.#history;
-    return new MessageInbox(queue, callback && (() => callback({ runId, messages: history })));
-  }
-
-  /** Each listener is isolated: one that throws neither breaks the run nor starves the others. */
-  #notify(event: AgentEvent): void {
-    const typed = this.#emitter.all.get(event.type);
-    if (typed)
-      for (const handler of [...typed]) this.#call(() => (handler as (e: AgentEvent) => void)(event), event);
-    const wildcards = this.#emitter.all.get("*");
-    if (wildcards)
-      for (const handler of [...wildcards])
-        this.#call(() => (handler as (type: string, e: AgentEvent) => void)(event.type, event), event);
-  }
-
-  #call(listener: () => void, event: AgentEvent): void {
-    try {
-      listener();
-    } catch (error) {
-      (this.#config.onListenerError ?? ((e) => console.error("agent-core: an event listener threw", e)))(
-        error,
-        event,
-      );
-    }
+    const transcript = this.#transcript;
+    return new MessageInbox(queue, callback && (() => callback({ runId, messages: transcript.messages })));
   }
 }
 
-function isLanguageModel(provider: unknown): provider is LanguageModelV4 {
-  const model = provider as Partial<LanguageModelV4> | null;
-  return model !== null && typeof model === "object" && typeof model.doStream === "function";
+const NO_TIMEOUTS: Timeouts = Object.freeze({});
+
+function logListenerError(error: unknown): void {
+  console.error("agent-core: an event listener threw", error);
 }
 
 /** Without `maxTokens` or `contextWindow`, the budget is a share of the model's known window. */
@@ -347,12 +371,4 @@ function resolveContextBudget(
       `contextBudget needs contextWindow or maxTokens: the context window of model "${provider?.modelId ?? "(none)"}" is not known.`,
     );
   return { ...budget, contextWindow };
-}
-
-function validLimits(limits: Limits): Limits {
-  if (!Number.isInteger(limits.maxCycles) || limits.maxCycles < 1)
-    throw new InvalidConfigError(`limits.maxCycles must be a whole number >= 1, got ${limits.maxCycles}.`);
-  if (!Number.isFinite(limits.abortGraceMs) || limits.abortGraceMs < 0)
-    throw new InvalidConfigError(`limits.abortGraceMs must be a number >= 0, got ${limits.abortGraceMs}.`);
-  return limits;
 }

@@ -86,6 +86,13 @@ export class StopRequestedError extends AgentError {
   }
 }
 
+/** A write that would break the history's rules (a duplicate tool-call id, a result that answers nothing). */
+export class InvalidHistoryError extends AgentError {
+  constructor(detail: string) {
+    super("invalid_history", `Invalid history: ${detail}`);
+  }
+}
+
 /** Throw it from a tool to stop the batch: running siblings are aborted, queued ones skipped. */
 export class FatalToolError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -184,14 +191,27 @@ export function abortError(reason: unknown): AgentError {
   return reason instanceof AgentError ? reason : new AbortedError(reason);
 }
 
+/** A readable, non-empty text for anything thrown ("undefined", "Symbol(x)", "TypeError"); never throws. */
 export function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error);
-  } catch {
-    return String(error);
+  if (typeof error === "string" && error !== "") return error;
+  // Any of these may throw (a getter, `toJSON` or `toString` that throws) or give no text at all.
+  const describers = [
+    () => (error instanceof Error ? error.message : undefined),
+    // An Error without a message still names its class; a plain subclass keeps the name "Error".
+    () =>
+      error instanceof Error ? (error.name !== "Error" && error.name) || error.constructor.name : undefined,
+    () => JSON.stringify(error),
+    () => String(error),
+  ];
+  for (const describe of describers) {
+    try {
+      const text = describe();
+      if (typeof text === "string" && text !== "") return text;
+    } catch {
+      // Try the next way of describing it.
+    }
   }
+  return "a thrown value that cannot be described";
 }
 
 function abortMessage(reason: unknown): string {

@@ -10,6 +10,7 @@ export {
   type Timeouts,
 } from "./agent.js";
 export { AgentRun } from "./agent-run.js";
+export { AgentConfigError, type ConfigIssue, validateAgentConfig, validatePromptOptions } from "./config.js";
 export * from "./errors.js";
 export { EventStream } from "./events/event-stream.js";
 export * from "./events/schemas.js";
@@ -36,9 +37,24 @@ export {
   registerOrchestrator,
   rootContainer,
 } from "./orchestrator/registry.js";
+export { runTurns } from "./orchestrator/turns.js";
 export type * from "./run/hooks.js";
 export type { RunResult } from "./run/run-session.js";
-export type { ApprovalDecision, ToolTimeouts } from "./run/tool-batch.js";
+export {
+  CLOCK,
+  type Clock,
+  EVENT_SINK,
+  type EventSink,
+  ID_SOURCE,
+  type IdSource,
+  MODEL_STEP,
+  type ModelStep,
+  TOOL_RUNNER,
+  type ToolRunner,
+  type ToolRunRequest,
+} from "./run/services.js";
+export type { ApprovalDecision, Suspension, Wait } from "./run/suspension.js";
+export type { ToolTimeouts } from "./run/tool-batch.js";
 export { validateTranscript } from "./run/transcript.js";
 export { canonicalJson } from "./tools/canonical-json.js";
 export { defineTool, type Tool, type ToolDefinition, type ToolExecuteOptions } from "./tools/define-tool.js";

@@ -83,6 +83,8 @@ export interface ToolCall {
   id: string;
   name: string;
   args: unknown;
+  /** The id the model gave, when it repeated one already in use and the call got a fresh `id`. */
+  originalId?: string;
 }
 
 export function isLlmMessage(message: AgentMessage): message is LlmMessage {

@@ -4,6 +4,7 @@ import {
   type LlmMessage,
   type Orchestrator,
   type RunContext,
+  runTurns,
   StructuredOutputError,
   type ToolCall,
   type ToolResultMessage,
@@ -54,14 +55,7 @@ export class PlanExecuteOrchestrator implements Orchestrator {
   }
 
   async run(ctx: RunContext): Promise<void> {
-    for (;;) {
-      const turn = ctx.startTurn();
-      const answer = await new PlanRun(ctx, turn, this.#maxReplans, this.#maxConcurrency).answer();
-      ctx.endTurn(answer);
-      const followUps = await ctx.followUps.take();
-      if (followUps.length === 0) return;
-      ctx.messages.append(...followUps);
-    }
+    await runTurns(ctx, (turn) => new PlanRun(ctx, turn, this.#maxReplans, this.#maxConcurrency).answer());
   }
 }
 

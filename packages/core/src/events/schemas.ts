@@ -59,7 +59,13 @@ export const eventSchemas = {
     queueSize: z.number().int().nonnegative(),
   }),
   thinking: eventSchema("thinking", { text: z.string() }),
-  tool_call: eventSchema("tool_call", { toolCallId: z.string(), toolName: z.string(), args: z.unknown() }),
+  tool_call: eventSchema("tool_call", {
+    toolCallId: z.string(),
+    toolName: z.string(),
+    args: z.unknown(),
+    /** The id the model gave, when it repeated an id already in use (`toolCallId` is then a fresh one). */
+    originalToolCallId: z.string().optional(),
+  }),
   tool_result: eventSchema("tool_result", {
     toolCallId: z.string(),
     toolName: z.string(),

@@ -48,9 +48,9 @@ export class AbortScope {
       this.abort(linked.reason);
       return;
     }
-    const onAbort = () => this.abort(linked.reason);
-    linked.addEventListener("abort", onAbort, { once: true });
-    this.#unlink = () => linked.removeEventListener("abort", onAbort);
+    const link = links.get(linked) ?? new SignalLink(linked);
+    link.scopes.add(this);
+    this.#unlink = () => link.unlink(this);
   }
 
   abort(reason?: unknown): void {
@@ -122,6 +122,43 @@ export class AbortScope {
 }
 
 const noop = () => {};
+
+/**
+ * The scopes linked to one outside signal share a single listener on it: a signal passed to many
+ * concurrent prompts would otherwise get one per run, and Node warns past 10
+ * (MaxListenersExceededWarning).
+ */
+class SignalLink {
+  readonly scopes = new Set<AbortScope>();
+  readonly #signal: AbortSignal;
+  // As with a listener each: a scope disposed by an earlier one's hooks is skipped, and a hook that
+  // throws is reported as uncaught without keeping the other scopes from aborting.
+  readonly #onAbort = () => {
+    for (const scope of this.scopes) {
+      try {
+        scope.abort(this.#signal.reason);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  };
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+    links.set(signal, this);
+  }
+
+  unlink(scope: AbortScope): void {
+    if (!this.scopes.delete(scope) || this.scopes.size > 0) return;
+    this.#signal.removeEventListener("abort", this.#onAbort);
+    links.delete(this.#signal);
+  }
+}
+
+const links = new WeakMap<AbortSignal, SignalLink>();
 
 /** Settles with `promise`, or rejects with `AbortedError` as soon as the scope aborts. */
 function raceAbort<T>(promise: PromiseLike<T>, scope: AbortScope): Promise<T> {

@@ -9,10 +9,16 @@ export interface StepTimeouts {
   chunkMs?: number;
 }
 
+type DeadlineKind = "step" | "firstChunk" | "chunk";
+
+/** Node runs a longer delay after 1 ms (with a TimeoutOverflowWarning); a later deadline is re-checked. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
 /**
- * Watches one model call against its time limits with a single timer. A chunk only records the
- * time; the timer, when it fires, checks every deadline and re-arms itself for the nearest one,
- * so a stream of many chunks costs no timer churn.
+ * Watches one model call against its time limits with a single timer. A chunk after the first
+ * only records the time; the timer, when it fires, checks the nearest deadline and re-arms itself
+ * for the next one, so a stream of many chunks costs no timer churn. No timer runs while no
+ * deadline applies (only `chunkMs` before the first chunk, only `firstChunkMs` after it).
  */
 export class StepWatchdog {
   readonly #limits: StepTimeouts;
@@ -20,12 +26,15 @@ export class StepWatchdog {
   readonly #startedAt = Date.now();
   #lastChunkAt: number | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the armed timer is due. */
+  #due = 0;
+  #stopped = false;
   expired: TimeoutError | undefined;
 
   constructor(limits: StepTimeouts, onExpire: (error: TimeoutError) => void) {
     this.#limits = limits;
     this.#onExpire = onExpire;
-    this.#arm();
+    this.#arm(this.#startedAt);
   }
 
   static needed(limits: StepTimeouts | undefined): limits is StepTimeouts {
@@ -33,40 +42,59 @@ export class StepWatchdog {
   }
 
   chunk(): void {
-    this.#lastChunkAt = Date.now();
+    const now = Date.now();
+    this.#lastChunkAt = now;
+    // The first chunk may bring the nearest deadline (the timer is due later, or none runs); later
+    // chunks only move it further, which the timer finds when it fires.
+    const { chunkMs } = this.#limits;
+    if (chunkMs === undefined || this.#stopped) return;
+    if (this.#timer === undefined || now + chunkMs < this.#due) {
+      clearTimeout(this.#timer);
+      this.#arm(now);
+    }
   }
 
   stop(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#stopped = true;
+    clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
-  #arm(): void {
-    const now = Date.now();
-    const next = Math.min(...this.#deadlines().map((deadline) => deadline.at));
-    this.#timer = setTimeout(() => this.#check(), Math.max(0, next - now));
-  }
-
-  #check(): void {
-    const now = Date.now();
-    const passed = this.#deadlines().find((deadline) => deadline.at <= now);
-    if (passed === undefined) {
-      this.#arm();
+  /** Arms the timer for the nearest deadline that applies, if any. */
+  #arm(now: number): void {
+    const deadline = this.#nearest();
+    if (deadline === undefined) {
+      this.#timer = undefined;
       return;
     }
-    this.expired = new TimeoutError(passed.kind, passed.ms);
-    this.#timer = undefined;
+    const delay = Math.min(Math.max(0, deadline.at - now), MAX_DELAY_MS);
+    this.#due = now + delay;
+    this.#timer = setTimeout(() => this.#fire(), delay);
+  }
+
+  #fire(): void {
+    const now = Date.now();
+    const deadline = this.#nearest();
+    if (deadline === undefined || deadline.at > now) {
+      this.#arm(now);
+      return;
+    }
+    this.stop();
+    this.expired = new TimeoutError(deadline.kind, deadline.ms);
     this.#onExpire(this.expired);
   }
 
-  #deadlines(): { kind: "step" | "firstChunk" | "chunk"; ms: number; at: number }[] {
+  /** On a tie, the first in the order step, firstChunk, chunk. */
+  #nearest(): { kind: DeadlineKind; ms: number; at: number } | undefined {
     const { stepMs, firstChunkMs, chunkMs } = this.#limits;
-    const deadlines: { kind: "step" | "firstChunk" | "chunk"; ms: number; at: number }[] = [];
-    if (stepMs !== undefined) deadlines.push({ kind: "step", ms: stepMs, at: this.#startedAt + stepMs });
-    if (firstChunkMs !== undefined && this.#lastChunkAt === undefined)
-      deadlines.push({ kind: "firstChunk", ms: firstChunkMs, at: this.#startedAt + firstChunkMs });
-    if (chunkMs !== undefined && this.#lastChunkAt !== undefined)
-      deadlines.push({ kind: "chunk", ms: chunkMs, at: this.#lastChunkAt + chunkMs });
-    return deadlines;
+    let nearest: { kind: DeadlineKind; ms: number; at: number } | undefined;
+    const consider = (kind: DeadlineKind, ms: number | undefined, from: number) => {
+      if (ms !== undefined && from + ms < (nearest?.at ?? Number.POSITIVE_INFINITY))
+        nearest = { kind, ms, at: from + ms };
+    };
+    consider("step", stepMs, this.#startedAt);
+    if (this.#lastChunkAt === undefined) consider("firstChunk", firstChunkMs, this.#startedAt);
+    else consider("chunk", chunkMs, this.#lastChunkAt);
+    return nearest;
   }
 }

@@ -61,16 +61,18 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
       // One async frame per call: the attempt is opened and read here, not in a nested function.
       // The step is the attempt's abort hook: while doStream() is pending an abort rejects the
       // wait (a provider may ignore its signal); while reading it cancels the reader (a stream may
-      // ignore it too), which ends the pending read.
-      const step = new StepState(request, scope);
-      const watchdog = StepWatchdog.needed(request.timeouts)
-        ? new StepWatchdog(request.timeouts, (error) => step.expire(error))
-        : undefined;
+      // ignore it too), which ends the pending read. A call with a time limit gets a scope of its
+      // own, so a timeout also aborts the provider's request (the run's signal would leave it
+      // open); a call without one costs no scope.
+      const timeouts = request.timeouts;
+      const timed = StepWatchdog.needed(timeouts);
+      const callScope = timed ? scope.child() : scope;
+      const step = new StepState(request, callScope);
+      const watchdog = timed ? new StepWatchdog(timeouts, (error) => callScope.abort(error)) : undefined;
       let result: ModelStepResult | undefined;
       let failure: unknown;
       try {
-        const reader = (await step.open()).stream.getReader();
-        step.reading(reader);
+        const reader = step.read(await step.open());
         for (;;) {
           const { done, value } = await reader.read();
           if (scope.aborted) throw abortError(scope.signal.reason);
@@ -88,6 +90,8 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
         }
         result = step.result();
       } catch (error) {
+        // Ended early (an error part, a throwing callback): cancelling the stream ends the request.
+        step.cancel(error);
         if (scope.aborted) throw abortError(scope.signal.reason);
         const retryable =
           isRetryable(error) || (error instanceof TimeoutError && request.retry.retryTimeouts === true);
@@ -95,8 +99,11 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
           throw toProviderError(error, retries);
         failure = error;
       } finally {
-        scope.remove(step);
-        watchdog?.stop();
+        callScope.remove(step);
+        if (watchdog !== undefined) {
+          watchdog.stop();
+          callScope.dispose();
+        }
         step.closeLate();
       }
       if (result !== undefined) return request.finish ? request.finish(result) : (result as T);
@@ -152,6 +159,10 @@ class StepState extends AbortHook implements ModelStepResult {
           ? { prompt, abortSignal: signal, tools: offered }
           : { prompt, abortSignal: signal };
     const pending = model.doStream(options);
+    if (typeof (pending as Partial<PromiseLike<unknown>> | null)?.then !== "function")
+      throw new ProviderError(
+        `The model's doStream() returned a non-promise value of type ${typeName(pending)}.`,
+      );
     this.#pending = pending;
     const opened = new Promise<StreamResult>(captureSettlers);
     const resolve = capturedResolve as (value: StreamResult) => void;
@@ -164,26 +175,34 @@ class StepState extends AbortHook implements ModelStepResult {
     return opened;
   }
 
-  /** The stream is open: from now on an abort or a timeout cancels `reader`. */
-  reading(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>): void {
+  /** The stream is open: from now on an abort or a timeout cancels its reader. */
+  read(opened: StreamResult): ReadableStreamDefaultReader<LanguageModelV4StreamPart> {
+    if (!isReadable(opened?.stream))
+      throw new ProviderError(
+        isObject(opened)
+          ? `The model's doStream() returned an object without a readable \`stream\` (keys: ${Object.keys(opened).join(", ") || "none"}).`
+          : `The model's doStream() resolved to ${typeName(opened)}, not an object with a readable \`stream\`.`,
+      );
     this.#rejectOpen = undefined;
+    const reader = opened.stream.getReader();
     this.#reader = reader;
     // Aborted after doStream() settled but before this: the hook has fired already.
     if (this.#scope.aborted) cancel(reader, this.#scope.signal.reason);
+    return reader;
   }
 
   fire(): void {
     this.#stop(abortError(this.#scope.signal.reason));
   }
 
-  expire(error: TimeoutError): void {
-    this.#stop(error);
+  /** Ends the stream early (a no-op when it was never read). */
+  cancel(reason: unknown): void {
+    if (this.#reader !== undefined) cancel(this.#reader, reason);
   }
 
   /** Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it. */
   closeLate(): void {
-    if (this.#reader === undefined && this.#pending !== undefined)
-      this.#pending.then((late) => late.stream.cancel().catch(ignore), ignore);
+    if (this.#reader === undefined && this.#pending !== undefined) this.#pending.then(cancelLate, ignore);
   }
 
   #stop(reason: unknown): void {
@@ -264,6 +283,29 @@ function cancel(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>, 
 }
 
 function ignore(): void {}
+
+/** Cancels a stream that arrived after the call gave up on it; a malformed result (see `read`) has none. */
+function cancelLate(late: StreamResult): void {
+  if (isReadable(late?.stream)) late.stream.cancel().catch(ignore);
+}
+
+// Node's global `ReadableStream` is a lazy getter on `globalThis`: read once.
+const WebReadableStream = globalThis.ReadableStream;
+
+function isReadable(stream: unknown): stream is ReadableStream<LanguageModelV4StreamPart> {
+  // The common case first: reading a web stream's methods off it costs more than the check.
+  if (stream instanceof WebReadableStream) return true;
+  const { getReader, cancel } = isObject(stream) ? (stream as Partial<ReadableStream>) : {};
+  return typeof getReader === "function" && typeof cancel === "function";
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null;
+}
+
+function typeName(value: unknown): string {
+  return value === null ? "null" : typeof value;
+}
 
 /** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
 function parseArgs(input: string): unknown {

@@ -108,8 +108,6 @@ export interface RunContext {
   /** Model calls made so far in this run (they count against `limits.maxCycles`). */
   readonly cycles: number;
   readonly systemPrompt: string;
-  /** `steeringInstruction` from the agent config, for orchestrators that build steering prompts. */
-  readonly steeringInstruction: string | undefined;
   readonly tools: ToolRegistry;
   readonly messages: MessageLog;
   readonly steering: MessageSource;

@@ -3,10 +3,18 @@ import { container, type DependencyContainer, type InjectionToken } from "tsyrin
 import { InvalidConfigError, NoOrchestratorError, UnknownOrchestratorError } from "../errors.js";
 import type { Orchestrator, OrchestratorFactory } from "./contract.js";
 
-/** The orchestrator plug-ins known to a container, by name. */
+/**
+ * The orchestrator plug-ins known to a container, by name. A container's own registry falls back
+ * to its parent's: names it does not know, and the default when it has none of its own.
+ */
 export class OrchestratorRegistry {
   readonly #factories = new Map<string, OrchestratorFactory<unknown>>();
+  readonly #parent: OrchestratorRegistry | undefined;
   #defaultName: string | undefined;
+
+  constructor(parent?: OrchestratorRegistry) {
+    this.#parent = parent;
+  }
 
   register(name: string, factory: OrchestratorFactory<unknown>, options: { default?: boolean } = {}): void {
     if (typeof name !== "string" || name.trim() === "")
@@ -17,21 +25,27 @@ export class OrchestratorRegistry {
     if (options.default) this.#defaultName = name;
   }
 
+  /** Every name this registry resolves, its own and its ancestors'. */
   names(): string[] {
-    return [...this.#factories.keys()];
+    return [...new Set([...this.#factories.keys(), ...(this.#parent?.names() ?? [])])];
   }
 
   get defaultName(): string | undefined {
-    return this.#defaultName;
+    return this.#defaultName ?? this.#parent?.defaultName;
   }
 
   /** Builds the named orchestrator, or the default when no name is given. */
   create(name?: string, options?: unknown): Orchestrator {
-    const chosen = name ?? this.#defaultName;
+    const chosen = name ?? this.defaultName;
     if (chosen === undefined) throw new NoOrchestratorError();
-    const factory = this.#factories.get(chosen);
+    const factory = this.#factory(chosen);
     if (factory === undefined) throw new UnknownOrchestratorError(chosen, this.names());
     return validateOrchestrator(factory(options), `orchestrator "${chosen}"`);
+  }
+
+  #factory(name: string): OrchestratorFactory<unknown> | undefined {
+    const own = this.#factories.get(name);
+    return own === undefined && this.#parent !== undefined ? this.#parent.#factory(name) : own;
   }
 }
 
@@ -53,13 +67,33 @@ rootContainer.registerInstance(ORCHESTRATOR_REGISTRY, new OrchestratorRegistry()
 
 /**
  * Registers an orchestrator plug-in by name, on the root container unless another is given.
- * `{ default: true }` makes it the orchestrator of agents that do not name one.
+ * `{ default: true }` makes it the orchestrator of agents that do not name one. Registering on
+ * another container affects only the agents on it and on its descendants.
  */
 export function registerOrchestrator<Options>(
   name: string,
   factory: OrchestratorFactory<Options>,
   options: { default?: boolean; container?: DependencyContainer } = {},
 ): void {
-  const target = options.container ?? rootContainer;
-  target.resolve(ORCHESTRATOR_REGISTRY).register(name, factory as OrchestratorFactory<unknown>, options);
+  ownRegistry(options.container ?? rootContainer).register(
+    name,
+    factory as OrchestratorFactory<unknown>,
+    options,
+  );
+}
+
+/**
+ * The registry of this very container, made on first use. `resolve` alone would return an
+ * ancestor's, and registering there would leak to every agent on that ancestor. The new registry's
+ * parent is the one nearest above at this moment: a registry added later to a container in between
+ * is not seen by it.
+ */
+function ownRegistry(target: DependencyContainer): OrchestratorRegistry {
+  if (target.isRegistered(ORCHESTRATOR_REGISTRY, false)) return target.resolve(ORCHESTRATOR_REGISTRY);
+  const parent = target.isRegistered(ORCHESTRATOR_REGISTRY, true)
+    ? target.resolve(ORCHESTRATOR_REGISTRY)
+    : undefined;
+  const registry = new OrchestratorRegistry(parent);
+  target.registerInstance(ORCHESTRATOR_REGISTRY, registry);
+  return registry;
 }

@@ -9,8 +9,18 @@ export class MessageQueue {
     this.#items.push(toMessage(input));
   }
 
+  /** Puts messages back at the front, in their order (taken by a run that ended before using them). */
+  restore(messages: readonly AgentMessage[]): void {
+    if (messages.length > 0) this.#items = [...messages, ...this.#items];
+  }
+
   get size(): number {
     return this.#items.length;
+  }
+
+  /** The queued messages, oldest first (a copy). */
+  peek(): AgentMessage[] {
+    return [...this.#items];
   }
 
   drain(): AgentMessage[] {
@@ -33,16 +43,26 @@ export type InboxCallback = () =>
 /**
  * A run's view of one queue plus the app's optional callback. `takeNow` answers synchronously when
  * there is no callback, which keeps the check after every tool and before every model call cheap.
+ *
+ * Messages taken stay the inbox's until they enter the history (`delivered`): when the run ends
+ * first, `close` puts them back at the front of the queue for the next run. A closed inbox gives
+ * nothing, so an abandoned orchestrator cannot take what the next run should get.
  */
 export class MessageInbox implements MessageSource {
-  constructor(
-    private readonly queue: MessageQueue,
-    private readonly callback: InboxCallback | undefined,
-  ) {}
+  readonly #queue: MessageQueue;
+  readonly #callback: InboxCallback | undefined;
+  /** Taken, not yet in the history. */
+  #taken: AgentMessage[] = NOTHING;
+  #closed = false;
+
+  constructor(queue: MessageQueue, callback: InboxCallback | undefined) {
+    this.#queue = queue;
+    this.#callback = callback;
+  }
 
   /** With a callback, taking may be asynchronous. */
   get hasCallback(): boolean {
-    return this.callback !== undefined;
+    return this.#callback !== undefined;
   }
 
   take(): Promise<AgentMessage[]> {
@@ -52,11 +72,39 @@ export class MessageInbox implements MessageSource {
 
   takeNow(): AgentMessage[] | Promise<AgentMessage[]> {
     // The common case, checked after every tool and before every model call: nothing, no allocation.
-    if (this.callback === undefined && this.queue.size === 0) return NOTHING;
-    const queued = this.queue.drain();
-    if (this.callback === undefined) return queued;
-    const extra = this.callback();
-    return isPromise(extra) ? extra.then((more) => merge(queued, more)) : merge(queued, extra);
+    if (this.#closed || (this.#callback === undefined && this.#queue.size === 0)) return NOTHING;
+    const queued = this.#queue.drain();
+    if (this.#callback === undefined) return this.#hold(queued);
+    const extra = this.#callback();
+    return isPromise(extra)
+      ? extra.then((more) => this.#hold(merge(queued, more)))
+      : this.#hold(merge(queued, extra));
+  }
+
+  /** These messages entered the history. */
+  delivered(messages: readonly AgentMessage[]): void {
+    if (this.#taken.length === 0) return;
+    this.#taken = this.#taken.filter((message) => !messages.includes(message));
+  }
+
+  /** The run has ended: what it took and did not use goes back to the queue (and is returned). */
+  close(): AgentMessage[] {
+    this.#closed = true;
+    const unused = this.#taken;
+    this.#taken = NOTHING;
+    this.#queue.restore(unused);
+    return unused;
+  }
+
+  #hold(messages: AgentMessage[]): AgentMessage[] {
+    if (messages.length === 0) return NOTHING;
+    // An inbox closed while the callback answered: the messages go back to the queue at once.
+    if (this.#closed) {
+      this.#queue.restore(messages);
+      return NOTHING;
+    }
+    this.#taken = this.#taken.length === 0 ? messages.slice() : [...this.#taken, ...messages];
+    return messages;
   }
 }
 

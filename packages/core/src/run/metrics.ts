@@ -1,19 +1,11 @@
 import type { RunMetrics } from "../events/schemas.js";
-import { emptyUsage, type Usage } from "../messages.js";
+import { addUsage, emptyUsage, type Usage } from "../messages.js";
 
-// Node's global `performance` is a lazy getter on `globalThis`: each bare `performance.now()`
-// pays a slow global lookup (about 30 ns, four times per tool cycle). Looked up once here.
-const clock = globalThis.performance;
-
-/** The monotonic time, in milliseconds, that the metrics measure with. */
-export function monotonicNow(): number {
-  return clock.now();
-}
-
-/** Counts what a run spends, in time and in tool calls, for the `metrics` of turns and runs. */
+/** Counts what a run spends, in time, tokens and tool calls, for the `metrics` of turns and runs. */
 export class MetricsRecorder {
   modelMs = 0;
   toolMs = 0;
+  cycles = 0;
   usage: Usage = emptyUsage();
   readonly toolCalls: Record<string, number> = {};
 
@@ -21,13 +13,17 @@ export class MetricsRecorder {
     this.toolCalls[status] = (this.toolCalls[status] ?? 0) + 1;
   }
 
-  snapshot(cycles: number): MetricsSnapshot {
+  addUsage(step: Usage): void {
+    this.usage = addUsage(this.usage, step);
+  }
+
+  snapshot(): MetricsSnapshot {
     return {
       modelMs: this.modelMs,
       toolMs: this.toolMs,
       usage: this.usage,
       toolCalls: { ...this.toolCalls },
-      cycles,
+      cycles: this.cycles,
     };
   }
 
@@ -36,7 +32,7 @@ export class MetricsRecorder {
   }
 
   /** What was spent since `start`, over `durationMs` of wall time (the rest is the framework's). */
-  since(start: MetricsSnapshot, durationMs: number, cycles: number): RunMetrics {
+  since(start: MetricsSnapshot, durationMs: number): RunMetrics {
     const modelMs = this.modelMs - start.modelMs;
     const toolMs = this.toolMs - start.toolMs;
     const toolCalls: Record<string, number> = {};
@@ -45,7 +41,7 @@ export class MetricsRecorder {
       if (delta > 0) toolCalls[status] = delta;
     }
     return {
-      cycles: cycles - start.cycles,
+      cycles: this.cycles - start.cycles,
       toolCalls,
       modelMs: round(modelMs),
       toolMs: round(toolMs),
@@ -59,7 +55,7 @@ export class MetricsRecorder {
   }
 }
 
-interface MetricsSnapshot {
+export interface MetricsSnapshot {
   modelMs: number;
   toolMs: number;
   usage: Usage;

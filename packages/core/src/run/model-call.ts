@@ -1,52 +1,42 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
-import type { LlmMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { RetryOptions } from "../model/retry.js";
 import type { StepTimeouts } from "../model/step-watchdog.js";
 import type { ModelCallSettings, ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
-import { monotonicNow } from "./metrics.js";
+import type { EventPublisher } from "./event-publisher.js";
+import type { MetricsRecorder } from "./metrics.js";
+import type { Clock } from "./services.js";
 
-/** What the model calls of a run report to it; built once per run, not per call. */
-export interface ModelCallHost {
+/** What every model call of a run shares; built once per run. */
+export interface ModelCallSetup {
   readonly abortScope: AbortScope;
   readonly retry: RetryOptions;
   readonly timeouts: StepTimeouts | undefined;
-  /** A text chunk of a call that streams its text (`decide`), with its index within the call. */
-  text(text: string, index: number): void;
-  reasoning(text: string): void;
-  /** The call's stream ended: account its usage (throws when the run has ended meanwhile). */
-  stepDone(step: ModelStepResult): void;
-  /** The call settled, whichever way, after `ms` milliseconds. */
-  settled(ms: number): void;
-}
-
-/** What a `decide` or `generateObject` call asks for, before the run's pipeline builds the prompt. */
-export interface ModelCallSpec {
-  system: string | undefined;
-  tools: readonly LanguageModelV4FunctionTool[];
-  settings: ModelCallSettings | undefined;
-  /** Messages for this call only, after the history. */
-  extraMessages: readonly LlmMessage[] | undefined;
-  /** Whether text chunks become `text_delta` events. */
-  streamsText: boolean;
+  readonly events: EventPublisher;
+  readonly metrics: MetricsRecorder;
+  readonly clock: Clock;
+  /** Counts the run's work under way (what its end must cancel). */
+  readonly activity: { inFlight: number };
 }
 
 /**
- * One model call of a run: the request `streamModelStep` reads and its callbacks in one object.
- * As object literals and closures they were five allocations per call, on the hottest path.
+ * One model call of a run, as the request the model step reads: streamed text becomes
+ * `text_delta` and reasoning `thinking` (through the run's publisher), usage and time are added to
+ * the run's metrics, and `finish` turns the step's result into what the caller gets back. One
+ * object per call: as literals and closures they were five allocations on the hottest path.
  */
 export class ModelCall<T> implements ModelStepRequest<T> {
   readonly abortScope: AbortScope;
   readonly retry: RetryOptions;
   readonly timeouts: StepTimeouts | undefined;
-  readonly #host: ModelCallHost;
+  readonly #setup: ModelCallSetup;
   readonly #streamsText: boolean;
   readonly #finish: (step: ModelStepResult) => T;
-  readonly #started = monotonicNow();
+  readonly #started: number;
   #textIndex = 0;
 
   constructor(
-    host: ModelCallHost,
+    setup: ModelCallSetup,
     readonly model: LanguageModelV4,
     readonly prompt: LanguageModelV4Prompt,
     readonly tools: readonly LanguageModelV4FunctionTool[],
@@ -54,28 +44,31 @@ export class ModelCall<T> implements ModelStepRequest<T> {
     streamsText: boolean,
     finish: (step: ModelStepResult) => T,
   ) {
-    this.#host = host;
-    this.abortScope = host.abortScope;
-    this.retry = host.retry;
-    this.timeouts = host.timeouts;
+    this.#setup = setup;
+    this.abortScope = setup.abortScope;
+    this.retry = setup.retry;
+    this.timeouts = setup.timeouts;
     this.#streamsText = streamsText;
     this.#finish = finish;
+    this.#started = setup.clock.monotonic();
+    setup.activity.inFlight++;
   }
 
   onText(text: string): void {
-    if (this.#streamsText) this.#host.text(text, this.#textIndex++);
+    if (this.#streamsText) this.#setup.events.publish({ type: "text_delta", text, index: this.#textIndex++ });
   }
 
   onReasoning(text: string): void {
-    this.#host.reasoning(text);
+    this.#setup.events.publish({ type: "thinking", text });
   }
 
   finish(step: ModelStepResult): T {
-    this.#host.stepDone(step);
+    this.#setup.metrics.addUsage(step.usage);
     return this.#finish(step);
   }
 
   onSettled(): void {
-    this.#host.settled(monotonicNow() - this.#started);
+    this.#setup.activity.inFlight--;
+    this.#setup.metrics.modelMs += this.#setup.clock.monotonic() - this.#started;
   }
 }

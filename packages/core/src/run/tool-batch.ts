@@ -1,10 +1,9 @@
-import { AwaitingApprovalError, FatalToolError, StallError } from "../errors.js";
+import { FatalToolError, StallError } from "../errors.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
 import type { Tool } from "../tools/define-tool.js";
 import {
-  executeToolCall,
   type FatalToolSink,
   NOT_RUN_ABORTED,
   SKIPPED_BY_STEERING,
@@ -12,8 +11,13 @@ import {
 } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
+import type { EventPublisher } from "./event-publisher.js";
+import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
+import type { ToolRunner } from "./services.js";
+import type { ApprovalDecision, Suspension, Wait } from "./suspension.js";
+import type { TranscriptWriter } from "./transcript-keeper.js";
 
 export interface ToolTimeouts {
   toolMs?: number;
@@ -21,17 +25,11 @@ export interface ToolTimeouts {
   tools?: Record<string, number>;
 }
 
-/** An approval decision, from `agent.approve()` / `deny()`. */
-export interface ApprovalDecision {
-  approved: boolean;
-  reason?: string;
-}
-
-/** What a batch needs from its run. */
-export interface BatchHost {
+/** What every batch of a run works with; built once per run. */
+export interface BatchSetup {
   readonly runId: string;
   readonly tools: ToolRegistry;
-  readonly history: AgentMessage[];
+  readonly runner: ToolRunner;
   readonly scope: AbortScope;
   readonly graceMs: number;
   readonly timeouts: ToolTimeouts;
@@ -40,62 +38,96 @@ export interface BatchHost {
   readonly stall: StallDetector | undefined;
   /** Calls of a model reply that was cut off: their arguments may be incomplete. */
   readonly cutOffCalls: ReadonlySet<string>;
-  sealed(): boolean;
-  emitCall(call: ToolCall): void;
-  emitResult(result: ToolResultMessage): void;
+  readonly events: EventPublisher;
+  readonly transcript: TranscriptWriter;
 }
+
+/** What a batch returns: its results, or the calls it waits on. */
+export type BatchOutcome =
+  | {
+      kind: "done";
+      /** One result per call, in call order. */
+      results: ToolResultMessage[];
+      /** Steering messages taken during the batch (not yet in the history). */
+      steering: AgentMessage[];
+      /** Set when the batch noticed the run going in circles. */
+      stall: StallError | undefined;
+    }
+  | { kind: "suspended"; suspension: Suspension };
 
 export const CUT_OFF =
   "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
 
+type Verdict = { block: string } | ApprovalDecision;
+
+/** Why a batch stops early: a stall, or a fatal tool error. */
+type BatchStop = { reason: "stall"; error: StallError } | { reason: "fatal"; message: string };
+
 /**
- * One `executeTools` call: runs the calls one at a time or `concurrency` at once. Results enter
- * the history in call order as soon as all earlier ones have, whatever order they finish in.
+ * One `executeTools` call: runs the calls one at a time or `concurrency` at once, announces each
+ * (`tool_call`), records its result with the transcript keeper and publishes it (`tool_result`).
  * A tool marked `sequential` runs alone without serializing the others; a `FatalToolError` stops
  * the batch (running siblings aborted, queued ones skipped); steering skips the queued calls and
- * lets running ones finish.
+ * lets running ones finish. Once the run has ended nothing more starts, and nothing more is
+ * recorded or published.
  */
 export class ToolBatch implements FatalToolSink {
-  readonly results: (ToolResultMessage | undefined)[];
-  steering: AgentMessage[] = [];
-  /** Set when the batch must stop: a stall, or a fatal tool error. */
-  stopped: { reason: "stall"; error: StallError } | { reason: "fatal"; message: string } | undefined;
-  #flushed = 0;
+  readonly #setup: BatchSetup;
+  readonly #calls: readonly ToolCall[];
+  readonly #options: ExecuteToolsOptions;
+  readonly #results: ToolResultMessage[];
+  #steering: AgentMessage[] = [];
+  #stopped: BatchStop | undefined;
   #next = 0;
   /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
   #scope: AbortScope;
-  #verdicts: Map<string, { block: string } | ApprovalDecision> | undefined;
+  #verdicts: Map<string, Verdict> | undefined;
 
-  constructor(
-    private readonly host: BatchHost,
-    readonly calls: readonly ToolCall[],
-    private readonly options: ExecuteToolsOptions & { approvals?: ReadonlyMap<string, ApprovalDecision> },
-  ) {
-    this.results = new Array(calls.length);
-    this.#scope = host.scope;
+  constructor(setup: BatchSetup, calls: readonly ToolCall[], options: ExecuteToolsOptions) {
+    this.#setup = setup;
+    this.#calls = calls;
+    this.#options = options;
+    this.#results = new Array(calls.length);
+    this.#scope = setup.scope;
   }
 
-  /** Runs the batch; returns nothing (no promise, no microtask) when every tool was synchronous. */
-  run(concurrency: number): void | Promise<void> {
-    if (this.host.hooks.beforeToolCall)
-      return this.#askBeforeToolCall().then(() => this.#runCalls(concurrency));
+  /**
+   * Runs the batch, deciding approvals first when `beforeToolCall` is set (`decided`: the decisions
+   * a resumed batch runs with). Returns synchronously when every tool was synchronous.
+   */
+  run(
+    concurrency: number,
+    decided?: ReadonlyMap<string, ApprovalDecision>,
+  ): BatchOutcome | Promise<BatchOutcome> {
+    if (this.#setup.hooks.beforeToolCall)
+      return this.#askBeforeToolCall(decided).then((suspension) =>
+        suspension ? { kind: "suspended", suspension } : this.#runCalls(concurrency),
+      );
+    if (decided) this.#verdicts = new Map(decided);
     return this.#runCalls(concurrency);
   }
 
-  #runCalls(concurrency: number): void | Promise<void> {
-    if (concurrency <= 1 || this.calls.length <= 1) return this.#runInOrder(0);
-    this.#scope = this.host.scope.child();
+  #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {
+    if (concurrency <= 1 || this.#calls.length <= 1) {
+      const running = this.#runInOrder(0);
+      return running === undefined ? this.#outcome() : running.then(() => this.#outcome());
+    }
+    this.#scope = this.#setup.scope.child();
     const gate = new ExclusiveGate();
     const worker = async () => {
-      while (this.#next < this.calls.length && !this.host.sealed()) {
+      while (this.#next < this.#calls.length && !this.#ended()) {
         const index = this.#next++;
-        const call = this.calls[index] as ToolCall;
-        if (this.host.tools.get(call.name)?.sequential) await gate.exclusive(() => this.#runCall(index));
+        const call = this.#calls[index] as ToolCall;
+        if (this.#setup.tools.get(call.name)?.sequential)
+          await gate.exclusive(() => (this.#ended() ? undefined : this.#runCall(index)));
         else await gate.shared(() => this.#runCall(index));
       }
     };
-    return Promise.all(Array.from({ length: Math.min(concurrency, this.calls.length) }, worker)).then(
-      () => this.#scope.dispose(),
+    return Promise.all(Array.from({ length: Math.min(concurrency, this.#calls.length) }, worker)).then(
+      () => {
+        this.#scope.dispose();
+        return this.#outcome();
+      },
       (error: unknown) => {
         this.#scope.dispose();
         throw error;
@@ -103,51 +135,78 @@ export class ToolBatch implements FatalToolSink {
     );
   }
 
+  #outcome(): BatchOutcome {
+    return {
+      kind: "done",
+      results: this.#results,
+      steering: this.#steering,
+      stall: this.#stopped?.reason === "stall" ? this.#stopped.error : undefined,
+    };
+  }
+
+  /** The run has ended: nothing more starts. */
+  #ended(): boolean {
+    return this.#setup.transcript.closed;
+  }
+
   /** One call after the other; it turns asynchronous only at the first call that is. */
-  #runInOrder(from: number): void | Promise<void> {
-    for (let index = from; index < this.calls.length && !this.host.sealed(); index++) {
+  #runInOrder(from: number): undefined | Promise<void> {
+    for (let index = from; index < this.#calls.length && !this.#ended(); index++) {
       const running = this.#runCall(index);
       if (running instanceof Promise) return running.then(() => this.#runInOrder(index + 1));
     }
+    return undefined;
   }
 
   /**
    * Asks `beforeToolCall` about every call before any runs: if one needs approval that has not
-   * been given, the whole batch waits (the run ends as `awaiting_approval`), so no result ever
-   * gets ahead of an unanswered call.
+   * been given, the whole batch waits (returned as a suspension), so no result ever gets ahead of
+   * an unanswered call.
    */
-  async #askBeforeToolCall(): Promise<void> {
-    const pending: { id: string; name: string; args: unknown; reason?: string }[] = [];
-    for (const call of this.calls) {
-      this.#verdicts ??= new Map();
-      const decided = this.options.approvals?.get(call.id);
-      if (decided) {
-        this.#verdicts.set(call.id, decided);
+  async #askBeforeToolCall(
+    decided: ReadonlyMap<string, ApprovalDecision> | undefined,
+  ): Promise<Suspension | undefined> {
+    const waits = new Map<string, Wait>();
+    this.#verdicts = new Map();
+    for (const call of this.#calls) {
+      const decision = decided?.get(call.id);
+      if (decision) {
+        this.#verdicts.set(call.id, decision);
         continue;
       }
-      const verdict = await this.host.hooks.beforeToolCall?.(this.#context(call));
+      const verdict = await this.#setup.hooks.beforeToolCall?.(this.#context(call));
+      if (this.#ended()) return undefined;
       if (verdict === undefined) continue;
       if ("block" in verdict) this.#verdicts.set(call.id, verdict);
       else
-        pending.push({
-          id: call.id,
-          name: call.name,
-          args: call.args,
-          ...(verdict.reason ? { reason: verdict.reason } : {}),
-        });
+        waits.set(
+          call.id,
+          verdict.reason ? { kind: "approval", reason: verdict.reason } : { kind: "approval" },
+        );
     }
-    if (pending.length > 0) throw new AwaitingApprovalError(pending);
+    return waits.size > 0 ? { calls: this.#calls, waits } : undefined;
   }
 
   /** Runs call `index`: `tool_call`, the tool (or a result it gets without running), `tool_result`. */
   #runCall(index: number): void | Promise<void> {
-    let call = this.calls[index] as ToolCall;
-    this.options.beforeEach?.(call);
-    this.host.emitCall(call);
-    const tool = this.host.tools.get(call.name);
+    let call = this.#calls[index] as ToolCall;
+    this.#options.beforeEach?.(call);
+    const { events } = this.#setup;
+    events.publish(
+      call.originalId === undefined
+        ? { type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args }
+        : {
+            type: "tool_call",
+            toolCallId: call.id,
+            toolName: call.name,
+            args: call.args,
+            originalToolCallId: call.originalId,
+          },
+    );
+    const tool = this.#setup.tools.get(call.name);
     const early = this.#resultWithoutRunning(call, tool);
     if (early) return this.#end(index, call, early);
-    if (typeof call.args === "string" && this.host.hooks.repairToolCall)
+    if (typeof call.args === "string" && this.#setup.hooks.repairToolCall)
       return this.#repair(call, tool).then((repaired) => {
         call = repaired;
         return this.#execute(index, call, tool);
@@ -156,9 +215,18 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #execute(index: number, call: ToolCall, tool: Tool | undefined): void | Promise<void> {
-    const { timeouts, tools, graceMs } = this.host;
+    const { timeouts, tools, graceMs, runner, runId } = this.#setup;
     const timeoutMs = timeouts.tools?.[call.name] ?? timeouts.toolMs;
-    const running = executeToolCall(tool, tools, call, this.#scope, graceMs, timeoutMs, this);
+    const running = runner.run({
+      runId,
+      call,
+      tool,
+      tools,
+      scope: this.#scope,
+      graceMs,
+      timeoutMs,
+      fatal: this,
+    });
     return running instanceof Promise
       ? running.then((result) => this.#end(index, call, result))
       : this.#end(index, call, running);
@@ -170,22 +238,23 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #resultWithoutRunning(call: ToolCall, tool: Tool | undefined): ToolResultMessage | undefined {
-    if (this.host.scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
-    if (this.stopped?.reason === "stall") return toolResult(call, "skipped", "not run: the run stalled");
-    if (this.stopped?.reason === "fatal")
-      return toolResult(call, "skipped", `not run: ${this.stopped.message}`);
-    if (this.steering.length > 0) return toolResult(call, "skipped", SKIPPED_BY_STEERING);
-    if (this.host.cutOffCalls.size > 0 && this.host.cutOffCalls.has(call.id))
+    if (this.#setup.scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+    if (this.#stopped?.reason === "stall") return toolResult(call, "skipped", "not run: the run stalled");
+    if (this.#stopped?.reason === "fatal")
+      return toolResult(call, "skipped", `not run: ${this.#stopped.message}`);
+    if (this.#steering.length > 0) return toolResult(call, "skipped", SKIPPED_BY_STEERING);
+    if (this.#setup.cutOffCalls.size > 0 && this.#setup.cutOffCalls.has(call.id))
       return toolResult(call, "error", CUT_OFF);
     const verdict = this.#verdicts?.get(call.id);
     if (verdict && "block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
     if (verdict && !verdict.approved)
       return toolResult(call, "denied", `denied${verdict.reason ? `: ${verdict.reason}` : " by the user"}`);
-    if (this.host.stall && !tool?.allowRepeats) {
-      const stall = this.host.stall.checkCall(call);
-      if (stall.kind === "nudge") return toolResult(call, "skipped", stall.message);
-      if (stall.kind === "stall") {
-        const error = new StallError(stall.message);
+    const { stall } = this.#setup;
+    if (stall && !tool?.allowRepeats) {
+      const verdict = stall.checkCall(call);
+      if (verdict.kind === "nudge") return toolResult(call, "skipped", verdict.message);
+      if (verdict.kind === "stall") {
+        const error = new StallError(verdict.message);
         this.#stop({ reason: "stall", error });
         return toolResult(call, "error", `not run: ${error.message}`);
       }
@@ -195,7 +264,7 @@ export class ToolBatch implements FatalToolSink {
 
   async #repair(call: ToolCall, tool: Tool | undefined): Promise<ToolCall> {
     if (!tool) return call;
-    const repaired = await this.host.hooks.repairToolCall?.({
+    const repaired = await this.#setup.hooks.repairToolCall?.({
       call,
       tool,
       error: `the arguments are not valid JSON: ${String(call.args)}`,
@@ -204,8 +273,8 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #end(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
-    if (this.host.sealed()) return;
-    const after = this.host.hooks.afterToolCall;
+    if (this.#ended()) return;
+    const after = this.#setup.hooks.afterToolCall;
     if (after)
       return Promise.resolve(after({ ...this.#context(call), result: produced })).then((override) =>
         this.#record(index, call, override ? { ...produced, ...override } : produced),
@@ -214,96 +283,57 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #record(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
-    if (this.host.sealed()) return;
     const result = this.#checkRepeatedResult(call, produced);
-    this.results[index] = result;
-    while (this.#flushed < this.calls.length && this.results[this.#flushed] !== undefined)
-      this.host.history.push(this.results[this.#flushed++] as ToolResultMessage);
-    this.host.emitResult(result);
-    this.options.afterEach?.(call, result);
+    // Refused once the run has ended, or for a call that has its result: nothing to publish.
+    if (!this.#setup.transcript.record(result)) return;
+    this.#results[index] = result;
+    const { toolCallId, toolName, status } = result;
+    // Built whole: adding fields afterwards would give every event a second backing store.
+    this.#setup.events.publish(
+      result.isError
+        ? { type: "tool_result", toolCallId, toolName, status, error: result.content }
+        : { type: "tool_result", toolCallId, toolName, status, result: result.details },
+    );
+    this.#options.afterEach?.(call, result);
     if (
-      (this.options.interruptOnSteering ?? true) &&
-      this.steering.length === 0 &&
-      !this.host.scope.aborted
+      (this.#options.interruptOnSteering ?? true) &&
+      this.#steering.length === 0 &&
+      !this.#setup.scope.aborted
     ) {
-      const taken = this.host.steering.takeNow();
+      const taken = this.#setup.steering.takeNow();
       if (!Array.isArray(taken))
         return taken.then((steering) => {
-          if (this.steering.length === 0 && steering.length > 0) this.steering = steering;
+          if (steering.length === 0) return;
+          // Taken from the queue: if this batch already has steering, it goes with it, never dropped.
+          this.#steering = this.#steering.length === 0 ? steering : [...this.#steering, ...steering];
         });
-      if (taken.length > 0) this.steering = taken;
+      if (taken.length > 0) this.#steering = taken;
     }
   }
 
   /** The same result again and again: the model sees a nudge, then the run stops as stalled. */
   #checkRepeatedResult(call: ToolCall, result: ToolResultMessage): ToolResultMessage {
-    if (!this.host.stall || result.status !== "ok" || this.host.tools.get(call.name)?.allowRepeats)
-      return result;
-    const verdict = this.host.stall.checkResult(call, result.content);
+    const { stall, tools } = this.#setup;
+    if (!stall || result.status !== "ok" || tools.get(call.name)?.allowRepeats) return result;
+    const verdict = stall.checkResult(call, result.content);
     if (verdict.kind === "ok") return result;
     if (verdict.kind === "stall") this.#stop({ reason: "stall", error: new StallError(verdict.message) });
     return { ...result, content: `${result.content}\n\n[note] ${verdict.message}` };
   }
 
-  #stop(stop: NonNullable<ToolBatch["stopped"]>): void {
-    this.stopped ??= stop;
+  #stop(stop: BatchStop): void {
+    this.#stopped ??= stop;
     // Only a concurrent batch has siblings running; the run's own scope must not be aborted.
-    if (stop.reason === "fatal" && this.#scope !== this.host.scope)
+    if (stop.reason === "fatal" && this.#scope !== this.#setup.scope)
       this.#scope.abort(new FatalToolError(stop.message));
   }
 
   #context(call: ToolCall): ToolCallContext {
     return {
-      runId: this.host.runId,
+      runId: this.#setup.runId,
       call,
-      tool: this.host.tools.get(call.name),
-      messages: this.host.history,
+      tool: this.#setup.tools.get(call.name),
+      messages: this.#setup.transcript.keeper.messages,
     };
-  }
-}
-
-/**
- * Lets shared work run side by side and exclusive work run alone: a `sequential` tool waits for
- * the running calls to end, and no call starts while it runs.
- */
-class ExclusiveGate {
-  #running = 0;
-  #exclusive = false;
-  /** Exclusive work waiting its turn: later shared work waits behind it, so it is not starved. */
-  #queuedExclusive = 0;
-  #waiting: (() => void)[] = [];
-
-  async shared<T>(work: () => T | Promise<T>): Promise<T> {
-    while (this.#exclusive || this.#queuedExclusive > 0) await this.#wait();
-    this.#running++;
-    try {
-      return await work();
-    } finally {
-      this.#running--;
-      this.#wake();
-    }
-  }
-
-  async exclusive<T>(work: () => T | Promise<T>): Promise<T> {
-    this.#queuedExclusive++;
-    while (this.#exclusive || this.#running > 0) await this.#wait();
-    this.#queuedExclusive--;
-    this.#exclusive = true;
-    try {
-      return await work();
-    } finally {
-      this.#exclusive = false;
-      this.#wake();
-    }
-  }
-
-  #wait(): Promise<void> {
-    return new Promise((resolve) => this.#waiting.push(resolve));
-  }
-
-  #wake(): void {
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const wake of waiting) wake();
   }
 }

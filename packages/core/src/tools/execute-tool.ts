@@ -46,19 +46,22 @@ export function executeToolCall(
   const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
   const signal = deadline?.signal ?? scope.signal;
   let returned: unknown;
+  let then: Then | undefined;
   try {
     returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
+    // Read once and inside the guard: a `then` getter that throws is the tool failing.
+    then = thenOf(returned);
   } catch (error) {
     deadline?.dispose();
-    if (error instanceof FatalToolError) fatal?.toolFailedFatally(call);
-    return toolResult(call, "error", errorMessage(error));
+    if (isFatal(error)) fatal?.toolFailedFatally(call);
+    return failure(call, "error", error);
   }
   // A synchronous tool's result is returned as it is: no promise, no microtask hop.
-  if (!isThenable(returned)) {
+  if (then === undefined) {
     deadline?.dispose();
     return successResult(call, returned);
   }
-  return settleOrAbandon(returned, scope, graceMs, deadline).then((outcome) => {
+  return settleOrAbandon(returned, then, scope, graceMs, deadline).then((outcome) => {
     deadline?.dispose();
     if (deadline?.expired)
       return toolResult(
@@ -69,12 +72,11 @@ export function executeToolCall(
     if (outcome.kind === "abandoned")
       return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
     if (outcome.kind === "rejected") {
-      // The fatal call itself failed: an error, even though stopping its siblings aborts the scope.
-      if (outcome.error instanceof FatalToolError) {
-        fatal?.toolFailedFatally(call);
-        return toolResult(call, "error", errorMessage(outcome.error));
-      }
-      return toolResult(call, scope.aborted ? "aborted" : "error", errorMessage(outcome.error));
+      // Stopped by the abort, often rejecting with its reason: for a fatal sibling's batch that reason
+      // is a FatalToolError too, yet only the call that threw it failed (it reports before the abort).
+      if (scope.aborted) return failure(call, "aborted", outcome.error);
+      if (isFatal(outcome.error)) fatal?.toolFailedFatally(call);
+      return failure(call, "error", outcome.error);
     }
     return successResult(call, outcome.value);
   });
@@ -135,6 +137,31 @@ export function toolResult(
       };
 }
 
+/** A thrown value as the model reads it: its message, or "Tool failed: …" when it has none of its own. */
+function failure(call: ToolCall, status: ToolResultStatus, error: unknown): ToolResultMessage {
+  const text = errorMessage(error);
+  return toolResult(call, status, text === ownMessage(error) ? text : `Tool failed: ${text}`);
+}
+
+function ownMessage(error: unknown): unknown {
+  if (typeof error === "string") return error;
+  try {
+    return error instanceof Error ? error.message : undefined;
+  } catch {
+    // A `message` getter that throws (or a Proxy whose prototype trap does): no message of its own.
+    return undefined;
+  }
+}
+
+function isFatal(error: unknown): boolean {
+  try {
+    return error instanceof FatalToolError;
+  } catch {
+    // `instanceof` throws for a Proxy whose prototype trap throws; such a value is no FatalToolError.
+    return false;
+  }
+}
+
 function successResult(call: ToolCall, value: unknown): ToolResultMessage {
   if (typeof value === "string") return toolResult(call, "ok", value, value);
   // Same text as JSON.stringify for a finite number, without its generic path.
@@ -156,7 +183,8 @@ type Outcome =
 
 /** Waits for the tool; once the run aborts (or its deadline passes) it has `graceMs` to stop. */
 function settleOrAbandon(
-  execution: PromiseLike<unknown>,
+  execution: unknown,
+  then: Then,
   scope: AbortScope,
   graceMs: number,
   deadline: ToolDeadline | undefined,
@@ -174,13 +202,22 @@ function settleOrAbandon(
       if (timer !== undefined) clearTimeout(timer);
       resolve(outcome);
     };
-    execution.then(
-      (value) => settle({ kind: "resolved", value }),
-      (error: unknown) => settle({ kind: "rejected", error }),
-    );
+    try {
+      then.call(
+        execution,
+        (value) => settle({ kind: "resolved", value }),
+        (error: unknown) => settle({ kind: "rejected", error }),
+      );
+    } catch (error) {
+      // As with `await`: a `then` that throws rejects, unless it already settled.
+      settle({ kind: "rejected", error });
+    }
   });
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
+type Then = PromiseLike<unknown>["then"];
+
+function thenOf(value: unknown): Then | undefined {
+  const then = (value as PromiseLike<unknown> | null | undefined)?.then;
+  return typeof then === "function" ? then : undefined;
 }

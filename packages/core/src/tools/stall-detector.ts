@@ -1,10 +1,27 @@
 import type { ToolCall } from "../messages.js";
 import { canonicalHash, canonicalJson } from "./canonical-json.js";
 
+/**
+ * A "call" is a tool name with its arguments compared as canonical JSON. Counts are per reply: the
+ * calls of one model reply were requested together, so they never count against each other, and
+ * everything starts again at `reset()` (a user, follow-up or steering message).
+ */
 export interface StallOptions {
-  /** The same tool with the same arguments this many times is a repeat (default 2). */
+  /**
+   * A call made in this many replies is a repeat (default 2), counting only the replies since the
+   * last one that made a call never made before: such a call (a write, a send) may have changed
+   * what earlier calls return. So reading a file, editing it and reading it again is no repeat,
+   * while the same reply of calls twice, or a cycle of calls all made before, is. The repeat is not
+   * run and the model gets a nudge instead; the same call in a later reply stops the run as
+   * `stalled`.
+   */
   repeatedCalls?: number;
-  /** The same result this many times in a row is a repeat (default 3). */
+  /**
+   * A call that returns the same result this many times in a row, once per reply, is a repeat
+   * (default 3), whatever ran in between; a different result starts its count again. Different
+   * calls returning the same text (five emails "sent") never count. The result gets a note for the
+   * model; the same result once more in a later reply stops the run as `stalled`.
+   */
   repeatedResults?: number;
 }
 
@@ -15,24 +32,44 @@ export type StallVerdict =
   | { kind: "stall"; message: string };
 
 const OK: StallVerdict = { kind: "ok" };
+const NEVER = -1;
 
 /**
- * Notices a run going in circles: a tool called again with the same (canonical) arguments, or the
- * same result coming back several times in a row. The first time, the model gets a nudge in the
- * tool result; if it keeps going, the run stops as `stalled`. Tools that poll opt out.
+ * Notices a run going in circles: the same call again in a later reply, or a call returning the same
+ * result reply after reply. The model is nudged first (in the tool result); only if a later reply
+ * does it again — so a model call has seen the nudge — does the run stop as `stalled`. Tools that
+ * poll opt out.
+ *
+ * The host calls `beginReply()` at each model call (what it asks for — one reply's calls, or every
+ * wave of one plan — is one reply), `checkCall` before each call runs, `checkResult` after each ok
+ * result, and `reset()` when a user, follow-up or steering message enters the history.
  */
 export class StallDetector {
   readonly #repeatedCalls: number;
   readonly #repeatedResults: number;
-  /** Per tool name, the distinct arguments seen so far, by their canonical hash. */
-  readonly #calls = new Map<string, Map<number, SeenArguments>>();
-  #lastResult: string | undefined;
-  #resultStreak = 0;
-  #nudgedResult = false;
+  /** Per tool name, the distinct arguments called since the last reset, by their canonical hash. */
+  readonly #calls = new Map<string, Map<number, SeenCall>>();
+  /** The checked calls waiting for their result, by call id. */
+  readonly #running = new Map<string, SeenCall>();
+  #reply = 0;
+  /** The last reply that made a call never made before: calls of earlier replies are not compared. */
+  #windowStart = 0;
 
   constructor(options: StallOptions = {}) {
     this.#repeatedCalls = atLeast(2, options.repeatedCalls ?? 2, "repeatedCalls");
     this.#repeatedResults = atLeast(2, options.repeatedResults ?? 3, "repeatedResults");
+  }
+
+  /** A new model reply's calls are about to run: the calls checked so far become earlier replies. */
+  beginReply(): void {
+    this.#reply++;
+    this.#running.clear();
+  }
+
+  /** A user, follow-up or steering message entered the history: nothing before it counts. */
+  reset(): void {
+    this.#calls.clear();
+    this.#running.clear();
   }
 
   /** Called before a call runs. */
@@ -44,65 +81,101 @@ export class StallDetector {
     }
     const hash = canonicalHash(call.args);
     const first = seen.get(hash);
+    let entry: SeenCall | undefined;
     // The common case, arguments never seen: known from the hash, without building any text.
     if (first === undefined) {
-      seen.set(hash, new SeenArguments(call.args));
+      entry = new SeenCall(call.args, this.#reply);
+      seen.set(hash, entry);
+    } else {
+      const canonical = canonicalJson(call.args);
+      entry = first;
+      while (entry !== undefined && entry.canonical !== canonical) entry = entry.next;
+      if (entry !== undefined) return this.#repeated(entry, call);
+      entry = new SeenCall(call.args, this.#reply, canonical, first.next);
+      first.next = entry;
+    }
+    this.#windowStart = this.#reply;
+    this.#running.set(call.id, entry);
+    return OK;
+  }
+
+  /** Called with the text of each ok result, in any order. */
+  checkResult(call: ToolCall, content: string): StallVerdict {
+    const entry = this.#running.get(call.id);
+    // Not checked by `checkCall` in this reply: nothing known to compare it with.
+    if (entry === undefined) return OK;
+    this.#running.delete(call.id);
+    if (content !== entry.result) {
+      entry.result = content;
+      entry.results = 1;
+      entry.resultReply = this.#reply;
+      entry.resultNudged = NEVER;
       return OK;
     }
-    const canonical = canonicalJson(call.args);
-    let entry: SeenArguments | undefined = first;
-    while (entry !== undefined && entry.canonical !== canonical) entry = entry.next;
-    if (entry === undefined) {
-      first.next = new SeenArguments(call.args, canonical, first.next);
-      return OK;
+    if (entry.resultReply !== this.#reply) {
+      entry.results++;
+      entry.resultReply = this.#reply;
     }
-    entry.count++;
-    if (entry.count < this.#repeatedCalls) return OK;
-    if (entry.nudged)
+    if (entry.results < this.#repeatedResults) return OK;
+    if (this.#mayStall(entry.resultNudged))
+      return {
+        kind: "stall",
+        message: `"${call.name}" kept returning the same result after a warning (${entry.results} times in a row).`,
+      };
+    entry.resultNudged = this.#reply;
+    return {
+      kind: "nudge",
+      message: `"${call.name}" returned the same result ${entry.results} times in a row; more of the same calls will not change it. Change your approach or answer with what you have.`,
+    };
+  }
+
+  #repeated(entry: SeenCall, call: ToolCall): StallVerdict {
+    if (entry.lastReply < this.#windowStart) {
+      entry.replies = 1;
+      entry.nudged = NEVER;
+    } else if (entry.lastReply !== this.#reply) entry.replies++;
+    entry.lastReply = this.#reply;
+    this.#running.set(call.id, entry);
+    if (entry.replies < this.#repeatedCalls) return OK;
+    if (this.#mayStall(entry.nudged))
       return {
         kind: "stall",
         message: `"${call.name}" was called again with the same arguments after a warning.`,
       };
-    entry.nudged = true;
+    entry.nudged = this.#reply;
     return {
       kind: "nudge",
       message: `You already called "${call.name}" with these same arguments; repeating it will not give anything new. Use the result you have, or try something different.`,
     };
   }
 
-  /** Called with each result's text, in completion order. */
-  checkResult(call: ToolCall, content: string): StallVerdict {
-    if (content === this.#lastResult) this.#resultStreak++;
-    else {
-      this.#lastResult = content;
-      this.#resultStreak = 1;
-      this.#nudgedResult = false;
-    }
-    if (this.#resultStreak < this.#repeatedResults) return OK;
-    if (this.#nudgedResult)
-      return {
-        kind: "stall",
-        message: `The same result kept coming back (${this.#resultStreak} times in a row).`,
-      };
-    this.#nudgedResult = true;
-    return {
-      kind: "nudge",
-      message: `"${call.name}" returned the same result ${this.#resultStreak} times in a row; more of the same calls will not change it. Change your approach or answer with what you have.`,
-    };
+  /** Only a later reply than the nudge's can stall: the model has seen the nudge since. */
+  #mayStall(nudgedInReply: number): boolean {
+    return nudgedInReply !== NEVER && nudgedInReply !== this.#reply;
   }
 }
 
-/** Arguments a tool was called with, how often, and whether the model was warned; arguments whose
- * hashes collide are chained. Their canonical text is only built once a hash is seen twice. */
-class SeenArguments {
-  count = 1;
-  nudged = false;
+/**
+ * A call since the last reset: in which replies it was made, what it returned, and when the model
+ * was warned. Arguments whose hashes collide are chained; their canonical text is only built once
+ * a hash is seen twice.
+ */
+class SeenCall {
+  /** The replies it was made in, since the calls of its last one went stale. */
+  replies = 1;
+  nudged = NEVER;
+  result: string | undefined;
+  /** How many times in a row (once per reply) it returned `result`. */
+  results = 0;
+  resultReply = NEVER;
+  resultNudged = NEVER;
   #canonical: string | undefined;
 
   constructor(
     readonly args: unknown,
+    public lastReply: number,
     canonical?: string,
-    public next?: SeenArguments,
+    public next?: SeenCall,
   ) {
     this.#canonical = canonical;
   }

@@ -1,0 +1,271 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { type AgentConfigError, validateAgentConfig, validatePromptOptions } from "./config.js";
+import { InvalidConfigError } from "./errors.js";
+import { contextBudget } from "./history/context-budget.js";
+import { keepRecent } from "./history/pipeline.js";
+import { rootContainer } from "./orchestrator/registry.js";
+import { defineTool } from "./tools/define-tool.js";
+import { ToolRegistry } from "./tools/registry.js";
+
+const model = {
+  specificationVersion: "v4",
+  provider: "test",
+  modelId: "gpt-4o-mini",
+  supportedUrls: {},
+  doGenerate: async () => {
+    throw new Error("not used");
+  },
+  doStream: async () => {
+    throw new Error("not used");
+  },
+} as unknown as LanguageModelV4;
+
+const echo = defineTool({
+  name: "echo",
+  description: "Echoes its input",
+  inputSchema: z.object({ text: z.string() }),
+  execute: ({ text }) => ({ text }),
+});
+
+/** `{ a: { b: value } }` for the path "a.b". */
+function configAt(path: string, value: unknown): Record<string, unknown> {
+  return path.split(".").reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Record<
+    string,
+    unknown
+  >;
+}
+
+function issuesOf(validate: () => void): AgentConfigError["issues"] {
+  try {
+    validate();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect(error).toMatchObject({ code: "invalid_config" });
+    return (error as AgentConfigError).issues;
+  }
+  throw new Error("expected an InvalidConfigError");
+}
+
+const fn = () => undefined;
+const ms = [NaN, -1, 0, Infinity, -Infinity, "5", null];
+const msOrZero = [NaN, -1, Infinity, "5", null];
+const hooks = [
+  "beforeToolCall",
+  "afterToolCall",
+  "prepareStep",
+  "shouldStop",
+  "repairToolCall",
+  "transformContext",
+  "convertToLlm",
+  "getSteeringMessages",
+  "getFollowUpMessages",
+  "onListenerError",
+  "contextBudget.estimate",
+  "contextBudget.onTruncate",
+];
+
+/** Each field with values outside its domain, and values on the edge of it. */
+const fields: [path: string, bad: unknown[], good: unknown[]][] = [
+  ["systemPrompt", [1, null, ["a"]], ["", "You are helpful."]],
+  ["limits", [3, "x", null, [1]], [{}]],
+  ["limits.maxCycles", [0, -1, 1.5, NaN, Infinity, "3"], [1, 100]],
+  ["limits.abortGraceMs", msOrZero, [0, 0.5, 250]],
+  ["timeouts", [30, "x", null], [{}]],
+  ...["totalMs", "stepMs", "firstChunkMs", "chunkMs", "toolMs"].map(
+    (name): [string, unknown[], unknown[]] => [`timeouts.${name}`, ms, [1, 0.5, 60_000]],
+  ),
+  ["timeouts.tools", [5, "x", null], [{}, { search: 500 }]],
+  ["timeouts.tools.search", ms, [1, 500]],
+  ["toolExecution", ["concurrent", "", 1, true], ["sequential", "parallel"]],
+  ["maxConcurrency", [0, -2, 2.5, NaN, Infinity, "4"], [1, 8]],
+  ["stall", [true, 0, "off", null], [false, {}]],
+  ["stall.repeatedCalls", [1, 0, 2.5, NaN, Infinity, "2"], [2, 5]],
+  ["stall.repeatedResults", [1, -3, 3.5, NaN, "3"], [2, 3]],
+  ["retry", [2, "x"], [{}]],
+  ["retry.maxRetries", [-1, 1.5, NaN, Infinity, "2"], [0, 2]],
+  ["retry.initialDelayMs", msOrZero, [0, 500]],
+  ["retry.maxDelayMs", msOrZero, [0, 10_000]],
+  ["retry.retryTimeouts", [1, "yes", null], [true, false]],
+  ["contextBudget", [1000, "x"], [{ maxTokens: 1 }]],
+  ["contextBudget.maxTokens", ms, [1, 2500]],
+  ["contextBudget.contextWindow", ms, [8000]],
+  ["contextBudget.ratio", [0, -0.5, 1.5, NaN, Infinity, "0.5"], [1, 0.75, 0.01]],
+  ["contextBudget.systemTokens", msOrZero, [0, 300]],
+  ["modelSettings", [1, "x", []], [{}, { temperature: 0 }]],
+  ["provider", ["openai/gpt-4o", {}, { doStream: "x" }, null], [model]],
+  [
+    "orchestrator",
+    ["", "  ", 3, {}, { name: "x" }, { run: fn }, { name: 1, run: fn }],
+    ["agentic", { name: "mine", run: fn }],
+  ],
+  ["tools", [{ name: "echo" }, "echo", 1, null, new Map()], [[], [echo], new ToolRegistry([echo])]],
+  ["container", [1, {}, null], [rootContainer, rootContainer.createChildContainer()]],
+  ...hooks.map((path): [string, unknown[], unknown[]] => [
+    path,
+    ["x", 1, {}, null],
+    [fn, async () => undefined],
+  ]),
+];
+
+describe("validateAgentConfig", () => {
+  it.each(fields)(
+    "%s: every bad value is an InvalidConfigError naming the field and the value",
+    (path, bad) => {
+      for (const value of bad) {
+        const issues = issuesOf(() => validateAgentConfig(configAt(path, value)));
+        expect(issues).toEqual([{ path, message: expect.stringMatching(/^must be .+, got .+$/) }]);
+        const shown =
+          typeof value === "number" && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
+        expect(issues[0]?.message.endsWith(`, got ${shown}`)).toBe(true);
+      }
+    },
+  );
+
+  it.each(fields)("%s: values on the edge of its domain pass", (path, _bad, good) => {
+    for (const value of good) expect(() => validateAgentConfig(configAt(path, value))).not.toThrow();
+  });
+
+  it("says what is expected and what it got, in one sentence", () => {
+    const bad = () => validateAgentConfig({ timeouts: { toolMs: -5 } });
+    expect(bad).toThrow(InvalidConfigError);
+    expect(bad).toThrow(
+      /^Invalid agent config: timeouts\.toolMs must be a number > 0 \(milliseconds\), got -5\.$/,
+    );
+    expect(() => validateAgentConfig({ timeouts: { totalMs: NaN } })).toThrow(
+      "timeouts.totalMs must be a number > 0 (milliseconds), got NaN.",
+    );
+  });
+
+  it("names every bad field, one line each, and lists them as issues", () => {
+    const config = {
+      timeouts: { toolMs: -5, tools: { search: 0 } },
+      maxConcurrency: 0,
+      stall: { repeatedCalls: "x" },
+    };
+    expect(() => validateAgentConfig(config)).toThrow(
+      [
+        "Invalid agent config:",
+        "- timeouts.toolMs must be a number > 0 (milliseconds), got -5.",
+        "- timeouts.tools.search must be a number > 0 (milliseconds), got 0.",
+        "- maxConcurrency must be a whole number >= 1, got 0.",
+        '- stall.repeatedCalls must be a whole number >= 2, got "x".',
+      ].join("\n"),
+    );
+    expect(issuesOf(() => validateAgentConfig(config)).map((issue) => issue.path)).toEqual([
+      "timeouts.toolMs",
+      "timeouts.tools.search",
+      "maxConcurrency",
+      "stall.repeatedCalls",
+    ]);
+  });
+
+  it("shows functions with String() and cuts long values short", () => {
+    const [issue] = issuesOf(() => validateAgentConfig({ systemPrompt: function prompt() {} }));
+    expect(issue?.message).toBe("must be a string, got function prompt() {}");
+    const [long] = issuesOf(() => validateAgentConfig({ systemPrompt: ["x".repeat(200)] }));
+    expect(long?.message).toBe(`must be a string, got ["${"x".repeat(78)}…`);
+  });
+
+  it("rejects a config that is not an object, and allows none at all", () => {
+    expect(issuesOf(() => validateAgentConfig(null))).toEqual([
+      { path: "config", message: "must be an object, got null" },
+    ]);
+    expect(issuesOf(() => validateAgentConfig("agentic"))).toEqual([
+      { path: "config", message: 'must be an object, got "agentic"' },
+    ]);
+    expect(() => validateAgentConfig(undefined)).not.toThrow();
+  });
+
+  it("allows keys it does not know", () => {
+    expect(() => validateAgentConfig({ provider: model, futureSetting: { anything: true } })).not.toThrow();
+  });
+
+  // The shapes the tests, examples and docs of the repository build agents with.
+  it.each([
+    {},
+    { systemPrompt: "You are helpful.", provider: model, tools: [echo] },
+    { provider: model, orchestrator: "plan-execute", limits: { maxCycles: 1 } },
+    { provider: model, orchestrator: { name: "echo", run: async () => {} }, container: rootContainer },
+    { provider: model, timeouts: { totalMs: 40 } },
+    { provider: model, timeouts: { firstChunkMs: 30 }, retry: { retryTimeouts: true, initialDelayMs: 1 } },
+    {
+      provider: model,
+      tools: [echo],
+      timeouts: { toolMs: 30, tools: { echo: 500 } },
+      limits: { abortGraceMs: 10 },
+    },
+    { provider: model, tools: new ToolRegistry([echo]), toolExecution: "parallel", maxConcurrency: 2 },
+    { provider: model, tools: [echo], stall: false },
+    { provider: model, tools: [echo], stall: { repeatedCalls: 3 } },
+    { provider: model, contextBudget: {} },
+    {
+      provider: model,
+      contextBudget: { contextWindow: 8000, ratio: 0.5, systemTokens: 100, estimate: () => 1 },
+    },
+    {
+      provider: model,
+      transformContext: keepRecent(4),
+      convertToLlm: (messages: unknown[]) => messages,
+      getSteeringMessages: () => undefined,
+      getFollowUpMessages: async () => ["more"],
+      beforeToolCall: () => ({ requireApproval: true }),
+      afterToolCall: () => undefined,
+      prepareStep: () => undefined,
+      shouldStop: () => false,
+      repairToolCall: () => undefined,
+      onListenerError: () => {},
+      modelSettings: { temperature: 0, maxOutputTokens: 100 },
+      retry: { maxRetries: 0 },
+    },
+    {
+      provider: model,
+      transformContext: contextBudget({ maxTokens: 1000 }),
+      limits: { maxCycles: 3, abortGraceMs: 0 },
+    },
+    { timeouts: { totalMs: undefined, stepMs: undefined }, limits: undefined, stall: undefined },
+  ])("accepts a good config (%#)", (config) => {
+    expect(() => validateAgentConfig(config)).not.toThrow();
+  });
+});
+
+describe("validatePromptOptions", () => {
+  it.each([
+    undefined,
+    {},
+    { signal: new AbortController().signal },
+    { timeouts: { stepMs: 500, tools: { echo: 1 } } },
+  ])("accepts %o", (options) => {
+    expect(() => validatePromptOptions(options)).not.toThrow();
+  });
+
+  it("rejects a signal that is not an AbortSignal", () => {
+    for (const signal of [{ aborted: false }, "abort", null, 1])
+      expect(issuesOf(() => validatePromptOptions({ signal }))).toEqual([
+        { path: "signal", message: `must be an AbortSignal, got ${JSON.stringify(signal)}` },
+      ]);
+  });
+
+  it("checks timeouts like the agent's", () => {
+    expect(() => validatePromptOptions({ timeouts: { toolMs: -5 } })).toThrow(
+      "Invalid prompt options: timeouts.toolMs must be a number > 0 (milliseconds), got -5.",
+    );
+    for (const value of ms)
+      expect(
+        issuesOf(() => validatePromptOptions({ timeouts: { chunkMs: value } })).map((i) => i.path),
+      ).toEqual(["timeouts.chunkMs"]);
+    expect(
+      issuesOf(() => validatePromptOptions({ signal: new AbortController().signal, timeouts: 5 })),
+    ).toEqual([{ path: "timeouts", message: "must be an object, got 5" }]);
+  });
+
+  it("rejects options that are not an object", () => {
+    expect(issuesOf(() => validatePromptOptions(null))).toEqual([
+      { path: "options", message: "must be an object, got null" },
+    ]);
+    expect(issuesOf(() => validatePromptOptions("fast"))).toEqual([
+      { path: "options", message: 'must be an object, got "fast"' },
+    ]);
+  });
+});

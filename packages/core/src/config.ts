@@ -1,0 +1,229 @@
+import { type core, z } from "zod";
+import { InvalidConfigError } from "./errors.js";
+import { ToolRegistry } from "./tools/registry.js";
+
+/** One bad setting: its dotted path (`timeouts.toolMs`) and what is wrong with it. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+/** An `InvalidConfigError` that lists every bad setting of a config, one line each. */
+export class AgentConfigError extends InvalidConfigError {
+  readonly issues: readonly ConfigIssue[];
+  constructor(what: string, issues: readonly ConfigIssue[]) {
+    const lines = issues.map((issue) => `${issue.path} ${issue.message}.`);
+    super(
+      lines.length === 1
+        ? `Invalid ${what}: ${lines[0]}`
+        : `Invalid ${what}:\n${lines.map((line) => `- ${line}`).join("\n")}`,
+    );
+    this.issues = issues;
+  }
+}
+
+/**
+ * Every message is the expected domain, whatever check failed: a field reads "must be <domain>,
+ * got <value>" whether it was of the wrong type, NaN, infinite or out of range.
+ */
+function expecting(domain: string): { error: string } {
+  return { error: domain };
+}
+
+function numberAbove(minimum: number, domain: string) {
+  return z.number(expecting(domain)).gt(minimum, expecting(domain));
+}
+
+function numberAtLeast(minimum: number, domain: string) {
+  return z.number(expecting(domain)).gte(minimum, expecting(domain));
+}
+
+function wholeAtLeast(minimum: number) {
+  const domain = `a whole number >= ${minimum}`;
+  return z.int(expecting(domain)).gte(minimum, expecting(domain));
+}
+
+function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an object") {
+  return z.object(shape, expecting(domain)).optional();
+}
+
+const fn = z.custom((value) => typeof value === "function", expecting("a function")).optional();
+const string = z.string(expecting("a string")).optional();
+const ms = numberAbove(0, "a number > 0 (milliseconds)").optional();
+
+function hasMethod(value: unknown, method: string): boolean {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Record<string, unknown>)[method] === "function"
+  );
+}
+
+const timeouts = object({
+  totalMs: ms,
+  stepMs: ms,
+  firstChunkMs: ms,
+  chunkMs: ms,
+  toolMs: ms,
+  tools: z
+    .record(
+      z.string(),
+      numberAbove(0, "a number > 0 (milliseconds)"),
+      expecting("an object of tool name → milliseconds"),
+    )
+    .optional(),
+});
+
+// Unknown keys are allowed: a config may come from a newer version or carry an app's own settings,
+// and TypeScript already flags a misspelt key in a literal.
+const agentConfigSchema = z.object(
+  {
+    systemPrompt: string,
+    provider: z
+      .custom(
+        (value) => hasMethod(value, "doStream"),
+        expecting("an AI SDK LanguageModel (an object with a doStream method, e.g. openai('gpt-4o'))"),
+      )
+      .optional(),
+    tools: z
+      .union(
+        [z.array(z.unknown()), z.instanceof(ToolRegistry)],
+        expecting("an array of tools or a ToolRegistry"),
+      )
+      .optional(),
+    orchestrator: z
+      .custom(
+        (value) =>
+          (typeof value === "string" && value.trim() !== "") ||
+          (hasMethod(value, "run") && typeof (value as { name?: unknown }).name === "string"),
+        expecting(
+          "a registered orchestrator's name or an Orchestrator object, which needs a run(ctx) method and a string name",
+        ),
+      )
+      .optional(),
+    limits: object({
+      maxCycles: wholeAtLeast(1).optional(),
+      abortGraceMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
+    }),
+    timeouts,
+    toolExecution: z.enum(["sequential", "parallel"], expecting('"sequential" or "parallel"')).optional(),
+    maxConcurrency: wholeAtLeast(1).optional(),
+    stall: z
+      .union(
+        [
+          z.literal(false),
+          z.object({
+            repeatedCalls: wholeAtLeast(2).optional(),
+            repeatedResults: wholeAtLeast(2).optional(),
+          }),
+        ],
+        expecting("false or an object { repeatedCalls?, repeatedResults? }"),
+      )
+      .optional(),
+    retry: object({
+      maxRetries: wholeAtLeast(0).optional(),
+      initialDelayMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
+      maxDelayMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
+      retryTimeouts: z.boolean(expecting("a boolean")).optional(),
+    }),
+    contextBudget: object({
+      maxTokens: numberAbove(0, "a number > 0 (tokens)").optional(),
+      contextWindow: numberAbove(0, "a number > 0 (tokens)").optional(),
+      ratio: numberAbove(0, "a number > 0 and <= 1").lte(1, expecting("a number > 0 and <= 1")).optional(),
+      systemTokens: numberAtLeast(0, "a number >= 0 (tokens)").optional(),
+      estimate: fn,
+      onTruncate: fn,
+    }),
+    modelSettings: object({}),
+    container: z
+      .custom(
+        (value) => hasMethod(value, "createChildContainer"),
+        expecting("a tsyringe DependencyContainer (an object with createChildContainer)"),
+      )
+      .optional(),
+    beforeToolCall: fn,
+    afterToolCall: fn,
+    prepareStep: fn,
+    shouldStop: fn,
+    repairToolCall: fn,
+    transformContext: fn,
+    convertToLlm: fn,
+    getSteeringMessages: fn,
+    getFollowUpMessages: fn,
+    onListenerError: fn,
+  },
+  expecting("an object"),
+);
+
+const promptOptionsSchema = z.object(
+  { signal: z.instanceof(AbortSignal, expecting("an AbortSignal")).optional(), timeouts },
+  expecting("an object"),
+);
+
+/** Checks every setting of an `AgentConfig`; throws an `AgentConfigError` naming each bad one. */
+export function validateAgentConfig(config: unknown): void {
+  if (config !== undefined) validate(agentConfigSchema, config, "agent config", "config");
+}
+
+/**
+ * Checks the options of one `prompt()`. It runs on every prompt, so the common cases (no options,
+ * or only a signal) return before zod is involved.
+ */
+export function validatePromptOptions(options: unknown): void {
+  if (options === undefined) return;
+  if (typeof options === "object" && options !== null) {
+    const { signal, timeouts } = options as { signal?: unknown; timeouts?: unknown };
+    if (timeouts === undefined && (signal === undefined || signal instanceof AbortSignal)) return;
+  }
+  validate(promptOptionsSchema, options, "prompt options", "options");
+}
+
+function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
+  const result = schema.safeParse(input);
+  if (result.success) return;
+  const issues = result.error.issues
+    .flatMap((issue) => leafIssues(issue, []))
+    .map((issue) => ({
+      path: issue.path.length === 0 ? root : issue.path.map(String).join("."),
+      message: `must be ${issue.message}, got ${show(valueAt(input, issue.path))}`,
+    }));
+  throw new AgentConfigError(what, issues);
+}
+
+/**
+ * A union (`stall`) reports only "no option matched"; when the value is of one option's type and
+ * only its fields are wrong, those fields are the useful issues.
+ */
+function leafIssues(
+  issue: core.$ZodIssue,
+  prefix: PropertyKey[],
+): { path: PropertyKey[]; message: string }[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === "invalid_union") {
+    const typeMatched = issue.errors.filter((branch) => branch.every((inner) => inner.path.length > 0));
+    if (typeMatched.length === 1) return (typeMatched[0] ?? []).flatMap((inner) => leafIssues(inner, path));
+  }
+  return [{ path, message: issue.message }];
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) value = (value as Record<PropertyKey, unknown>)[key];
+  return value;
+}
+
+const SHOWN_CHARACTERS = 80;
+
+/** JSON where it says the truth; `String()` for NaN, infinities, functions, undefined and the like. */
+function show(value: unknown): string {
+  let text: string | undefined;
+  if (typeof value !== "number" || Number.isFinite(value)) {
+    try {
+      text = typeof value === "function" ? undefined : JSON.stringify(value);
+    } catch {
+      text = undefined;
+    }
+  }
+  text ??= String(value);
+  return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}…` : text;
+}

@@ -1,0 +1,64 @@
+import mittModule, { type Emitter, type EventType, type Handler, type WildcardHandler } from "mitt";
+import type { EventSink } from "../run/services.js";
+import type { AgentEvent, AgentEventOf, AgentEventType } from "./schemas.js";
+
+// mitt's types resolve as CommonJS under NodeNext; its ESM default export is the factory.
+const mitt = mittModule as unknown as <E extends Record<EventType, unknown>>() => Emitter<E>;
+
+type Events = { [T in AgentEventType]: AgentEventOf<T> };
+type Listener = (event: never) => void;
+
+/**
+ * The agent's listeners (`agent.on`), dispatched by mitt. Each listener is wrapped once, when it
+ * subscribes, so that one that throws neither breaks the run nor starves the others.
+ */
+export class ListenerBus implements EventSink {
+  readonly #emitter = mitt<Events>();
+  /** Listener → its wrapper, per type ("*" included), so `off` finds what `on` registered. */
+  readonly #wrapped = new Map<string, Map<Listener, Handler<never> | WildcardHandler<Events>>>();
+  readonly #onError: (error: unknown, event: AgentEvent) => void;
+
+  constructor(onError: (error: unknown, event: AgentEvent) => void) {
+    this.#onError = onError;
+  }
+
+  publish(event: AgentEvent): void {
+    if (this.#emitter.all.size > 0) this.#emitter.emit(event.type, event as never);
+  }
+
+  on(type: AgentEventType | "*", listener: Listener): () => void {
+    let byListener = this.#wrapped.get(type);
+    if (byListener === undefined) {
+      byListener = new Map();
+      this.#wrapped.set(type, byListener);
+    }
+    if (!byListener.has(listener)) {
+      if (type === "*") {
+        const wrapper: WildcardHandler<Events> = (_type, event) => this.#call(listener, event as AgentEvent);
+        byListener.set(listener, wrapper);
+        this.#emitter.on("*", wrapper);
+      } else {
+        const wrapper = (event: AgentEvent) => this.#call(listener, event);
+        byListener.set(listener, wrapper as Handler<never>);
+        this.#emitter.on(type as never, wrapper as never);
+      }
+    }
+    return () => this.off(type, listener);
+  }
+
+  off(type: AgentEventType | "*", listener: Listener): void {
+    const wrapper = this.#wrapped.get(type)?.get(listener);
+    if (wrapper === undefined) return;
+    this.#wrapped.get(type)?.delete(listener);
+    if (type === "*") this.#emitter.off("*", wrapper as WildcardHandler<Events>);
+    else this.#emitter.off(type as never, wrapper as never);
+  }
+
+  #call(listener: Listener, event: AgentEvent): void {
+    try {
+      (listener as (event: AgentEvent) => void)(event);
+    } catch (error) {
+      this.#onError(error, event);
+    }
+  }
+}

@@ -1,0 +1,279 @@
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4StreamPart,
+} from "@ai-sdk/provider";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AbortedError, ProviderError, TimeoutError } from "../errors.js";
+import { AbortScope } from "./abortable.js";
+import type { RetryOptions } from "./retry.js";
+import type { StepTimeouts } from "./step-watchdog.js";
+import { streamModelStep } from "./stream-step.js";
+
+const noRetry: RetryOptions = { maxRetries: 0, initialDelayMs: 0, maxDelayMs: 0 };
+
+/** A v4 model whose `doStream` is the given function (it may break the contract on purpose). */
+function modelOf(doStream: (options: LanguageModelV4CallOptions) => unknown): LanguageModelV4 {
+  return {
+    specificationVersion: "v4",
+    provider: "test",
+    modelId: "test-model",
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error("not used")),
+    doStream,
+  } as LanguageModelV4;
+}
+
+/** A stream the test feeds part by part; it stays open until closed or cancelled. */
+function openStream(parts: readonly LanguageModelV4StreamPart[] = []) {
+  let controller!: ReadableStreamDefaultController<LanguageModelV4StreamPart>;
+  const cancel = vi.fn();
+  const stream = new ReadableStream<LanguageModelV4StreamPart>({
+    start(c) {
+      controller = c;
+      for (const part of parts) c.enqueue(part);
+    },
+    cancel,
+  });
+  return {
+    stream,
+    cancel,
+    push: (part: LanguageModelV4StreamPart) => controller.enqueue(part),
+    close: () => controller.close(),
+  };
+}
+
+function closedStream(
+  parts: readonly LanguageModelV4StreamPart[],
+): ReadableStream<LanguageModelV4StreamPart> {
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(part);
+      controller.close();
+    },
+  });
+}
+
+const finish: LanguageModelV4StreamPart = {
+  type: "finish",
+  finishReason: { unified: "stop", raw: "stop" },
+  usage: {
+    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 1, text: 1, reasoning: 0 },
+  },
+};
+
+function step(
+  model: LanguageModelV4,
+  scope: AbortScope,
+  options: { timeouts?: StepTimeouts; retry?: RetryOptions } = {},
+) {
+  return streamModelStep({ model, prompt: [], tools: [], abortScope: scope, retry: noRetry, ...options });
+}
+
+/** What a promise settled with, without leaving a rejection unhandled meanwhile. */
+function outcome(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    (value) => ({ resolved: value }),
+    (error: unknown) => error,
+  );
+}
+
+describe("streamModelStep time limits", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each<LanguageModelV4StreamPart>([
+    { type: "stream-start", warnings: [] },
+    { type: "response-metadata", id: "resp-1", modelId: "served-model" },
+    { type: "raw", rawValue: { any: "thing" } },
+  ])("a $type part is not a chunk: firstChunkMs still applies after it", async (part) => {
+    const { stream } = openStream([part]);
+    const result = outcome(
+      step(
+        modelOf(async () => ({ stream })),
+        new AbortScope(),
+        { timeouts: { firstChunkMs: 50, chunkMs: 1000 } },
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await result).toMatchObject({ kind: "firstChunk", ms: 50 });
+  });
+
+  it("a text delta is a chunk: firstChunkMs stops applying, chunkMs starts", async () => {
+    const { stream, push, close } = openStream([{ type: "stream-start", warnings: [] }]);
+    const result = outcome(
+      step(
+        modelOf(async () => ({ stream })),
+        new AbortScope(),
+        { timeouts: { firstChunkMs: 50, chunkMs: 1000 } },
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    push({ type: "text-delta", id: "t", delta: "hi" });
+    await vi.advanceTimersByTimeAsync(999);
+    push(finish);
+    close();
+    expect(await result).toMatchObject({ resolved: { content: [{ type: "text", text: "hi" }] } });
+  });
+
+  it("a timeout before doStream() settles aborts the provider's signal, not the run's", async () => {
+    const signals: AbortSignal[] = [];
+    const model = modelOf((options) => {
+      if (options.abortSignal) signals.push(options.abortSignal);
+      return new Promise(() => {});
+    });
+    const scope = new AbortScope();
+    const result = outcome(
+      step(model, scope, {
+        timeouts: { firstChunkMs: 50 },
+        retry: { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0, retryTimeouts: true },
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await result).toBeInstanceOf(TimeoutError);
+    expect(signals).toHaveLength(3);
+    for (const signal of signals) {
+      expect(signal).not.toBe(scope.signal);
+      expect(signal.aborted).toBe(true);
+      expect(signal.reason).toMatchObject({ kind: "firstChunk" });
+    }
+    expect(scope.aborted).toBe(false);
+  });
+
+  it("aborting the run aborts a timed call's signal", async () => {
+    let signal: AbortSignal | undefined;
+    const scope = new AbortScope();
+    const result = outcome(
+      step(
+        modelOf((options) => {
+          signal = options.abortSignal;
+          return new Promise(() => {});
+        }),
+        scope,
+        { timeouts: { stepMs: 1000 } },
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    scope.abort("stop");
+    expect(await result).toBeInstanceOf(AbortedError);
+    expect(signal?.aborted).toBe(true);
+  });
+
+  it("a timed call that settled lets go of the run's scope", async () => {
+    let signal: AbortSignal | undefined;
+    const scope = new AbortScope();
+    const model = modelOf(async (options) => {
+      signal = options.abortSignal;
+      return { stream: closedStream([{ type: "text-delta", id: "t", delta: "ok" }, finish]) };
+    });
+    await step(model, scope, { timeouts: { stepMs: 1000 } });
+    scope.abort();
+    expect(signal?.aborted).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("streamModelStep cancels the provider's request", () => {
+  it("passes the run's own signal when the call has no time limit (no scope per call)", async () => {
+    let signal: AbortSignal | undefined;
+    const scope = new AbortScope();
+    const model = modelOf(async (options) => {
+      signal = options.abortSignal;
+      return { stream: closedStream([finish]) };
+    });
+    await step(model, scope);
+    expect(signal).toBe(scope.signal);
+  });
+
+  it.each<[string, StepTimeouts | undefined]>([
+    ["without time limits", undefined],
+    ["with time limits", { stepMs: 60_000 }],
+  ])("an error part cancels the stream %s", async (_name, timeouts) => {
+    const failure = new Error("bad chunk");
+    const { stream, cancel } = openStream([
+      { type: "stream-start", warnings: [] },
+      { type: "error", error: failure },
+    ]);
+    const error = await outcome(
+      step(
+        modelOf(async () => ({ stream })),
+        new AbortScope(),
+        { timeouts },
+      ),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ message: "The model call failed: bad chunk", cause: failure });
+    expect(cancel).toHaveBeenCalledWith(failure);
+  });
+});
+
+describe("streamModelStep with a provider that breaks the v4 contract", () => {
+  const unhandled = vi.fn();
+  beforeEach(() => {
+    unhandled.mockClear();
+    process.on("unhandledRejection", unhandled);
+  });
+  afterEach(() => {
+    process.off("unhandledRejection", unhandled);
+  });
+
+  /** Unhandled rejections are reported once the microtasks of a macrotask have run. */
+  async function expectNoUnhandledRejection(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(unhandled).not.toHaveBeenCalled();
+  }
+
+  it.each<[string, () => unknown, string]>([
+    [
+      "a plain object, not a promise",
+      () => ({ stream: closedStream([finish]) }),
+      "The model's doStream() returned a non-promise value of type object.",
+    ],
+    ["undefined", () => undefined, "The model's doStream() returned a non-promise value of type undefined."],
+    [
+      "a promise of an object without a stream",
+      async () => ({ response: {}, request: {} }),
+      "The model's doStream() returned an object without a readable `stream` (keys: response, request).",
+    ],
+    [
+      "a promise of an object whose stream is not readable",
+      async () => ({ stream: "text" }),
+      "The model's doStream() returned an object without a readable `stream` (keys: stream).",
+    ],
+    [
+      "a promise of undefined",
+      async () => undefined,
+      "The model's doStream() resolved to undefined, not an object with a readable `stream`.",
+    ],
+    [
+      "a synchronous throw",
+      () => {
+        throw new Error("boom");
+      },
+      "The model call failed: boom",
+    ],
+  ])("doStream() returning %s fails with a ProviderError", async (_name, doStream, message) => {
+    for (const timeouts of [undefined, { stepMs: 60_000 }]) {
+      const scope = new AbortScope();
+      const error = await outcome(step(modelOf(doStream), scope, { timeouts }));
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(error).toMatchObject({ code: "provider_error", message });
+      await expectNoUnhandledRejection();
+    }
+  });
+
+  it("a malformed result arriving after a timeout is let go without an unhandled rejection", async () => {
+    let respond!: (value: unknown) => void;
+    const model = modelOf(() => new Promise((resolve) => (respond = resolve)));
+    const error = await outcome(step(model, new AbortScope(), { timeouts: { firstChunkMs: 1 } }));
+    expect(error).toMatchObject({ kind: "firstChunk" });
+    respond({ notAStream: true });
+    await expectNoUnhandledRejection();
+  });
+});

@@ -1,0 +1,107 @@
+import "reflect-metadata";
+import { type DependencyContainer, container as globalContainer } from "tsyringe";
+import { describe, expect, it } from "vitest";
+import { InvalidConfigError, NoOrchestratorError, UnknownOrchestratorError } from "../errors.js";
+import type { OrchestratorFactory } from "./contract.js";
+import {
+  ORCHESTRATOR_REGISTRY,
+  OrchestratorRegistry,
+  registerOrchestrator,
+  rootContainer,
+} from "./registry.js";
+
+const loop =
+  (name: string): OrchestratorFactory<unknown> =>
+  () => ({ name, run: async () => {} });
+
+/** The orchestrator an agent on `parent` gets, resolved the way `new Agent()` does. */
+function orchestratorOf(parent: DependencyContainer, name?: string): string {
+  return parent.createChildContainer().resolve(ORCHESTRATOR_REGISTRY).create(name).name;
+}
+
+// Each test file has its own module instances, so the root registry here is this file's alone.
+registerOrchestrator("root-loop", loop("root-loop"), { default: true });
+
+describe("registerOrchestrator on a container", () => {
+  it("changes the default of that container's agents only, not the root's", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("tenant-loop", loop("tenant-loop"), { container: tenant, default: true });
+    expect(orchestratorOf(tenant)).toBe("tenant-loop");
+    expect(orchestratorOf(rootContainer)).toBe("root-loop");
+    expect(() => orchestratorOf(rootContainer, "tenant-loop")).toThrow(UnknownOrchestratorError);
+    expect(rootContainer.resolve(ORCHESTRATOR_REGISTRY).names()).not.toContain("tenant-loop");
+  });
+
+  it("falls back to the parent's names, and lets a container override one", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("tenant-loop", loop("tenant-loop"), { container: tenant });
+    registerOrchestrator("root-loop", loop("tenant's root-loop"), { container: tenant });
+    const team = tenant.createChildContainer();
+    registerOrchestrator("team-loop", loop("team-loop"), { container: team });
+    expect(orchestratorOf(team, "team-loop")).toBe("team-loop");
+    expect(orchestratorOf(team, "tenant-loop")).toBe("tenant-loop");
+    expect(orchestratorOf(team, "root-loop")).toBe("tenant's root-loop");
+    expect(orchestratorOf(rootContainer, "root-loop")).toBe("root-loop");
+  });
+
+  it("takes the default of the nearest container that has one", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("tenant-loop", loop("tenant-loop"), { container: tenant, default: true });
+    const team = tenant.createChildContainer();
+    registerOrchestrator("team-loop", loop("team-loop"), { container: team });
+    expect(orchestratorOf(team)).toBe("tenant-loop");
+    const plain = rootContainer.createChildContainer();
+    registerOrchestrator("plain-loop", loop("plain-loop"), { container: plain });
+    expect(orchestratorOf(plain)).toBe("root-loop");
+  });
+
+  it("adds to a container's registry once it has one", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("first", loop("first"), { container: tenant });
+    registerOrchestrator("second", loop("second"), { container: tenant, default: true });
+    expect(orchestratorOf(tenant, "first")).toBe("first");
+    expect(orchestratorOf(tenant)).toBe("second");
+  });
+
+  it("works on a container with no registry above it", () => {
+    const detached = globalContainer.createChildContainer();
+    expect(detached.isRegistered(ORCHESTRATOR_REGISTRY, true)).toBe(false);
+    registerOrchestrator("alone", loop("alone"), { container: detached, default: true });
+    expect(orchestratorOf(detached)).toBe("alone");
+    expect(detached.resolve(ORCHESTRATOR_REGISTRY).names()).toEqual(["alone"]);
+  });
+});
+
+describe("OrchestratorRegistry", () => {
+  it("lists the names of every level in an unknown-name error", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("tenant-loop", loop("tenant-loop"), { container: tenant });
+    const create = () => orchestratorOf(tenant, "nope");
+    expect(create).toThrow(UnknownOrchestratorError);
+    expect(create).toThrow(
+      'Unknown orchestrator "nope". Registered orchestrators: "tenant-loop", "root-loop".',
+    );
+  });
+
+  it("without a default anywhere, asks for one", () => {
+    const registry = new OrchestratorRegistry(new OrchestratorRegistry());
+    registry.register("named", loop("named"));
+    expect(registry.defaultName).toBeUndefined();
+    expect(() => registry.create()).toThrow(NoOrchestratorError);
+  });
+
+  it("rejects an empty name and a factory that is not a function", () => {
+    const registry = new OrchestratorRegistry();
+    for (const name of ["", "   ", 3 as unknown as string])
+      expect(() => registry.register(name, loop("x"))).toThrow(
+        new InvalidConfigError("registerOrchestrator() needs a non-empty name."),
+      );
+    expect(() => registry.register("x", "agentic" as unknown as OrchestratorFactory<unknown>)).toThrow(
+      'registerOrchestrator("x") needs a factory function.',
+    );
+    expect(() =>
+      registerOrchestrator("", loop("x"), { container: rootContainer.createChildContainer() }),
+    ).toThrow(InvalidConfigError);
+    expect(registry.names()).toEqual([]);
+  });
+});

@@ -1,0 +1,118 @@
+import type { AgentEvent, OrchestratorEvent } from "../events/schemas.js";
+import type { Clock, EventSink } from "./services.js";
+
+/** Where a run's events go first: its own stream (`AgentRun`). */
+export interface RunEventStream {
+  push(event: AgentEvent): void;
+}
+
+/**
+ * The one place where a run's events get their envelope: `runId`, `seq` (0, 1, 2, … without gaps)
+ * and `ts` (the emit time, never decreasing). `agent_end` seals it: whatever a late writer
+ * publishes afterwards is dropped and counted, never delivered. It also keeps the tool-call
+ * protocol: a `tool_result` only for an announced call, once. Each event goes to the run's own
+ * stream, then to the agent's listeners, then to the event sink a runtime registered (if any).
+ */
+export class EventPublisher {
+  readonly runId: string;
+  readonly #clock: Clock;
+  readonly #stream: RunEventStream;
+  readonly #listeners: EventSink;
+  readonly #sink: EventSink | undefined;
+  #seq = 0;
+  #lastTs = 0;
+  #sealed = false;
+  /** Events published after `agent_end` (or a second result for a call): dropped, for debugging. */
+  dropped = 0;
+  /** Ids of calls announced by `tool_call` and not yet answered: a short list, the calls running now. */
+  readonly #announced: string[] = [];
+
+  constructor(
+    runId: string,
+    clock: Clock,
+    stream: RunEventStream,
+    listeners: EventSink,
+    sink: EventSink | undefined,
+  ) {
+    this.runId = runId;
+    this.#clock = clock;
+    this.#stream = stream;
+    this.#listeners = listeners;
+    this.#sink = sink;
+  }
+
+  get sealed(): boolean {
+    return this.#sealed;
+  }
+
+  /** Whether a `tool_call` for this id went out and its `tool_result` has not. */
+  announced(toolCallId: string): boolean {
+    return this.#announced.includes(toolCallId);
+  }
+
+  /** Envelopes the event (every caller passes a fresh object) and delivers it. */
+  publish(event: OrchestratorEvent): void {
+    if (this.#sealed || !this.#keepsToolProtocol(event)) {
+      this.dropped++;
+      return;
+    }
+    const now = this.#clock.now();
+    const ts = Math.max(now, this.#lastTs);
+    this.#lastTs = ts;
+    const enveloped = envelope(event, this.runId, this.#seq++, ts);
+    if (enveloped.type === "agent_end") this.#sealed = true;
+    this.#stream.push(enveloped);
+    this.#listeners.publish(enveloped);
+    this.#sink?.publish(enveloped);
+  }
+
+  #keepsToolProtocol(event: OrchestratorEvent): boolean {
+    // Call ids are unique in a run (the transcript keeper sees to it), so an id that is no longer
+    // announced has had its result.
+    if (event.type === "tool_call") {
+      if (this.#announced.includes(event.toolCallId)) return false;
+      this.#announced.push(event.toolCallId);
+      return true;
+    }
+    if (event.type !== "tool_result") return true;
+    const open = this.#announced.lastIndexOf(event.toolCallId);
+    if (open < 0) return false;
+    // Order does not matter: the last id takes the place of the one that is done.
+    this.#announced[open] = this.#announced[this.#announced.length - 1] as string;
+    this.#announced.pop();
+    return true;
+  }
+}
+
+/**
+ * The one function that sets envelope fields. The events of every tool cycle are built whole, in
+ * one literal each: adding three fields to an event of each type made the stores megamorphic and
+ * gave every event a second backing store (see docs/benchmarks.md). The rest are enveloped in place.
+ */
+function envelope(event: OrchestratorEvent, runId: string, seq: number, ts: number): AgentEvent {
+  switch (event.type) {
+    case "text_delta":
+      return { type: "text_delta", runId, seq, ts, text: event.text, index: event.index };
+    case "tool_call": {
+      const { toolCallId, toolName, args, originalToolCallId } = event;
+      return originalToolCallId === undefined
+        ? { type: "tool_call", runId, seq, ts, toolCallId, toolName, args }
+        : { type: "tool_call", runId, seq, ts, toolCallId, toolName, args, originalToolCallId };
+    }
+    case "tool_result": {
+      const { toolCallId, toolName, status } = event;
+      return "error" in event
+        ? { type: "tool_result", runId, seq, ts, toolCallId, toolName, status, error: event.error }
+        : { type: "tool_result", runId, seq, ts, toolCallId, toolName, status, result: event.result };
+    }
+    case "steering_mode":
+      return { type: "steering_mode", runId, seq, ts, mode: event.mode, queueSize: event.queueSize };
+    default: {
+      const enveloped = event as AgentEvent;
+      enveloped.runId = runId;
+      enveloped.seq = seq;
+      enveloped.ts = ts;
+      return enveloped;
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
+import { NoProviderError } from "../errors.js";
+import { type ContextBudgetOptions, contextBudget, estimateTokens } from "../history/context-budget.js";
+import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
+import type { AgentMessage, LlmMessage } from "../messages.js";
+import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
+import type { ModelCallSettings } from "../model/stream-step.js";
+import type { DecideOptions } from "../orchestrator/contract.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import type { EventPublisher } from "./event-publisher.js";
+import type { AgentHooks } from "./hooks.js";
+
+/** What a `decide` or `generateObject` call asks for, before the pipeline builds the prompt. */
+export interface ModelCallSpec {
+  system: string | undefined;
+  /** Which registered tools the model may call (default all; `false` for none). */
+  tools: DecideOptions["tools"];
+  settings: ModelCallSettings | undefined;
+  /** Messages for this call only, after the history. */
+  extraMessages: readonly LlmMessage[] | undefined;
+}
+
+/** The model, prompt, tools and settings of one call. */
+export interface ModelRequest {
+  model: LanguageModelV4;
+  prompt: LanguageModelV4Prompt;
+  tools: readonly LanguageModelV4FunctionTool[];
+  settings: ModelCallSettings | undefined;
+}
+
+export interface ModelRequestSetup {
+  readonly runId: string;
+  readonly provider: LanguageModelV4 | undefined;
+  readonly systemPrompt: string;
+  readonly tools: ToolRegistry;
+  readonly hooks: AgentHooks;
+  readonly modelSettings: ModelCallSettings | undefined;
+  readonly transformContext: HistoryTransform | undefined;
+  readonly convertToLlm: ConvertToLlm | undefined;
+  readonly contextBudget: ContextBudgetOptions | undefined;
+}
+
+/**
+ * Builds each model call's request from the history: `transformContext → context budget →
+ * convertToLlm → prepareStep`, then the v4 prompt. Without any of those steps the prompt is built
+ * synchronously and incrementally (only messages added since the last call are converted).
+ */
+export class ModelRequestBuilder {
+  readonly #setup: ModelRequestSetup;
+  readonly #signal: AbortSignal;
+  readonly #prompts = new PromptBuilder();
+  readonly #budget: HistoryTransform | undefined;
+  /** True when any pipeline step or `prepareStep` is configured: the request needs async work. */
+  readonly needsPipeline: boolean;
+
+  constructor(setup: ModelRequestSetup, signal: AbortSignal, events: EventPublisher) {
+    this.#setup = setup;
+    this.#signal = signal;
+    const budget = setup.contextBudget;
+    this.#budget = budget
+      ? contextBudget({
+          ...budget,
+          // The system prompt is not in the history, but it is in every request.
+          systemTokens: budget.systemTokens ?? estimateTokens({ role: "user", content: setup.systemPrompt }),
+          onTruncate: (info) => events.publish({ type: "context_truncated", ...info }),
+        })
+      : undefined;
+    this.needsPipeline = Boolean(
+      setup.hooks.prepareStep || setup.transformContext || setup.convertToLlm || this.#budget,
+    );
+  }
+
+  /** The request straight from the history (no pipeline step configured). */
+  fromHistory(spec: ModelCallSpec, history: readonly AgentMessage[]): ModelRequest {
+    const system = spec.system ?? this.#setup.systemPrompt;
+    return this.#request(
+      spec,
+      this.#provider(),
+      this.#prompts.buildFromHistory(system, history),
+      this.tools(spec.tools),
+    );
+  }
+
+  /** The request through the pipeline and `prepareStep`. */
+  async throughPipeline(
+    spec: ModelCallSpec,
+    history: readonly AgentMessage[],
+    step: number,
+  ): Promise<ModelRequest> {
+    const { transformContext, convertToLlm = defaultConvertToLlm, hooks } = this.#setup;
+    const signal = this.#signal;
+    let kept: readonly AgentMessage[] = transformContext
+      ? await transformContext([...history], { signal })
+      : history;
+    if (this.#budget) kept = await this.#budget(kept, { signal });
+    const messages: readonly LlmMessage[] = convertToLlm(kept);
+    let model = this.#provider();
+    let system = spec.system ?? this.#setup.systemPrompt;
+    let tools = this.tools(spec.tools);
+    if (!hooks.prepareStep) return this.#request(spec, model, this.#prompts.build(system, messages), tools);
+    const prepared = await hooks.prepareStep({
+      runId: this.#setup.runId,
+      step,
+      messages,
+      tools: tools.map((tool) => tool.name),
+      system,
+      model,
+    });
+    system = prepared?.system ?? system;
+    model = prepared?.model ?? model;
+    if (prepared?.tools) tools = this.tools(prepared.tools);
+    return this.#request(spec, model, this.#prompts.build(system, prepared?.messages ?? messages), tools);
+  }
+
+  /** The registered tools the model is offered. */
+  tools(selection: DecideOptions["tools"]): readonly LanguageModelV4FunctionTool[] {
+    if (selection === false) return [];
+    const all = this.#setup.tools.toModelTools();
+    if (selection === undefined) return all;
+    return all.filter((tool) => selection.includes(tool.name));
+  }
+
+  #request(
+    spec: ModelCallSpec,
+    model: LanguageModelV4,
+    prompt: LanguageModelV4Prompt,
+    tools: readonly LanguageModelV4FunctionTool[],
+  ): ModelRequest {
+    const withExtra =
+      spec.extraMessages && spec.extraMessages.length > 0
+        ? prompt.concat(toModelPrompt(undefined, spec.extraMessages))
+        : prompt;
+    const defaults = this.#setup.modelSettings;
+    const settings = spec.settings ? { ...defaults, ...spec.settings } : defaults;
+    return { model, prompt: withExtra, tools, settings };
+  }
+
+  #provider(): LanguageModelV4 {
+    const provider = this.#setup.provider;
+    if (provider === undefined) throw new NoProviderError();
+    return provider;
+  }
+}

@@ -1,0 +1,98 @@
+import type { DependencyContainer, InjectionToken } from "tsyringe";
+import type { AgentEvent } from "../events/schemas.js";
+import type { ToolCall, ToolResultMessage } from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
+import { type ModelStepRequest, streamModelStep } from "../model/stream-step.js";
+import { rootContainer } from "../orchestrator/registry.js";
+import type { Tool } from "../tools/define-tool.js";
+import { executeToolCall, type FatalToolSink } from "../tools/execute-tool.js";
+import type { ToolRegistry } from "../tools/registry.js";
+
+/**
+ * The services a run is assembled from. Each agent's child container holds the defaults below; a
+ * runtime (a durable one, a tracer, a test) registers its own under the same token, and every
+ * orchestrator gets them without a change.
+ */
+
+/** Where time comes from: `ts` of events and timestamps of messages (`now`), durations (`monotonic`). */
+export interface Clock {
+  /** Unix time in milliseconds. */
+  now(): number;
+  /** A monotonic time in milliseconds, for durations. */
+  monotonic(): number;
+}
+
+/** Where run ids come from. */
+export interface IdSource {
+  runId(): string;
+}
+
+/**
+ * Receives every event of every run of the agent, enveloped, after the run's stream and the
+ * agent's listeners: an event log, a trace exporter. None is registered by default.
+ */
+export interface EventSink {
+  publish(event: AgentEvent): void;
+}
+
+/** One model call: reads the model's stream and returns what it produced. */
+export interface ModelStep {
+  run<T>(request: ModelStepRequest<T>): Promise<T>;
+}
+
+/** What one tool call needs to run. */
+export interface ToolRunRequest {
+  runId: string;
+  call: ToolCall;
+  /** Undefined when the model named a tool that is not registered. */
+  tool: Tool | undefined;
+  tools: ToolRegistry;
+  /** Aborted when the run (or the call's batch) is aborted. */
+  scope: AbortScope;
+  /** How long an aborted tool may take to stop before it is abandoned. */
+  graceMs: number;
+  timeoutMs: number | undefined;
+  fatal: FatalToolSink;
+}
+
+/** Runs one tool call and always returns its result message (synchronously for a synchronous tool). */
+export interface ToolRunner {
+  run(request: ToolRunRequest): ToolResultMessage | Promise<ToolResultMessage>;
+}
+
+export const CLOCK: InjectionToken<Clock> = Symbol.for("agent-core.Clock");
+export const ID_SOURCE: InjectionToken<IdSource> = Symbol.for("agent-core.IdSource");
+export const EVENT_SINK: InjectionToken<EventSink> = Symbol.for("agent-core.EventSink");
+export const MODEL_STEP: InjectionToken<ModelStep> = Symbol.for("agent-core.ModelStep");
+export const TOOL_RUNNER: InjectionToken<ToolRunner> = Symbol.for("agent-core.ToolRunner");
+
+// Node's global `performance` is a lazy getter on `globalThis`: read once.
+const performanceClock = globalThis.performance;
+
+export const systemClock: Clock = {
+  now: Date.now,
+  monotonic: () => performanceClock.now(),
+};
+
+export const randomIds: IdSource = { runId: () => crypto.randomUUID() };
+
+export const streamingModelStep: ModelStep = { run: streamModelStep };
+
+export const defaultToolRunner: ToolRunner = {
+  run: ({ tool, tools, call, scope, graceMs, timeoutMs, fatal }) =>
+    executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal),
+};
+
+/** Registers the default of every service the container cannot resolve yet. */
+export function registerDefaultServices(container: DependencyContainer): void {
+  const defaults: [InjectionToken<unknown>, unknown][] = [
+    [CLOCK, systemClock],
+    [ID_SOURCE, randomIds],
+    [MODEL_STEP, streamingModelStep],
+    [TOOL_RUNNER, defaultToolRunner],
+  ];
+  for (const [token, service] of defaults)
+    if (!container.isRegistered(token, true)) container.registerInstance(token, service);
+}
+
+registerDefaultServices(rootContainer);

@@ -1,0 +1,202 @@
+import { AbortedError, InvalidHistoryError } from "../errors.js";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  ToolCall,
+  ToolResultMessage,
+  ToolResultStatus,
+} from "../messages.js";
+import { toolResult } from "../tools/execute-tool.js";
+
+/** A result the keeper made for a call that had none, so the history stays valid. */
+export interface ClosedCall {
+  call: ToolCall;
+  result: ToolResultMessage;
+}
+
+const NONE: readonly ClosedCall[] = Object.freeze([]);
+
+/**
+ * The only writer of an agent's history. It keeps, on every append, the rules a strict provider
+ * enforces: every tool call is answered by exactly one result, right after the message that made
+ * it, in call order; a result answers an open call or is refused; tool-call ids are unique.
+ * Results that finish early wait until the calls before them are answered. A run writes through
+ * its own `TranscriptWriter`, which stops accepting writes when the run ends.
+ */
+export class TranscriptKeeper {
+  readonly #history: AgentMessage[];
+  /** Calls of the last assistant message still without a result in the history, in call order. */
+  #open: ToolCall[] = [];
+  /** Results that finished before the calls ahead of them: flushed in call order. */
+  #early: Map<string, ToolResultMessage> | undefined;
+  /** Every tool-call id in the history. */
+  readonly #callIds = new Set<string>();
+
+  constructor(history: AgentMessage[] = []) {
+    this.#history = history;
+  }
+
+  get messages(): readonly AgentMessage[] {
+    return this.#history;
+  }
+
+  /** Calls still waiting for a result (after a run that suspended, for instance). */
+  get openCalls(): readonly ToolCall[] {
+    return this.#open;
+  }
+
+  writer(): TranscriptWriter {
+    return new TranscriptWriter(this);
+  }
+
+  clear(): void {
+    this.#history.length = 0;
+    this.#open = [];
+    this.#early = undefined;
+    this.#callIds.clear();
+  }
+
+  /** The id to give a call the model made: its own, or a fresh one when the history has it already. */
+  uniqueCallId(id: string): string {
+    if (!this.#callIds.has(id)) return id;
+    for (let n = 2; ; n++) {
+      const candidate = `${id}_${n}`;
+      if (!this.#callIds.has(candidate)) return candidate;
+    }
+  }
+
+  /**
+   * Appends a message. A user or assistant message while calls are still open first closes them
+   * (an `error` result each, returned so the run can report them): the model never sees a call
+   * without its result. A tool result goes through `record`.
+   */
+  append(message: AgentMessage): readonly ClosedCall[] {
+    if (message.role === "toolResult") {
+      const verdict = this.record(message as ToolResultMessage);
+      if (verdict !== "recorded")
+        throw new InvalidHistoryError(
+          `tool result "${(message as ToolResultMessage).toolCallId}" ${verdict === "duplicate" ? "answers a call that already has its result" : "answers no open tool call"}.`,
+        );
+      return NONE;
+    }
+    if (message.role !== "user" && message.role !== "assistant") {
+      this.#history.push(message);
+      return NONE;
+    }
+    const closed =
+      this.#open.length > 0 ? this.close("error", "not completed: the run went on without its result") : NONE;
+    if (message.role === "assistant") this.#openCalls(message as AssistantMessage);
+    this.#history.push(message);
+    return closed;
+  }
+
+  /** Records the result of an open call; it enters the history once the calls before it have. */
+  record(result: ToolResultMessage): "recorded" | "duplicate" | "unknown" {
+    const position = this.#open.findIndex((call) => call.id === result.toolCallId);
+    if (position < 0) return this.#callIds.has(result.toolCallId) ? "duplicate" : "unknown";
+    if (this.#early?.has(result.toolCallId)) return "duplicate";
+    if (position > 0) {
+      this.#early ??= new Map();
+      this.#early.set(result.toolCallId, result);
+      return "recorded";
+    }
+    this.#history.push(result);
+    this.#open.shift();
+    this.#flushEarly();
+    return "recorded";
+  }
+
+  /** Whether the call is open and its result not yet recorded. */
+  awaits(toolCallId: string): boolean {
+    return !this.#early?.has(toolCallId) && this.#open.some((call) => call.id === toolCallId);
+  }
+
+  /**
+   * Answers every open call: with its recorded result when it finished, otherwise with a result of
+   * `status` (returned, so the run can report it). The history is valid afterwards.
+   */
+  close(status: ToolResultStatus, reason: string): readonly ClosedCall[] {
+    if (this.#open.length === 0) return NONE;
+    const closed: ClosedCall[] = [];
+    for (const call of this.#open) {
+      const early = this.#early?.get(call.id);
+      if (early !== undefined) this.#history.push(early);
+      else {
+        const result = toolResult(call, status, reason);
+        this.#history.push(result);
+        closed.push({ call, result });
+      }
+    }
+    this.#open = [];
+    this.#early = undefined;
+    return closed;
+  }
+
+  #openCalls(message: AssistantMessage): void {
+    let calls: ToolCall[] | undefined;
+    for (const block of message.content) {
+      if (block.type !== "toolCall") continue;
+      if (this.#callIds.has(block.id))
+        throw new InvalidHistoryError(
+          `tool call id "${block.id}" is already used in the history; every call needs its own id.`,
+        );
+      this.#callIds.add(block.id);
+      const call = { id: block.id, name: block.name, args: block.args };
+      if (calls === undefined) calls = [call];
+      else calls.push(call);
+    }
+    if (calls !== undefined) this.#open = calls;
+  }
+
+  #flushEarly(): void {
+    const early = this.#early;
+    while (early !== undefined && this.#open.length > 0 && early.size > 0) {
+      const next = early.get((this.#open[0] as ToolCall).id);
+      if (next === undefined) return;
+      early.delete(next.toolCallId);
+      this.#history.push(next);
+      this.#open.shift();
+    }
+  }
+}
+
+/** A run's pen on the history: it writes through the keeper until the run ends. */
+export class TranscriptWriter {
+  readonly #keeper: TranscriptKeeper;
+  #closed = false;
+
+  constructor(keeper: TranscriptKeeper) {
+    this.#keeper = keeper;
+  }
+
+  get keeper(): TranscriptKeeper {
+    return this.#keeper;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** No writes after this: a late writer of a run that has ended gets an `AbortedError`. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  append(message: AgentMessage): readonly ClosedCall[] {
+    this.#assertOpen();
+    return this.#keeper.append(message);
+  }
+
+  /** Records a result; false when the run has ended or the result answers nothing still open. */
+  record(result: ToolResultMessage): boolean {
+    return !this.#closed && this.#keeper.record(result) === "recorded";
+  }
+
+  closeCalls(status: ToolResultStatus, reason: string): readonly ClosedCall[] {
+    return this.#keeper.close(status, reason);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new AbortedError("the run has already ended");
+  }
+}

@@ -1,0 +1,345 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { FatalToolError, TimeoutError } from "../errors.js";
+import type { ToolCall, ToolResultMessage } from "../messages.js";
+import { AbortScope } from "../model/abortable.js";
+import { defineTool, type Tool, type ToolExecuteOptions } from "./define-tool.js";
+import { executeToolCall, type FatalToolSink, NOT_RUN_ABORTED } from "./execute-tool.js";
+import { ToolRegistry } from "./registry.js";
+
+const GRACE_MS = 500;
+
+function toolWith(execute: (args: unknown, options: ToolExecuteOptions) => unknown, name = "t"): Tool {
+  return defineTool({ name, description: "a test tool", inputSchema: z.object({}), execute });
+}
+
+function callOf(name = "t", args: unknown = {}, id = "c1"): ToolCall {
+  return { id, name, args };
+}
+
+interface RunOptions {
+  scope?: AbortScope;
+  timeoutMs?: number;
+  fatal?: FatalToolSink;
+  call?: ToolCall;
+}
+
+function run(tool: Tool, options: RunOptions = {}): ToolResultMessage | Promise<ToolResultMessage> {
+  const { scope = new AbortScope(), timeoutMs, fatal, call = callOf(tool.name) } = options;
+  return executeToolCall(tool, new ToolRegistry([tool]), call, scope, GRACE_MS, timeoutMs, fatal);
+}
+
+/** A tool that waits for its signal and rejects with the signal's reason, like `fetch` does. */
+function signalFollower(onStart?: (signal: AbortSignal) => void, name = "t"): Tool {
+  return toolWith(
+    (_args, { signal }) =>
+      new Promise((_resolve, reject) => {
+        onStart?.(signal);
+        signal.addEventListener("abort", () => reject(signal.reason));
+      }),
+    name,
+  );
+}
+
+function cyclic(): object {
+  const value: { self?: unknown } = {};
+  value.self = value;
+  return value;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("executeToolCall: whatever a tool throws becomes an error result with text", () => {
+  class CustomError extends Error {}
+  const throwsOnRead = () => {
+    throw new Error("getter failed");
+  };
+  const thrownValues: [label: string, make: () => unknown, content: string | RegExp][] = [
+    ["undefined", () => undefined, "Tool failed: undefined"],
+    ["null", () => null, "Tool failed: null"],
+    ["a Symbol", () => Symbol("x"), "Tool failed: Symbol(x)"],
+    ["a function", () => function probe() {}, /^Tool failed: function probe\(\)/],
+    ["an empty string", () => "", 'Tool failed: ""'],
+    ["an Error with an empty message", () => new TypeError(""), "Tool failed: TypeError"],
+    ["an Error subclass without a message", () => new CustomError(), "Tool failed: CustomError"],
+    [
+      "an Error whose message getter throws",
+      () => Object.defineProperty(new RangeError("hidden"), "message", { get: throwsOnRead }),
+      "Tool failed: RangeError",
+    ],
+    [
+      "a cyclic object whose toString throws",
+      () => Object.assign(cyclic(), { toString: throwsOnRead }),
+      "Tool failed: a thrown value that cannot be described",
+    ],
+    [
+      "a revoked Proxy",
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        return proxy;
+      },
+      "Tool failed: a thrown value that cannot be described",
+    ],
+    ["a plain object", () => ({ code: 7 }), 'Tool failed: {"code":7}'],
+    ["an Error", () => new Error("disk full"), "disk full"],
+    ["a string", () => "no such file", "no such file"],
+  ];
+
+  it.each(thrownValues)("thrown synchronously: %s", (_label, make, content) => {
+    const result = run(
+      toolWith(() => {
+        throw make();
+      }),
+    );
+    expect(result).not.toBeInstanceOf(Promise);
+    expect(result).toMatchObject({ status: "error", isError: true, content: expect.any(String) });
+    expect((result as ToolResultMessage).content).toMatch(content);
+  });
+
+  it.each(thrownValues)("rejected: %s", async (_label, make, content) => {
+    const result = await run(toolWith(() => Promise.reject(make())));
+    expect(result).toMatchObject({ status: "error", isError: true, content: expect.any(String) });
+    expect(result.content).toMatch(content);
+  });
+
+  it("a bare Promise.reject() is 'Tool failed: undefined'", async () => {
+    const result = await run(toolWith(() => Promise.reject()));
+    expect(result).toMatchObject({ status: "error", content: "Tool failed: undefined" });
+  });
+
+  it("a thenable whose then throws synchronously", async () => {
+    const thenable = {
+      // biome-ignore lint/suspicious/noThenProperty: a hostile thenable is what is under test
+      then() {
+        throw new Error("broken then");
+      },
+    };
+    await expect(run(toolWith(() => thenable))).resolves.toMatchObject({
+      status: "error",
+      content: "broken then",
+    });
+  });
+
+  it("a thenable whose then getter throws", () => {
+    // biome-ignore lint/suspicious/noThenProperty: a hostile thenable is what is under test
+    const thenable = Object.defineProperty({}, "then", {
+      get() {
+        throw new Error("no then for you");
+      },
+    });
+    expect(run(toolWith(() => thenable))).toMatchObject({ status: "error", content: "no then for you" });
+  });
+
+  it("a thenable that rejects with nothing", async () => {
+    const thenable = {
+      // biome-ignore lint/suspicious/noThenProperty: a hostile thenable is what is under test
+      then(_resolve: unknown, reject: (error?: unknown) => void) {
+        reject();
+      },
+    };
+    await expect(run(toolWith(() => thenable))).resolves.toMatchObject({
+      status: "error",
+      content: "Tool failed: undefined",
+    });
+  });
+});
+
+describe("executeToolCall: FatalToolError", () => {
+  it("thrown synchronously: an error result, reported to the sink", () => {
+    const toolFailedFatally = vi.fn();
+    const call = callOf("t");
+    const result = run(
+      toolWith(() => {
+        throw new FatalToolError("credentials revoked");
+      }),
+      { call, fatal: { toolFailedFatally } },
+    );
+    expect(result).toMatchObject({ status: "error", content: "credentials revoked" });
+    expect(toolFailedFatally.mock.calls).toEqual([[call]]);
+  });
+
+  it.each([undefined, 60_000])(
+    "only the call that threw it is an error; a sibling rejecting with the abort reason is aborted (timeoutMs %s)",
+    async (timeoutMs) => {
+      // Like the batch: the first fatal failure aborts the shared scope with a FatalToolError.
+      const scope = new AbortScope();
+      const toolFailedFatally = vi.fn((call: ToolCall) =>
+        scope.abort(new FatalToolError(`"${call.name}" failed fatally`)),
+      );
+      const fatal = { toolFailedFatally };
+      const sibling = run(signalFollower(undefined, "long"), {
+        scope,
+        timeoutMs,
+        fatal,
+        call: callOf("long", {}, "l"),
+      });
+      const boomCall = callOf("boom", {}, "b");
+      const boom = run(
+        toolWith(() => Promise.reject(new FatalToolError("credentials revoked")), "boom"),
+        { scope, timeoutMs, fatal, call: boomCall },
+      );
+      expect(await boom).toMatchObject({ status: "error", content: "credentials revoked" });
+      expect(await sibling).toMatchObject({ status: "aborted", content: '"boom" failed fatally' });
+      expect(toolFailedFatally.mock.calls).toEqual([[boomCall]]);
+    },
+  );
+});
+
+describe("executeToolCall: abort, deadline and grace period", () => {
+  it("a tool called after the scope aborted is not run", () => {
+    const execute = vi.fn();
+    const scope = new AbortScope();
+    scope.abort();
+    const result = run(toolWith(execute), { scope });
+    expect(execute).not.toHaveBeenCalled();
+    expect(result).toMatchObject({ status: "aborted", content: NOT_RUN_ABORTED });
+  });
+
+  it("with timeoutMs, the tool's own signal aborts at its deadline with a TimeoutError", async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const result = run(
+      signalFollower((s) => {
+        signal = s;
+      }),
+      { timeoutMs: 100 },
+    );
+    await vi.advanceTimersByTimeAsync(99);
+    expect(signal?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(signal?.reason).toBeInstanceOf(TimeoutError);
+    expect(await result).toMatchObject({
+      status: "timeout",
+      content: 'The tool "t" timed out after 100 ms and was stopped.',
+    });
+  });
+
+  it("with timeoutMs, the run's abort reaches the tool's own signal", async () => {
+    let signal: AbortSignal | undefined;
+    const scope = new AbortScope();
+    const result = run(
+      signalFollower((s) => {
+        signal = s;
+      }),
+      { scope, timeoutMs: 60_000 },
+    );
+    expect(signal).not.toBe(scope.signal);
+    const reason = new Error("user pressed stop");
+    scope.abort(reason);
+    expect(signal?.reason).toBe(reason);
+    expect(await result).toMatchObject({ status: "aborted", content: "user pressed stop" });
+  });
+
+  it.each([undefined, 60_000])(
+    "a tool that ignores the abort is abandoned after exactly the grace period (timeoutMs %s)",
+    async (timeoutMs) => {
+      vi.useFakeTimers();
+      const scope = new AbortScope();
+      let result: ToolResultMessage | undefined;
+      void Promise.resolve(
+        run(
+          toolWith(() => new Promise(() => {})),
+          { scope, timeoutMs },
+        ),
+      ).then((r) => {
+        result = r;
+      });
+      scope.abort();
+      await vi.advanceTimersByTimeAsync(GRACE_MS - 1);
+      expect(result).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(result).toMatchObject({
+        status: "aborted",
+        content: `aborted: the tool did not stop within ${GRACE_MS} ms of the abort`,
+      });
+    },
+  );
+
+  it("a tool that ignores its deadline is abandoned a grace period later, as a timeout", async () => {
+    vi.useFakeTimers();
+    let result: ToolResultMessage | undefined;
+    void Promise.resolve(
+      run(
+        toolWith(() => new Promise(() => {})),
+        { timeoutMs: 100 },
+      ),
+    ).then((r) => {
+      result = r;
+    });
+    await vi.advanceTimersByTimeAsync(100 + GRACE_MS - 1);
+    expect(result).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(result).toMatchObject({ status: "timeout" });
+  });
+});
+
+describe("executeToolCall: returned values", () => {
+  it.each([
+    ["undefined", undefined, ""],
+    ["null", null, "null"],
+    ["a function", () => 1, ""],
+    ["a Symbol", Symbol("s"), ""],
+    ["a string", "plain text", "plain text"],
+    ["a number", 42, "42"],
+    ["an object", { a: [1, "b"] }, '{"a":[1,"b"]}'],
+  ])("a synchronous tool returning %s: ok, string content, no promise", (_label, value, content) => {
+    const result = run(toolWith(() => value));
+    expect(result).not.toBeInstanceOf(Promise);
+    expect(result).toMatchObject({ status: "ok", isError: false, content });
+  });
+
+  it("an async tool resolving to undefined: ok with empty content", async () => {
+    expect(await run(toolWith(async () => undefined))).toMatchObject({ status: "ok", content: "" });
+  });
+
+  it.each([
+    ["a cyclic object", cyclic(), /^The tool returned a value that is not JSON: .*circular/i],
+    ["a BigInt", 10n, /^The tool returned a value that is not JSON: .*BigInt/],
+  ])("%s is an error result saying it is not JSON", (_label, value, content) => {
+    const result = run(toolWith(() => value)) as ToolResultMessage;
+    expect(result.status).toBe("error");
+    expect(result.content).toMatch(content);
+  });
+});
+
+describe("executeToolCall: calls that cannot run", () => {
+  it("an unknown tool lists the available ones", () => {
+    const tools = new ToolRegistry([toolWith(() => 1, "alpha"), toolWith(() => 2, "beta")]);
+    const result = executeToolCall(undefined, tools, callOf("gamma"), new AbortScope(), GRACE_MS);
+    expect(result).toMatchObject({
+      status: "error",
+      content: 'Unknown tool "gamma". Available tools: alpha, beta.',
+    });
+    const none = executeToolCall(undefined, new ToolRegistry(), callOf("gamma"), new AbortScope(), GRACE_MS);
+    expect(none).toMatchObject({ content: 'Unknown tool "gamma". No tools are registered.' });
+  });
+
+  it("invalid arguments give the schema issues with their paths", () => {
+    const execute = vi.fn();
+    const tool = defineTool({
+      name: "weather",
+      description: "w",
+      inputSchema: z.object({ city: z.string(), when: z.object({ day: z.number() }) }),
+      execute,
+    });
+    const result = run(tool, { call: callOf("weather", { city: 1, when: { day: "monday" } }) });
+    expect(execute).not.toHaveBeenCalled();
+    expect(result).toMatchObject({ status: "error" });
+    expect((result as ToolResultMessage).content).toMatch(
+      /^Invalid arguments for tool "weather": city: [^;]+; when\.day: [^;]+\.$/,
+    );
+  });
+
+  it("arguments that are a string (not valid JSON) are reported as such", () => {
+    const execute = vi.fn();
+    const result = run(toolWith(execute), { call: callOf("t", "{city: 'Paris'") });
+    expect(execute).not.toHaveBeenCalled();
+    expect(result).toMatchObject({ status: "error" });
+    expect((result as ToolResultMessage).content).toMatch(
+      /^Invalid arguments for tool "t": .+\. The arguments were not valid JSON: \{city: 'Paris'$/,
+    );
+  });
+});
