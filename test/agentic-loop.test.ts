@@ -7,33 +7,10 @@ import {
   type ToolResultMessage,
   toolCallsOf,
 } from "@agent-core/core";
-import {
-  assertEventProtocol,
-  assertValidTranscript,
-  collectEvents,
-  eventsOf,
-  eventTypes,
-  script,
-  scriptedModel,
-} from "@agent-core/testing";
+import { assertEventProtocol, eventsOf, eventTypes, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-
-const calculator = defineTool({
-  name: "calculator",
-  description: "Evaluates a + b",
-  inputSchema: z.object({ a: z.number(), b: z.number() }),
-  execute: ({ a, b }) => ({ result: a + b }),
-});
-
-async function runToEnd(agent: Agent, prompt: string) {
-  const run = agent.prompt(prompt);
-  const events = await collectEvents(run);
-  const result = await run.result();
-  assertEventProtocol(events);
-  assertValidTranscript(result.messages);
-  return { events, result };
-}
+import { calculator, runToEnd, sleep } from "./fixtures.js";
 
 describe("respond and steer (Go core tests)", () => {
   it("answers directly: turn_start, steering_mode respond, streamed text, turn_end (TestAgentRespondMode)", async () => {
@@ -92,7 +69,7 @@ describe("respond and steer (Go core tests)", () => {
       inputSchema: z.object({ id: z.string(), ms: z.number() }),
       execute: async ({ id, ms }) => {
         started.push(`start ${id}`);
-        await new Promise((resolve) => setTimeout(resolve, ms));
+        await sleep(ms);
         started.push(`end ${id}`);
         return id;
       },

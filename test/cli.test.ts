@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
-import { type AgentEvent, agentEventSchema } from "@agent-core/core";
+import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
 import {
   assertEventProtocol,
   eventTypes,
@@ -47,7 +47,7 @@ function parseNdjson(stdout: string): AgentEvent[] {
   return stdout
     .trimEnd()
     .split("\n")
-    .map((line) => agentEventSchema.parse(JSON.parse(line)));
+    .map((line) => parseAgentEvent(JSON.parse(line)));
 }
 
 describe("agent-core run with the offline demo model", () => {

@@ -14,42 +14,11 @@ import {
   TimeoutError,
   UnknownOrchestratorError,
 } from "@agent-core/core";
-import {
-  assertEventProtocol,
-  assertValidTranscript,
-  collectEvents,
-  eventsOf,
-  eventTypes,
-  script,
-  scriptedModel,
-} from "@agent-core/testing";
-import { APICallError, type LanguageModelV4, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { collectEvents, eventsOf, eventTypes, script, scriptedModel } from "@agent-core/testing";
+import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-
-const add = defineTool({
-  name: "add",
-  description: "a+b",
-  inputSchema: z.object({ a: z.number(), b: z.number() }),
-  execute: ({ a, b }) => a + b,
-});
-
-function apiError(status: number, retryable: boolean) {
-  return new APICallError({
-    message: `HTTP ${status}`,
-    url: "http://127.0.0.1/v1/chat/completions",
-    requestBodyValues: {},
-    statusCode: status,
-    isRetryable: retryable,
-  });
-}
-
-async function finished(run: ReturnType<Agent["prompt"]>) {
-  const result = await run.result();
-  assertEventProtocol(run.events);
-  assertValidTranscript(result.messages);
-  return result;
-}
+import { add, apiError, finished } from "./fixtures.js";
 
 describe("limits", () => {
   it("maxCycles ends a model that never stops calling tools, with a valid history", async () => {
@@ -344,7 +313,7 @@ describe("the agent", () => {
     expect(agent.messages).toHaveLength(0);
   });
 
-  it("exports a schema for every event type and the closed vocabularies (Go TestEventTypeConstants, TestSteeringModeConstants)", () => {
+  it("exports a schema for every core event type and the closed vocabularies (Go TestEventTypeConstants, TestSteeringModeConstants)", () => {
     expect(Object.keys(eventSchemas)).toEqual([
       "agent_start",
       "turn_start",
@@ -354,9 +323,6 @@ describe("the agent", () => {
       "tool_result",
       "text_delta",
       "turn_end",
-      "plan_created",
-      "plan_step_start",
-      "plan_step_end",
       "steering_applied",
       "context_truncated",
       "custom",

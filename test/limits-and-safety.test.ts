@@ -1,49 +1,9 @@
 import "@agent-core/agentic";
-import {
-  Agent,
-  type AgentConfig,
-  type AgentRun,
-  defineTool,
-  FatalToolError,
-  type ToolResultMessage,
-} from "@agent-core/core";
-import {
-  assertEventProtocol,
-  assertValidTranscript,
-  eventsOf,
-  script,
-  scriptedModel,
-} from "@agent-core/testing";
+import { Agent, type AgentConfig, type AgentRun, defineTool, FatalToolError } from "@agent-core/core";
+import { eventsOf, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const wait = defineTool({
-  name: "wait",
-  description: "waits ms, then returns its id",
-  inputSchema: z.object({ id: z.string(), ms: z.number() }),
-  execute: async ({ id, ms }) => {
-    await sleep(ms);
-    return id;
-  },
-});
-const echo = defineTool({
-  name: "echo",
-  description: "returns its input",
-  inputSchema: z.object({ text: z.string() }),
-  execute: ({ text }) => text,
-});
-
-async function settle(run: AgentRun, { valid = true } = {}) {
-  const result = await run.result();
-  assertEventProtocol(run.events);
-  if (valid) assertValidTranscript(result.messages);
-  return result;
-}
-
-const results = (messages: readonly { role: string }[]) =>
-  messages.filter((m): m is ToolResultMessage => m.role === "toolResult");
+import { echo, finished, sleep, toolResults, wait } from "./fixtures.js";
 
 describe("timeouts", () => {
   it("totalMs ends a run that takes too long as timeout, with a timeout error event", async () => {
@@ -53,7 +13,7 @@ describe("timeouts", () => {
     });
     const run = agent.prompt("x");
     const started = Date.now();
-    const result = await settle(run);
+    const result = await finished(run);
     expect(Date.now() - started).toBeLessThan(500);
     expect(result.stopReason).toBe("timeout");
     expect(eventsOf(run.events, "error")[0]).toMatchObject({
@@ -76,7 +36,7 @@ describe("timeouts", () => {
       ],
     ];
     for (const [timeouts, parts, name] of cases) {
-      const result = await settle(new Agent({ provider: scriptedModel([parts]), timeouts }).prompt("x"));
+      const result = await finished(new Agent({ provider: scriptedModel([parts]), timeouts }).prompt("x"));
       expect(result.stopReason, name).toBe("timeout");
       expect(result.error?.message, name).toContain(`(timeouts.${name})`);
     }
@@ -88,8 +48,8 @@ describe("timeouts", () => {
       [script.delay(60), script.text("slow")],
     ]);
     const agent = new Agent({ provider: model, timeouts: { stepMs: 30 } });
-    expect((await settle(agent.prompt("x", { timeouts: { stepMs: 500 } }))).stopReason).toBe("completed");
-    expect((await settle(agent.prompt("y"))).stopReason).toBe("timeout");
+    expect((await finished(agent.prompt("x", { timeouts: { stepMs: 500 } }))).stopReason).toBe("completed");
+    expect((await finished(agent.prompt("y"))).stopReason).toBe("timeout");
   });
 
   it("retries a timed-out model call when retryTimeouts is set", async () => {
@@ -99,7 +59,7 @@ describe("timeouts", () => {
       timeouts: { firstChunkMs: 30 },
       retry: { retryTimeouts: true, initialDelayMs: 1 },
     });
-    expect(await settle(agent.prompt("x"))).toMatchObject({ stopReason: "completed", text: "fast" });
+    expect(await finished(agent.prompt("x"))).toMatchObject({ stopReason: "completed", text: "fast" });
   });
 
   it("a tool past toolMs gets status timeout, the model sees it and the run goes on", async () => {
@@ -120,9 +80,9 @@ describe("timeouts", () => {
       limits: { abortGraceMs: 10 },
     });
     const run = agent.prompt("x");
-    const result = await settle(run);
+    const result = await finished(run);
     expect(result.stopReason).toBe("completed");
-    expect(results(result.messages).map((r) => [r.status, r.content])).toEqual([
+    expect(toolResults(result.messages).map((r) => [r.status, r.content])).toEqual([
       ["timeout", 'The tool "stubborn" timed out after 30 ms and was stopped.'],
       ["ok", "quick"],
     ]);
@@ -136,7 +96,7 @@ describe("timeouts", () => {
       tools: [wait],
       timeouts: { toolMs: 10, tools: { wait: 500 } },
     });
-    expect(results((await settle(agent.prompt("x"))).messages)[0]?.status).toBe("ok");
+    expect(toolResults((await finished(agent.prompt("x"))).messages)[0]?.status).toBe("ok");
   });
 });
 
@@ -152,10 +112,10 @@ describe("parallel tool execution", () => {
     const agent = new Agent({ provider: model, tools: [wait], toolExecution: "parallel" });
     const started = Date.now();
     const run = agent.prompt("x");
-    const result = await settle(run);
+    const result = await finished(run);
     expect(Date.now() - started).toBeLessThan(60 + 5 + 40);
     expect(eventsOf(run.events, "tool_result").map((e) => e.toolCallId)).toEqual(["c2", "c1"]);
-    expect(results(result.messages).map((r) => r.toolCallId)).toEqual(["c1", "c2"]);
+    expect(toolResults(result.messages).map((r) => r.toolCallId)).toEqual(["c1", "c2"]);
   });
 
   it("a sequential tool runs alone without serializing the others", async () => {
@@ -187,7 +147,7 @@ describe("parallel tool execution", () => {
       tools: [tracked("free", false), tracked("alone", true)],
       toolExecution: "parallel",
     });
-    await settle(agent.prompt("x"));
+    await finished(agent.prompt("x"));
     expect(log.slice(0, 2).sort()).toEqual(["start a", "start b"]);
     const c = log.indexOf("start c");
     expect(log.slice(0, c)).toEqual(expect.arrayContaining(["end a", "end b"]));
@@ -228,14 +188,14 @@ describe("parallel tool execution", () => {
       [script.text("failed")],
     ]);
     const agent = new Agent({ provider: model, tools, toolExecution: "parallel", maxConcurrency: 2 });
-    const result = await settle(agent.prompt("x"));
+    const result = await finished(agent.prompt("x"));
     expect(siblingSignal?.aborted).toBe(true);
-    expect(results(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
+    expect(toolResults(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
       ["b", "error"],
       ["l", "aborted"],
       ["q", "skipped"],
     ]);
-    expect(results(result.messages)[2]?.content).toBe('not run: "boom" failed fatally');
+    expect(toolResults(result.messages)[2]?.content).toBe('not run: "boom" failed fatally');
   });
 });
 
@@ -244,11 +204,11 @@ describe("stall detection", () => {
     const same = [script.toolCall("echo", { text: "hi" })];
     const model = scriptedModel([same, same, same, [script.text("never")]]);
     const run = new Agent({ provider: model, tools: [echo] }).prompt("x");
-    const result = await settle(run);
+    const result = await finished(run);
     expect(result.stopReason).toBe("stalled");
     expect(eventsOf(run.events, "error")[0]).toMatchObject({ code: "stalled" });
-    expect(results(result.messages).map((r) => r.status)).toEqual(["ok", "skipped", "error"]);
-    expect(results(result.messages)[1]?.content).toMatch(
+    expect(toolResults(result.messages).map((r) => r.status)).toEqual(["ok", "skipped", "error"]);
+    expect(toolResults(result.messages)[1]?.content).toMatch(
       /^You already called "echo" with these same arguments/,
     );
     expect(JSON.stringify(model.prompts[2])).toContain("You already called");
@@ -266,11 +226,11 @@ describe("stall detection", () => {
       script.toolCall("echo", { text: `wait ${n}` }),
       script.toolCall("status", { n: 1 }),
     ]);
-    const result = await settle(
+    const result = await finished(
       new Agent({ provider: scriptedModel(steps), tools: [echo, poll] }).prompt("x"),
     );
     expect(result.stopReason).toBe("stalled");
-    expect(results(result.messages)[5]?.content).toMatch(
+    expect(toolResults(result.messages)[5]?.content).toMatch(
       /^pending\n\n\[note\] "status" returned the same result 3 times in a row/,
     );
   });
@@ -285,7 +245,7 @@ describe("stall detection", () => {
     });
     const steps = [...Array.from({ length: 5 }, () => [script.toolCall("poll")]), [script.text("done")]];
     expect(
-      (await settle(new Agent({ provider: scriptedModel(steps), tools: [poller] }).prompt("x"))).stopReason,
+      (await finished(new Agent({ provider: scriptedModel(steps), tools: [poller] }).prompt("x"))).stopReason,
     ).toBe("completed");
     const same = [script.toolCall("echo", { text: "hi" })];
     const off = new Agent({
@@ -293,13 +253,16 @@ describe("stall detection", () => {
       tools: [echo],
       stall: false,
     });
-    expect((await settle(off.prompt("x"))).stopReason).toBe("completed");
+    expect((await finished(off.prompt("x"))).stopReason).toBe("completed");
     const lenient = new Agent({
       provider: scriptedModel([same, same, [script.text("ok")]]),
       tools: [echo],
       stall: { repeatedCalls: 3 },
     });
-    expect(results((await settle(lenient.prompt("x"))).messages).map((r) => r.status)).toEqual(["ok", "ok"]);
+    expect(toolResults((await finished(lenient.prompt("x"))).messages).map((r) => r.status)).toEqual([
+      "ok",
+      "ok",
+    ]);
   });
 });
 
@@ -319,14 +282,14 @@ describe("context budget", () => {
     ]);
     const agent = new Agent({ provider: model, tools: [big], contextBudget: { maxTokens: 2500 } });
     const run = agent.prompt("fetch three pages");
-    const result = await settle(run);
+    const result = await finished(run);
     const truncated = eventsOf(run.events, "context_truncated");
     expect(truncated.length).toBeGreaterThan(0);
     expect(truncated.at(-1)?.estimatedTokens).toBeLessThanOrEqual(2500);
     const lastPrompt = JSON.stringify(model.prompts[3]);
     expect(lastPrompt).toContain("[result dropped to fit the context budget]");
     expect(lastPrompt).toContain(`3:${"x".repeat(100)}`);
-    expect(results(result.messages).every((r) => r.content.length > 4000)).toBe(true);
+    expect(toolResults(result.messages).every((r) => r.content.length > 4000)).toBe(true);
   });
 });
 
@@ -349,7 +312,7 @@ describe("context budget defaults", () => {
       contextBudget: { maxTokens: 1200 },
     });
     const run = agent.prompt([{ role: "note", text: "y".repeat(2000) }, "hi"]);
-    await settle(run);
+    await finished(run);
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
   });
 });
@@ -369,9 +332,9 @@ describe("guards", () => {
       [script.toolCall("write", { text: "half" }), script.finish("length")],
       [script.text("I'll be shorter.")],
     ]);
-    const result = await settle(new Agent({ provider: model, tools: [tool] }).prompt("x"));
+    const result = await finished(new Agent({ provider: model, tools: [tool] }).prompt("x"));
     expect(ran).toBe(false);
-    expect(results(result.messages)[0]).toMatchObject({
+    expect(toolResults(result.messages)[0]).toMatchObject({
       status: "error",
       content: expect.stringContaining("cut off (finish reason: length)"),
     });
@@ -388,12 +351,12 @@ describe("guards", () => {
       },
     });
     const run = agent.prompt("x");
-    const result = await settle(run);
-    expect(results(result.messages)[0]).toMatchObject({ status: "ok", content: "hi" });
+    const result = await finished(run);
+    expect(toolResults(result.messages)[0]).toMatchObject({ status: "ok", content: "hi" });
   });
 
   it("a model that returns nothing is a clear error", async () => {
-    const result = await settle(new Agent({ provider: scriptedModel([[]]) }).prompt("x"));
+    const result = await finished(new Agent({ provider: scriptedModel([[]]) }).prompt("x"));
     expect(result.error).toMatchObject({
       code: "empty_response",
       message: "The model returned nothing (finish reason: stop).",
@@ -410,8 +373,8 @@ describe("hooks", () => {
       beforeToolCall: ({ call }) =>
         (call.args as { text: string }).text.includes("rm") ? { block: "destructive command" } : undefined,
     });
-    const result = await settle(agent.prompt("x"));
-    expect(results(result.messages)[0]).toMatchObject({
+    const result = await finished(agent.prompt("x"));
+    expect(toolResults(result.messages)[0]).toMatchObject({
       status: "denied",
       content: "blocked: destructive command",
     });
@@ -432,7 +395,7 @@ describe("hooks", () => {
         call.id === "pay" ? { requireApproval: true, reason: "spends money" } : undefined,
     });
     const first = agent.prompt("pay");
-    const suspended = await settle(first, { valid: false });
+    const suspended = await finished(first, { valid: false });
     expect(suspended.stopReason).toBe("awaiting_approval");
     expect(suspended.error).toBeUndefined();
     expect(eventsOf(first.events, "error")).toEqual([]);
@@ -444,9 +407,9 @@ describe("hooks", () => {
 
     const continued = agent.approve("pay");
     expect(continued).toBeDefined();
-    const result = await settle(continued as AgentRun);
+    const result = await finished(continued as AgentRun);
     expect(result).toMatchObject({ stopReason: "completed", text: "Paid." });
-    expect(results(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
+    expect(toolResults(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
       ["pay", "ok"],
       ["log", "ok"],
     ]);
@@ -465,12 +428,12 @@ describe("hooks", () => {
       tools: [echo],
       beforeToolCall: () => ({ requireApproval: true }),
     });
-    await settle(agent.prompt("one"), { valid: false });
-    const denied = await settle(agent.deny("a", "too risky") as AgentRun);
-    expect(results(denied.messages)[0]).toMatchObject({ status: "denied", content: "denied: too risky" });
-    await settle(agent.prompt("two"), { valid: false });
-    const moved = await settle(agent.prompt("never mind"));
-    expect(results(moved.messages).at(-1)).toMatchObject({ toolCallId: "b", status: "denied" });
+    await finished(agent.prompt("one"), { valid: false });
+    const denied = await finished(agent.deny("a", "too risky") as AgentRun);
+    expect(toolResults(denied.messages)[0]).toMatchObject({ status: "denied", content: "denied: too risky" });
+    await finished(agent.prompt("two"), { valid: false });
+    const moved = await finished(agent.prompt("never mind"));
+    expect(toolResults(moved.messages).at(-1)).toMatchObject({ toolCallId: "b", status: "denied" });
     expect(moved.messages.at(-2)).toMatchObject({ role: "user", content: "never mind" });
   });
 
@@ -484,7 +447,7 @@ describe("hooks", () => {
       tools: [echo],
       afterToolCall: ({ result }) => ({ content: result.content.replace(/secret-token-\d+/, "[redacted]") }),
     });
-    await settle(agent.prompt("x"));
+    await finished(agent.prompt("x"));
     const toolMessage = model.prompts[1]?.find((m) => m.role === "tool");
     expect(toolMessage?.content).toEqual([
       {
@@ -507,7 +470,7 @@ describe("hooks", () => {
           ? { tools: tools.filter((t) => t === "echo"), system: "Be brief.", model: second }
           : undefined,
     });
-    const result = await settle(agent.prompt("x"));
+    const result = await finished(agent.prompt("x"));
     expect(result.text).toBe("from the second model");
     expect(first.doStreamCalls).toHaveLength(0);
     expect(second.offeredTools[0]).toEqual(["echo"]);
@@ -522,7 +485,7 @@ describe("hooks", () => {
       shouldStop: ({ messages }) => messages.some((m) => m.role === "toolResult"),
     });
     const run = agent.prompt("x");
-    const result = await settle(run);
+    const result = await finished(run);
     expect(result.stopReason).toBe("completed");
     expect(result.error).toBeUndefined();
     expect(model.doStreamCalls).toHaveLength(1);
@@ -539,7 +502,7 @@ describe("metrics", () => {
     const agent = new Agent({ provider: model, tools: [wait] });
     agent.followUp("and again");
     const run = agent.prompt("x");
-    await settle(run);
+    await finished(run);
     const end = eventsOf(run.events, "agent_end")[0];
     expect(end?.metrics).toMatchObject({
       cycles: 3,

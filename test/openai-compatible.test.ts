@@ -1,17 +1,9 @@
 import "@agent-core/agentic";
 import { Agent, defineTool } from "@agent-core/core";
-import {
-  assertEventProtocol,
-  assertValidTranscript,
-  collectEvents,
-  eventsOf,
-  type FakeOpenAIServer,
-  type FakeReply,
-  startFakeOpenAIServer,
-} from "@agent-core/testing";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { afterEach, describe, expect, it } from "vitest";
+import { eventsOf, type FakeReply } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { runToEnd, useFakeOpenAI } from "./fixtures.js";
 
 // End to end through a real AI SDK provider over real HTTP: the agent drives
 // @ai-sdk/openai-compatible's doStream() against a local OpenAI-compatible SSE server that
@@ -24,24 +16,10 @@ const weather = defineTool({
   execute: async ({ city }) => ({ city, tempC: 21 }),
 });
 
-let server: FakeOpenAIServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const fakeOpenAI = useFakeOpenAI();
 
-async function serve(replies: FakeReply[]) {
-  server = await startFakeOpenAIServer({
-    reply: (_request, index) => replies[index] ?? { text: "(no more replies)" },
-  });
-  const provider = createOpenAICompatible({
-    name: "local",
-    baseURL: server.baseURL,
-    apiKey: "test-key",
-    includeUsage: true,
-  });
-  return { model: provider("fake-model"), server };
-}
+const serve = (replies: FakeReply[]) =>
+  fakeOpenAI({ reply: (_request, index) => replies[index] ?? { text: "(no more replies)" } });
 
 describe("a real provider over HTTP", () => {
   it("streams tool-call arguments in fragments, runs the tool, then streams the answer", async () => {
@@ -54,11 +32,7 @@ describe("a real provider over HTTP", () => {
       { text: ["Oslo is ", "21°C."], usage: { prompt_tokens: 30, completion_tokens: 4 } },
     ]);
     const agent = new Agent({ systemPrompt: "Be brief.", provider: model, tools: [weather] });
-    const run = agent.prompt("Weather in Oslo?");
-    const events = await collectEvents(run);
-    const result = await run.result();
-    assertEventProtocol(events);
-    assertValidTranscript(result.messages);
+    const { events, result } = await runToEnd(agent, "Weather in Oslo?");
 
     expect(result).toMatchObject({ stopReason: "completed", text: "Oslo is 21°C." });
     expect(

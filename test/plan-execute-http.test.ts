@@ -1,23 +1,15 @@
 import "@agent-core/plan-execute";
 import { calculatorTool } from "@agent-core/cli";
 import { Agent } from "@agent-core/core";
-import {
-  assertValidTranscript,
-  type FakeOpenAIServer,
-  startFakeOpenAIServer,
-  validateChatMessages,
-} from "@agent-core/testing";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { afterEach, expect, it } from "vitest";
+import { assertValidTranscript, validateChatMessages } from "@agent-core/testing";
+import { expect, it } from "vitest";
+import { useFakeOpenAI } from "./fixtures.js";
 
 // Plan-execute over a real provider and real HTTP, against a server that rejects tool messages
 // answering no tool call, as the OpenAI API does. The Go version's history (the plan as assistant
 // text, then tool results with made-up ids) fails here; ours must not.
 
-let server: FakeOpenAIServer | undefined;
-afterEach(async () => {
-  await server?.close();
-});
+const fakeOpenAI = useFakeOpenAI();
 
 it("keeps every request valid for a strict OpenAI-compatible server", async () => {
   const planText = JSON.stringify({
@@ -26,13 +18,12 @@ it("keeps every request valid for a strict OpenAI-compatible server", async () =
       { id: "b", tool: "calculator", args: { expression: "10+5" } },
     ],
   });
-  server = await startFakeOpenAIServer({
+  const { model, server } = await fakeOpenAI({
     reply: (request) => {
       if (request.response_format) return { text: ["```json\n", planText, "\n```"] };
       return { text: ["15*3 is 45 ", "and 10+5 is 15."] };
     },
   });
-  const model = createOpenAICompatible({ name: "local", baseURL: server.baseURL, apiKey: "k" })("fake-model");
   const agent = new Agent({ provider: model, tools: [calculatorTool], orchestrator: "plan-execute" });
 
   const first = await agent.prompt("What is 15*3 and 10+5?").result();

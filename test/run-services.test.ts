@@ -1,35 +1,10 @@
-import {
-  Agent,
-  type AgentEvent,
-  defineTool,
-  type Orchestrator,
-  type RunContext,
-  StructuredOutputError,
-  type ToolCall,
-} from "@agent-core/core";
-import {
-  assertEventProtocol,
-  assertValidTranscript,
-  eventsOf,
-  script,
-  scriptedModel,
-} from "@agent-core/testing";
+import { Agent, defineTool, StructuredOutputError, type ToolCall } from "@agent-core/core";
+import { eventsOf, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { orchestrator, runToEnd, sleep } from "./fixtures.js";
 
 // The services any orchestrator builds on, driven through small inline orchestrators.
-
-function orchestrator(run: (ctx: RunContext) => Promise<void>): Orchestrator {
-  return { name: "test", run };
-}
-
-async function runWith(agent: Agent) {
-  const run = agent.prompt("go");
-  const result = await run.result();
-  assertEventProtocol(run.events);
-  assertValidTranscript(result.messages);
-  return { events: run.events as AgentEvent[], result };
-}
 
 describe("ctx.generateObject", () => {
   const verdict = z.object({ ok: z.boolean(), reasons: z.array(z.string()) });
@@ -45,7 +20,7 @@ describe("ctx.generateObject", () => {
         ({ object } = await ctx.generateObject(verdict, { system: "Judge.", name: "verdict" }));
       }),
     });
-    const { events, result } = await runWith(agent);
+    const { events, result } = await runToEnd(agent, "go");
     expect(object).toEqual({ ok: true, reasons: ["fine"] });
     expect(model.doStreamCalls[0]?.responseFormat).toMatchObject({
       type: "json",
@@ -68,7 +43,7 @@ describe("ctx.generateObject", () => {
         ({ object } = await ctx.generateObject(verdict));
       }),
     });
-    await runWith(agent);
+    await runToEnd(agent, "go");
     expect(object).toEqual({ ok: false, reasons: [] });
     const retry = model.prompts[1] ?? [];
     expect(retry.slice(-2)).toEqual([
@@ -98,7 +73,7 @@ describe("ctx.generateObject", () => {
         await ctx.generateObject(verdict);
       }),
     });
-    const { events, result } = await runWith(agent);
+    const { events, result } = await runToEnd(agent, "go");
     expect(result.error).toBeInstanceOf(StructuredOutputError);
     expect(eventsOf(events, "error")[0]).toMatchObject({
       code: "invalid_structured_output",
@@ -116,7 +91,7 @@ describe("ctx.generateObject", () => {
         await ctx.generateObject(verdict);
       }),
     });
-    expect((await runWith(agent)).result.stopReason).toBe("max_cycles");
+    expect((await runToEnd(agent, "go")).result.stopReason).toBe("max_cycles");
   });
 });
 
@@ -134,7 +109,7 @@ describe("ctx.decide", () => {
         seen.push(ctx.cycles);
       }),
     });
-    const { result } = await runWith(agent);
+    const { result } = await runToEnd(agent, "go");
     expect(seen).toEqual([0, 1, 2]);
     expect(model.prompts[1]?.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
     expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("Critique: too long.");
@@ -143,12 +118,12 @@ describe("ctx.decide", () => {
 });
 
 describe("ctx.executeTools with concurrency", () => {
-  const sleep = defineTool({
+  const sleepTool = defineTool({
     name: "sleep",
     description: "waits",
     inputSchema: z.object({ ms: z.number() }),
     execute: async ({ ms }) => {
-      await new Promise((resolve) => setTimeout(resolve, ms));
+      await sleep(ms);
       return ms;
     },
   });
@@ -165,7 +140,7 @@ describe("ctx.executeTools with concurrency", () => {
   it("runs calls at once: live events in completion order, history in call order, hooks around each", async () => {
     const hooks: string[] = [];
     const agent = new Agent({
-      tools: [sleep],
+      tools: [sleepTool],
       orchestrator: orchestrator(async (ctx) => {
         ctx.messages.append(callMessage);
         await ctx.executeTools(calls, {
@@ -176,7 +151,7 @@ describe("ctx.executeTools with concurrency", () => {
       }),
     });
     const started = Date.now();
-    const { events, result } = await runWith(agent);
+    const { events, result } = await runToEnd(agent, "go");
     expect(Date.now() - started).toBeLessThan(60 + 40);
     expect(eventsOf(events, "tool_call").map((e) => e.toolCallId)).toEqual(["a", "b", "c"]);
     expect(eventsOf(events, "tool_result").map((e) => e.toolCallId)).toEqual(["b", "c", "a"]);
@@ -197,7 +172,7 @@ describe("ctx.executeTools with concurrency", () => {
       inputSchema: z.object({ ms: z.number() }),
       execute: async ({ ms }) => {
         peak = Math.max(peak, ++inFlight);
-        await new Promise((resolve) => setTimeout(resolve, ms));
+        await sleep(ms);
         inFlight--;
         return ms;
       },
@@ -209,7 +184,7 @@ describe("ctx.executeTools with concurrency", () => {
         await ctx.executeTools(calls, { concurrency: 2 });
       }),
     });
-    await runWith(agent);
+    await runToEnd(agent, "go");
     expect(peak).toBe(2);
   });
 
@@ -221,7 +196,7 @@ describe("ctx.executeTools with concurrency", () => {
       inputSchema: z.object({ ms: z.number() }),
       execute: async ({ ms }) => {
         if (ms === 5) agent?.steer("stop that");
-        await new Promise((resolve) => setTimeout(resolve, ms));
+        await sleep(ms);
         return ms;
       },
     });
@@ -239,7 +214,7 @@ describe("ctx.executeTools with concurrency", () => {
         await ctx.executeTools([...calls, { id: "d", name: "sleep", args: { ms: 1 } }], { concurrency: 2 });
       }),
     });
-    const { events, result } = await runWith(agent);
+    const { events, result } = await runToEnd(agent, "go");
     expect(eventsOf(events, "tool_result").map((e) => [e.toolCallId, e.status])).toEqual([
       ["b", "ok"],
       ["c", "skipped"],

@@ -60,6 +60,8 @@ describe("reflect", () => {
       "turn_start",
       "text_delta",
       "steering_mode",
+      // The critic's verdict is a model decision too: it responds.
+      "steering_mode",
       "custom",
       "turn_end",
       "agent_end",

@@ -1,4 +1,5 @@
-// Importing the packages registers the orchestrators: "agentic" (the default) and "plan-execute".
+// Importing the packages registers the orchestrators, "agentic" (the default) and "plan-execute",
+// and plan-execute's events (their schemas, and their types for the renderer).
 import "@agent-core/agentic";
 import "@agent-core/plan-execute";
 import { createRequire } from "node:module";

@@ -1,4 +1,4 @@
-import type { AgentEvent, AgentEventOf } from "@agent-core/core";
+import type { AgentEvent, AgentEventOf, eventSchemas } from "@agent-core/core";
 
 /** Where output goes: `process.stdout`, or a string collector in tests. */
 export interface TextSink {
@@ -106,7 +106,7 @@ class HumanRenderer {
       case "turn_end":
         return undefined;
       default:
-        return skipUnknown(event);
+        return skipPluginEvent(event);
     }
   }
 
@@ -204,10 +204,13 @@ function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
+/** The events that plug-ins add (plan-execute's have their own lines above). */
+type PluginEvent = Exclude<AgentEvent, { type: keyof typeof eventSchemas }>;
+
 /**
- * `never` makes the compiler flag an event type this renderer does not handle yet; at run time an event
- * from a newer core is skipped rather than crashing the run's display.
+ * The compiler flags a core event type this renderer does not handle yet; a plug-in's event it has no
+ * line for, or one from a newer core at run time, is skipped rather than crashing the run's display.
  */
-function skipUnknown(_event: never): undefined {
+function skipPluginEvent(_event: PluginEvent): undefined {
   return undefined;
 }

@@ -1,5 +1,5 @@
 import { EventStream } from "./events/event-stream.js";
-import type { AgentEvent } from "./events/schemas.js";
+import type { AgentEvent, OrchestratorEvent } from "./events/schemas.js";
 import type { RunResult } from "./run/run-session.js";
 
 /**
@@ -10,6 +10,7 @@ export class AgentRun implements AsyncIterable<AgentEvent> {
   readonly runId: string;
   readonly #stream = new EventStream<AgentEvent, RunResult>();
   readonly #abort: (reason?: unknown) => void;
+  #dropped = 0;
 
   /** @internal Runs are created by `Agent.prompt()`. */
   constructor(runId: string, abort: (reason?: unknown) => void) {
@@ -40,9 +41,23 @@ export class AgentRun implements AsyncIterable<AgentEvent> {
     this.#abort(reason);
   }
 
+  /**
+   * A debug metric: events a late writer published after `agent_end` (an abandoned tool or
+   * orchestrator), or a second `tool_call`/`tool_result` for one call. They were dropped, never
+   * delivered; a non-zero count points at work that outlived its run.
+   */
+  get droppedEvents(): number {
+    return this.#dropped;
+  }
+
   /** @internal */
   push(event: AgentEvent): void {
     this.#stream.push(event);
+  }
+
+  /** @internal */
+  dropped(_event: OrchestratorEvent): void {
+    this.#dropped++;
   }
 
   /** @internal */

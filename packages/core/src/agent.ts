@@ -117,6 +117,8 @@ export class Agent {
   readonly #contextBudget: ContextBudgetOptions | undefined;
   /** A batch the last run left waiting for `approve()` / `deny()`, with the decisions so far. */
   #pending: PendingDecisions | undefined;
+  /** The history as the last finished run left it (`result().messages` of that run). */
+  #settledHistory: readonly AgentMessage[] = [];
   #tail: Promise<void> = Promise.resolve();
 
   constructor(config: AgentConfig = {}) {
@@ -153,10 +155,7 @@ export class Agent {
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
     validatePromptOptions(options);
-    // A batch still waiting for approval is settled first: the approved calls run, the rest are denied.
-    const pending = this.#pending;
-    this.#pending = undefined;
-    return this.#start((Array.isArray(input) ? input : [input]).map(toMessage), options, pending);
+    return this.#start((Array.isArray(input) ? input : [input]).map(toMessage), options);
   }
 
   /** Tool calls the last run stopped for (`stopReason: "awaiting_approval"`). */
@@ -192,11 +191,13 @@ export class Agent {
       );
     pending.decisions.set(toolCallId, decision);
     if (pending.decisions.size < pending.suspension.waits.size) return undefined;
-    this.#pending = undefined;
-    return this.#start([], {}, pending);
+    // Every call is decided: a run without a prompt resumes the batch (unless a run queued
+    // before it resumes it first).
+    return this.#start(RESUME_ONLY, {});
   }
 
-  #start(inputs: AgentMessage[], options: PromptOptions, resume: PendingDecisions | undefined): AgentRun {
+  /** `inputs` is `RESUME_ONLY` for the run `approve()`/`deny()` start: it only resumes the batch. */
+  #start(inputs: AgentMessage[], options: PromptOptions): AgentRun {
     const scope = new AbortScope(options.signal);
     const run = new AgentRun(this.container.resolve(ID_SOURCE).runId(), (reason) => scope.abort(reason));
     const queued = this.#scopes.size > 0;
@@ -205,23 +206,21 @@ export class Agent {
       ? { ...this.#config.timeouts, ...options.timeouts }
       : (this.#config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
-      this.#tail = this.#execute(run, inputs, scope, timeouts, resume);
+      this.#tail = this.#execute(run, inputs, scope, timeouts);
       return run;
     }
     // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
-    const removeQueuedAbort = scope.onAbort(() => this.#endQueued(run, scope, resume));
+    const removeQueuedAbort = scope.onAbort(() => this.#endQueued(run, scope));
     this.#tail = this.#tail.then(() => {
       removeQueuedAbort();
       if (run.done) return;
-      return this.#execute(run, inputs, scope, timeouts, resume);
+      return this.#execute(run, inputs, scope, timeouts);
     });
     return run;
   }
 
   /** A run aborted before it started: `agent_start`, `error`, `agent_end`, and nothing else. */
-  #endQueued(run: AgentRun, scope: AbortScope, resume: PendingDecisions | undefined): void {
-    // A waiting batch it would have resumed still waits.
-    if (resume && this.#pending === undefined) this.#pending = resume;
+  #endQueued(run: AgentRun, scope: AbortScope): void {
     this.#scopes.delete(scope);
     scope.dispose();
     const events = this.#publisher(run, this.container.resolve(CLOCK));
@@ -231,7 +230,8 @@ export class Agent {
     const usage = emptyUsage();
     const metrics = { cycles: 0, toolCalls: {}, modelMs: 0, toolMs: 0, frameworkMs: 0, usage };
     events.publish({ type: "agent_end", stopReason: "aborted", usage, durationMs: 0, metrics });
-    const messages = this.#transcript.messages.slice();
+    // The history as the last run left it: the run in progress may be in the middle of a batch.
+    const messages = this.#settledHistory.slice();
     run.end({
       runId: run.runId,
       messages,
@@ -269,6 +269,7 @@ export class Agent {
   reset(): void {
     if (this.busy) throw new AgentBusyError("reset the agent");
     this.#transcript.clear();
+    this.#settledHistory = [];
     this.#pending = undefined;
     this.#steeringQueue.clear();
     this.#followUpQueue.clear();
@@ -297,8 +298,12 @@ export class Agent {
     input: AgentMessage[],
     abortScope: AbortScope,
     timeouts: Timeouts,
-    resume: PendingDecisions | undefined,
   ): Promise<void> {
+    // A batch the last run left waiting is resumed first, with the decisions made so far.
+    const resume = this.#pending;
+    this.#pending = undefined;
+    // A run that only resumes, when a run queued before it has resumed the batch: nothing to do.
+    const idle = input === RESUME_ONLY && resume === undefined;
     const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools } = timeouts;
     const total =
       totalMs === undefined
@@ -333,7 +338,7 @@ export class Agent {
         modelStep: container.resolve(MODEL_STEP),
         toolRunner: container.resolve(TOOL_RUNNER),
       },
-      { orchestrator: this.#orchestrator, input, resume },
+      { orchestrator: this.#orchestrator, input, resume, idle },
       this.#publisher(run, clock),
       transcript,
     );
@@ -341,6 +346,7 @@ export class Agent {
     clearTimeout(total);
     const suspension = session.suspension;
     this.#pending = suspension ? { suspension, decisions: new Map() } : undefined;
+    this.#settledHistory = result.messages;
     abortScope.dispose();
     this.#scopes.delete(abortScope);
     run.end(result);
@@ -351,6 +357,8 @@ export class Agent {
     return new MessageInbox(queue, callback && (() => callback({ runId, messages: transcript.messages })));
   }
 }
+
+const RESUME_ONLY: AgentMessage[] = [];
 
 const NO_TIMEOUTS: Timeouts = Object.freeze({});
 

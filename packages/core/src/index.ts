@@ -12,6 +12,14 @@ export {
 export { AgentRun } from "./agent-run.js";
 export { AgentConfigError, type ConfigIssue, validateAgentConfig, validatePromptOptions } from "./config.js";
 export * from "./errors.js";
+export {
+  type EventSchema,
+  eventSchemaFor,
+  InvalidEventError,
+  parseAgentEvent,
+  registerEventSchema,
+  safeParseAgentEvent,
+} from "./events/event-registry.js";
 export { EventStream } from "./events/event-stream.js";
 export * from "./events/schemas.js";
 export { type ContextBudgetOptions, contextBudget, estimateTokens } from "./history/context-budget.js";

@@ -125,7 +125,12 @@ class PlanRun {
 
   async #generate(system: string, messages: readonly LlmMessage[]) {
     try {
-      return await this.ctx.generateObject<PlanReply>(planSchema, { system, messages, name: "plan" });
+      return await this.ctx.generateObject<PlanReply>(planSchema, {
+        system,
+        messages,
+        name: "plan",
+        toolCallsOf: (plan) => plan.steps.length,
+      });
     } catch (error) {
       if (error instanceof StructuredOutputError)
         throw new PlanError(

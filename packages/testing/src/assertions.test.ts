@@ -1,5 +1,6 @@
-import type { AgentEvent } from "@agent-core/core";
+import { type AgentEvent, defineEventSchema, registerEventSchema } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { assertEventProtocol, assertValidTranscript, eventsOf, eventTypes } from "./assertions.js";
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
@@ -58,7 +59,12 @@ describe("assertEventProtocol", () => {
     [
       "a payload that fails its schema",
       () => run(start, { type: "steering_mode", mode: "maybe", queueSize: 0 }, end),
-      /fails its schema/,
+      /event 1: Invalid "steering_mode" event:\n.*\n.*at mode/,
+    ],
+    [
+      "an event type no one registered",
+      () => run(start, { type: "mystery_event" }, end),
+      /event 1: Unknown event type "mystery_event"\. Known types: agent_start, /,
     ],
     [
       "two runIds",
@@ -67,6 +73,18 @@ describe("assertEventProtocol", () => {
     ],
   ])("rejects %s", (_name, events, message) => {
     expect(() => assertEventProtocol(events())).toThrow(message);
+  });
+});
+
+describe("assertEventProtocol with a plug-in's events", () => {
+  // Each test file has its own module instances: this registration stays in this file.
+  registerEventSchema("probe_ping", defineEventSchema("probe_ping", { count: z.number().int() }));
+
+  it("accepts them once registered, and checks them against the registered schema", () => {
+    expect(() => assertEventProtocol(run(start, { type: "probe_ping", count: 1 }, end))).not.toThrow();
+    expect(() => assertEventProtocol(run(start, { type: "probe_ping", count: 1.5 }, end))).toThrow(
+      /event 1: Invalid "probe_ping" event:\n.*\n.*at count/,
+    );
   });
 });
 

@@ -2,7 +2,7 @@ import {
   type AgentEvent,
   type AgentEventType,
   type AgentMessage,
-  agentEventSchema,
+  safeParseAgentEvent,
   validateTranscript,
 } from "@agent-core/core";
 
@@ -33,7 +33,8 @@ export function assertValidTranscript(messages: readonly AgentMessage[]): void {
 }
 
 /**
- * Throws unless the events of one run keep the protocol: each matches its schema; one runId;
+ * Throws unless the events of one run keep the protocol: each matches its schema (core's, or the one
+ * its plug-in registered: an unknown type fails); one runId;
  * `seq` 0, 1, 2… without gaps; `agent_start` first and `agent_end` last, once each; `error` only
  * right before `agent_end`; every `tool_call` answered by exactly one later `tool_result`;
  * `turn_start`/`turn_end` balanced.
@@ -45,9 +46,8 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
   const answered = new Set<string>();
   let openTurns = 0;
   events.forEach((event, index) => {
-    const parsed = agentEventSchema.safeParse(event);
-    if (!parsed.success)
-      problems.push(`event ${index} (${event.type}) fails its schema: ${parsed.error.message}`);
+    const parsed = safeParseAgentEvent(event);
+    if (!parsed.success) problems.push(`event ${index}: ${parsed.error.message}`);
     if (event.runId !== runId) problems.push(`event ${index} has runId ${event.runId}, expected ${runId}`);
     if (event.seq !== index) problems.push(`event ${index} has seq ${event.seq}`);
     if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);

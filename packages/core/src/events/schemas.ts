@@ -35,71 +35,60 @@ export const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
-const planStepSchema = z.object({
-  id: z.string().optional(),
-  tool: z.string(),
-  args: z.unknown(),
-  dependsOn: z.array(z.string()).optional(),
-});
-
-function eventSchema<T extends string, Shape extends z.ZodRawShape>(type: T, shape: Shape) {
+/**
+ * An event type's schema: the envelope, the `type` literal and the payload's fields. Core's own
+ * events are built with it, and so are a plug-in's, before it registers them (`registerEventSchema`).
+ */
+export function defineEventSchema<T extends string, Shape extends z.ZodRawShape>(type: T, shape: Shape) {
   return envelopeSchema.extend({ type: z.literal(type), ...shape });
 }
 
 const turn = z.number().int().positive();
 const index = z.number().int().nonnegative();
-const stepCount = z.number().int().nonnegative();
 
-/** One schema per event type, envelope included: `eventSchemas.tool_call.parse(json)`. */
+/**
+ * One schema per core event type, envelope included: `eventSchemas.tool_call.parse(json)`. Plug-ins
+ * register theirs with `registerEventSchema`; `parseAgentEvent` knows both.
+ */
 export const eventSchemas = {
-  agent_start: eventSchema("agent_start", {}),
-  turn_start: eventSchema("turn_start", { turn }),
-  steering_mode: eventSchema("steering_mode", {
+  agent_start: defineEventSchema("agent_start", {}),
+  turn_start: defineEventSchema("turn_start", { turn }),
+  steering_mode: defineEventSchema("steering_mode", {
     mode: z.enum(["respond", "steer"]),
     queueSize: z.number().int().nonnegative(),
   }),
-  thinking: eventSchema("thinking", { text: z.string() }),
-  tool_call: eventSchema("tool_call", {
+  thinking: defineEventSchema("thinking", { text: z.string() }),
+  tool_call: defineEventSchema("tool_call", {
     toolCallId: z.string(),
     toolName: z.string(),
     args: z.unknown(),
     /** The id the model gave, when it repeated an id already in use (`toolCallId` is then a fresh one). */
     originalToolCallId: z.string().optional(),
   }),
-  tool_result: eventSchema("tool_result", {
+  tool_result: defineEventSchema("tool_result", {
     toolCallId: z.string(),
     toolName: z.string(),
     status: toolResultStatusSchema,
     result: z.unknown().optional(),
     error: z.string().optional(),
   }),
-  text_delta: eventSchema("text_delta", { text: z.string(), index }),
-  turn_end: eventSchema("turn_end", {
+  text_delta: defineEventSchema("text_delta", { text: z.string(), index }),
+  turn_end: defineEventSchema("turn_end", {
     message: assistantMessageSchema,
     durationMs: z.number().nonnegative(),
     metrics: runMetricsSchema.optional(),
   }),
-  plan_created: eventSchema("plan_created", { steps: z.array(planStepSchema) }),
-  plan_step_start: eventSchema("plan_step_start", { index, stepCount, tool: z.string(), args: z.unknown() }),
-  plan_step_end: eventSchema("plan_step_end", {
-    index,
-    stepCount,
-    tool: z.string(),
-    args: z.unknown(),
-    result: z.unknown().optional(),
-    error: z.string().optional(),
-  }),
-  steering_applied: eventSchema("steering_applied", {
+  steering_applied: defineEventSchema("steering_applied", {
     messages: z.array(z.looseObject({ role: z.string() })),
   }),
-  context_truncated: eventSchema("context_truncated", {
+  context_truncated: defineEventSchema("context_truncated", {
     droppedMessages: z.number().int().nonnegative(),
     estimatedTokens: z.number().nonnegative(),
   }),
   /** A plug-in's own event: `name` says what it is (e.g. "reflect.critique"), `data` carries it. */
-  custom: eventSchema("custom", { name: z.string().min(1), data: z.unknown().optional() }),
-  error: eventSchema("error", { code: z.string(), message: z.string() }),
-  agent_end: eventSchema("agent_end", {
+  custom: defineEventSchema("custom", { name: z.string().min(1), data: z.unknown().optional() }),
+  error: defineEventSchema("error", { code: z.string(), message: z.string() }),
+  agent_end: defineEventSchema("agent_end", {
     stopReason: stopReasonSchema,
     usage: usageSchema,
     durationMs: z.number().nonnegative(),
@@ -107,18 +96,21 @@ export const eventSchemas = {
   }),
 };
 
-export type AgentEventType = keyof typeof eventSchemas;
+type CoreEvents = { [T in keyof typeof eventSchemas]: z.infer<(typeof eventSchemas)[T]> };
 
-/** Any event of the protocol. */
-export const agentEventSchema = z.discriminatedUnion(
-  "type",
-  Object.values(eventSchemas) as [
-    (typeof eventSchemas)[AgentEventType],
-    ...(typeof eventSchemas)[AgentEventType][],
-  ],
-);
+/**
+ * The events plug-ins add, by type, envelope included. A plug-in fills it in by declaration merging,
+ * next to the schemas it registers, so that its events are part of `AgentEvent` wherever it is imported:
+ * `declare module "@agent-core/core" { interface PluginEvents { plan_created: PlanCreatedEvent } }`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: plug-ins fill it in by declaration merging.
+export interface PluginEvents {}
 
-export type AgentEventOf<T extends AgentEventType> = z.infer<(typeof eventSchemas)[T]>;
+type Events = CoreEvents & PluginEvents;
+
+export type AgentEventType = keyof Events;
+export type AgentEventOf<T extends AgentEventType> = Events[T];
+/** Any event of the protocol: core's, and those of the plug-ins this program imports. */
 export type AgentEvent = { [T in AgentEventType]: AgentEventOf<T> }[AgentEventType];
 export type Envelope = z.infer<typeof envelopeSchema>;
 

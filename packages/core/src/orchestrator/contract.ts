@@ -70,7 +70,7 @@ export interface ExecuteToolsOptions {
   afterEach?(call: ToolCall, result: ToolResultMessage): void;
 }
 
-export interface GenerateObjectOptions {
+export interface GenerateObjectOptions<T = unknown> {
   /** The system prompt for this call (default: the agent's). */
   system?: string;
   /** Messages added after the history for this call only; they are never stored. */
@@ -80,6 +80,11 @@ export interface GenerateObjectOptions {
   description?: string;
   /** Model calls before giving up (default 2): an invalid reply is sent back with what was wrong. */
   maxAttempts?: number;
+  /**
+   * How many tool calls the object decides on (a plan's steps). The call's `steering_mode` event
+   * then says `steer` with that count; without it, or at 0, `respond`.
+   */
+  toolCallsOf?(object: T): number;
   settings?: ModelCallSettings;
 }
 
@@ -137,7 +142,7 @@ export interface RunContext {
    * reply back once with what was wrong. Counts as a cycle; streams reasoning as `thinking`; does
    * not touch the history. Throws `StructuredOutputError` when no attempt is valid.
    */
-  generateObject<T>(schema: z.ZodType<T>, options?: GenerateObjectOptions): Promise<GeneratedObject<T>>;
+  generateObject<T>(schema: z.ZodType<T>, options?: GenerateObjectOptions<T>): Promise<GeneratedObject<T>>;
   /** Appends messages that steer the run and emits `steering_applied`. */
   applySteering(messages: readonly MessageInput[]): void;
 }

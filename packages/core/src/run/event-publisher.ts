@@ -1,9 +1,10 @@
 import type { AgentEvent, OrchestratorEvent } from "../events/schemas.js";
 import type { Clock, EventSink } from "./services.js";
 
-/** Where a run's events go first: its own stream (`AgentRun`). */
+/** Where a run's events go first: its own stream (`AgentRun`), which also counts what was dropped. */
 export interface RunEventStream {
   push(event: AgentEvent): void;
+  dropped(event: OrchestratorEvent): void;
 }
 
 /**
@@ -22,8 +23,6 @@ export class EventPublisher {
   #seq = 0;
   #lastTs = 0;
   #sealed = false;
-  /** Events published after `agent_end` (or a second result for a call): dropped, for debugging. */
-  dropped = 0;
   /** Ids of calls announced by `tool_call` and not yet answered: a short list, the calls running now. */
   readonly #announced: string[] = [];
 
@@ -53,7 +52,7 @@ export class EventPublisher {
   /** Envelopes the event (every caller passes a fresh object) and delivers it. */
   publish(event: OrchestratorEvent): void {
     if (this.#sealed || !this.#keepsToolProtocol(event)) {
-      this.dropped++;
+      this.#stream.dropped(event);
       return;
     }
     const now = this.#clock.now();

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { AgentMessage } from "../messages.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 
 describe("MessageQueue (Go FollowUpQueue tests)", () => {
@@ -49,5 +50,78 @@ describe("MessageInbox", () => {
       "from callback",
     ]);
     expect(await inbox.take()).toEqual([]);
+  });
+});
+
+describe("MessageInbox: what a run took and did not use", () => {
+  const contents = (messages: readonly unknown[]) => messages.map((m) => (m as { content: string }).content);
+
+  function queueOf(...texts: string[]) {
+    const queue = new MessageQueue();
+    for (const text of texts) queue.push(text);
+    return queue;
+  }
+
+  it("keeps taken messages until delivered: close() then gives back only the undelivered ones", async () => {
+    const queue = queueOf("a", "b", "c");
+    const inbox = new MessageInbox(queue, undefined);
+    const taken = await inbox.take();
+    expect(contents(taken)).toEqual(["a", "b", "c"]);
+    expect(queue.size).toBe(0);
+    inbox.delivered([taken[1] as AgentMessage]);
+    queue.push("later");
+    expect(contents(inbox.close())).toEqual(["a", "c"]);
+    expect(contents(queue.peek())).toEqual(["a", "c", "later"]);
+  });
+
+  it("gives nothing back once everything taken was delivered", async () => {
+    const queue = queueOf("a");
+    const inbox = new MessageInbox(queue, undefined);
+    inbox.delivered(await inbox.take());
+    expect(inbox.close()).toEqual([]);
+    expect(queue.size).toBe(0);
+  });
+
+  it("restores the messages of several takes in the order they were taken", async () => {
+    const queue = queueOf("a");
+    const inbox = new MessageInbox(queue, () => ["from callback"]);
+    await inbox.take();
+    queue.push("b");
+    await inbox.take();
+    expect(contents(inbox.close())).toEqual(["a", "from callback", "b", "from callback"]);
+    expect(contents(queue.drain())).toEqual(["a", "from callback", "b", "from callback"]);
+  });
+
+  it("takes nothing once closed, and leaves the queue for the next run", async () => {
+    const queue = queueOf("a");
+    const callback = vi.fn(() => ["from callback"]);
+    const inbox = new MessageInbox(queue, callback);
+    expect(inbox.close()).toEqual([]);
+    expect(await inbox.take()).toEqual([]);
+    expect(inbox.takeNow()).toEqual([]);
+    expect(callback).not.toHaveBeenCalled();
+    expect(contents(new MessageInbox(queue, undefined).takeNow() as AgentMessage[])).toEqual(["a"]);
+  });
+
+  it("puts back, at the queue's front, what an async callback answers after the inbox closed", async () => {
+    const queue = queueOf("queued");
+    let answer!: (messages: string[]) => void;
+    const inbox = new MessageInbox(queue, () => new Promise<string[]>((resolve) => (answer = resolve)));
+    const taking = inbox.take();
+    expect(queue.size).toBe(0);
+    expect(inbox.close()).toEqual([]);
+    queue.push("newer");
+    answer(["late"]);
+    expect(await taking).toEqual([]);
+    expect(contents(queue.peek())).toEqual(["queued", "late", "newer"]);
+  });
+});
+
+describe("MessageInbox.take", () => {
+  it("answers a fresh array, with a callback that has nothing too", async () => {
+    const taken = await new MessageInbox(new MessageQueue(), async () => []).take();
+    expect(Object.isFrozen(taken)).toBe(false);
+    taken.push({ role: "user", content: "mine" });
+    expect(await new MessageInbox(new MessageQueue(), async () => []).take()).toEqual([]);
   });
 });

@@ -65,9 +65,11 @@ export class MessageInbox implements MessageSource {
     return this.#callback !== undefined;
   }
 
+  /** Always a fresh array the caller may change (never the shared empty one). */
   take(): Promise<AgentMessage[]> {
     const taken = this.takeNow();
-    return Promise.resolve(taken === NOTHING ? [] : taken);
+    if (Array.isArray(taken)) return Promise.resolve(taken === NOTHING ? [] : taken);
+    return taken.then((messages) => (messages === NOTHING ? [] : messages));
   }
 
   takeNow(): AgentMessage[] | Promise<AgentMessage[]> {

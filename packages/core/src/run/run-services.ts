@@ -1,35 +1,8 @@
-import type { JSONSchema7, LanguageModelV4 } from "@ai-sdk/provider";
-import { zodSchema } from "@ai-sdk/provider-utils";
 import type { DependencyContainer } from "tsyringe";
 import type { z } from "zod";
-import {
-  AbortedError,
-  AwaitingApprovalError,
-  abortError,
-  EmptyResponseError,
-  MaxCyclesExceededError,
-  ReservedEventError,
-  StopRequestedError,
-  StructuredOutputError,
-} from "../errors.js";
+import { AwaitingApprovalError, ReservedEventError } from "../errors.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
-import type { ContextBudgetOptions } from "../history/context-budget.js";
-import type { ConvertToLlm, HistoryTransform } from "../history/pipeline.js";
-import {
-  type AgentMessage,
-  type AssistantMessage,
-  type AssistantStopReason,
-  type LlmMessage,
-  type MessageInput,
-  type ToolCall,
-  textOf,
-  toMessage,
-} from "../messages.js";
-import type { AbortScope } from "../model/abortable.js";
-import type { RetryOptions } from "../model/retry.js";
-import type { StepTimeouts } from "../model/step-watchdog.js";
-import type { ModelCallSettings, ModelStepResult } from "../model/stream-step.js";
-import { parseStructured } from "../model/structured-output.js";
+import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
 import type {
   DecideOptions,
   Decision,
@@ -43,44 +16,16 @@ import type {
   ToolBatchResult,
 } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import { StallDetector, type StallOptions } from "../tools/stall-detector.js";
+import { StallDetector } from "../tools/stall-detector.js";
 import type { EventPublisher } from "./event-publisher.js";
-import type { AgentHooks } from "./hooks.js";
-import type { MessageInbox } from "./message-queue.js";
-import type { MetricsRecorder, MetricsSnapshot } from "./metrics.js";
-import { ModelCall, type ModelCallSetup } from "./model-call.js";
-import { type ModelCallSpec, type ModelRequest, ModelRequestBuilder } from "./model-request.js";
-import type { Clock, ModelStep, ToolRunner } from "./services.js";
+import type { MetricsRecorder } from "./metrics.js";
+import { ModelDecisions } from "./model-decisions.js";
+import { RunLog } from "./run-log.js";
+import type { RunSetup } from "./run-setup.js";
 import type { ApprovalDecision, Suspension } from "./suspension.js";
-import { type BatchOutcome, type BatchSetup, ToolBatch, type ToolTimeouts } from "./tool-batch.js";
-import type { ClosedCall, TranscriptWriter } from "./transcript-keeper.js";
-
-/** Everything a run is made of: what the agent hands it, as data. */
-export interface RunSetup {
-  runId: string;
-  limits: Limits;
-  systemPrompt: string;
-  provider: LanguageModelV4 | undefined;
-  tools: ToolRegistry;
-  hooks: AgentHooks;
-  transformContext: HistoryTransform | undefined;
-  convertToLlm: ConvertToLlm | undefined;
-  contextBudget: ContextBudgetOptions | undefined;
-  modelSettings: ModelCallSettings | undefined;
-  retry: RetryOptions;
-  stepTimeouts: StepTimeouts | undefined;
-  toolTimeouts: ToolTimeouts;
-  /** Tool calls run at once by default (1: sequential). */
-  concurrency: number;
-  stall: StallOptions | false;
-  steering: MessageInbox;
-  followUps: MessageInbox;
-  container: DependencyContainer;
-  abortScope: AbortScope;
-  clock: Clock;
-  modelStep: ModelStep;
-  toolRunner: ToolRunner;
-}
+import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
+import type { TranscriptWriter } from "./transcript-keeper.js";
+import { TurnTracker } from "./turn-tracker.js";
 
 /** What the services tell the run's lifecycle: the run waits for decisions. */
 export interface SuspensionListener {
@@ -88,9 +33,10 @@ export interface SuspensionListener {
 }
 
 /**
- * The services of `RunContext`: what an orchestrator does goes through here, and each service
- * keeps the run's guarantees. Events go out through the run's one publisher, messages into the
- * history through its one transcript writer; both refuse writes once the run has ended.
+ * `RunContext`, the services an orchestrator acts through; each keeps the run's guarantees. The
+ * work is done by the run's rooms: model calls (`ModelDecisions`), tool batches (`ToolBatch`),
+ * turns (`TurnTracker`) and the write side (`RunLog`: the history through the transcript writer,
+ * events through the run's one publisher; both refuse writes once the run has ended).
  */
 export class RunServices implements RunContext {
   readonly runId: string;
@@ -101,23 +47,19 @@ export class RunServices implements RunContext {
   readonly steering: MessageSource;
   readonly followUps: MessageSource;
   readonly container: DependencyContainer;
+  readonly log: RunLog;
+  readonly turns: TurnTracker;
+  /** Model calls and tool batches under way: what the run's end must cancel. */
+  inFlight = 0;
 
   readonly #setup: RunSetup;
   readonly #events: EventPublisher;
-  readonly #transcript: TranscriptWriter;
   readonly #metrics: MetricsRecorder;
-  readonly #requests: ModelRequestBuilder;
-  readonly #modelCall: ModelCallSetup;
-  readonly #batch: { -readonly [K in keyof BatchSetup]: BatchSetup[K] };
+  readonly #model: ModelDecisions;
   readonly #suspension: SuspensionListener;
-  /** Calls of a model reply cut off by the length limit: their arguments may be incomplete. */
-  readonly #cutOffCalls = new Set<string>();
-  #turn = 0;
-  #turnStartedAt: number | undefined;
-  #turnFirstMessage = 0;
-  #turnMetrics: MetricsSnapshot | undefined;
-  /** Model calls and tool batches under way: what the run's end must cancel. */
-  inFlight = 0;
+  readonly #transcript: TranscriptWriter;
+  #batch: BatchSetup | undefined;
+  #messages: RunMessageLog | undefined;
 
   constructor(
     setup: RunSetup,
@@ -128,7 +70,6 @@ export class RunServices implements RunContext {
   ) {
     this.#setup = setup;
     this.#events = events;
-    this.#transcript = transcript;
     this.#metrics = metrics;
     this.#suspension = suspension;
     this.runId = setup.runId;
@@ -139,54 +80,20 @@ export class RunServices implements RunContext {
     this.steering = setup.steering;
     this.followUps = setup.followUps;
     this.container = setup.container;
-    this.#requests = new ModelRequestBuilder(setup, this.signal, events);
-    this.#modelCall = {
-      abortScope: setup.abortScope,
-      retry: setup.retry,
-      timeouts: setup.stepTimeouts,
-      events,
-      metrics,
-      clock: setup.clock,
-      activity: this,
-    };
-    this.#batch = {
-      runId: setup.runId,
-      tools: setup.tools,
-      runner: setup.toolRunner,
-      scope: setup.abortScope,
-      graceMs: setup.limits.abortGraceMs,
-      timeouts: setup.toolTimeouts,
-      hooks: setup.hooks,
-      steering: setup.steering,
-      stall: undefined,
-      cutOffCalls: this.#cutOffCalls,
-      events,
-      transcript,
-    };
+    this.log = new RunLog(events, transcript, metrics, setup.abortScope, [setup.steering, setup.followUps]);
+    this.turns = new TurnTracker(events, metrics, setup.clock, this.log);
+    this.#model = new ModelDecisions(setup, this.log, events, metrics, this);
+    this.#transcript = transcript;
   }
-
-  /** The stall detector is made with the run's first batch: many runs never call a tool. */
-  #batchSetup(): BatchSetup {
-    if (this.#batch.stall === undefined && this.#setup.stall !== false)
-      this.#batch.stall = new StallDetector(this.#setup.stall);
-    return this.#batch;
-  }
-
-  #messages: RunMessageLog | undefined;
 
   /** `ctx.messages`, made when an orchestrator first asks for it. */
   get messages(): MessageLog {
-    this.#messages ??= new RunMessageLog(this);
+    this.#messages ??= new RunMessageLog(this.log);
     return this.#messages;
   }
 
   get cycles(): number {
     return this.#metrics.cycles;
-  }
-
-  /** The history (the keeper's array: read only). */
-  get history(): readonly AgentMessage[] {
-    return this.#transcript.keeper.messages;
   }
 
   emit(event: OrchestratorEvent): void {
@@ -196,129 +103,26 @@ export class RunServices implements RunContext {
   }
 
   startTurn(): number {
-    this.#assertOpen();
-    if (this.#turnStartedAt !== undefined)
-      this.endTurn(this.lastAssistantFrom(this.#turnFirstMessage) ?? this.#emptyAssistant("stop"));
-    this.#turn++;
-    this.#turnStartedAt = this.#setup.clock.monotonic();
-    this.#turnFirstMessage = this.history.length;
-    this.#turnMetrics = this.#metrics.snapshot();
-    this.#events.publish({ type: "turn_start", turn: this.#turn });
-    return this.#turn;
+    return this.turns.start();
   }
 
   endTurn(message: AssistantMessage): void {
-    if (this.#turnStartedAt === undefined || this.#events.sealed) return;
-    const durationMs = this.#setup.clock.monotonic() - this.#turnStartedAt;
-    this.#turnStartedAt = undefined;
-    const metrics = this.#metrics.since(this.#turnMetrics as MetricsSnapshot, durationMs);
-    this.#events.publish({ type: "turn_end", message, durationMs, metrics });
-  }
-
-  /** Closes a turn still open at the end of the run, with its last answer (or an empty one). */
-  endOpenTurn(stopReason: AssistantStopReason): void {
-    if (this.#turnStartedAt === undefined) return;
-    this.endTurn(this.lastAssistantFrom(this.#turnFirstMessage) ?? this.#emptyAssistant(stopReason));
+    this.turns.end(message);
   }
 
   decide(options: DecideOptions = {}): Promise<Decision> {
-    const spec: ModelCallSpec = {
-      system: options.system,
-      tools: options.tools,
-      settings: options.settings,
-      extraMessages: options.messages,
-    };
-    return this.#callModel(spec, true, this.#decision);
+    return this.#model.decide(options);
   }
 
-  /** Records the model's reply and says what it decided; runs as the stream ends. */
-  readonly #decision = (step: ModelStepResult): Decision => {
-    this.#assertOpen();
-    if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
-    const calls = this.#uniqueCalls(step);
-    // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
-    if (step.finishReason === "length") for (const call of calls) this.#cutOffCalls.add(call.id);
-    const steer = calls.length > 0;
-    const message: AssistantMessage = {
-      role: "assistant",
-      content: step.content,
-      model: step.modelId,
-      stopReason: steer ? "toolUse" : assistantStopReason(step.finishReason),
-      usage: step.usage,
-      timestamp: this.#setup.clock.now(),
-    };
-    this.#append(message);
-    this.#events.publish({
-      type: "steering_mode",
-      mode: steer ? "steer" : "respond",
-      queueSize: calls.length,
-    });
-    return steer
-      ? { mode: "steer", message, toolCalls: calls }
-      : { mode: "respond", message, text: textOf(message) };
-  };
-
-  /**
-   * Tool-call ids are unique in the history: a provider that repeats one (within a reply, or
-   * from an earlier reply) gets a fresh id for the repeat, in the message and in its events.
-   */
-  #uniqueCalls(step: ModelStepResult): ToolCall[] {
-    const keeper = this.#transcript.keeper;
-    const calls = step.toolCalls;
-    let seen: Set<string> | undefined;
-    for (let i = 0; i < calls.length; i++) {
-      const call = calls[i] as ToolCall;
-      let id = keeper.uniqueCallId(call.id);
-      if (calls.length > 1) {
-        seen ??= new Set();
-        while (seen.has(id)) id = keeper.uniqueCallId(`${id}_${i + 1}`);
-        seen.add(id);
-      }
-      if (id === call.id) continue;
-      const renamed: ToolCall = { id, name: call.name, args: call.args, originalId: call.id };
-      calls[i] = renamed;
-      const block = step.content.find((b) => b.type === "toolCall" && b.id === call.id && b !== undefined);
-      const index = step.content.indexOf(block as (typeof step.content)[number]);
-      step.content[index] = { type: "toolCall", id, name: call.name, args: call.args };
-    }
-    return calls;
-  }
-
-  async generateObject<T>(
+  generateObject<T>(
     schema: z.ZodType<T>,
-    options: GenerateObjectOptions = {},
+    options: GenerateObjectOptions<T> = {},
   ): Promise<GeneratedObject<T>> {
-    const attempts = Math.max(1, options.maxAttempts ?? 2);
-    const responseFormat = {
-      type: "json" as const,
-      schema: zodSchema(schema).jsonSchema as JSONSchema7,
-      ...(options.name === undefined ? {} : { name: options.name }),
-      ...(options.description === undefined ? {} : { description: options.description }),
-    };
-    const extra: LlmMessage[] = [...(options.messages ?? [])];
-    let problem = "";
-    let text = "";
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const step = await this.#callModel(
-        {
-          system: options.system,
-          tools: false,
-          settings: { ...options.settings, responseFormat },
-          extraMessages: extra,
-        },
-        false,
-        (result) => result,
-      );
-      text = textOf({ role: "assistant", content: step.content });
-      const parsed = parseStructured(schema, text);
-      if (parsed.success) return { object: parsed.value, text };
-      problem = parsed.error;
-      extra.push(
-        { role: "assistant", content: [{ type: "text", text }] },
-        { role: "user", content: `${problem} Reply with only the corrected JSON.` },
-      );
-    }
-    throw new StructuredOutputError(attempts, problem, text);
+    return this.#model.generateObject(schema, options);
+  }
+
+  applySteering(messages: readonly MessageInput[]): void {
+    this.log.applySteering(messages);
   }
 
   executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
@@ -338,14 +142,19 @@ export class RunServices implements RunContext {
     options: ExecuteToolsOptions,
     decided?: ReadonlyMap<string, ApprovalDecision>,
   ): BatchOutcome | Promise<BatchOutcome> {
-    this.#assertOpen();
+    this.log.assertOpen();
     const clock = this.#setup.clock;
     const started = clock.monotonic();
     const batch = new ToolBatch(this.#batchSetup(), calls, options);
     const concurrency = Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency));
     this.inFlight++;
-    const settle = (outcome: BatchOutcome) => {
+    this.log.track(batch);
+    const done = () => {
       this.inFlight--;
+      this.log.untrack(batch);
+    };
+    const settle = (outcome: BatchOutcome) => {
+      done();
       this.#metrics.toolMs += clock.monotonic() - started;
       if (outcome.kind === "done")
         for (const result of outcome.results) if (result) this.#metrics.count(result.status);
@@ -355,14 +164,36 @@ export class RunServices implements RunContext {
     try {
       running = batch.run(concurrency, decided);
     } catch (error) {
-      this.inFlight--;
+      done();
       throw error;
     }
     if (!(running instanceof Promise)) return settle(running);
     return running.then(settle, (error: unknown) => {
-      this.inFlight--;
+      done();
       throw error;
     });
+  }
+
+  /** What every batch of the run works with; made with the first (many runs never call a tool). */
+  #batchSetup(): BatchSetup {
+    if (this.#batch !== undefined) return this.#batch;
+    const setup = this.#setup;
+    if (setup.stall !== false) this.log.stall = new StallDetector(setup.stall);
+    this.#batch = {
+      runId: setup.runId,
+      tools: setup.tools,
+      runner: setup.toolRunner,
+      scope: setup.abortScope,
+      graceMs: setup.limits.abortGraceMs,
+      timeouts: setup.toolTimeouts,
+      hooks: setup.hooks,
+      steering: setup.steering,
+      stall: this.log.stall,
+      cutOffCalls: this.#model.cutOffCalls,
+      events: this.#events,
+      transcript: this.#transcript,
+    };
+    return this.#batch;
   }
 
   readonly #batchResult = (outcome: BatchOutcome): ToolBatchResult => {
@@ -375,148 +206,11 @@ export class RunServices implements RunContext {
           .map((call) => ({ id: call.id, name: call.name, args: call.args })),
       );
     }
-    this.#assertOpen();
+    this.log.assertOpen();
     if (outcome.stall) throw outcome.stall;
-    if (outcome.steering.length > 0) this.applySteering(outcome.steering);
+    if (outcome.steering.length > 0) this.log.applySteering(outcome.steering);
     return { results: outcome.results, steering: outcome.steering };
   };
-
-  applySteering(inputs: readonly MessageInput[]): void {
-    this.#assertOpen();
-    if (inputs.length === 0) return;
-    const messages = inputs.map(toMessage);
-    for (const message of messages) this.#append(message);
-    this.#events.publish({ type: "steering_applied", messages });
-  }
-
-  /**
-   * Appends to the history through the run's writer. Calls the keeper had to close (a new
-   * message while calls were still open) get their events, so every `tool_call` has its result.
-   */
-  appendMessage(message: AgentMessage): void {
-    this.#append(message);
-  }
-
-  #append(message: AgentMessage): void {
-    const closed = this.#transcript.append(message);
-    if (closed.length > 0) this.publishClosed(closed);
-    if (message.role === "user") {
-      // A new user, follow-up or steering message: the stall window starts again.
-      this.#batch.stall?.reset();
-      this.#setup.steering.delivered([message]);
-      this.#setup.followUps.delivered([message]);
-    }
-  }
-
-  /** Events for results the keeper made: `tool_call` where none went out, then `tool_result`. */
-  publishClosed(closed: readonly ClosedCall[]): void {
-    for (const { call, result } of closed) {
-      if (!this.#events.announced(call.id))
-        this.#events.publish({
-          type: "tool_call",
-          toolCallId: call.id,
-          toolName: call.name,
-          args: call.args,
-        });
-      this.#metrics.count(result.status);
-      this.#events.publish({
-        type: "tool_result",
-        toolCallId: call.id,
-        toolName: call.name,
-        status: result.status,
-        error: result.content,
-      });
-    }
-  }
-
-  /**
-   * One model call, for `decide` and `generateObject`: checks abort, `maxCycles` and steering
-   * first, builds the request, and hands the step's result to `finish` as the stream ends. Without
-   * hooks, a steering callback or a pipeline step, everything before the call is synchronous.
-   */
-  #callModel<T>(spec: ModelCallSpec, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
-    try {
-      this.#assertOpen();
-      const { hooks, steering } = this.#setup;
-      if (
-        (this.#metrics.cycles > 0 && hooks.shouldStop) ||
-        steering.hasCallback ||
-        this.#requests.needsPipeline
-      )
-        return this.#callModelSlowly(spec, streamsText, finish);
-      this.#countCycle();
-      const taken = steering.takeNow() as AgentMessage[];
-      if (taken.length > 0) this.applySteering(taken);
-      return this.#stream(this.#requests.fromHistory(spec, this.history), streamsText, finish);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  async #callModelSlowly<T>(
-    spec: ModelCallSpec,
-    streamsText: boolean,
-    finish: (step: ModelStepResult) => T,
-  ): Promise<T> {
-    const { hooks } = this.#setup;
-    if (this.#metrics.cycles > 0 && hooks.shouldStop) {
-      const stop = await hooks.shouldStop({
-        runId: this.runId,
-        step: this.#metrics.cycles,
-        messages: this.history,
-      });
-      if (stop) throw new StopRequestedError();
-    }
-    this.#countCycle();
-    const taken = this.#setup.steering.takeNow();
-    const steering = Array.isArray(taken) ? taken : await taken;
-    if (steering.length > 0) this.applySteering(steering);
-    const request = this.#requests.needsPipeline
-      ? await this.#requests.throughPipeline(spec, this.history, this.#metrics.cycles)
-      : this.#requests.fromHistory(spec, this.history);
-    this.#assertOpen();
-    return this.#stream(request, streamsText, finish);
-  }
-
-  #stream<T>(request: ModelRequest, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
-    const call = new ModelCall(
-      this.#modelCall,
-      request.model,
-      request.prompt,
-      request.tools,
-      request.settings,
-      streamsText,
-      finish,
-    );
-    return this.#setup.modelStep.run(call);
-  }
-
-  #countCycle(): void {
-    this.#assertOpen();
-    if (this.#metrics.cycles >= this.limits.maxCycles)
-      throw new MaxCyclesExceededError(this.limits.maxCycles);
-    this.#metrics.cycles++;
-    // A new reply: calls made from here on are not held against each other's reply.
-    this.#batch.stall?.beginReply();
-  }
-
-  #assertOpen(): void {
-    if (this.#transcript.closed) throw new AbortedError("the run has already ended");
-    if (this.#setup.abortScope.aborted) throw abortError(this.signal.reason);
-  }
-
-  lastAssistantFrom(start: number): AssistantMessage | undefined {
-    const history = this.history;
-    for (let i = history.length - 1; i >= start; i--) {
-      const message = history[i];
-      if (message?.role === "assistant") return message as AssistantMessage;
-    }
-    return undefined;
-  }
-
-  #emptyAssistant(stopReason: AssistantStopReason): AssistantMessage {
-    return { role: "assistant", content: [], stopReason, timestamp: this.#setup.clock.now() };
-  }
 }
 
 /**
@@ -525,25 +219,26 @@ export class RunServices implements RunContext {
  * prototype getters, and `append` a bound function (an own property, so destructuring it works).
  */
 class RunMessageLog implements MessageLog {
-  readonly #run: RunServices;
+  readonly #log: RunLog;
   readonly append: (...messages: AgentMessage[]) => void;
 
-  constructor(run: RunServices) {
-    this.#run = run;
-    this.append = appendEach.bind(undefined, run);
+  constructor(log: RunLog) {
+    this.#log = log;
+    this.append = appendEach.bind(undefined, log);
   }
 
   get all(): readonly AgentMessage[] {
-    return this.#run.history;
+    return this.#log.history;
   }
 
   get length(): number {
-    return this.#run.history.length;
+    return this.#log.history.length;
   }
 }
 
-function appendEach(run: RunServices, ...messages: AgentMessage[]): void {
-  for (const message of messages) run.appendMessage(message);
+function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
+  log.assertOpen();
+  for (const message of messages) log.append(message);
 }
 
 /** Events only the framework emits, because their ordering rules are its guarantees. */
@@ -553,21 +248,8 @@ const RESERVED_EVENTS = {
   error: "the framework (throw an AgentError instead)",
   turn_start: "ctx.startTurn()",
   turn_end: "ctx.endTurn(message)",
-  steering_mode: "ctx.decide() (every model decision reports it)",
+  steering_mode: "ctx.decide() and ctx.generateObject() (every model decision reports it)",
   tool_call: "ctx.executeTools(calls)",
   tool_result: "ctx.executeTools(calls)",
   steering_applied: "ctx.applySteering(messages)",
 } as const;
-
-function assistantStopReason(finishReason: string): AssistantStopReason {
-  switch (finishReason) {
-    case "stop":
-      return "stop";
-    case "length":
-      return "length";
-    case "error":
-      return "error";
-    default:
-      return "other";
-  }
-}

@@ -5,9 +5,11 @@ import { AbortHook, type AbortScope } from "../model/abortable.js";
 import type { Orchestrator } from "../orchestrator/contract.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { MetricsRecorder } from "./metrics.js";
-import { RunServices, type RunSetup } from "./run-services.js";
+import { RunServices } from "./run-services.js";
+import type { RunSetup } from "./run-setup.js";
 import { decisionsForResume, type PendingDecisions, type Suspension } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
+import { lastAssistantFrom } from "./turn-tracker.js";
 
 export interface RunResult {
   runId: string;
@@ -38,6 +40,8 @@ export interface RunStart {
   input: AgentMessage[];
   /** A batch a previous run left waiting, with the decisions made since. */
   resume: PendingDecisions | undefined;
+  /** Nothing to do (a run started only to resume a batch that another run resumed first). */
+  idle?: boolean;
 }
 
 /**
@@ -95,7 +99,8 @@ export class RunSession {
 
   /** The resumed batch first (the history is whole again before the model is called), then the orchestrator. */
   async #body(): Promise<void> {
-    const { resume, input, orchestrator } = this.#start;
+    const { resume, input, orchestrator, idle } = this.#start;
+    if (idle) return;
     if (resume) {
       const outcome = await this.#services.runBatch(
         resume.suspension.calls,
@@ -107,7 +112,7 @@ export class RunSession {
         return;
       }
     }
-    for (const message of input) this.#services.appendMessage(message);
+    for (const message of input) this.#services.log.append(message);
     await orchestrator.run(this.#services);
   }
 
@@ -144,20 +149,20 @@ export class RunSession {
     if (services.inFlight > 0 && !scope.aborted) scope.abort(new AbortedError("the run has ended"));
     // Calls a suspended run waits on stay open; every other call gets its result now.
     if (suspension === undefined)
-      services.publishClosed(
+      services.log.publishClosed(
         this.#transcript.closeCalls(
           stopReason === "aborted" ? "aborted" : "error",
           `not completed: ${reported ? reported.message : "the orchestrator ended without running this call"}`,
         ),
       );
-    services.endOpenTurn(assistantStop(stopReason));
+    services.turns.endOpen(assistantStop(stopReason));
     if (reported) this.#events.publish({ type: "error", code: reported.code, message: reported.message });
     const durationMs = this.#setup.clock.monotonic() - this.#startedAt;
     const metrics = this.#metrics.since(MetricsRecorder.zero(), durationMs);
     const usage = this.#metrics.usage;
     this.#events.publish({ type: "agent_end", stopReason, usage, durationMs, metrics });
     const history = this.#transcript.keeper.messages;
-    const last = services.lastAssistantFrom(this.#firstMessage);
+    const last = lastAssistantFrom(services.log, this.#firstMessage);
     const result: RunResult = {
       runId: this.#setup.runId,
       messages: history.slice(),

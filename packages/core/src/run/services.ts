@@ -70,7 +70,7 @@ export const TOOL_RUNNER: InjectionToken<ToolRunner> = Symbol.for("agent-core.To
 const performanceClock = globalThis.performance;
 
 export const systemClock: Clock = {
-  now: Date.now,
+  now: () => Date.now(),
   monotonic: () => performanceClock.now(),
 };
 

@@ -79,6 +79,8 @@ export class ToolBatch implements FatalToolSink {
   #steering: AgentMessage[] = [];
   #stopped: BatchStop | undefined;
   #next = 0;
+  /** The calls that started, kept only for an orchestrator that hears of each end (`afterEach`). */
+  #started: Set<number> | undefined;
   /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
   #scope: AbortScope;
   #verdicts: Map<string, Verdict> | undefined;
@@ -190,6 +192,10 @@ export class ToolBatch implements FatalToolSink {
   /** Runs call `index`: `tool_call`, the tool (or a result it gets without running), `tool_result`. */
   #runCall(index: number): void | Promise<void> {
     let call = this.#calls[index] as ToolCall;
+    if (this.#options.afterEach) {
+      this.#started ??= new Set();
+      this.#started.add(index);
+    }
     this.#options.beforeEach?.(call);
     const { events } = this.#setup;
     events.publish(
@@ -230,6 +236,23 @@ export class ToolBatch implements FatalToolSink {
     return running instanceof Promise
       ? running.then((result) => this.#end(index, call, result))
       : this.#end(index, call, running);
+  }
+
+  /**
+   * The run's end answered one of this batch's calls (it was still running, or never started):
+   * the orchestrator's `afterEach` hears of it like of any result, so e.g. every plan step that
+   * started gets its end.
+   */
+  closedWith(call: ToolCall, result: ToolResultMessage): void {
+    const index = this.#calls.findIndex((candidate) => candidate.id === call.id);
+    // A call that never started has nothing to end.
+    if (index < 0 || !this.#started?.has(index) || this.#results[index] !== undefined) return;
+    this.#results[index] = result;
+    try {
+      this.#options.afterEach?.(this.#calls[index] as ToolCall, result);
+    } catch {
+      // The run is ending: an orchestrator hook that throws now has no run left to fail.
+    }
   }
 
   /** @internal A `FatalToolError`: the batch stops. */

@@ -56,13 +56,28 @@ export class TranscriptKeeper {
     this.#callIds.clear();
   }
 
-  /** The id to give a call the model made: its own, or a fresh one when the history has it already. */
-  uniqueCallId(id: string): string {
-    if (!this.#callIds.has(id)) return id;
-    for (let n = 2; ; n++) {
-      const candidate = `${id}_${n}`;
-      if (!this.#callIds.has(candidate)) return candidate;
+  /**
+   * The calls of a model reply with ids unique in the history and among themselves: a call whose
+   * id is taken gets a fresh one (`id_2`, `id_3`, …) and keeps the model's as `originalId`.
+   * Returns `calls` itself when no id was taken.
+   */
+  withUniqueIds(calls: ToolCall[]): ToolCall[] {
+    let renamed: ToolCall[] | undefined;
+    let seen: Set<string> | undefined;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i] as ToolCall;
+      const taken = (id: string) => this.#callIds.has(id) || (seen?.has(id) ?? false);
+      let id = call.id;
+      for (let n = 2; taken(id); n++) id = `${call.id}_${n}`;
+      if (calls.length > 1) {
+        seen ??= new Set();
+        seen.add(id);
+      }
+      if (id === call.id) continue;
+      renamed ??= calls.slice();
+      renamed[i] = { id, name: call.name, args: call.args, originalId: call.id };
     }
+    return renamed ?? calls;
   }
 
   /**
@@ -83,9 +98,14 @@ export class TranscriptKeeper {
       this.#history.push(message);
       return NONE;
     }
+    // Checked before anything changes: a refused message leaves the keeper as it was.
+    const calls = message.role === "assistant" ? this.#newCalls(message as AssistantMessage) : undefined;
     const closed =
       this.#open.length > 0 ? this.close("error", "not completed: the run went on without its result") : NONE;
-    if (message.role === "assistant") this.#openCalls(message as AssistantMessage);
+    if (calls !== undefined) {
+      for (const call of calls) this.#callIds.add(call.id);
+      this.#open = calls;
+    }
     this.#history.push(message);
     return closed;
   }
@@ -132,20 +152,20 @@ export class TranscriptKeeper {
     return closed;
   }
 
-  #openCalls(message: AssistantMessage): void {
+  /** The message's tool calls, refused when an id is taken (in the history or within the message). */
+  #newCalls(message: AssistantMessage): ToolCall[] | undefined {
     let calls: ToolCall[] | undefined;
     for (const block of message.content) {
       if (block.type !== "toolCall") continue;
-      if (this.#callIds.has(block.id))
+      if (this.#callIds.has(block.id) || calls?.some((call) => call.id === block.id))
         throw new InvalidHistoryError(
           `tool call id "${block.id}" is already used in the history; every call needs its own id.`,
         );
-      this.#callIds.add(block.id);
       const call = { id: block.id, name: block.name, args: block.args };
       if (calls === undefined) calls = [call];
       else calls.push(call);
     }
-    if (calls !== undefined) this.#open = calls;
+    return calls;
   }
 
   #flushEarly(): void {

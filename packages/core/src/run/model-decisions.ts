@@ -1,0 +1,236 @@
+import type { JSONSchema7 } from "@ai-sdk/provider";
+import { zodSchema } from "@ai-sdk/provider-utils";
+import type { z } from "zod";
+import {
+  EmptyResponseError,
+  MaxCyclesExceededError,
+  StopRequestedError,
+  StructuredOutputError,
+} from "../errors.js";
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  type AssistantStopReason,
+  type LlmMessage,
+  type ToolCall,
+  textOf,
+} from "../messages.js";
+import type { ModelStepResult } from "../model/stream-step.js";
+import { parseStructured } from "../model/structured-output.js";
+import type {
+  DecideOptions,
+  Decision,
+  GeneratedObject,
+  GenerateObjectOptions,
+} from "../orchestrator/contract.js";
+import type { EventPublisher } from "./event-publisher.js";
+import type { MetricsRecorder } from "./metrics.js";
+import { ModelCall, type ModelCallSetup } from "./model-call.js";
+import { type ModelCallSpec, type ModelRequest, ModelRequestBuilder } from "./model-request.js";
+import type { RunLog } from "./run-log.js";
+import type { RunSetup } from "./run-setup.js";
+
+/**
+ * The run's model calls: `ctx.decide()` and `ctx.generateObject()`. Each checks abort,
+ * `maxCycles`, `shouldStop` and steering first, builds the request, reads the model through the
+ * model-step service, and records what came back: the reply in the history and a `steering_mode`
+ * event for every decision.
+ */
+export class ModelDecisions {
+  readonly #setup: RunSetup;
+  readonly #log: RunLog;
+  readonly #events: EventPublisher;
+  readonly #metrics: MetricsRecorder;
+  readonly #requests: ModelRequestBuilder;
+  readonly #call: ModelCallSetup;
+  /** Calls of a model reply cut off by the length limit: their arguments may be incomplete. */
+  readonly cutOffCalls = new Set<string>();
+
+  constructor(
+    setup: RunSetup,
+    log: RunLog,
+    events: EventPublisher,
+    metrics: MetricsRecorder,
+    activity: { inFlight: number },
+  ) {
+    this.#setup = setup;
+    this.#log = log;
+    this.#events = events;
+    this.#metrics = metrics;
+    this.#requests = new ModelRequestBuilder(setup, setup.abortScope.signal, events);
+    this.#call = {
+      abortScope: setup.abortScope,
+      retry: setup.retry,
+      timeouts: setup.stepTimeouts,
+      events,
+      metrics,
+      clock: setup.clock,
+      activity,
+    };
+  }
+
+  decide(options: DecideOptions): Promise<Decision> {
+    const spec: ModelCallSpec = {
+      system: options.system,
+      tools: options.tools,
+      settings: options.settings,
+      extraMessages: options.messages,
+    };
+    return this.#callModel(spec, true, this.#decision);
+  }
+
+  /** Records the model's reply and says what it decided; runs as the stream ends. */
+  readonly #decision = (step: ModelStepResult): Decision => {
+    this.#log.assertOpen();
+    if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
+    const calls = this.#uniqueCalls(step);
+    // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
+    if (step.finishReason === "length") for (const call of calls) this.cutOffCalls.add(call.id);
+    const steer = calls.length > 0;
+    const message: AssistantMessage = {
+      role: "assistant",
+      content: step.content,
+      model: step.modelId,
+      stopReason: steer ? "toolUse" : assistantStopReason(step.finishReason),
+      usage: step.usage,
+      timestamp: this.#setup.clock.now(),
+    };
+    this.#log.append(message);
+    this.#events.publish({
+      type: "steering_mode",
+      mode: steer ? "steer" : "respond",
+      queueSize: calls.length,
+    });
+    return steer
+      ? { mode: "steer", message, toolCalls: calls }
+      : { mode: "respond", message, text: textOf(message) };
+  };
+
+  /**
+   * Tool-call ids are unique in the history: a provider that repeats one (within a reply, or
+   * from an earlier reply) gets a fresh id for the repeat, in the message and in its events.
+   */
+  #uniqueCalls(step: ModelStepResult): ToolCall[] {
+    const calls = this.#log.uniqueIds(step.toolCalls);
+    if (calls === step.toolCalls) return calls;
+    // The reply's tool-call blocks are its calls, in the same order.
+    let next = 0;
+    step.content = step.content.map((block) => {
+      if (block.type !== "toolCall") return block;
+      const call = calls[next++] as ToolCall;
+      return { type: "toolCall", id: call.id, name: call.name, args: call.args };
+    });
+    step.toolCalls = calls;
+    return calls;
+  }
+
+  async generateObject<T>(
+    schema: z.ZodType<T>,
+    options: GenerateObjectOptions<T>,
+  ): Promise<GeneratedObject<T>> {
+    const attempts = Math.max(1, options.maxAttempts ?? 2);
+    const responseFormat = {
+      type: "json" as const,
+      schema: zodSchema(schema).jsonSchema as JSONSchema7,
+      ...(options.name === undefined ? {} : { name: options.name }),
+      ...(options.description === undefined ? {} : { description: options.description }),
+    };
+    const extra: LlmMessage[] = [...(options.messages ?? [])];
+    let problem = "";
+    let text = "";
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      const settings = { ...options.settings, responseFormat };
+      const spec = { system: options.system, tools: false as const, settings, extraMessages: extra };
+      const step = await this.#callModel(spec, false, (result) => result);
+      text = textOf({ role: "assistant", content: step.content });
+      const parsed = parseStructured(schema, text);
+      if (parsed.success) {
+        this.#log.assertOpen();
+        // A structured reply is a model decision too: a plan decides on calls, a verdict responds.
+        const queueSize = Math.max(0, Math.floor(options.toolCallsOf?.(parsed.value) ?? 0));
+        this.#events.publish({ type: "steering_mode", mode: queueSize > 0 ? "steer" : "respond", queueSize });
+        return { object: parsed.value, text };
+      }
+      problem = parsed.error;
+      extra.push(
+        { role: "assistant", content: [{ type: "text", text }] },
+        { role: "user", content: `${problem} Reply with only the corrected JSON.` },
+      );
+    }
+    throw new StructuredOutputError(attempts, problem, text);
+  }
+
+  /**
+   * One model call: checks first, then hands the step's result to `finish` as the stream ends.
+   * Without hooks, a steering callback or a pipeline step, everything before the call is
+   * synchronous (no async frame of its own).
+   */
+  #callModel<T>(spec: ModelCallSpec, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
+    try {
+      this.#log.assertOpen();
+      const { hooks, steering } = this.#setup;
+      if (
+        (this.#metrics.cycles > 0 && hooks.shouldStop) ||
+        steering.hasCallback ||
+        this.#requests.needsPipeline
+      )
+        return this.#callModelSlowly(spec, streamsText, finish);
+      this.#countCycle();
+      const taken = steering.takeNow() as AgentMessage[];
+      if (taken.length > 0) this.#log.applySteering(taken);
+      return this.#stream(this.#requests.fromHistory(spec, this.#log.history), streamsText, finish);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async #callModelSlowly<T>(
+    spec: ModelCallSpec,
+    streamsText: boolean,
+    finish: (step: ModelStepResult) => T,
+  ): Promise<T> {
+    const { hooks, runId } = this.#setup;
+    if (this.#metrics.cycles > 0 && hooks.shouldStop) {
+      const stop = await hooks.shouldStop({ runId, step: this.#metrics.cycles, messages: this.#log.history });
+      if (stop) throw new StopRequestedError();
+    }
+    this.#countCycle();
+    const taken = this.#setup.steering.takeNow();
+    const steering = Array.isArray(taken) ? taken : await taken;
+    if (steering.length > 0) this.#log.applySteering(steering);
+    const request = this.#requests.needsPipeline
+      ? await this.#requests.throughPipeline(spec, this.#log.history, this.#metrics.cycles)
+      : this.#requests.fromHistory(spec, this.#log.history);
+    this.#log.assertOpen();
+    return this.#stream(request, streamsText, finish);
+  }
+
+  #stream<T>(request: ModelRequest, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
+    const { model, prompt, tools, settings } = request;
+    return this.#setup.modelStep.run(
+      new ModelCall(this.#call, model, prompt, tools, settings, streamsText, finish),
+    );
+  }
+
+  #countCycle(): void {
+    this.#log.assertOpen();
+    const { maxCycles } = this.#setup.limits;
+    if (this.#metrics.cycles >= maxCycles) throw new MaxCyclesExceededError(maxCycles);
+    this.#metrics.cycles++;
+    // A new reply: calls made from here on are not held against each other's reply.
+    this.#log.stall?.beginReply();
+  }
+}
+
+function assistantStopReason(finishReason: string): AssistantStopReason {
+  switch (finishReason) {
+    case "stop":
+      return "stop";
+    case "length":
+      return "length";
+    case "error":
+      return "error";
+    default:
+      return "other";
+  }
+}

@@ -1,0 +1,103 @@
+import { AbortedError, abortError } from "../errors.js";
+import { type AgentMessage, type MessageInput, type ToolCall, toMessage } from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
+import type { StallDetector } from "../tools/stall-detector.js";
+import type { EventPublisher } from "./event-publisher.js";
+import type { MessageInbox } from "./message-queue.js";
+import type { MetricsRecorder } from "./metrics.js";
+import type { ToolBatch } from "./tool-batch.js";
+import type { ClosedCall, TranscriptWriter } from "./transcript-keeper.js";
+
+/**
+ * A run's write side, beyond the tool batches: messages into the history through the transcript
+ * writer, with what each one means for the rest of the run (events for calls the keeper had to
+ * close, the stall window, the steering and follow-up inboxes). Every room of the run that adds a
+ * message goes through here.
+ */
+export class RunLog {
+  readonly #events: EventPublisher;
+  readonly #transcript: TranscriptWriter;
+  readonly #metrics: MetricsRecorder;
+  readonly #scope: AbortScope;
+  readonly #inboxes: readonly MessageInbox[];
+  /** Made with the run's first batch (many runs never call a tool). */
+  stall: StallDetector | undefined;
+  /** The batches under way: a call the run's end answers is reported to its batch. */
+  readonly #running: ToolBatch[] = [];
+
+  constructor(
+    events: EventPublisher,
+    transcript: TranscriptWriter,
+    metrics: MetricsRecorder,
+    scope: AbortScope,
+    inboxes: readonly MessageInbox[],
+  ) {
+    this.#events = events;
+    this.#transcript = transcript;
+    this.#metrics = metrics;
+    this.#scope = scope;
+    this.#inboxes = inboxes;
+  }
+
+  /** The history (the keeper's array: read only). */
+  get history(): readonly AgentMessage[] {
+    return this.#transcript.keeper.messages;
+  }
+
+  /** The calls of a model reply with ids unique in the history (see `TranscriptKeeper.withUniqueIds`). */
+  uniqueIds(calls: ToolCall[]): ToolCall[] {
+    return this.#transcript.keeper.withUniqueIds(calls);
+  }
+
+  /** Throws when the run has ended or was aborted: nothing more may start. */
+  assertOpen(): void {
+    if (this.#transcript.closed) throw new AbortedError("the run has already ended");
+    if (this.#scope.aborted) throw abortError(this.#scope.signal.reason);
+  }
+
+  append(message: AgentMessage): void {
+    const closed = this.#transcript.append(message);
+    if (closed.length > 0) this.publishClosed(closed);
+    if (message.role !== "user") return;
+    // A new user, follow-up or steering message: the stall window starts again.
+    this.stall?.reset();
+    for (const inbox of this.#inboxes) inbox.delivered([message]);
+  }
+
+  /** Appends messages that steer the run and emits `steering_applied`. */
+  applySteering(inputs: readonly MessageInput[]): void {
+    this.assertOpen();
+    if (inputs.length === 0) return;
+    const messages = inputs.map(toMessage);
+    for (const message of messages) this.append(message);
+    this.#events.publish({ type: "steering_applied", messages });
+  }
+
+  track(batch: ToolBatch): void {
+    this.#running.push(batch);
+  }
+
+  untrack(batch: ToolBatch): void {
+    this.#running.splice(this.#running.indexOf(batch), 1);
+  }
+
+  /**
+   * Events for results the keeper made: `tool_call` where none went out, then `tool_result`; the
+   * batch the call belongs to hears of it too.
+   */
+  publishClosed(closed: readonly ClosedCall[]): void {
+    for (const { call, result } of closed) {
+      if (!this.#events.announced(call.id))
+        this.#events.publish({
+          type: "tool_call",
+          toolCallId: call.id,
+          toolName: call.name,
+          args: call.args,
+        });
+      this.#metrics.count(result.status);
+      const { toolCallId, toolName, status, content } = result;
+      this.#events.publish({ type: "tool_result", toolCallId, toolName, status, error: content });
+      for (const batch of this.#running) batch.closedWith(call, result);
+    }
+  }
+}

@@ -1,0 +1,222 @@
+import fc from "fast-check";
+
+/**
+ * What a race case is made of, as plain data (so fast-check can shrink it and print it): the
+ * agent's setup, the model's replies, and a timeline of what the user does while it runs.
+ */
+
+export type Mode = "sequential" | "parallel" | "plan-execute";
+
+/** How a tool call behaves; the tool reads it from its own arguments. */
+export type ToolAct =
+  | "ok" // returns at once
+  | "slow" // returns after `ms`, stops on abort
+  | "slowIgnoringAbort" // returns after `ms` whatever happens
+  | "hang" // never returns, stops on abort
+  | "hangIgnoringAbort" // never returns, never stops
+  | "throw" // throws `THROWN[thrown]` at once
+  | "throwLater"; // rejects with `THROWN[thrown]` after `ms`
+
+export type HookDelay = "none" | "slow" | "hang";
+
+export interface CallSpec {
+  tool: "work" | "serial" | "missing";
+  act: ToolAct;
+  ms: number;
+  thrown: number;
+  returns: number;
+  /** What `beforeToolCall` says about this call. */
+  gate: "none" | "approval" | "block";
+  before: HookDelay;
+  after: HookDelay;
+  /** Arguments that fail the tool's schema. */
+  badArgs: boolean;
+  /**
+   * `twin`: the same tool and arguments as the previous call of the reply (a new id); `sameId`:
+   * the previous call's id again; `reusedId`: an id every `reusedId` call of the case shares.
+   */
+  copy: "none" | "twin" | "sameId" | "reusedId";
+}
+
+export interface Reply {
+  /** Streamed text: each chunk is one `text_delta`, `pauseMs` after it (0: none). */
+  chunks: { text: string; pauseMs: number }[];
+  calls: CallSpec[];
+  /** `hang`: the stream stops sending; `error`: a provider error part; `length`: cut off. */
+  ending: "finish" | "hang" | "error" | "length";
+}
+
+export interface PlanStepSpec {
+  call: CallSpec;
+  /** Indexes of earlier steps it depends on. */
+  dependsOn: number[];
+}
+
+/** A planning reply of plan-execute: a plan, or a reply the planner cannot use. */
+export type PlanReplySpec = { kind: "plan"; steps: PlanStepSpec[] } | { kind: "garbage" };
+
+export type Action =
+  | { kind: "prompt"; at: number; totalMs: number | undefined; toolMs: number | undefined }
+  | { kind: "abort"; at: number }
+  | { kind: "abortRun"; at: number; which: number }
+  | { kind: "steer"; at: number }
+  | { kind: "followUp"; at: number }
+  | { kind: "approve"; at: number; which: number }
+  | { kind: "deny"; at: number; which: number };
+
+export interface Setup {
+  maxConcurrency: number;
+  maxCycles: number;
+  maxReplans: number;
+  abortGraceMs: number;
+  toolMs: number | undefined;
+  chunkMs: number | undefined;
+  stall: boolean;
+  /** `beforeToolCall`/`afterToolCall` are set (approvals, blocks, slow or hanging hooks). */
+  hooks: boolean;
+  /** Every run still going is aborted here, so every case ends (a tool may hang forever). */
+  finalAbortAt: number;
+}
+
+export interface RaceCase {
+  mode: Mode;
+  setup: Setup;
+  /** The agentic replies, or plan-execute's answers (synthesis calls), played in order. */
+  replies: Reply[];
+  /** plan-execute's planning replies, played in order. */
+  plans: PlanReplySpec[];
+  /** Sorted by `at`; the first prompt, at 0, is implicit. */
+  timeline: Action[];
+}
+
+/** The values a `throw` tool throws: "throw anything". */
+export const THROWN_COUNT = 7;
+/** The values an `ok` tool returns, JSON or not. */
+export const RETURNS_COUNT = 8;
+/** The latest time (virtual ms) of a timeline action. */
+export const TIMELINE_MS = 40;
+
+const weighted = <T>(...choices: [number, T][]): fc.Arbitrary<T> =>
+  fc.oneof(...choices.map(([weight, value]) => ({ weight, arbitrary: fc.constant(value) })));
+
+const callSpec = (mode: Mode): fc.Arbitrary<CallSpec> =>
+  fc.record({
+    tool: weighted<CallSpec["tool"]>([8, "work"], [mode === "sequential" ? 1 : 3, "serial"], [1, "missing"]),
+    act: weighted<ToolAct>(
+      [4, "ok"],
+      [4, "slow"],
+      [2, "slowIgnoringAbort"],
+      [1, "hang"],
+      [1, "hangIgnoringAbort"],
+      [2, "throw"],
+      [1, "throwLater"],
+    ),
+    ms: fc.integer({ min: 0, max: 20 }),
+    thrown: fc.nat(THROWN_COUNT - 1),
+    returns: fc.nat(RETURNS_COUNT - 1),
+    gate: weighted<CallSpec["gate"]>([10, "none"], [3, "approval"], [1, "block"]),
+    before: weighted<HookDelay>([10, "none"], [2, "slow"], [1, "hang"]),
+    after: weighted<HookDelay>([10, "none"], [2, "slow"], [1, "hang"]),
+    badArgs: weighted([12, false], [1, true]),
+    copy: weighted<CallSpec["copy"]>([12, "none"], [2, "twin"], [1, "sameId"], [1, "reusedId"]),
+  });
+
+const chunks: fc.Arbitrary<Reply["chunks"]> = fc.array(
+  fc.record({
+    text: fc.constantFrom("Hel", "lo", " wor", "ld", ".", " The answer", " is 42"),
+    pauseMs: weighted([3, 0], [1, 1], [1, 3], [1, 8]),
+  }),
+  { minLength: 1, maxLength: 4 },
+);
+
+const ending = weighted<Reply["ending"]>([16, "finish"], [1, "hang"], [1, "error"], [1, "length"]);
+
+const agenticReply = (mode: Mode): fc.Arbitrary<Reply> =>
+  fc.oneof(
+    { weight: 2, arbitrary: fc.record({ chunks, calls: fc.constant<CallSpec[]>([]), ending }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        chunks: fc.oneof(fc.constant<Reply["chunks"]>([]), chunks),
+        calls: fc.array(callSpec(mode), { minLength: 1, maxLength: 4 }),
+        ending,
+      }),
+    },
+  );
+
+/** plan-execute's synthesis calls get no tools: text only. */
+const answerReply: fc.Arbitrary<Reply> = fc.record({ chunks, calls: fc.constant<CallSpec[]>([]), ending });
+
+const planReply: fc.Arbitrary<PlanReplySpec> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc
+      .array(
+        fc.record({ call: callSpec("plan-execute"), dependsOn: fc.array(fc.nat(3), { maxLength: 2 }) }),
+        {
+          maxLength: 4,
+        },
+      )
+      .map((steps) => ({
+        kind: "plan" as const,
+        // Only earlier steps: a plan with a cycle is sent back, which the garbage replies cover.
+        steps: steps.map((step, index) => ({
+          ...step,
+          dependsOn: [...new Set(step.dependsOn.filter((dep) => dep < index))],
+        })),
+      })),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "garbage" as const }) },
+);
+
+// Mostly early, while the first run is busy: most runs end within a few milliseconds.
+const at = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 0, max: 8 }) },
+  { weight: 2, arbitrary: fc.integer({ min: 0, max: TIMELINE_MS }) },
+);
+const action: fc.Arbitrary<Action> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("prompt" as const),
+      at,
+      totalMs: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined, freq: 4 }),
+      toolMs: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined, freq: 4 }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("abort" as const), at }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("abortRun" as const), at, which: fc.nat(7) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("steer" as const), at }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("followUp" as const), at }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("approve" as const), at, which: fc.nat(3) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("deny" as const), at, which: fc.nat(3) }) },
+);
+
+const setup: fc.Arbitrary<Setup> = fc.record({
+  maxConcurrency: fc.integer({ min: 1, max: 4 }),
+  maxCycles: fc.integer({ min: 2, max: 6 }),
+  maxReplans: fc.integer({ min: 0, max: 2 }),
+  abortGraceMs: fc.constantFrom(0, 1, 5, 20, 100),
+  toolMs: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined, freq: 3 }),
+  chunkMs: fc.option(fc.integer({ min: 2, max: 10 }), { nil: undefined, freq: 5 }),
+  stall: weighted([3, true], [1, false]),
+  hooks: weighted([3, true], [1, false]),
+  finalAbortAt: fc.integer({ min: TIMELINE_MS + 1, max: TIMELINE_MS + 20 }),
+});
+
+export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
+  return fc.record({
+    mode: fc.constant(mode),
+    setup,
+    replies: fc.array(mode === "plan-execute" ? answerReply : agenticReply(mode), {
+      minLength: 1,
+      maxLength: 6,
+    }),
+    plans:
+      mode === "plan-execute"
+        ? fc.array(planReply, { minLength: 1, maxLength: 4 })
+        : fc.constant<PlanReplySpec[]>([]),
+    // A stable sort: actions at the same time keep their generated order.
+    timeline: fc.array(action, { maxLength: 8 }).map((actions) => [...actions].sort((x, y) => x.at - y.at)),
+  });
+}
