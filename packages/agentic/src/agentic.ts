@@ -1,6 +1,6 @@
 import {
+  type AssistantMessage,
   type DecideOptions,
-  type Decision,
   type Orchestrator,
   type RunContext,
   runTurns,
@@ -29,26 +29,24 @@ export class AgenticOrchestrator implements Orchestrator {
     this.#steeringInstruction = options.steeringInstruction;
   }
 
-  async run(ctx: RunContext): Promise<void> {
+  run(ctx: RunContext): Promise<void> {
     // Built once per run: the same options every call (the prompt builder then reuses its message).
     const prompts: Record<PromptSituation, DecideOptions> = {
       initial: { system: this.#system(ctx, "initial") },
       afterTools: { system: this.#system(ctx, "afterTools") },
     };
-    await runTurns(ctx, async () => (await this.#turn(ctx, prompts)).message);
+    return runTurns(ctx, () => this.#turn(ctx, prompts));
   }
 
-  async #turn(
-    ctx: RunContext,
-    prompts: Record<PromptSituation, DecideOptions>,
-  ): Promise<Extract<Decision, { mode: "respond" }>> {
+  /** One turn: decide, run the tools, decide again, until the model responds; returns its answer. */
+  async #turn(ctx: RunContext, prompts: Record<PromptSituation, DecideOptions>): Promise<AssistantMessage> {
     let situation: PromptSituation = "initial";
     for (;;) {
       const decision = await ctx.decide(prompts[situation]);
       if (decision.mode === "respond") {
         // Steering that arrived while the answer streamed is honoured before the turn ends.
         const steering = await ctx.steering.take();
-        if (steering.length === 0) return decision;
+        if (steering.length === 0) return decision.message;
         ctx.applySteering(steering);
         situation = "initial";
         continue;

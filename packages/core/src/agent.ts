@@ -9,7 +9,7 @@ import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.
 import type { ContextBudgetOptions } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
-import { type AgentMessage, emptyUsage, type MessageInput, toMessage } from "./messages.js";
+import { type AgentMessage, emptyUsage, type MessageInput, toMessageAt } from "./messages.js";
 import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
 import type { StepTimeouts } from "./model/step-watchdog.js";
@@ -27,7 +27,6 @@ import {
   ID_SOURCE,
   MODEL_STEP,
   registerDefaultServices,
-  TOOL_RUNNER,
 } from "./run/services.js";
 import type { ApprovalDecision, PendingDecisions } from "./run/suspension.js";
 import type { ToolTimeouts } from "./run/tool-batch.js";
@@ -155,7 +154,12 @@ export class Agent {
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
     validatePromptOptions(options);
-    return this.#start((Array.isArray(input) ? input : [input]).map(toMessage), options);
+    const now = this.container.resolve(CLOCK).now();
+    const inputs = Array.isArray(input) ? input : [input];
+    return this.#start(
+      inputs.map((message: MessageInput) => toMessageAt(message, now)),
+      options,
+    );
   }
 
   /** Tool calls the last run stopped for (`stopReason: "awaiting_approval"`). */
@@ -247,12 +251,12 @@ export class Agent {
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
   steer(message: MessageInput): void {
-    this.#steeringQueue.push(message);
+    this.#steeringQueue.push(message, this.container.resolve(CLOCK).now());
   }
 
   /** Queues a message that continues the run when it would otherwise stop. */
   followUp(message: MessageInput): void {
-    this.#followUpQueue.push(message);
+    this.#followUpQueue.push(message, this.container.resolve(CLOCK).now());
   }
 
   /** Messages queued by `steer()` and `followUp()` (or put back by a run that ended before using them). */
@@ -330,13 +334,12 @@ export class Agent {
         toolTimeouts: { toolMs, tools },
         concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
         stall: config.stall ?? {},
-        steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId),
-        followUps: this.#inbox(this.#followUpQueue, config.getFollowUpMessages, run.runId),
+        steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId, clock),
+        followUps: this.#inbox(this.#followUpQueue, config.getFollowUpMessages, run.runId, clock),
         container,
         abortScope,
         clock,
         modelStep: container.resolve(MODEL_STEP),
-        toolRunner: container.resolve(TOOL_RUNNER),
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
       this.#publisher(run, clock),
@@ -352,9 +355,15 @@ export class Agent {
     run.end(result);
   }
 
-  #inbox(queue: MessageQueue, callback: MessageCallback | undefined, runId: string): MessageInbox {
+  #inbox(
+    queue: MessageQueue,
+    callback: MessageCallback | undefined,
+    runId: string,
+    clock: Clock,
+  ): MessageInbox {
     const transcript = this.#transcript;
-    return new MessageInbox(queue, callback && (() => callback({ runId, messages: transcript.messages })));
+    const ask = callback && (() => callback({ runId, messages: transcript.messages }));
+    return new MessageInbox(queue, ask, clock);
   }
 }
 

@@ -162,8 +162,24 @@ const promptOptionsSchema = z.object(
 
 /** Checks every setting of an `AgentConfig`; throws an `AgentConfigError` naming each bad one. */
 export function validateAgentConfig(config: unknown): void {
-  if (config !== undefined) validate(agentConfigSchema, config, "agent config", "config");
+  if (config === undefined) return;
+  // The fast path, run by every `new Agent()`: only the settings present are checked, each by its
+  // own schema (the whole object's schema visits all of them); a failure reports them all.
+  if (typeof config === "object" && config !== null && !Array.isArray(config)) {
+    let valid = true;
+    for (const key of Object.keys(config)) {
+      const field = AGENT_CONFIG_FIELDS[key];
+      if (field !== undefined && !field.safeParse((config as Record<string, unknown>)[key]).success) {
+        valid = false;
+        break;
+      }
+    }
+    if (valid) return;
+  }
+  validate(agentConfigSchema, config, "agent config", "config");
 }
+
+const AGENT_CONFIG_FIELDS: Record<string, z.ZodType | undefined> = agentConfigSchema.shape;
 
 /**
  * Checks the options of one `prompt()`. It runs on every prompt, so the common cases (no options,

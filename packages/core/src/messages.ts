@@ -103,7 +103,12 @@ export function isToolResultMessage(message: AgentMessage): message is ToolResul
 export type MessageInput = string | AgentMessage;
 
 export function toMessage(input: MessageInput): AgentMessage {
-  return typeof input === "string" ? { role: "user", content: input, timestamp: Date.now() } : input;
+  return toMessageAt(input, Date.now());
+}
+
+/** `toMessage` with the timestamp a string gets (the agent's clock's time). */
+export function toMessageAt(input: MessageInput, timestamp: number): AgentMessage {
+  return typeof input === "string" ? { role: "user", content: input, timestamp } : input;
 }
 
 export function toolCallsOf(message: AssistantMessage): ToolCall[] {

@@ -13,7 +13,8 @@ type Listener = (event: never) => void;
  * subscribes, so that one that throws neither breaks the run nor starves the others.
  */
 export class ListenerBus implements EventSink {
-  readonly #emitter = mitt<Events>();
+  /** Made with the first listener: most agents never get one. */
+  #emitter: Emitter<Events> | undefined;
   /** Listener → its wrapper, per type ("*" included), so `off` finds what `on` registered. */
   readonly #wrapped = new Map<string, Map<Listener, Handler<never> | WildcardHandler<Events>>>();
   readonly #onError: (error: unknown, event: AgentEvent) => void;
@@ -23,10 +24,13 @@ export class ListenerBus implements EventSink {
   }
 
   publish(event: AgentEvent): void {
-    if (this.#emitter.all.size > 0) this.#emitter.emit(event.type, event as never);
+    if (this.#emitter !== undefined && this.#emitter.all.size > 0)
+      this.#emitter.emit(event.type, event as never);
   }
 
   on(type: AgentEventType | "*", listener: Listener): () => void {
+    this.#emitter ??= mitt<Events>();
+    const emitter = this.#emitter;
     let byListener = this.#wrapped.get(type);
     if (byListener === undefined) {
       byListener = new Map();
@@ -36,11 +40,11 @@ export class ListenerBus implements EventSink {
       if (type === "*") {
         const wrapper: WildcardHandler<Events> = (_type, event) => this.#call(listener, event as AgentEvent);
         byListener.set(listener, wrapper);
-        this.#emitter.on("*", wrapper);
+        emitter.on("*", wrapper);
       } else {
         const wrapper = (event: AgentEvent) => this.#call(listener, event);
         byListener.set(listener, wrapper as Handler<never>);
-        this.#emitter.on(type as never, wrapper as never);
+        emitter.on(type as never, wrapper as never);
       }
     }
     return () => this.off(type, listener);
@@ -50,8 +54,8 @@ export class ListenerBus implements EventSink {
     const wrapper = this.#wrapped.get(type)?.get(listener);
     if (wrapper === undefined) return;
     this.#wrapped.get(type)?.delete(listener);
-    if (type === "*") this.#emitter.off("*", wrapper as WildcardHandler<Events>);
-    else this.#emitter.off(type as never, wrapper as never);
+    if (type === "*") this.#emitter?.off("*", wrapper as WildcardHandler<Events>);
+    else this.#emitter?.off(type as never, wrapper as never);
   }
 
   #call(listener: Listener, event: AgentEvent): void {

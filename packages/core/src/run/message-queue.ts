@@ -1,12 +1,14 @@
-import { type AgentMessage, type MessageInput, toMessage } from "../messages.js";
+import { type AgentMessage, type MessageInput, toMessageAt } from "../messages.js";
 import type { MessageSource } from "../orchestrator/contract.js";
+import { type Clock, systemClock } from "./services.js";
 
 /** A FIFO of messages waiting for a run boundary (steering or follow-up). */
 export class MessageQueue {
   #items: AgentMessage[] = [];
 
-  push(input: MessageInput): void {
-    this.#items.push(toMessage(input));
+  /** Queues a message (a string becomes a user message with `timestamp`, default now). */
+  push(input: MessageInput, timestamp = Date.now()): void {
+    this.#items.push(toMessageAt(input, timestamp));
   }
 
   /** Puts messages back at the front, in their order (taken by a run that ended before using them). */
@@ -51,13 +53,15 @@ export type InboxCallback = () =>
 export class MessageInbox implements MessageSource {
   readonly #queue: MessageQueue;
   readonly #callback: InboxCallback | undefined;
+  readonly #clock: Clock;
   /** Taken, not yet in the history. */
   #taken: AgentMessage[] = NOTHING;
   #closed = false;
 
-  constructor(queue: MessageQueue, callback: InboxCallback | undefined) {
+  constructor(queue: MessageQueue, callback: InboxCallback | undefined, clock: Clock = systemClock) {
     this.#queue = queue;
     this.#callback = callback;
+    this.#clock = clock;
   }
 
   /** With a callback, taking may be asynchronous. */
@@ -79,8 +83,8 @@ export class MessageInbox implements MessageSource {
     if (this.#callback === undefined) return this.#hold(queued);
     const extra = this.#callback();
     return isPromise(extra)
-      ? extra.then((more) => this.#hold(merge(queued, more)))
-      : this.#hold(merge(queued, extra));
+      ? extra.then((more) => this.#hold(this.#merge(queued, more)))
+      : this.#hold(this.#merge(queued, extra));
   }
 
   /** These messages entered the history. */
@@ -98,6 +102,12 @@ export class MessageInbox implements MessageSource {
     return unused;
   }
 
+  #merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
+    if (!extra || extra.length === 0) return queued;
+    const now = this.#clock.now();
+    return [...queued, ...extra.map((input) => toMessageAt(input, now))];
+  }
+
   #hold(messages: AgentMessage[]): AgentMessage[] {
     if (messages.length === 0) return NOTHING;
     // An inbox closed while the callback answered: the messages go back to the queue at once.
@@ -112,10 +122,6 @@ export class MessageInbox implements MessageSource {
 
 /** The shared empty answer of `takeNow`: callers only read it. */
 const NOTHING: AgentMessage[] = Object.freeze([]) as unknown as AgentMessage[];
-
-function merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
-  return extra && extra.length > 0 ? [...queued, ...extra.map(toMessage)] : queued;
-}
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T> | null)?.then === "function";

@@ -2,7 +2,7 @@ import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Promp
 import type { AbortScope } from "../model/abortable.js";
 import type { RetryOptions } from "../model/retry.js";
 import type { StepTimeouts } from "../model/step-watchdog.js";
-import type { ModelCallSettings, ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
+import type { ModelCallSettings, ModelStepRequest } from "../model/stream-step.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import type { Clock } from "./services.js";
@@ -21,17 +21,16 @@ export interface ModelCallSetup {
 
 /**
  * One model call of a run, as the request the model step reads: streamed text becomes
- * `text_delta` and reasoning `thinking` (through the run's publisher), usage and time are added to
- * the run's metrics, and `finish` turns the step's result into what the caller gets back. One
- * object per call: as literals and closures they were five allocations on the hottest path.
+ * `text_delta` and reasoning `thinking` (through the run's publisher), and its time is added to
+ * the run's metrics. One object per call: as literals and closures they were five allocations on
+ * the hottest path.
  */
-export class ModelCall<T> implements ModelStepRequest<T> {
+export class ModelCall implements ModelStepRequest {
   readonly abortScope: AbortScope;
   readonly retry: RetryOptions;
   readonly timeouts: StepTimeouts | undefined;
   readonly #setup: ModelCallSetup;
   readonly #streamsText: boolean;
-  readonly #finish: (step: ModelStepResult) => T;
   readonly #started: number;
   #textIndex = 0;
 
@@ -42,14 +41,12 @@ export class ModelCall<T> implements ModelStepRequest<T> {
     readonly tools: readonly LanguageModelV4FunctionTool[],
     readonly settings: ModelCallSettings | undefined,
     streamsText: boolean,
-    finish: (step: ModelStepResult) => T,
   ) {
     this.#setup = setup;
     this.abortScope = setup.abortScope;
     this.retry = setup.retry;
     this.timeouts = setup.timeouts;
     this.#streamsText = streamsText;
-    this.#finish = finish;
     this.#started = setup.clock.monotonic();
     setup.activity.inFlight++;
   }
@@ -62,12 +59,8 @@ export class ModelCall<T> implements ModelStepRequest<T> {
     this.#setup.events.publish({ type: "thinking", text });
   }
 
-  finish(step: ModelStepResult): T {
-    this.#setup.metrics.addUsage(step.usage);
-    return this.#finish(step);
-  }
-
-  onSettled(): void {
+  /** The call is over, whichever way: its time goes to the run's metrics. */
+  settled(): void {
     this.#setup.activity.inFlight--;
     this.#setup.metrics.modelMs += this.#setup.clock.monotonic() - this.#started;
   }

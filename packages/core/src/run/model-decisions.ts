@@ -81,6 +81,7 @@ export class ModelDecisions {
 
   /** Records the model's reply and says what it decided; runs as the stream ends. */
   readonly #decision = (step: ModelStepResult): Decision => {
+    this.#metrics.addUsage(step.usage);
     this.#log.assertOpen();
     if (step.content.length === 0) throw new EmptyResponseError(step.finishReason);
     const calls = this.#uniqueCalls(step);
@@ -124,6 +125,11 @@ export class ModelDecisions {
     return calls;
   }
 
+  readonly #accounted = (step: ModelStepResult): ModelStepResult => {
+    this.#metrics.addUsage(step.usage);
+    return step;
+  };
+
   async generateObject<T>(
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T>,
@@ -141,7 +147,7 @@ export class ModelDecisions {
     for (let attempt = 1; attempt <= attempts; attempt++) {
       const settings = { ...options.settings, responseFormat };
       const spec = { system: options.system, tools: false as const, settings, extraMessages: extra };
-      const step = await this.#callModel(spec, false, (result) => result);
+      const step = await this.#callModel(spec, false, this.#accounted);
       text = textOf({ role: "assistant", content: step.content });
       const parsed = parseStructured(schema, text);
       if (parsed.success) {
@@ -207,8 +213,17 @@ export class ModelDecisions {
 
   #stream<T>(request: ModelRequest, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
     const { model, prompt, tools, settings } = request;
-    return this.#setup.modelStep.run(
-      new ModelCall(this.#call, model, prompt, tools, settings, streamsText, finish),
+    const call = new ModelCall(this.#call, model, prompt, tools, settings, streamsText);
+    // Timed here, not by the model step: a runtime's own step (a replay) is accounted the same.
+    return this.#setup.modelStep.run(call).then(
+      (step) => {
+        call.settled();
+        return finish(step);
+      },
+      (error: unknown) => {
+        call.settled();
+        throw error;
+      },
     );
   }
 

@@ -1,10 +1,11 @@
 import { AbortedError, abortError } from "../errors.js";
-import { type AgentMessage, type MessageInput, type ToolCall, toMessage } from "../messages.js";
+import { type AgentMessage, type MessageInput, type ToolCall, toMessageAt } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { MetricsRecorder } from "./metrics.js";
+import type { Clock } from "./services.js";
 import type { ToolBatch } from "./tool-batch.js";
 import type { ClosedCall, TranscriptWriter } from "./transcript-keeper.js";
 
@@ -20,6 +21,7 @@ export class RunLog {
   readonly #metrics: MetricsRecorder;
   readonly #scope: AbortScope;
   readonly #inboxes: readonly MessageInbox[];
+  readonly #clock: Clock;
   /** Made with the run's first batch (many runs never call a tool). */
   stall: StallDetector | undefined;
   /** The batches under way: a call the run's end answers is reported to its batch. */
@@ -31,7 +33,9 @@ export class RunLog {
     metrics: MetricsRecorder,
     scope: AbortScope,
     inboxes: readonly MessageInbox[],
+    clock: Clock,
   ) {
+    this.#clock = clock;
     this.#events = events;
     this.#transcript = transcript;
     this.#metrics = metrics;
@@ -68,7 +72,8 @@ export class RunLog {
   applySteering(inputs: readonly MessageInput[]): void {
     this.assertOpen();
     if (inputs.length === 0) return;
-    const messages = inputs.map(toMessage);
+    const now = this.#clock.now();
+    const messages = inputs.map((input) => toMessageAt(input, now));
     for (const message of messages) this.append(message);
     this.#events.publish({ type: "steering_applied", messages });
   }

@@ -1,6 +1,7 @@
 import type { DependencyContainer } from "tsyringe";
 import type { z } from "zod";
 import { AwaitingApprovalError, ReservedEventError } from "../errors.js";
+import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
 import type {
@@ -22,6 +23,7 @@ import type { MetricsRecorder } from "./metrics.js";
 import { ModelDecisions } from "./model-decisions.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
+import { TOOL_RUNNER } from "./services.js";
 import type { ApprovalDecision, Suspension } from "./suspension.js";
 import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
@@ -80,7 +82,8 @@ export class RunServices implements RunContext {
     this.steering = setup.steering;
     this.followUps = setup.followUps;
     this.container = setup.container;
-    this.log = new RunLog(events, transcript, metrics, setup.abortScope, [setup.steering, setup.followUps]);
+    const inboxes = [setup.steering, setup.followUps];
+    this.log = new RunLog(events, transcript, metrics, setup.abortScope, inboxes, setup.clock);
     this.turns = new TurnTracker(events, metrics, setup.clock, this.log);
     this.#model = new ModelDecisions(setup, this.log, events, metrics, this);
     this.#transcript = transcript;
@@ -99,6 +102,11 @@ export class RunServices implements RunContext {
   emit(event: OrchestratorEvent): void {
     const service = RESERVED_EVENTS[event.type as keyof typeof RESERVED_EVENTS];
     if (service !== undefined) throw new ReservedEventError(event.type, service);
+    // Consumers validate every event: one nobody registered would be rejected by all of them.
+    if (eventSchemaFor(event.type) === undefined)
+      throw new InvalidEventError(
+        `Unknown event type "${event.type}": register its schema (registerEventSchema) before emitting it.`,
+      );
     this.#events.publish({ ...event });
   }
 
@@ -182,7 +190,8 @@ export class RunServices implements RunContext {
     this.#batch = {
       runId: setup.runId,
       tools: setup.tools,
-      runner: setup.toolRunner,
+      // Resolved with the first batch: many runs never call a tool.
+      runner: setup.container.resolve(TOOL_RUNNER),
       scope: setup.abortScope,
       graceMs: setup.limits.abortGraceMs,
       timeouts: setup.toolTimeouts,

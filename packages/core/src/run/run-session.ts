@@ -67,7 +67,7 @@ export class RunSession {
     this.#start = start;
     this.#events = events;
     this.#transcript = transcript;
-    this.#startedAt = setup.clock.monotonic();
+    this.#startedAt = setup.clock.now();
     this.#firstMessage = transcript.keeper.messages.length;
     this.#services = new RunServices(setup, events, transcript, this.#metrics, this);
   }
@@ -157,7 +157,7 @@ export class RunSession {
       );
     services.turns.endOpen(assistantStop(stopReason));
     if (reported) this.#events.publish({ type: "error", code: reported.code, message: reported.message });
-    const durationMs = this.#setup.clock.monotonic() - this.#startedAt;
+    const durationMs = this.#setup.clock.now() - this.#startedAt;
     const metrics = this.#metrics.since(MetricsRecorder.zero(), durationMs);
     const usage = this.#metrics.usage;
     this.#events.publish({ type: "agent_end", stopReason, usage, durationMs, metrics });

@@ -11,7 +11,7 @@ import type { ToolRegistry } from "../tools/registry.js";
 import type { StallOptions } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
-import type { Clock, ModelStep, ToolRunner } from "./services.js";
+import type { Clock, ModelStep } from "./services.js";
 import type { ToolTimeouts } from "./tool-batch.js";
 
 /** Everything a run is made of: what the agent hands it, as data. */
@@ -38,5 +38,4 @@ export interface RunSetup {
   abortScope: AbortScope;
   clock: Clock;
   modelStep: ModelStep;
-  toolRunner: ToolRunner;
 }

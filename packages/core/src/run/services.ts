@@ -2,7 +2,7 @@ import type { DependencyContainer, InjectionToken } from "tsyringe";
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
-import { type ModelStepRequest, streamModelStep } from "../model/stream-step.js";
+import { type ModelStepRequest, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
 import { rootContainer } from "../orchestrator/registry.js";
 import type { Tool } from "../tools/define-tool.js";
 import { executeToolCall, type FatalToolSink } from "../tools/execute-tool.js";
@@ -14,11 +14,14 @@ import type { ToolRegistry } from "../tools/registry.js";
  * orchestrator gets them without a change.
  */
 
-/** Where time comes from: `ts` of events and timestamps of messages (`now`), durations (`monotonic`). */
+/**
+ * Where time comes from: `ts` of events, timestamps of messages and the `durationMs` of turns and
+ * runs (`now`); the model and tool time in metrics, which needs sub-millisecond steps (`monotonic`).
+ */
 export interface Clock {
   /** Unix time in milliseconds. */
   now(): number;
-  /** A monotonic time in milliseconds, for durations. */
+  /** A monotonic time in milliseconds. */
   monotonic(): number;
 }
 
@@ -35,9 +38,13 @@ export interface EventSink {
   publish(event: AgentEvent): void;
 }
 
-/** One model call: reads the model's stream and returns what it produced. */
+/**
+ * One model call: reads the model's stream (passing text and reasoning to `request.onText` /
+ * `onReasoning` as they arrive) and returns what it produced. A durable runtime records the
+ * result and, on replay, returns it without calling the model.
+ */
 export interface ModelStep {
-  run<T>(request: ModelStepRequest<T>): Promise<T>;
+  run(request: ModelStepRequest): Promise<ModelStepResult>;
 }
 
 /** What one tool call needs to run. */
@@ -76,7 +83,7 @@ export const systemClock: Clock = {
 
 export const randomIds: IdSource = { runId: () => crypto.randomUUID() };
 
-export const streamingModelStep: ModelStep = { run: streamModelStep };
+export const streamingModelStep: ModelStep = { run: (request) => streamModelStep(request) };
 
 export const defaultToolRunner: ToolRunner = {
   run: ({ tool, tools, call, scope, graceMs, timeoutMs, fatal }) =>

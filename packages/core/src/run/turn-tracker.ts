@@ -27,7 +27,7 @@ export class TurnTracker {
     this.#log.assertOpen();
     this.endOpen("stop");
     this.#turn++;
-    this.#startedAt = this.#clock.monotonic();
+    this.#startedAt = this.#clock.now();
     this.#firstMessage = this.#log.history.length;
     this.#metricsAtStart = this.#metrics.snapshot();
     this.#events.publish({ type: "turn_start", turn: this.#turn });
@@ -36,7 +36,7 @@ export class TurnTracker {
 
   end(message: AssistantMessage): void {
     if (this.#startedAt === undefined || this.#events.sealed) return;
-    const durationMs = this.#clock.monotonic() - this.#startedAt;
+    const durationMs = this.#clock.now() - this.#startedAt;
     this.#startedAt = undefined;
     const metrics = this.#metrics.since(this.#metricsAtStart as MetricsSnapshot, durationMs);
     this.#events.publish({ type: "turn_end", message, durationMs, metrics });

@@ -1,0 +1,160 @@
+import "@agent-core/agentic";
+import {
+  Agent,
+  CLOCK,
+  type Clock,
+  defineTool,
+  EVENT_SINK,
+  type EventSink,
+  ID_SOURCE,
+  type IdSource,
+  MODEL_STEP,
+  type ModelStep,
+  type ModelStepResult,
+  rootContainer,
+  TOOL_RUNNER,
+  type ToolRunner,
+} from "@agent-core/core";
+import { script, scriptedModel } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+
+// A run is assembled from services resolved by token from the agent's container: swap them and
+// no orchestrator changes. These tests are what a durable runtime or a tracer relies on.
+
+/** A clock that only moves when asked: every reading is one millisecond later. */
+function steppingClock(start = 1_700_000_000_000): Clock {
+  let now = start;
+  return { now: () => now++, monotonic: () => now++ };
+}
+
+function countingIds(): IdSource {
+  let next = 0;
+  return { runId: () => `run-${++next}` };
+}
+
+const add = defineTool({
+  name: "add",
+  description: "Adds two numbers.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: ({ a, b }) => a + b,
+});
+
+const script3 = () =>
+  scriptedModel([
+    [script.reasoning("Adding."), script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+    [
+      script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
+      script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
+    ],
+    [script.text("3, ", "7 and 11")],
+  ]);
+
+/** One agent with the deterministic services, on a container of its own; its events as JSON lines. */
+async function eventLog(model = script3(), services: Record<string, unknown> = {}): Promise<string> {
+  const container = rootContainer.createChildContainer();
+  container.registerInstance(CLOCK, steppingClock());
+  container.registerInstance(ID_SOURCE, countingIds());
+  for (const [token, service] of Object.entries(services))
+    container.registerInstance(Symbol.for(`agent-core.${token}`), service);
+  const agent = new Agent({ provider: model, tools: [add], container, toolExecution: "parallel" });
+  agent.steer("Use whole numbers.");
+  agent.followUp("Thanks!");
+  const first = agent.prompt("Add 1+2, 3+4 and 5+6.");
+  await first.result();
+  return first.events.map((event) => JSON.stringify(event)).join("\n");
+}
+
+describe("services by token", () => {
+  it("gives byte-identical event logs for two runs with the same clock, ids and model", async () => {
+    const model = () =>
+      scriptedModel([
+        [script.reasoning("Adding."), script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+        [
+          script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
+          script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
+        ],
+        [script.text("3, ", "7 and 11")],
+        [script.text("You're welcome.")],
+      ]);
+    const first = await eventLog(model());
+    const second = await eventLog(model());
+    expect(second).toBe(first);
+    // The swapped services are the ones used: the ids and the clock show in every event.
+    expect(first).toContain('"runId":"run-1"');
+    expect(first).toContain('"ts":1700000000');
+    expect(first).not.toMatch(/"runId":"[0-9a-f]{8}-/);
+    expect(first.split("\n").length).toBeGreaterThan(15);
+  });
+
+  it("stamps prompts, steering and follow-ups with the agent's clock", async () => {
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(CLOCK, steppingClock(5_000));
+    const agent = new Agent({ provider: scriptedModel([[script.text("a")], [script.text("b")]]), container });
+    agent.followUp("more");
+    const result = await agent.prompt("hi").result();
+    const stamps = result.messages
+      .filter((m) => m.role === "user")
+      .map((m) => (m as { timestamp?: number }).timestamp);
+    expect(stamps.every((stamp) => typeof stamp === "number" && stamp >= 5_000 && stamp < 6_000)).toBe(true);
+  });
+
+  it("lets a runtime record every model step and replay the run without the model", async () => {
+    const recorded: ModelStepResult[] = [];
+    const inner = rootContainer.resolve(MODEL_STEP);
+    const recording: ModelStep = {
+      run: (request) =>
+        inner.run(request).then((step) => {
+          recorded.push(structuredClone(step));
+          return step;
+        }),
+    };
+    let replayed = 0;
+    const replaying: ModelStep = {
+      // What the model streamed is told again, then the recorded result stands for the call.
+      run: async (request) => {
+        const step = structuredClone(recorded[replayed++] as ModelStepResult);
+        for (const block of step.content) if (block.type === "text") request.onText?.(block.text);
+        return step;
+      },
+    };
+    const model = () =>
+      scriptedModel([
+        [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+        [
+          script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
+          script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
+        ],
+        [script.text("3, 7 and 11")],
+        [script.text("You're welcome.")],
+      ]);
+    const live = await eventLog(model(), { ModelStep: recording });
+    const silent = scriptedModel([]);
+    const replay = await eventLog(silent, { ModelStep: replaying });
+    expect(replay.split("\n")).toEqual(live.split("\n"));
+    expect(silent.doStreamCalls).toHaveLength(0);
+    expect(replayed).toBe(4);
+  });
+
+  it("runs every tool call through the tool runner registered for the agent", async () => {
+    const seen: string[] = [];
+    const inner = rootContainer.resolve(TOOL_RUNNER);
+    const runner: ToolRunner = {
+      run: (request) => {
+        seen.push(`${request.runId}:${request.call.id}`);
+        return inner.run(request);
+      },
+    };
+    const log = await eventLog(script3(), { ToolRunner: runner });
+    expect(seen).toEqual(["run-1:c1", "run-1:c2", "run-1:c3"]);
+    expect(log).toContain('"status":"ok"');
+  });
+
+  it("hands every event to a registered event sink, after the run's own stream", async () => {
+    const sunk: string[] = [];
+    const sink: EventSink = { publish: (event) => sunk.push(JSON.stringify(event)) };
+    const log = await eventLog(script3(), { EventSink: sink });
+    expect(sunk.join("\n")).toBe(log);
+    expect(EVENT_SINK).toBe(Symbol.for("agent-core.EventSink"));
+  });
+});
