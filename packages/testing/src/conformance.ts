@@ -71,6 +71,16 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     },
   },
   {
+    name: "reports every model decision: one steering_mode per model call",
+    async run(factory) {
+      for (const tools of [false, true]) {
+        const { run, result } = await runScenario(factory, tools ? {} : { tools: false });
+        expect(result.stopReason).toBe("completed");
+        expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
+      }
+    },
+  },
+  {
     name: "resolves result() when nobody reads the events",
     async run(factory) {
       const result = await newAgent(factory, {}).prompt(PROMPT).result();

@@ -2,7 +2,7 @@ import { abortError } from "../errors.js";
 
 /**
  * Something to call when a scope aborts. Hooks are linked into their scope's list, so adding and
- * removing one allocates nothing (a per-call `Set` entry and its closures cost about 0.2 µs).
+ * removing one allocates nothing (docs/benchmarks.md has what a `Set` entry per call cost).
  * Extend it (`fire` is called once, on abort) or use `AbortScope.onAbort(fn)`.
  */
 export abstract class AbortHook {
@@ -28,8 +28,8 @@ class FunctionHook extends AbortHook {
 
 /**
  * A run's abort: it owns the controller whose signal the model and the tools get, and calls its
- * hooks directly. Node 20's EventTarget makes an add/remove listener pair cost about 5 µs and
- * `AbortSignal.any` about 20 µs, so the per-call abort races use these hooks, not listeners.
+ * hooks directly: on Node 20, EventTarget listeners and `AbortSignal.any` cost far more per call
+ * (measured in docs/benchmarks.md), so the per-call abort races use these hooks, not listeners.
  */
 export class AbortScope {
   readonly #controller = new AbortController();

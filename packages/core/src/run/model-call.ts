@@ -22,8 +22,7 @@ export interface ModelCallSetup {
 /**
  * One model call of a run, as the request the model step reads: streamed text becomes
  * `text_delta` and reasoning `thinking` (through the run's publisher), and its time is added to
- * the run's metrics. One object per call: as literals and closures they were five allocations on
- * the hottest path.
+ * the run's metrics. One object per call, not literals and closures: it is on the hottest path.
  */
 export class ModelCall implements ModelStepRequest {
   readonly abortScope: AbortScope;

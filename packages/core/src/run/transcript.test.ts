@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, ToolResultMessage } from "../messages.js";
-import { findUnansweredToolCalls, validateTranscript } from "./transcript.js";
+import { validateTranscript } from "./transcript.js";
 
 const calls = (...ids: string[]): AgentMessage => ({
   role: "assistant",
@@ -29,16 +29,5 @@ describe("validateTranscript", () => {
     expect(validateTranscript([calls("a", "b"), result("b"), result("a")])[0]).toMatch(/out of call order/);
     expect(validateTranscript([calls("a"), result("a"), calls("a"), result("a")])[0]).toMatch(/used twice/);
     expect(validateTranscript([calls("a")])[0]).toMatch(/"a" have no result/);
-  });
-});
-
-describe("findUnansweredToolCalls", () => {
-  it("finds missing results and where they belong", () => {
-    const history = [user, calls("a", "b"), result("a"), user, calls("c")];
-    expect(findUnansweredToolCalls(history, 0)).toEqual([
-      { call: { id: "b", name: "t", args: {} }, insertAt: 3 },
-      { call: { id: "c", name: "t", args: {} }, insertAt: 5 },
-    ]);
-    expect(findUnansweredToolCalls(history, 3)).toHaveLength(1);
   });
 });

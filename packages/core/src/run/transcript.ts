@@ -45,28 +45,3 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
   unanswered();
   return problems;
 }
-
-export interface UnansweredCall {
-  call: ToolCall;
-  /** Where its result belongs: after the results its batch already has. */
-  insertAt: number;
-}
-
-/** The tool calls made from `from` on that have no result, in call order. */
-export function findUnansweredToolCalls(messages: readonly AgentMessage[], from: number): UnansweredCall[] {
-  const missing: UnansweredCall[] = [];
-  for (let index = from; index < messages.length; index++) {
-    const message = messages[index] as AgentMessage;
-    if (message.role !== "assistant") continue;
-    const calls = toolCallsOf(message as AssistantMessage);
-    if (calls.length === 0) continue;
-    const answered = new Set<string>();
-    let end = index + 1;
-    while (end < messages.length && messages[end]?.role === "toolResult") {
-      answered.add((messages[end] as { toolCallId: string }).toolCallId);
-      end++;
-    }
-    for (const call of calls) if (!answered.has(call.id)) missing.push({ call, insertAt: end });
-  }
-  return missing;
-}
