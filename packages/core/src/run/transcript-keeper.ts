@@ -66,9 +66,8 @@ export class TranscriptKeeper {
     let seen: Set<string> | undefined;
     for (let i = 0; i < calls.length; i++) {
       const call = calls[i] as ToolCall;
-      const taken = (id: string) => this.#callIds.has(id) || (seen?.has(id) ?? false);
       let id = call.id;
-      for (let n = 2; taken(id); n++) id = `${call.id}_${n}`;
+      for (let n = 2; this.#callIds.has(id) || seen?.has(id); n++) id = `${call.id}_${n}`;
       if (calls.length > 1) {
         seen ??= new Set();
         seen.add(id);
