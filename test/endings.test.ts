@@ -495,3 +495,54 @@ describe("bad tools", () => {
     expect(statuses).toEqual({ fatal: "error", sibling: "aborted" });
   });
 });
+
+describe("stall detection stops only what goes in circles", () => {
+  const sendEmail = defineTool({
+    name: "send_email",
+    description: "Sends an email",
+    inputSchema: z.object({ to: z.string() }),
+    execute: () => "sent",
+  });
+
+  it("runs five calls of one reply that all return the same result", async () => {
+    const people = ["ann", "bob", "cy", "dee", "eve"];
+    const agent = new Agent({
+      provider: scriptedModel([people.map((to) => script.toolCall("send_email", { to })), [script.text("All sent.")]]),
+      tools: [sendEmail],
+    });
+    const result = await agent.prompt("Email the team").result();
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result).map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+  });
+
+  it("lets the model see a nudge before it ends a run as stalled", async () => {
+    const same = [script.toolCall("send_email", { to: "ann" })];
+    const model = scriptedModel([same, same, same, [script.text("unreached")]]);
+    const agent = new Agent({ provider: model, tools: [sendEmail] });
+    const run = agent.prompt("Email Ann");
+    const result = await run.result();
+    expect(result.stopReason).toBe("stalled");
+    const statuses = run.events.filter((e) => e.type === "tool_result").map((e) => e.status);
+    expect(statuses).toEqual(["ok", "skipped", "error"]);
+    // The nudge was in the prompt of the model call that repeated the call once more.
+    expect(JSON.stringify(model.prompts[2])).toContain("You already called");
+  });
+
+  it("starts the window again at a follow-up: the same question may be asked again", async () => {
+    const lookup = defineTool({
+      name: "lookup",
+      description: "l",
+      inputSchema: z.object({ q: z.string() }),
+      execute: ({ q }) => `answer to ${q}`,
+    });
+    const call = [script.toolCall("lookup", { q: "15*3" })];
+    const agent = new Agent({
+      provider: scriptedModel([call, [script.text("45")], call, [script.text("45 again")]]),
+      tools: [lookup],
+    });
+    agent.followUp("And 15*3 once more?");
+    const result = await agent.prompt("What is 15*3?").result();
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result).map((r) => r.status)).toEqual(["ok", "ok"]);
+  });
+});

@@ -7,7 +7,7 @@
  */
 import "./index.js";
 import { createDemoAgentTools, modelFromEnv } from "@agent-core/cli";
-import { Agent, type AgentEvent } from "@agent-core/core";
+import { Agent, type AgentEvent } from "agent-core";
 import { scriptedSession } from "./scripted-session.js";
 
 const choice = modelFromEnv(process.env);
