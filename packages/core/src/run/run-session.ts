@@ -98,22 +98,31 @@ export class RunSession {
   }
 
   /** The resumed batch first (the history is whole again before the model is called), then the orchestrator. */
-  async #body(): Promise<void> {
-    const { resume, input, orchestrator, idle } = this.#start;
-    if (idle) return;
-    if (resume) {
-      const outcome = await this.#services.runBatch(
-        resume.suspension.calls,
-        { interruptOnSteering: false },
-        decisionsForResume(resume),
-      );
-      if (outcome.kind === "suspended") {
-        this.suspended(outcome.suspension);
-        return;
-      }
+  #body(): Promise<void> {
+    const { resume, idle } = this.#start;
+    if (idle) return Promise.resolve();
+    return resume ? this.#resumeThenRun(resume) : this.#runOrchestrator();
+  }
+
+  async #resumeThenRun(resume: PendingDecisions): Promise<void> {
+    const { calls } = resume.suspension;
+    const outcome = await this.#services.runBatch(
+      calls,
+      { interruptOnSteering: false },
+      decisionsForResume(resume),
+    );
+    if (outcome.kind === "suspended") this.suspended(outcome.suspension);
+    else await this.#runOrchestrator();
+  }
+
+  #runOrchestrator(): Promise<void> {
+    try {
+      for (const message of this.#start.input) this.#services.log.append(message);
+      return Promise.resolve(this.#start.orchestrator.run(this.#services));
+    } catch (error) {
+      // An orchestrator whose run() throws synchronously (or a bad input) fails the run alike.
+      return Promise.reject(error);
     }
-    for (const message of input) this.#services.log.append(message);
-    await orchestrator.run(this.#services);
   }
 
   /**
