@@ -1,14 +1,14 @@
 import "reflect-metadata";
 
+export { Agent } from "./agent.js";
 export {
-  Agent,
   type AgentConfig,
   defaultLimits,
   type MessageCallback,
   type PromptOptions,
   type QueueCallbackContext,
   type Timeouts,
-} from "./agent.js";
+} from "./agent-config.js";
 export { AgentRun } from "./agent-run.js";
 export { AgentConfigError, type ConfigIssue, validateAgentConfig, validatePromptOptions } from "./config.js";
 export * from "./errors.js";

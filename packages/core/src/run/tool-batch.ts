@@ -11,12 +11,13 @@ import {
 } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
+import { askBeforeToolCall, type Verdict } from "./approvals.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { ToolRunner } from "./services.js";
-import type { ApprovalDecision, Suspension, Wait } from "./suspension.js";
+import type { ApprovalDecision, Suspension } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 
 export interface ToolTimeouts {
@@ -57,8 +58,6 @@ export type BatchOutcome =
 
 export const CUT_OFF =
   "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
-
-type Verdict = { block: string } | ApprovalDecision;
 
 /** Why a batch stops early: a stall, or a fatal tool error. */
 type BatchStop = { reason: "stall"; error: StallError } | { reason: "fatal"; message: string };
@@ -101,12 +100,19 @@ export class ToolBatch implements FatalToolSink {
     concurrency: number,
     decided?: ReadonlyMap<string, ApprovalDecision>,
   ): BatchOutcome | Promise<BatchOutcome> {
-    if (this.#setup.hooks.beforeToolCall)
-      return this.#askBeforeToolCall(decided).then((suspension) =>
-        suspension ? { kind: "suspended", suspension } : this.#runCalls(concurrency),
-      );
-    if (decided) this.#verdicts = new Map(decided);
-    return this.#runCalls(concurrency);
+    const hook = this.#setup.hooks.beforeToolCall;
+    if (hook === undefined) {
+      if (decided) this.#verdicts = new Map(decided);
+      return this.#runCalls(concurrency);
+    }
+    const contextOf = (call: ToolCall) => this.#context(call);
+    return askBeforeToolCall(this.#calls, hook, decided, contextOf, () => this.#ended()).then(
+      ({ verdicts, suspension }) => {
+        if (suspension) return { kind: "suspended", suspension };
+        this.#verdicts = verdicts;
+        return this.#runCalls(concurrency);
+      },
+    );
   }
 
   #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {
@@ -158,35 +164,6 @@ export class ToolBatch implements FatalToolSink {
       if (running instanceof Promise) return running.then(() => this.#runInOrder(index + 1));
     }
     return undefined;
-  }
-
-  /**
-   * Asks `beforeToolCall` about every call before any runs: if one needs approval that has not
-   * been given, the whole batch waits (returned as a suspension), so no result ever gets ahead of
-   * an unanswered call.
-   */
-  async #askBeforeToolCall(
-    decided: ReadonlyMap<string, ApprovalDecision> | undefined,
-  ): Promise<Suspension | undefined> {
-    const waits = new Map<string, Wait>();
-    this.#verdicts = new Map();
-    for (const call of this.#calls) {
-      const decision = decided?.get(call.id);
-      if (decision) {
-        this.#verdicts.set(call.id, decision);
-        continue;
-      }
-      const verdict = await this.#setup.hooks.beforeToolCall?.(this.#context(call));
-      if (this.#ended()) return undefined;
-      if (verdict === undefined) continue;
-      if ("block" in verdict) this.#verdicts.set(call.id, verdict);
-      else
-        waits.set(
-          call.id,
-          verdict.reason ? { kind: "approval", reason: verdict.reason } : { kind: "approval" },
-        );
-    }
-    return waits.size > 0 ? { calls: this.#calls, waits } : undefined;
   }
 
   /** Runs call `index`: `tool_call`, the tool (or a result it gets without running), `tool_result`. */

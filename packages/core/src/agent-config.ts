@@ -1,0 +1,92 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import type { DependencyContainer } from "tsyringe";
+import { InvalidConfigError } from "./errors.js";
+import type { AgentEvent } from "./events/schemas.js";
+import type { ContextBudgetOptions } from "./history/context-budget.js";
+import { knownContextWindow } from "./history/context-windows.js";
+import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
+import type { AgentMessage, MessageInput } from "./messages.js";
+import type { RetryOptions } from "./model/retry.js";
+import type { StepTimeouts } from "./model/step-watchdog.js";
+import type { ModelCallSettings } from "./model/stream-step.js";
+import type { Limits, Orchestrator } from "./orchestrator/contract.js";
+import type { AgentHooks } from "./run/hooks.js";
+import type { ToolTimeouts } from "./run/tool-batch.js";
+import type { Tool } from "./tools/define-tool.js";
+import type { ToolRegistry } from "./tools/registry.js";
+import type { StallOptions } from "./tools/stall-detector.js";
+
+/** Context handed to the steering and follow-up callbacks. */
+export interface QueueCallbackContext {
+  runId: string;
+  messages: readonly AgentMessage[];
+}
+
+export type MessageCallback = (
+  context: QueueCallbackContext,
+) => readonly MessageInput[] | undefined | Promise<readonly MessageInput[] | undefined>;
+
+/** Time limits, per agent or per prompt. A model or total timeout ends the run as `timeout`; a tool
+ * timeout gives that call `status: "timeout"` and the run goes on. */
+export interface Timeouts extends StepTimeouts, ToolTimeouts {
+  /** The whole run. */
+  totalMs?: number;
+}
+
+export interface AgentConfig extends AgentHooks {
+  systemPrompt?: string;
+  /** Any AI SDK language model (specification v4, as every ai@7 provider returns). */
+  provider?: LanguageModelV4;
+  tools?: ToolRegistry | readonly Tool[];
+  /** An orchestrator, or the name of a registered one; default: the registered default ("agentic"). */
+  orchestrator?: Orchestrator | string;
+  limits?: Partial<Limits>;
+  /** Rewrites the history before each model call (see `keepRecent`, `keepFirstAndRecent`). */
+  transformContext?: HistoryTransform;
+  /** Turns agent messages into model messages; the default drops custom message kinds. */
+  convertToLlm?: ConvertToLlm;
+  /** Asked at every steering boundary, beside the `steer()` queue. */
+  getSteeringMessages?: MessageCallback;
+  /** Asked when the run would stop, beside the `followUp()` queue. */
+  getFollowUpMessages?: MessageCallback;
+  /** Settings for every model call (temperature, maxOutputTokens, providerOptions, …). */
+  modelSettings?: ModelCallSettings;
+  retry?: Partial<RetryOptions>;
+  /** The parent of this agent's container (default: the root container holding the plug-ins). */
+  container?: DependencyContainer;
+  /** Where listener errors go (default: console.error). */
+  onListenerError?: (error: unknown, event: AgentEvent) => void;
+  timeouts?: Timeouts;
+  /** How the tool calls of one model reply run (default "sequential", one at a time in order). */
+  toolExecution?: "sequential" | "parallel";
+  /** Calls running at once in parallel execution (default 8). */
+  maxConcurrency?: number;
+  /** Stall detection: thresholds, or `false` to turn it off (default on: 2 same calls, 3 same results). */
+  stall?: StallOptions | false;
+  /** Keeps every request under a token budget, dropping the oldest tool results first. */
+  contextBudget?: ContextBudgetOptions;
+}
+
+export interface PromptOptions {
+  /** Aborts this run. */
+  signal?: AbortSignal;
+  /** Time limits for this run, over the agent's. */
+  timeouts?: Timeouts;
+}
+
+export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
+
+/** Without `maxTokens` or `contextWindow`, the budget is a share of the model's known window. */
+export function resolveContextBudget(
+  budget: ContextBudgetOptions | undefined,
+  provider: LanguageModelV4 | undefined,
+): ContextBudgetOptions | undefined {
+  if (budget === undefined || budget.maxTokens !== undefined || budget.contextWindow !== undefined)
+    return budget;
+  const contextWindow = provider ? knownContextWindow(provider.modelId) : undefined;
+  if (contextWindow === undefined)
+    throw new InvalidConfigError(
+      `contextBudget needs contextWindow or maxTokens: the context window of model "${provider?.modelId ?? "(none)"}" is not known.`,
+    );
+  return { ...budget, contextWindow };
+}

@@ -1,0 +1,393 @@
+import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { FatalToolError, StallError } from "../errors.js";
+import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
+import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
+import { defineTool, type Tool } from "../tools/define-tool.js";
+import { SKIPPED_BY_STEERING } from "../tools/execute-tool.js";
+import { ToolRegistry } from "../tools/registry.js";
+import { StallDetector } from "../tools/stall-detector.js";
+import type { AgentHooks } from "./hooks.js";
+import { MessageInbox, MessageQueue } from "./message-queue.js";
+import {
+  assistantCalling,
+  call,
+  echoTool,
+  manualTool,
+  type RunHarness,
+  runHarness,
+  trace,
+} from "./run-fixtures.test-support.js";
+import { defaultToolRunner } from "./services.js";
+import type { ApprovalDecision } from "./suspension.js";
+import { type BatchOutcome, type BatchSetup, CUT_OFF, ToolBatch } from "./tool-batch.js";
+
+/** A harness whose registry holds `tools`, with the batch setup built from it. */
+function harnessWith(tools: Tool[], overrides: Partial<BatchSetup> = {}) {
+  const h = runHarness({ tools: new ToolRegistry(tools) });
+  const setup: BatchSetup = {
+    runId: h.setup.runId,
+    tools: h.setup.tools,
+    runner: defaultToolRunner,
+    scope: h.setup.abortScope,
+    graceMs: 100,
+    timeouts: {},
+    hooks: {},
+    steering: h.setup.steering,
+    stall: undefined,
+    cutOffCalls: new Set(),
+    events: h.publisher,
+    transcript: h.transcript,
+    ...overrides,
+  };
+  return { ...h, batchSetup: setup };
+}
+
+/** A batch of `calls`, made by an assistant message now in the history (so the calls are open). */
+function batchOf(
+  h: RunHarness & { batchSetup: BatchSetup },
+  calls: ToolCall[],
+  options: ExecuteToolsOptions = {},
+): ToolBatch {
+  h.transcript.append(assistantCalling(calls));
+  return new ToolBatch(h.batchSetup, calls, options);
+}
+
+function done(outcome: BatchOutcome) {
+  if (outcome.kind !== "done") throw new Error(`expected a finished batch, got ${outcome.kind}`);
+  return outcome;
+}
+
+/** Each result as `id status content` ("none" for a call without one: the array may have holes). */
+const shape = (results: readonly (ToolResultMessage | undefined)[]) =>
+  Array.from(results, (r) => (r ? `${r.toolCallId} ${r.status} ${r.content}` : "none"));
+
+function resultsIn(history: readonly AgentMessage[]): ToolResultMessage[] {
+  return history.filter((m): m is ToolResultMessage => m.role === "toolResult");
+}
+
+/** Lets every settled promise run its callbacks. */
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("ToolBatch order and concurrency", () => {
+  it("runs synchronous tools one after the other and completes synchronously", () => {
+    const h = harnessWith([echoTool]);
+    const outcome = batchOf(h, [call("a"), call("b"), call("c")]).run(1);
+    expect(outcome).not.toBeInstanceOf(Promise);
+    expect(shape(done(outcome as BatchOutcome).results)).toEqual(["a ok a", "b ok b", "c ok c"]);
+    expect(trace(h.events)).toEqual([
+      "tool_call:a",
+      "tool_result:a",
+      "tool_call:b",
+      "tool_result:b",
+      "tool_call:c",
+      "tool_result:c",
+    ]);
+    expect(shape(resultsIn(h.keeper.messages))).toEqual(["a ok a", "b ok b", "c ok c"]);
+  });
+
+  it("in order, starts an asynchronous call only when the one before it has ended", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([slow.tool]);
+    const running = batchOf(h, [call("s1", "slow"), call("s2", "slow")]).run(1);
+    expect(running).toBeInstanceOf(Promise);
+    expect(slow.started).toEqual(["s1"]);
+    slow.release("s1");
+    await flush();
+    expect(slow.started).toEqual(["s1", "s2"]);
+    slow.release("s2");
+    expect(shape(done(await running).results)).toEqual(["s1 ok done s1", "s2 ok done s2"]);
+  });
+
+  it("at once: events in completion order, results (and the history) in call order", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([slow.tool]);
+    const running = batchOf(h, [call("s1", "slow"), call("s2", "slow"), call("s3", "slow")]).run(3);
+    expect(slow.started).toEqual(["s1", "s2", "s3"]);
+    for (const id of ["s3", "s1", "s2"]) {
+      slow.release(id);
+      await flush();
+    }
+    const outcome = done(await running);
+    expect(trace(h.events)).toEqual([
+      "tool_call:s1",
+      "tool_call:s2",
+      "tool_call:s3",
+      "tool_result:s3",
+      "tool_result:s1",
+      "tool_result:s2",
+    ]);
+    expect(shape(outcome.results)).toEqual(["s1 ok done s1", "s2 ok done s2", "s3 ok done s3"]);
+    expect(shape(resultsIn(h.keeper.messages))).toEqual(["s1 ok done s1", "s2 ok done s2", "s3 ok done s3"]);
+  });
+
+  it("runs a sequential tool alone: after the running calls, and before any later one starts", async () => {
+    const shared = manualTool("shared");
+    const solo = manualTool("solo", { sequential: true });
+    const h = harnessWith([shared.tool, solo.tool]);
+    const calls = [call("p1", "shared"), call("x", "solo"), call("p2", "shared")];
+    const running = batchOf(h, calls).run(3);
+    await flush();
+    expect([...shared.started, ...solo.started]).toEqual(["p1"]);
+    shared.release("p1");
+    await flush();
+    expect(solo.started).toEqual(["x"]);
+    expect(shared.started).toEqual(["p1"]);
+    solo.release("x");
+    await flush();
+    expect(shared.started).toEqual(["p1", "p2"]);
+    shared.release("p2");
+    expect(shape(done(await running).results)).toEqual(["p1 ok done p1", "x ok done x", "p2 ok done p2"]);
+  });
+});
+
+describe("ToolBatch fatal errors", () => {
+  const fatalTool = defineTool({
+    name: "fatal",
+    description: "Fails fatally.",
+    inputSchema: z.object({ text: z.string() }),
+    execute: (): string => {
+      throw new FatalToolError("disk gone");
+    },
+  });
+
+  it("a synchronous throw skips the calls after it; the run's scope is not aborted", () => {
+    const h = harnessWith([echoTool, fatalTool]);
+    const outcome = batchOf(h, [call("a"), call("f", "fatal"), call("c")]).run(1) as BatchOutcome;
+    expect(shape(done(outcome).results)).toEqual([
+      "a ok a",
+      "f error disk gone",
+      'c skipped not run: "fatal" failed fatally',
+    ]);
+    expect(h.setup.abortScope.aborted).toBe(false);
+  });
+
+  it("an asynchronous throw aborts the running siblings and skips the queued calls", async () => {
+    const slow = manualTool("slow");
+    const doomed = manualTool("doomed");
+    const h = harnessWith([echoTool, slow.tool, doomed.tool]);
+    const running = batchOf(h, [call("s", "slow"), call("d", "doomed"), call("c")]).run(2);
+    expect([...slow.started, ...doomed.started]).toEqual(["s", "d"]);
+    doomed.fail("d", new FatalToolError("disk gone"));
+    const outcome = done(await running);
+    expect(slow.aborted).toEqual(["s"]);
+    expect(shape(outcome.results)).toEqual([
+      's aborted "doomed" failed fatally',
+      "d error disk gone",
+      'c skipped not run: "doomed" failed fatally',
+    ]);
+    expect(h.setup.abortScope.aborted).toBe(false);
+    expect(trace(h.events)).toContain("tool_result:c");
+  });
+});
+
+describe("ToolBatch steering", () => {
+  /** A tool that queues a steering message while it runs. */
+  const steererOf = (queue: MessageQueue) =>
+    defineTool({
+      name: "steerer",
+      description: "Queues steering.",
+      inputSchema: z.object({ text: z.string() }),
+      execute: ({ text }) => {
+        queue.push("change of plan", 5);
+        return text;
+      },
+    });
+
+  it("skips the rest after a tool once steering is queued, and returns the steering", () => {
+    const h = harnessWith([]);
+    h.batchSetup.tools.register(steererOf(h.steeringQueue));
+    h.batchSetup.tools.register(echoTool);
+    const outcome = done(batchOf(h, [call("a", "steerer"), call("b"), call("c")]).run(1) as BatchOutcome);
+    expect(shape(outcome.results)).toEqual([
+      "a ok a",
+      `b skipped ${SKIPPED_BY_STEERING}`,
+      `c skipped ${SKIPPED_BY_STEERING}`,
+    ]);
+    expect(outcome.steering).toEqual([{ role: "user", content: "change of plan", timestamp: 5 }]);
+    // Returned, not recorded: the caller puts it into the history.
+    expect(h.keeper.messages.some((m) => m.role === "user")).toBe(false);
+  });
+
+  it("takes steering from an asynchronous getSteeringMessages too", async () => {
+    const asked = vi.fn(() => Promise.resolve(["stop now"]));
+    const h = harnessWith([echoTool]);
+    const steering = new MessageInbox(new MessageQueue(), asked, h.clock);
+    const batch = new ToolBatch({ ...h.batchSetup, steering }, [call("a"), call("b")], {});
+    h.transcript.append(assistantCalling([call("a"), call("b")]));
+    const outcome = done(await batch.run(1));
+    expect(shape(outcome.results)).toEqual(["a ok a", `b skipped ${SKIPPED_BY_STEERING}`]);
+    expect(outcome.steering).toEqual([{ role: "user", content: "stop now", timestamp: h.clock.now() }]);
+    expect(asked).toHaveBeenCalledTimes(1);
+  });
+
+  it("with interruptOnSteering: false, runs every call and leaves the steering queued", () => {
+    const h = harnessWith([]);
+    h.batchSetup.tools.register(steererOf(h.steeringQueue));
+    h.batchSetup.tools.register(echoTool);
+    const batch = batchOf(h, [call("a", "steerer"), call("b")], { interruptOnSteering: false });
+    const outcome = done(batch.run(1) as BatchOutcome);
+    expect(shape(outcome.results)).toEqual(["a ok a", "b ok b"]);
+    expect(outcome.steering).toEqual([]);
+    expect(h.steeringQueue.size).toBe(1);
+  });
+});
+
+describe("ToolBatch approvals and verdicts", () => {
+  const needsApprovalFor =
+    (id: string): AgentHooks["beforeToolCall"] =>
+    ({ call }) =>
+      call.id === id ? { requireApproval: true, reason: "it writes" } : undefined;
+
+  it("returns a suspension when a call needs approval: nothing runs, is recorded or published", async () => {
+    const h = harnessWith([echoTool], { hooks: { beforeToolCall: needsApprovalFor("b") } });
+    const calls = [call("a"), call("b")];
+    const outcome = await batchOf(h, calls).run(1);
+    expect(outcome.kind).toBe("suspended");
+    if (outcome.kind !== "suspended") return;
+    expect(outcome.suspension.calls).toEqual(calls);
+    expect([...outcome.suspension.waits]).toEqual([["b", { kind: "approval", reason: "it writes" }]]);
+    expect(h.events).toEqual([]);
+    expect(resultsIn(h.keeper.messages)).toEqual([]);
+    expect(h.keeper.openCalls.map((c) => c.id)).toEqual(["a", "b"]);
+  });
+
+  it("runs an approved call and denies a denied one, with or without a reason", async () => {
+    const h = harnessWith([echoTool], { hooks: { beforeToolCall: () => ({ requireApproval: true }) } });
+    const decided = new Map<string, ApprovalDecision>([
+      ["a", { approved: true }],
+      ["b", { approved: false, reason: "too risky" }],
+      ["c", { approved: false }],
+    ]);
+    const outcome = done(await batchOf(h, [call("a"), call("b"), call("c")]).run(1, decided));
+    expect(shape(outcome.results)).toEqual(["a ok a", "b denied denied: too risky", "c denied denied by the user"]);
+  });
+
+  it("applies decisions of a resumed batch without a beforeToolCall hook", () => {
+    const h = harnessWith([echoTool]);
+    const decided = new Map<string, ApprovalDecision>([["a", { approved: false, reason: "no" }]]);
+    const outcome = done(batchOf(h, [call("a"), call("b")]).run(1, decided) as BatchOutcome);
+    expect(shape(outcome.results)).toEqual(["a denied denied: no", "b ok b"]);
+  });
+
+  it("denies a blocked call and runs the others", async () => {
+    const beforeToolCall: AgentHooks["beforeToolCall"] = ({ call }) =>
+      call.id === "a" ? { block: "not on Sundays" } : undefined;
+    const h = harnessWith([echoTool], { hooks: { beforeToolCall } });
+    const outcome = done(await batchOf(h, [call("a"), call("b")]).run(1));
+    expect(shape(outcome.results)).toEqual(["a denied blocked: not on Sundays", "b ok b"]);
+  });
+
+  it("does not run a call of a reply cut off by the length limit", () => {
+    const h = harnessWith([echoTool], { cutOffCalls: new Set(["b"]) });
+    const outcome = done(batchOf(h, [call("a"), call("b")]).run(1) as BatchOutcome);
+    expect(shape(outcome.results)).toEqual(["a ok a", `b error ${CUT_OFF}`]);
+  });
+
+  it("skips a repeated call with a nudge, then stops the batch as stalled", () => {
+    const stall = new StallDetector();
+    const h = harnessWith([echoTool], { stall });
+    const same = { text: "same" };
+    done(batchOf(h, [call("r1", "echo", same)]).run(1) as BatchOutcome);
+    stall.beginReply();
+    const nudged = done(batchOf(h, [call("r2", "echo", same)]).run(1) as BatchOutcome);
+    expect(nudged.results[0]?.status).toBe("skipped");
+    expect(nudged.results[0]?.content).toMatch(/already called "echo" with these same arguments/);
+    expect(nudged.stall).toBeUndefined();
+    stall.beginReply();
+    const stalled = done(batchOf(h, [call("r3", "echo", same), call("r4")]).run(1) as BatchOutcome);
+    expect(stalled.stall).toBeInstanceOf(StallError);
+    expect(stalled.results[0]?.status).toBe("error");
+    expect(stalled.results[0]?.content).toBe(`not run: ${stalled.stall?.message}`);
+    expect(shape([stalled.results[1]])).toEqual(["r4 skipped not run: the run stalled"]);
+  });
+});
+
+describe("ToolBatch after the run has ended", () => {
+  it("starts, records and publishes nothing more once the transcript writer is closed", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([echoTool, slow.tool]);
+    const running = batchOf(h, [call("s", "slow"), call("b")]).run(1);
+    h.transcript.close();
+    slow.release("s");
+    const outcome = done(await running);
+    expect(trace(h.events)).toEqual(["tool_call:s"]);
+    expect(shape(outcome.results)).toEqual(["none", "none"]);
+    expect(resultsIn(h.keeper.messages)).toEqual([]);
+  });
+
+  it("stops a synchronous batch at the call during which the run ended", () => {
+    const h = harnessWith([echoTool]);
+    const closer = defineTool({
+      name: "closer",
+      description: "Ends the run while it runs.",
+      inputSchema: z.object({ text: z.string() }),
+      execute: ({ text }) => {
+        h.transcript.close();
+        return text;
+      },
+    });
+    h.batchSetup.tools.register(closer);
+    const outcome = done(batchOf(h, [call("a", "closer"), call("b")]).run(1) as BatchOutcome);
+    expect(trace(h.events)).toEqual(["tool_call:a"]);
+    expect(shape(outcome.results)).toEqual(["none", "none"]);
+  });
+
+  it("closedWith tells afterEach only of calls that started and have no result yet", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([echoTool, slow.tool]);
+    const heard: string[] = [];
+    const afterEach = (c: ToolCall, r: ToolResultMessage) => heard.push(`${c.id} ${r.status}`);
+    const calls = [call("a"), call("s", "slow"), call("c")];
+    const batch = batchOf(h, calls, { afterEach });
+    const running = batch.run(1);
+    expect(heard).toEqual(["a ok"]);
+    h.transcript.close();
+    const closed = h.transcript.closeCalls("aborted", "not completed: aborted");
+    expect(closed.map(({ call }) => call.id)).toEqual(["s", "c"]);
+    for (const { call, result } of closed) batch.closedWith(call, result);
+    // Again, and for a call that has its result: nothing more to hear.
+    batch.closedWith(calls[1] as ToolCall, closed[0]?.result as ToolResultMessage);
+    batch.closedWith(calls[0] as ToolCall, closed[0]?.result as ToolResultMessage);
+    expect(heard).toEqual(["a ok", "s aborted"]);
+    slow.release("s");
+    expect(shape(done(await running).results)).toEqual([
+      "a ok a",
+      "s aborted not completed: aborted",
+      "none",
+    ]);
+  });
+});
+
+describe("ToolBatch hooks", () => {
+  it("afterToolCall replaces fields of the result everywhere it goes", async () => {
+    const afterToolCall: AgentHooks["afterToolCall"] = async ({ result }) =>
+      result.toolCallId === "a" ? { content: "[redacted]", details: "[redacted]" } : undefined;
+    const h = harnessWith([echoTool], { hooks: { afterToolCall } });
+    const outcome = done(await batchOf(h, [call("a"), call("b")]).run(1));
+    expect(shape(outcome.results)).toEqual(["a ok [redacted]", "b ok b"]);
+    expect(shape(resultsIn(h.keeper.messages))).toEqual(["a ok [redacted]", "b ok b"]);
+    const published = h.events.filter((e) => e.type === "tool_result");
+    expect(published.map((e) => ("result" in e ? e.result : undefined))).toEqual(["[redacted]", "b"]);
+  });
+
+  it("repairToolCall fixes arguments that are not JSON", async () => {
+    const repairToolCall = vi.fn<NonNullable<AgentHooks["repairToolCall"]>>(() => ({ text: "fixed" }));
+    const h = harnessWith([echoTool], { hooks: { repairToolCall } });
+    const broken = call("a", "echo", '{"text": "fix');
+    const outcome = done(await batchOf(h, [broken]).run(1));
+    expect(shape(outcome.results)).toEqual(["a ok fixed"]);
+    expect(repairToolCall).toHaveBeenCalledWith({
+      call: broken,
+      tool: echoTool,
+      error: 'the arguments are not valid JSON: {"text": "fix',
+    });
+  });
+
+  it("keeps the broken arguments when repairToolCall gives up", async () => {
+    const h = harnessWith([echoTool], { hooks: { repairToolCall: () => undefined } });
+    const outcome = done(await batchOf(h, [call("a", "echo", "{oops")]).run(1));
+    expect(outcome.results[0]?.status).toBe("error");
+    expect(outcome.results[0]?.content).toMatch(/^Invalid arguments for tool "echo".*not valid JSON: \{oops$/);
+  });
+});
