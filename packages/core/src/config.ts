@@ -47,7 +47,15 @@ function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an ob
   return z.object(shape, expecting(domain)).optional();
 }
 
-const fn = z.custom((value) => typeof value === "function", expecting("a function")).optional();
+const isFunction = (value: unknown) => typeof value === "function";
+const isProvider = (value: unknown) => hasMethod(value, "doStream");
+const isTools = (value: unknown) => Array.isArray(value) || value instanceof ToolRegistry;
+const isOrchestrator = (value: unknown) =>
+  (typeof value === "string" && value.trim() !== "") ||
+  (hasMethod(value, "run") && typeof (value as { name?: unknown }).name === "string");
+const isContainer = (value: unknown) => hasMethod(value, "createChildContainer");
+
+const fn = z.custom(isFunction, expecting("a function")).optional();
 const string = z.string(expecting("a string")).optional();
 const ms = numberAbove(0, "a number > 0 (milliseconds)").optional();
 
@@ -81,7 +89,7 @@ const agentConfigSchema = z.object(
     systemPrompt: string,
     provider: z
       .custom(
-        (value) => hasMethod(value, "doStream"),
+        isProvider,
         expecting("an AI SDK LanguageModel (an object with a doStream method, e.g. openai('gpt-4o'))"),
       )
       .optional(),
@@ -93,9 +101,7 @@ const agentConfigSchema = z.object(
       .optional(),
     orchestrator: z
       .custom(
-        (value) =>
-          (typeof value === "string" && value.trim() !== "") ||
-          (hasMethod(value, "run") && typeof (value as { name?: unknown }).name === "string"),
+        isOrchestrator,
         expecting(
           "a registered orchestrator's name or an Orchestrator object, which needs a run(ctx) method and a string name",
         ),
@@ -136,10 +142,7 @@ const agentConfigSchema = z.object(
     }),
     modelSettings: object({}),
     container: z
-      .custom(
-        (value) => hasMethod(value, "createChildContainer"),
-        expecting("a tsyringe DependencyContainer (an object with createChildContainer)"),
-      )
+      .custom(isContainer, expecting("a tsyringe DependencyContainer (an object with createChildContainer)"))
       .optional(),
     beforeToolCall: fn,
     afterToolCall: fn,
@@ -168,8 +171,12 @@ export function validateAgentConfig(config: unknown): void {
   if (typeof config === "object" && config !== null && !Array.isArray(config)) {
     let valid = true;
     for (const key of Object.keys(config)) {
-      const field = AGENT_CONFIG_FIELDS[key];
-      if (field !== undefined && !field.safeParse((config as Record<string, unknown>)[key]).success) {
+      const value = (config as Record<string, unknown>)[key];
+      if (value === undefined) continue;
+      // Settings checked by a predicate alone skip zod; the schema uses the same predicates.
+      const check = FIELD_PREDICATES[key];
+      const ok = check ? check(value) : (AGENT_CONFIG_FIELDS[key]?.safeParse(value).success ?? true);
+      if (!ok) {
         valid = false;
         break;
       }
@@ -180,6 +187,24 @@ export function validateAgentConfig(config: unknown): void {
 }
 
 const AGENT_CONFIG_FIELDS: Record<string, z.ZodType | undefined> = agentConfigSchema.shape;
+
+const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined> = {
+  systemPrompt: (value) => typeof value === "string",
+  provider: isProvider,
+  tools: isTools,
+  orchestrator: isOrchestrator,
+  container: isContainer,
+  beforeToolCall: isFunction,
+  afterToolCall: isFunction,
+  prepareStep: isFunction,
+  shouldStop: isFunction,
+  repairToolCall: isFunction,
+  transformContext: isFunction,
+  convertToLlm: isFunction,
+  getSteeringMessages: isFunction,
+  getFollowUpMessages: isFunction,
+  onListenerError: isFunction,
+};
 
 /**
  * Checks the options of one `prompt()`. It runs on every prompt, so the common cases (no options,

@@ -16,7 +16,7 @@ export class ListenerBus implements EventSink {
   /** Made with the first listener: most agents never get one. */
   #emitter: Emitter<Events> | undefined;
   /** Listener → its wrapper, per type ("*" included), so `off` finds what `on` registered. */
-  readonly #wrapped = new Map<string, Map<Listener, Handler<never> | WildcardHandler<Events>>>();
+  #wrapped: Map<string, Map<Listener, Handler<never> | WildcardHandler<Events>>> | undefined;
   readonly #onError: (error: unknown, event: AgentEvent) => void;
 
   constructor(onError: (error: unknown, event: AgentEvent) => void) {
@@ -30,6 +30,7 @@ export class ListenerBus implements EventSink {
 
   on(type: AgentEventType | "*", listener: Listener): () => void {
     this.#emitter ??= mitt<Events>();
+    this.#wrapped ??= new Map();
     const emitter = this.#emitter;
     let byListener = this.#wrapped.get(type);
     if (byListener === undefined) {
@@ -51,9 +52,10 @@ export class ListenerBus implements EventSink {
   }
 
   off(type: AgentEventType | "*", listener: Listener): void {
-    const wrapper = this.#wrapped.get(type)?.get(listener);
+    const byListener = this.#wrapped?.get(type);
+    const wrapper = byListener?.get(listener);
     if (wrapper === undefined) return;
-    this.#wrapped.get(type)?.delete(listener);
+    byListener?.delete(listener);
     if (type === "*") this.#emitter?.off("*", wrapper as WildcardHandler<Events>);
     else this.#emitter?.off(type as never, wrapper as never);
   }
