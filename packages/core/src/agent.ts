@@ -26,9 +26,14 @@ import {
   CLOCK,
   type Clock,
   EVENT_SINK,
+  type EventSink,
   ID_SOURCE,
+  type IdSource,
   MODEL_STEP,
+  type ModelStep,
   registerDefaultServices,
+  TOOL_RUNNER,
+  type ToolRunner,
 } from "./run/services.js";
 import type { ApprovalDecision, PendingDecisions } from "./run/suspension.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
@@ -40,7 +45,9 @@ import { ToolRegistry } from "./tools/registry.js";
  * never race on one history.
  */
 export class Agent {
-  readonly container: DependencyContainer;
+  /** Where the agent's services come from: `config.container` or the root container. */
+  readonly #parent: DependencyContainer;
+  #container: DependencyContainer | undefined;
   readonly tools: ToolRegistry;
   readonly #config: AgentConfig;
   readonly #orchestrator: Orchestrator;
@@ -58,6 +65,7 @@ export class Agent {
   /** The history as the last finished run left it (`result().messages` of that run). */
   #settledHistory: readonly AgentMessage[] = [];
   #tail: Promise<void> = Promise.resolve();
+  #resolved: AgentServices | undefined;
 
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
@@ -67,13 +75,23 @@ export class Agent {
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
     this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
     this.#listeners = new ListenerBus(config.onListenerError ?? logListenerError);
-    this.container = (config.container ?? rootContainer).createChildContainer();
+    this.#parent = config.container ?? rootContainer;
     // The root container has the default services; a container of the app's own may not.
-    if (config.container) registerDefaultServices(this.container);
+    if (config.container) registerDefaultServices(config.container);
     this.#orchestrator =
       typeof config.orchestrator === "object"
         ? validateOrchestrator(config.orchestrator, "config.orchestrator")
-        : this.container.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
+        : this.#parent.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
+  }
+
+  /**
+   * The agent's own child container: register services for this agent only (before its first
+   * prompt), or resolve shared ones. Made when first asked for; until then the agent resolves
+   * straight from its parent, which holds the same registrations.
+   */
+  get container(): DependencyContainer {
+    this.#container ??= this.#parent.createChildContainer();
+    return this.#container;
   }
 
   get orchestrator(): Orchestrator {
@@ -93,7 +111,7 @@ export class Agent {
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
     validatePromptOptions(options);
-    const now = this.container.resolve(CLOCK).now();
+    const now = this.#services().clock.now();
     const inputs = Array.isArray(input) ? input : [input];
     return this.#start(
       inputs.map((message: MessageInput) => toMessageAt(message, now)),
@@ -142,7 +160,7 @@ export class Agent {
   /** `inputs` is `RESUME_ONLY` for the run `approve()`/`deny()` start: it only resumes the batch. */
   #start(inputs: AgentMessage[], options: PromptOptions): AgentRun {
     const scope = new AbortScope(options.signal);
-    const run = new AgentRun(this.container.resolve(ID_SOURCE).runId(), (reason) => scope.abort(reason));
+    const run = new AgentRun(this.#services().ids.runId(), (reason) => scope.abort(reason));
     const queued = this.#scopes.size > 0;
     this.#scopes.add(scope);
     const timeouts = options.timeouts
@@ -166,7 +184,7 @@ export class Agent {
   #endQueued(run: AgentRun, scope: AbortScope): void {
     this.#scopes.delete(scope);
     scope.dispose();
-    const events = this.#publisher(run, this.container.resolve(CLOCK));
+    const events = this.#publisher(run);
     const error = abortError(scope.signal.reason);
     events.publish({ type: "agent_start" });
     events.publish({ type: "error", code: error.code, message: error.message });
@@ -190,12 +208,12 @@ export class Agent {
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
   steer(message: MessageInput): void {
-    this.#steeringQueue.push(message, this.container.resolve(CLOCK).now());
+    this.#steeringQueue.push(message, this.#services().clock.now());
   }
 
   /** Queues a message that continues the run when it would otherwise stop. */
   followUp(message: MessageInput): void {
-    this.#followUpQueue.push(message, this.container.resolve(CLOCK).now());
+    this.#followUpQueue.push(message, this.#services().clock.now());
   }
 
   /** Messages queued by `steer()` and `followUp()` (or put back by a run that ended before using them). */
@@ -229,10 +247,26 @@ export class Agent {
     this.#listeners.off(type, handler);
   }
 
-  /** The run's one publisher: events go to the run's own stream, then to the agent's event sink. */
-  #publisher(run: AgentRun, clock: Clock): EventPublisher {
-    const container = this.container;
-    const sink = container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined;
+  /**
+   * The services runs are assembled from, resolved from the agent's container when the agent
+   * first needs them (its first prompt, steer or follow-up): register yours before that.
+   */
+  #services(): AgentServices {
+    if (this.#resolved !== undefined) return this.#resolved;
+    const container = this.#container ?? this.#parent;
+    this.#resolved = {
+      clock: container.resolve(CLOCK),
+      ids: container.resolve(ID_SOURCE),
+      modelStep: container.resolve(MODEL_STEP),
+      toolRunner: container.resolve(TOOL_RUNNER),
+      sink: container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined,
+    };
+    return this.#resolved;
+  }
+
+  /** The run's one publisher: events go to the run's own stream, the listeners, then the sink. */
+  #publisher(run: AgentRun): EventPublisher {
+    const { clock, sink } = this.#services();
     return new EventPublisher(run.runId, clock, run, this.#listeners, sink);
   }
 
@@ -255,7 +289,7 @@ export class Agent {
     const config = this.#config;
     const container = this.container;
     const transcript = this.#transcript.writer();
-    const clock = container.resolve(CLOCK);
+    const { clock, modelStep, toolRunner } = this.#services();
     const session = new RunSession(
       {
         runId: run.runId,
@@ -275,13 +309,14 @@ export class Agent {
         stall: config.stall ?? {},
         steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId, clock),
         followUps: this.#inbox(this.#followUpQueue, config.getFollowUpMessages, run.runId, clock),
-        container,
+        owner: this,
         abortScope,
         clock,
-        modelStep: container.resolve(MODEL_STEP),
+        modelStep,
+        toolRunner,
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
-      this.#publisher(run, clock),
+      this.#publisher(run),
       transcript,
     );
     const result: RunResult = await session.execute();
@@ -304,6 +339,15 @@ export class Agent {
     const ask = callback && (() => callback({ runId, messages: transcript.messages }));
     return new MessageInbox(queue, ask, clock);
   }
+}
+
+/** The services of the agent's runs, resolved once. */
+interface AgentServices {
+  clock: Clock;
+  ids: IdSource;
+  modelStep: ModelStep;
+  toolRunner: ToolRunner;
+  sink: EventSink | undefined;
 }
 
 const RESUME_ONLY: AgentMessage[] = [];

@@ -23,7 +23,6 @@ import type { MetricsRecorder } from "./metrics.js";
 import { ModelDecisions } from "./model-decisions.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
-import { TOOL_RUNNER } from "./services.js";
 import type { ApprovalDecision, Suspension } from "./suspension.js";
 import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
@@ -48,7 +47,6 @@ export class RunServices implements RunContext {
   readonly tools: ToolRegistry;
   readonly steering: MessageSource;
   readonly followUps: MessageSource;
-  readonly container: DependencyContainer;
   readonly log: RunLog;
   readonly turns: TurnTracker;
   /** Model calls and tool batches under way: what the run's end must cancel. */
@@ -81,7 +79,6 @@ export class RunServices implements RunContext {
     this.tools = setup.tools;
     this.steering = setup.steering;
     this.followUps = setup.followUps;
-    this.container = setup.container;
     const inboxes = [setup.steering, setup.followUps];
     this.log = new RunLog(events, transcript, metrics, setup.abortScope, inboxes, setup.clock);
     this.turns = new TurnTracker(events, metrics, setup.clock, this.log);
@@ -93,6 +90,11 @@ export class RunServices implements RunContext {
   get messages(): MessageLog {
     this.#messages ??= new RunMessageLog(this.log);
     return this.#messages;
+  }
+
+  /** The agent's child container: resolve shared services, or register your own. */
+  get container(): DependencyContainer {
+    return this.#setup.owner.container;
   }
 
   get cycles(): number {
@@ -190,8 +192,7 @@ export class RunServices implements RunContext {
     this.#batch = {
       runId: setup.runId,
       tools: setup.tools,
-      // Resolved with the first batch: many runs never call a tool.
-      runner: setup.container.resolve(TOOL_RUNNER),
+      runner: setup.toolRunner,
       scope: setup.abortScope,
       graceMs: setup.limits.abortGraceMs,
       timeouts: setup.toolTimeouts,

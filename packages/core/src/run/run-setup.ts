@@ -11,7 +11,7 @@ import type { ToolRegistry } from "../tools/registry.js";
 import type { StallOptions } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
-import type { Clock, ModelStep } from "./services.js";
+import type { Clock, ModelStep, ToolRunner } from "./services.js";
 import type { ToolTimeouts } from "./tool-batch.js";
 
 /** Everything a run is made of: what the agent hands it, as data. */
@@ -34,8 +34,10 @@ export interface RunSetup {
   stall: StallOptions | false;
   steering: MessageInbox;
   followUps: MessageInbox;
-  container: DependencyContainer;
+  /** The agent, whose container (`ctx.container`) is made when first asked for. */
+  owner: { readonly container: DependencyContainer };
   abortScope: AbortScope;
   clock: Clock;
   modelStep: ModelStep;
+  toolRunner: ToolRunner;
 }
