@@ -10,13 +10,13 @@ import {
 import type { AssistantMessage } from "../messages.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { ModelDecisions } from "./model-decisions.js";
-import type { RunSetup } from "./run-setup.js";
 import {
   assistantCalling,
   call,
   callsReply,
   eventsOf,
   FakeClock,
+  type HarnessOverrides,
   runHarness,
   type ScriptedReply,
   scriptedStep,
@@ -28,7 +28,7 @@ import {
 import { streamingModelStep } from "./services.js";
 
 /** Model decisions over a fresh harness whose model step answers with `replies`. */
-function decisionsWith(replies: ScriptedReply[], overrides: Partial<RunSetup> = {}) {
+function decisionsWith(replies: ScriptedReply[], overrides: HarnessOverrides = {}) {
   const step = scriptedStep(...replies);
   const h = runHarness({ modelStep: step, ...overrides });
   const activity = { inFlight: 0 };
@@ -156,7 +156,10 @@ describe("ModelDecisions.decide", () => {
   });
 
   it("adds each reply's usage to the metrics", async () => {
-    const d = decisionsWith([textReply("a", { usage: usage(10, 5) }), textReply("b", { usage: usage(3, 2) })]);
+    const d = decisionsWith([
+      textReply("a", { usage: usage(10, 5) }),
+      textReply("b", { usage: usage(3, 2) }),
+    ]);
     await d.decisions.decide({});
     await d.decisions.decide({});
     expect(d.metrics.usage).toEqual(usage(13, 7));
@@ -185,7 +188,9 @@ describe("ModelDecisions.decide", () => {
   it("reads the model through the default streaming step, and through a swapped one instead", async () => {
     const model = streamingModel("streamed");
     const streaming = decisionsWith([], { provider: model, modelStep: streamingModelStep });
-    expect((await streaming.decisions.decide({})).message.content).toEqual([{ type: "text", text: "streamed" }]);
+    expect((await streaming.decisions.decide({})).message.content).toEqual([
+      { type: "text", text: "streamed" },
+    ]);
     expect(model.calls).toBe(1);
 
     const replay = { run: vi.fn(() => Promise.resolve(textReply("replayed"))) };

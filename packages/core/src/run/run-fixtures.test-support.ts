@@ -1,7 +1,7 @@
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { z } from "zod";
 import type { AgentEvent, AgentEventOf, AgentEventType, OrchestratorEvent } from "../events/schemas.js";
-import type { AgentMessage, AssistantMessage, ToolCall, Usage } from "../messages.js";
+import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortScope } from "../model/abortable.js";
 import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
 import { rootContainer } from "../orchestrator/registry.js";
@@ -12,7 +12,7 @@ import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { MetricsRecorder } from "./metrics.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
-import type { Clock, ModelStep } from "./services.js";
+import { type Clock, defaultToolRunner, type ModelStep } from "./services.js";
 import { TranscriptKeeper } from "./transcript-keeper.js";
 
 /**
@@ -241,20 +241,24 @@ export function runSetup(overrides: Partial<RunSetup> = {}): RunSetup {
     stall: false,
     steering: new MessageInbox(new MessageQueue(), undefined, clock),
     followUps: new MessageInbox(new MessageQueue(), undefined, clock),
-    container: rootContainer.createChildContainer(),
+    owner: { container: rootContainer.createChildContainer() },
     abortScope: new AbortScope(),
     clock,
     modelStep: scriptedStep(),
+    toolRunner: defaultToolRunner,
     ...overrides,
   };
 }
+
+/** What a test may set of a harness's setup; its clock is always a fake one. */
+export type HarnessOverrides = Partial<Omit<RunSetup, "clock">> & { clock?: FakeClock };
 
 /**
  * A run's setup with the shared state around it: the publisher (its events collected in
  * `events`, the dropped ones in `dropped`), the history (`keeper`, written through `transcript`),
  * the metrics, the run's log, and the queues behind its steering and follow-up inboxes.
  */
-export function runHarness(overrides: Partial<RunSetup> = {}, history: AgentMessage[] = []) {
+export function runHarness(overrides: HarnessOverrides = {}) {
   const clock = overrides.clock ?? new FakeClock();
   const steeringQueue = new MessageQueue();
   const followUpQueue = new MessageQueue();
@@ -273,7 +277,7 @@ export function runHarness(overrides: Partial<RunSetup> = {}, history: AgentMess
     { publish() {} },
     undefined,
   );
-  const keeper = new TranscriptKeeper(history);
+  const keeper = new TranscriptKeeper();
   const transcript = keeper.writer();
   const metrics = new MetricsRecorder();
   const log = new RunLog(

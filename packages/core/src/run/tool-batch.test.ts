@@ -18,7 +18,6 @@ import {
   runHarness,
   trace,
 } from "./run-fixtures.test-support.js";
-import { defaultToolRunner } from "./services.js";
 import type { ApprovalDecision } from "./suspension.js";
 import { type BatchOutcome, type BatchSetup, CUT_OFF, ToolBatch } from "./tool-batch.js";
 
@@ -28,7 +27,7 @@ function harnessWith(tools: Tool[], overrides: Partial<BatchSetup> = {}) {
   const setup: BatchSetup = {
     runId: h.setup.runId,
     tools: h.setup.tools,
-    runner: defaultToolRunner,
+    runner: h.setup.toolRunner,
     scope: h.setup.abortScope,
     graceMs: 100,
     timeouts: {},
@@ -169,8 +168,9 @@ describe("ToolBatch fatal errors", () => {
     const running = batchOf(h, [call("s", "slow"), call("d", "doomed"), call("c")]).run(2);
     expect([...slow.started, ...doomed.started]).toEqual(["s", "d"]);
     doomed.fail("d", new FatalToolError("disk gone"));
-    const outcome = done(await running);
+    await flush();
     expect(slow.aborted).toEqual(["s"]);
+    const outcome = done(await running);
     expect(shape(outcome.results)).toEqual([
       's aborted "doomed" failed fatally',
       "d error disk gone",
@@ -260,7 +260,11 @@ describe("ToolBatch approvals and verdicts", () => {
       ["c", { approved: false }],
     ]);
     const outcome = done(await batchOf(h, [call("a"), call("b"), call("c")]).run(1, decided));
-    expect(shape(outcome.results)).toEqual(["a ok a", "b denied denied: too risky", "c denied denied by the user"]);
+    expect(shape(outcome.results)).toEqual([
+      "a ok a",
+      "b denied denied: too risky",
+      "c denied denied by the user",
+    ]);
   });
 
   it("applies decisions of a resumed batch without a beforeToolCall hook", () => {
@@ -306,7 +310,8 @@ describe("ToolBatch approvals and verdicts", () => {
 describe("ToolBatch after the run has ended", () => {
   it("starts, records and publishes nothing more once the transcript writer is closed", async () => {
     const slow = manualTool("slow");
-    const h = harnessWith([echoTool, slow.tool]);
+    const afterToolCall = vi.fn(() => undefined);
+    const h = harnessWith([echoTool, slow.tool], { hooks: { afterToolCall } });
     const running = batchOf(h, [call("s", "slow"), call("b")]).run(1);
     h.transcript.close();
     slow.release("s");
@@ -314,6 +319,7 @@ describe("ToolBatch after the run has ended", () => {
     expect(trace(h.events)).toEqual(["tool_call:s"]);
     expect(shape(outcome.results)).toEqual(["none", "none"]);
     expect(resultsIn(h.keeper.messages)).toEqual([]);
+    expect(afterToolCall).not.toHaveBeenCalled();
   });
 
   it("stops a synchronous batch at the call during which the run ended", () => {
@@ -388,6 +394,8 @@ describe("ToolBatch hooks", () => {
     const h = harnessWith([echoTool], { hooks: { repairToolCall: () => undefined } });
     const outcome = done(await batchOf(h, [call("a", "echo", "{oops")]).run(1));
     expect(outcome.results[0]?.status).toBe("error");
-    expect(outcome.results[0]?.content).toMatch(/^Invalid arguments for tool "echo".*not valid JSON: \{oops$/);
+    expect(outcome.results[0]?.content).toMatch(
+      /^Invalid arguments for tool "echo".*not valid JSON: \{oops$/,
+    );
   });
 });
