@@ -40,6 +40,7 @@ const add = defineTool({
   execute: ({ a, b }) => a + b,
 });
 
+/** The model of every test here: three tool calls over two replies, the answer, the follow-up's answer. */
 const script3 = () =>
   scriptedModel([
     [script.reasoning("Adding."), script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
@@ -48,6 +49,7 @@ const script3 = () =>
       script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
     ],
     [script.text("3, ", "7 and 11")],
+    [script.text("You're welcome.")],
   ]);
 
 /** One agent with the deterministic services, on a container of its own; its events as JSON lines. */
@@ -67,18 +69,8 @@ async function eventLog(model = script3(), services: Record<string, unknown> = {
 
 describe("services by token", () => {
   it("gives byte-identical event logs for two runs with the same clock, ids and model", async () => {
-    const model = () =>
-      scriptedModel([
-        [script.reasoning("Adding."), script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
-        [
-          script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
-          script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
-        ],
-        [script.text("3, ", "7 and 11")],
-        [script.text("You're welcome.")],
-      ]);
-    const first = await eventLog(model());
-    const second = await eventLog(model());
+    const first = await eventLog(script3());
+    const second = await eventLog(script3());
     expect(second).toBe(first);
     // The swapped services are the ones used: the ids and the clock show in every event.
     expect(first).toContain('"runId":"run-1"');
@@ -114,21 +106,14 @@ describe("services by token", () => {
       // What the model streamed is told again, then the recorded result stands for the call.
       run: async (request) => {
         const step = structuredClone(recorded[replayed++] as ModelStepResult);
-        for (const block of step.content) if (block.type === "text") request.onText?.(block.text);
+        for (const block of step.content) {
+          if (block.type === "text") request.onText?.(block.text);
+          if (block.type === "thinking") request.onReasoning?.(block.text);
+        }
         return step;
       },
     };
-    const model = () =>
-      scriptedModel([
-        [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
-        [
-          script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
-          script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
-        ],
-        [script.text("3, 7 and 11")],
-        [script.text("You're welcome.")],
-      ]);
-    const live = await eventLog(model(), { ModelStep: recording });
+    const live = await eventLog(script3(), { ModelStep: recording });
     const silent = scriptedModel([]);
     const replay = await eventLog(silent, { ModelStep: replaying });
     expect(replay.split("\n")).toEqual(live.split("\n"));
