@@ -48,7 +48,7 @@ const script3 = () =>
       script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
       script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
     ],
-    [script.text("3, ", "7 and 11")],
+    [script.text("3, 7 and 11")],
     [script.text("You're welcome.")],
   ]);
 
