@@ -4,6 +4,7 @@ import {
   type AgentEvent,
   defineTool,
   FatalToolError,
+  InvalidConfigError,
   type Orchestrator,
   type RunResult,
   validateTranscript,
@@ -507,7 +508,10 @@ describe("stall detection stops only what goes in circles", () => {
   it("runs five calls of one reply that all return the same result", async () => {
     const people = ["ann", "bob", "cy", "dee", "eve"];
     const agent = new Agent({
-      provider: scriptedModel([people.map((to) => script.toolCall("send_email", { to })), [script.text("All sent.")]]),
+      provider: scriptedModel([
+        people.map((to) => script.toolCall("send_email", { to })),
+        [script.text("All sent.")],
+      ]),
       tools: [sendEmail],
     });
     const result = await agent.prompt("Email the team").result();
@@ -544,5 +548,26 @@ describe("stall detection stops only what goes in circles", () => {
     const result = await agent.prompt("What is 15*3?").result();
     expect(result.stopReason).toBe("completed");
     expect(toolResults(result).map((r) => r.status)).toEqual(["ok", "ok"]);
+  });
+});
+
+describe("bad settings", () => {
+  it("are refused at new Agent() and at prompt(), naming the field", () => {
+    const provider = scriptedModel([[script.text("ok")]]);
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ timeouts: { toolMs: -5 } }, /timeouts\.toolMs must be a number > 0 \(milliseconds\), got -5/],
+      [{ timeouts: { totalMs: Number.NaN } }, /timeouts\.totalMs must be .*, got NaN/],
+      [{ timeouts: { stepMs: 0 } }, /timeouts\.stepMs must be a number > 0/],
+      [{ maxConcurrency: 0 }, /maxConcurrency must be a whole number >= 1, got 0/],
+    ];
+    for (const [config, message] of cases) {
+      expect(() => new Agent({ provider, ...config })).toThrow(InvalidConfigError);
+      expect(() => new Agent({ provider, ...config })).toThrow(message);
+    }
+    const agent = new Agent({ provider });
+    expect(() => agent.prompt("x", { timeouts: { chunkMs: -1 } })).toThrow(
+      /timeouts\.chunkMs must be a number > 0/,
+    );
+    expect(agent.busy).toBe(false);
   });
 });
