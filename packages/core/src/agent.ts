@@ -22,19 +22,7 @@ import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./or
 import { EventPublisher } from "./run/event-publisher.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
 import { type RunResult, RunSession } from "./run/run-session.js";
-import {
-  CLOCK,
-  type Clock,
-  EVENT_SINK,
-  type EventSink,
-  ID_SOURCE,
-  type IdSource,
-  MODEL_STEP,
-  type ModelStep,
-  registerDefaultServices,
-  TOOL_RUNNER,
-  type ToolRunner,
-} from "./run/services.js";
+import { type Clock, type RunServiceSet, registerDefaultServices, resolveServices } from "./run/services.js";
 import type { ApprovalDecision, PendingDecisions } from "./run/suspension.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
 import { ToolRegistry } from "./tools/registry.js";
@@ -65,7 +53,7 @@ export class Agent {
   /** The history as the last finished run left it (`result().messages` of that run). */
   #settledHistory: readonly AgentMessage[] = [];
   #tail: Promise<void> = Promise.resolve();
-  #resolved: AgentServices | undefined;
+  #resolved: RunServiceSet | undefined;
 
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
@@ -251,16 +239,8 @@ export class Agent {
    * The services runs are assembled from, resolved from the agent's container when the agent
    * first needs them (its first prompt, steer or follow-up): register yours before that.
    */
-  #services(): AgentServices {
-    if (this.#resolved !== undefined) return this.#resolved;
-    const container = this.#container ?? this.#parent;
-    this.#resolved = {
-      clock: container.resolve(CLOCK),
-      ids: container.resolve(ID_SOURCE),
-      modelStep: container.resolve(MODEL_STEP),
-      toolRunner: container.resolve(TOOL_RUNNER),
-      sink: container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined,
-    };
+  #services(): RunServiceSet {
+    this.#resolved ??= resolveServices(this.#container ?? this.#parent);
     return this.#resolved;
   }
 
@@ -287,7 +267,7 @@ export class Agent {
         ? undefined
         : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
     const config = this.#config;
-    const container = this.container;
+    const _container = this.container;
     const transcript = this.#transcript.writer();
     const { clock, modelStep, toolRunner } = this.#services();
     const session = new RunSession(
@@ -339,15 +319,6 @@ export class Agent {
     const ask = callback && (() => callback({ runId, messages: transcript.messages }));
     return new MessageInbox(queue, ask, clock);
   }
-}
-
-/** The services of the agent's runs, resolved once. */
-interface AgentServices {
-  clock: Clock;
-  ids: IdSource;
-  modelStep: ModelStep;
-  toolRunner: ToolRunner;
-  sink: EventSink | undefined;
 }
 
 const RESUME_ONLY: AgentMessage[] = [];

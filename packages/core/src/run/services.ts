@@ -90,6 +90,26 @@ export const defaultToolRunner: ToolRunner = {
     executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal),
 };
 
+/** The services an agent's runs use, resolved together. */
+export interface RunServiceSet {
+  clock: Clock;
+  ids: IdSource;
+  modelStep: ModelStep;
+  toolRunner: ToolRunner;
+  /** None unless a runtime registered one. */
+  sink: EventSink | undefined;
+}
+
+export function resolveServices(container: DependencyContainer): RunServiceSet {
+  return {
+    clock: container.resolve(CLOCK),
+    ids: container.resolve(ID_SOURCE),
+    modelStep: container.resolve(MODEL_STEP),
+    toolRunner: container.resolve(TOOL_RUNNER),
+    sink: container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined,
+  };
+}
+
 /** Registers the default of every service the container cannot resolve yet. */
 export function registerDefaultServices(container: DependencyContainer): void {
   const defaults: [InjectionToken<unknown>, unknown][] = [
