@@ -1,7 +1,7 @@
 import { defineTool, ToolRegistry } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { normalizePlan, refsIn, resolveRefs, validatePlan } from "./plan.js";
+import { normalizePlan, type PlanStep, parseRef, refsIn, resolveRefs, validatePlan } from "./plan.js";
 
 const tools = new ToolRegistry([
   defineTool({
@@ -83,5 +83,227 @@ describe("$ref", () => {
     expect(() => resolveRefs({ $ref: "steps.s1.result.items.5.name" }, results)).toThrow(
       "refers to steps.s1.result.items.5.name, which does not exist",
     );
+  });
+});
+
+const greet = defineTool({
+  name: "greet",
+  description: "hello",
+  inputSchema: z
+    .object({ who: z.object({ name: z.string() }) })
+    .refine((args) => args.who.name !== "nobody", "nobody to greet"),
+  execute: ({ who }) => `hello ${who.name}`,
+});
+const withGreet = new ToolRegistry([...tools.all(), greet]);
+
+const step = (id: string, dependsOn: string[] = []): PlanStep => ({
+  id,
+  tool: "add",
+  args: { a: 1, b: 2 },
+  dependsOn,
+});
+
+describe("normalizePlan ids", () => {
+  it("keeps letters, digits, _ and -, trims, and cuts an id at 16 characters", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "  a_B-9  ", tool: "add" },
+        { id: "abcdefghijklmnopqrstu", tool: "add" },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["a_B-9", "abcdefghijklmnop"]);
+  });
+
+  it("numbers a step whose id is empty, unusable or already taken by its position", () => {
+    const steps = normalizePlan(
+      {
+        steps: [
+          { id: "", tool: "add" },
+          { id: "!!!", tool: "add" },
+          { id: "s1", tool: "add" },
+          { tool: "add" },
+        ],
+      },
+      new Set(["s2"]),
+    );
+    // s1 is the first step's, s2 was taken by an earlier plan, so the third step's "s1" becomes s4
+    // and the fourth (s4 taken) s5.
+    expect(steps.map((s) => s.id)).toEqual(["s1", "s3", "s4", "s5"]);
+  });
+
+  it("keeps null and other plain values in the arguments as they are", () => {
+    const [only] = normalizePlan({ steps: [{ id: "a", tool: "add", args: { a: null, b: [1, null, "x"] } }] });
+    expect(only?.args).toEqual({ a: null, b: [1, null, "x"] });
+  });
+
+  it("gives steps without args or dependencies empty ones, and lists each dependency once", () => {
+    const [first, second] = normalizePlan({
+      steps: [
+        { id: "a", tool: "add" },
+        {
+          id: "b",
+          tool: "add",
+          args: { a: { $ref: "steps.a.result" }, b: { $ref: "steps.a.result" } },
+          dependsOn: ["a"],
+        },
+      ],
+    });
+    expect(first).toEqual({ id: "a", tool: "add", args: {}, dependsOn: [] });
+    expect(second?.dependsOn).toEqual(["a"]);
+  });
+
+  it("renames a clashing id in the $refs and dependencies that point to it, paths and arrays included", () => {
+    const steps = normalizePlan(
+      {
+        steps: [
+          { id: "old", tool: "add" },
+          {
+            id: "b",
+            tool: "add",
+            args: { list: [{ $ref: "steps.old.result.items.0" }], keep: { $ref: "steps.zz.result" }, n: 1 },
+            dependsOn: ["old"],
+          },
+        ],
+      },
+      new Set(["old"]),
+    );
+    expect(steps[0]?.id).toBe("s1");
+    expect(steps[1]?.args).toEqual({
+      list: [{ $ref: "steps.s1.result.items.0" }],
+      keep: { $ref: "steps.zz.result" },
+      n: 1,
+    });
+    expect(steps[1]?.dependsOn).toEqual(["s1", "zz"]);
+  });
+});
+
+describe("validatePlan, each problem alone", () => {
+  it("lists every available tool, or says there are none", () => {
+    const [unknown] = normalizePlan({ steps: [{ id: "a", tool: "nope" }] });
+    expect(validatePlan([unknown as PlanStep], withGreet, new Set())).toEqual([
+      'step a: unknown tool "nope" (available: add, greet)',
+    ]);
+    expect(validatePlan([unknown as PlanStep], new ToolRegistry(), new Set())).toEqual([
+      'step a: unknown tool "nope" (available: none)',
+    ]);
+  });
+
+  it("reports nothing else for a step whose tool is unknown", () => {
+    const steps = normalizePlan({ steps: [{ id: "a", tool: "nope", args: { x: 1 }, dependsOn: ["zz"] }] });
+    expect(validatePlan(steps, withGreet, new Set())).toHaveLength(1);
+  });
+
+  it("accepts a valid plan, and dependencies on steps of the plan", () => {
+    expect(validatePlan([step("a"), step("b", ["a"])], withGreet, new Set())).toEqual([]);
+  });
+
+  it("leaves arguments holding a $ref to be checked once resolved", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: "not a number" } },
+      ],
+    });
+    expect(validatePlan(steps, withGreet, new Set())).toEqual([]);
+  });
+
+  it("names nested paths, and reports problems of the whole arguments and several issues at once", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "greet", args: { who: { name: 5 } } },
+        { id: "b", tool: "greet", args: { who: { name: "nobody" } } },
+        { id: "c", tool: "add", args: {} },
+      ],
+    });
+    expect(validatePlan(steps, withGreet, new Set())).toEqual([
+      'step a: invalid arguments for "greet": who.name: Invalid input: expected string, received number',
+      'step b: invalid arguments for "greet": nobody to greet',
+      'step c: invalid arguments for "add": a: Invalid input: expected number, received undefined; b: Invalid input: expected number, received undefined',
+    ]);
+  });
+});
+
+describe("validatePlan cycles", () => {
+  it("finds no cycle in a diamond, nor through a step of an earlier plan", () => {
+    const diamond = [step("a", ["b", "c"]), step("b", ["d"]), step("c", ["d"]), step("d", ["old"])];
+    expect(validatePlan(diamond, withGreet, new Set(["old"]))).toEqual([]);
+  });
+
+  it("names only the steps on the cycle", () => {
+    const steps = [step("x", ["z"]), step("z", ["y", "w"]), step("y"), step("w", ["z"])];
+    expect(validatePlan(steps, withGreet, new Set())).toEqual(["steps z, w depend on each other"]);
+  });
+
+  it("finds a step that depends on itself", () => {
+    expect(validatePlan([step("a"), step("b", ["b"])], withGreet, new Set())).toEqual([
+      "steps b depend on each other",
+    ]);
+  });
+});
+
+describe("parseRef", () => {
+  it("takes the step id and the path", () => {
+    expect(parseRef({ $ref: "steps.s_1-a.result" })).toEqual({ stepId: "s_1-a", path: [] });
+    expect(parseRef({ $ref: "steps.s1.result.items.0.name" })).toEqual({
+      stepId: "s1",
+      path: ["items", "0", "name"],
+    });
+  });
+
+  it("is nothing for anything but an object whose one key $ref holds a whole reference", () => {
+    for (const value of [
+      null,
+      undefined,
+      "steps.s1.result",
+      ["steps.s1.result"],
+      [{ $ref: "steps.s1.result" }],
+      {},
+      { $ref: 1 },
+      { $ref: ["steps.s1.result"] },
+      { $ref: "steps.s1.result", note: "x" },
+      { ref: "steps.s1.result" },
+      { $ref: "xsteps.s1.result" },
+      { $ref: "steps.s1.resultx" },
+      { $ref: "steps.s1.result." },
+      { $ref: "steps..result" },
+      { $ref: "steps.s 1.result" },
+      { $ref: "steps.s1.outcome" },
+    ])
+      expect(parseRef(value), JSON.stringify(value)).toBeUndefined();
+  });
+});
+
+describe("refsIn and resolveRefs", () => {
+  it("finds refs in arrays and objects, and none in other values", () => {
+    expect(refsIn([1, null, "x", { a: [{ $ref: "steps.a.result.x" }] }, { $ref: "steps.b.result" }])).toEqual(
+      [
+        { stepId: "a", path: ["x"] },
+        { stepId: "b", path: [] },
+      ],
+    );
+    expect(refsIn(null)).toEqual([]);
+    expect(refsIn("steps.a.result")).toEqual([]);
+  });
+
+  it("resolves refs in arrays and objects and leaves other values as they are", () => {
+    const results = new Map<string, unknown>([
+      ["a", { x: 0, y: null }],
+      ["b", undefined],
+    ]);
+    expect(
+      resolveRefs(
+        { list: [{ $ref: "steps.a.result.x" }, 2, null], n: "t", b: { $ref: "steps.b.result" } },
+        results,
+      ),
+    ).toEqual({ list: [0, 2, null], n: "t", b: undefined });
+    expect(resolveRefs(null, results)).toBeNull();
+  });
+
+  it("fails for a path through null, through a primitive, or to a missing key", () => {
+    const results = new Map<string, unknown>([["a", { x: 1, y: null, s: "text" }]]);
+    for (const path of ["y.z", "x.toFixed", "s.length", "missing"])
+      expect(() => resolveRefs({ $ref: `steps.a.result.${path}` }, results)).toThrow(
+        `refers to steps.a.result.${path}, which does not exist`,
+      );
   });
 });

@@ -155,7 +155,8 @@ function findCycle(steps: readonly PlanStep[]): string[] | undefined {
     if (state.get(id) === "visiting") return path.slice(path.indexOf(id));
     state.set(id, "visiting");
     path.push(id);
-    for (const dependency of byId.get(id)?.dependsOn ?? []) {
+    // `visit` returned above for an id without a step.
+    for (const dependency of (byId.get(id) as PlanStep).dependsOn) {
       const cycle = visit(dependency);
       if (cycle) return cycle;
     }

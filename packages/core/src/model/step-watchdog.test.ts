@@ -85,6 +85,39 @@ describe("StepWatchdog", () => {
     expect(spy.mock.calls.map(([, delay]) => delay)).toEqual([50]);
   });
 
+  it("on a tie, reports the first of step, firstChunk, chunk", async () => {
+    const first = watch({ stepMs: 50, firstChunkMs: 50 });
+    await vi.advanceTimersByTimeAsync(50);
+    expect(first.expired[0]).toMatchObject({ kind: "step", ms: 50 });
+    first.watchdog.stop();
+    // Started at 50: a chunk at 80 with chunkMs 20 is due at 100, with stepMs.
+    const second = watch({ stepMs: 50, chunkMs: 20 });
+    await chunksAt(second.watchdog, [80]);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(second.expired[0]).toMatchObject({ kind: "step", ms: 50 });
+  });
+
+  it("re-arms no timer per chunk: a fast stream costs a timer per chunkMs, not per chunk", async () => {
+    const spy = vi.spyOn(globalThis, "setTimeout");
+    const { watchdog, expired } = watch({ chunkMs: 20 });
+    await chunksAt(
+      watchdog,
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
+    expect(expired).toEqual([]);
+    expect(spy.mock.calls.length).toBeLessThanOrEqual(12);
+    watchdog.stop();
+  });
+
+  it("is needed only when some limit is set", () => {
+    expect(StepWatchdog.needed(undefined)).toBe(false);
+    expect(StepWatchdog.needed({})).toBe(false);
+    expect(StepWatchdog.needed({ stepMs: undefined, chunkMs: undefined })).toBe(false);
+    expect(StepWatchdog.needed({ chunkMs: 5 })).toBe(true);
+    expect(StepWatchdog.needed({ firstChunkMs: 5 })).toBe(true);
+    expect(StepWatchdog.needed({ stepMs: 5 })).toBe(true);
+  });
+
   it("stop() clears the timer", () => {
     const { watchdog } = watch({ stepMs: 100, firstChunkMs: 50, chunkMs: 20 });
     expect(vi.getTimerCount()).toBe(1);

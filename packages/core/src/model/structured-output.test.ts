@@ -44,3 +44,50 @@ describe("parseStructured", () => {
     });
   });
 });
+
+describe("extractJson, where the value is looked for", () => {
+  it("reads a fence with any language tag, or none, on one line or several", () => {
+    expect(extractJson('```JSON5\n{"a":1}\n```')).toEqual({ a: 1 });
+    expect(extractJson('Result: ```{"a":2}``` done')).toEqual({ a: 2 });
+    expect(extractJson('```json  {"a":3}```')).toEqual({ a: 3 });
+    // A value only the fence can find: no brackets for the prose search.
+    expect(extractJson('Here: ```"just text"``` ok')).toBe("just text");
+    expect(extractJson('Here: ```json "a" ``` ok')).toBe("a");
+  });
+
+  it("prefers a fenced block to a value in the prose, and takes the first block that parses", () => {
+    expect(extractJson('Like {"x":0} but: ```json\n{"y":1}\n```')).toEqual({ y: 1 });
+    expect(extractJson('```\nnot json\n```\nthen\n```json\n{"z":2}\n```')).toEqual({ z: 2 });
+  });
+
+  it("takes the first balanced value in the prose that parses", () => {
+    expect(extractJson('first {"a": 1} then {"b": 2}')).toEqual({ a: 1 });
+    expect(extractJson("first {oops} then [1, 2]")).toEqual([1, 2]);
+    expect(extractJson('a [broken} pair, then {"ok": 1}')).toEqual({ ok: 1 });
+  });
+
+  it("skips escaped quotes and brackets inside strings", () => {
+    expect(extractJson('Note {"say": "a \\"}\\" and ]"} end')).toEqual({ say: 'a "}" and ]' });
+  });
+
+  it("finds nothing in an unclosed value", () => {
+    expect(() => extractJson('The answer is {"a": [1, 2}')).toThrow("the reply contains no JSON value");
+    expect(() => extractJson('{"a": "unterminated}')).toThrow("the reply contains no JSON value");
+    expect(() => extractJson('Partial: {"a": 1')).toThrow("the reply contains no JSON value");
+  });
+});
+
+describe("parseStructured, the error for a retry", () => {
+  it("lists every issue, a whole-value one without a path", () => {
+    const schema = z.object({ a: z.string(), b: z.number() });
+    expect(parseStructured(schema, '{"a": 1, "b": "x"}')).toEqual({
+      success: false,
+      error:
+        "The JSON does not match the schema: a: Invalid input: expected string, received number; b: Invalid input: expected number, received string.",
+    });
+    expect(parseStructured(schema, "[1]")).toEqual({
+      success: false,
+      error: "The JSON does not match the schema: Invalid input: expected object, received array.",
+    });
+  });
+});

@@ -66,3 +66,28 @@ describe("canonicalHash", () => {
     expect(new Set(distinct.map((value) => canonicalHash(value))).size).toBe(distinct.length);
   });
 });
+
+describe("canonicalJson, values JSON writes as null or leaves out", () => {
+  it("writes a function or a symbol on its own as null", () => {
+    expect(canonicalJson(() => 1)).toBe("null");
+    expect(canonicalJson(Symbol("s"))).toBe("null");
+    expect(canonicalJson(undefined)).toBe("null");
+  });
+
+  it("sorts the keys of every object in an array, not only when all of them need it", () => {
+    expect(canonicalJson([{ a: 1 }, { b: 2, a: 1 }])).toBe('[{"a":1},{"a":1,"b":2}]');
+  });
+
+  it("keeps keys named like JSON literals", () => {
+    expect(canonicalJson({ null: 2, undefined: 1 })).toBe('{"null":2,"undefined":1}');
+    expect(canonicalJson({ undefined: 1, null: 2 })).toBe('{"null":2,"undefined":1}');
+  });
+});
+
+describe("canonicalHash, values JSON leaves out of an object", () => {
+  it("skips undefined, functions and symbols, as JSON.stringify does", () => {
+    const withSkipped = { a: 1, u: undefined, f: () => 1, s: Symbol("s") };
+    expect(JSON.stringify(withSkipped)).toBe('{"a":1}');
+    expect(canonicalHash(withSkipped)).toBe(canonicalHash({ a: 1 }));
+  });
+});

@@ -343,3 +343,116 @@ describe("executeToolCall: calls that cannot run", () => {
     );
   });
 });
+
+describe("executeToolCall: exact texts and who is told", () => {
+  it("a thrown string is the content as it is, without 'Tool failed:'", async () => {
+    const thrown = run(
+      toolWith(() => {
+        throw "no such file";
+      }),
+    );
+    expect(thrown).toMatchObject({ status: "error", content: "no such file" });
+    expect(await run(toolWith(() => Promise.reject("no such file")))).toMatchObject({
+      status: "error",
+      content: "no such file",
+    });
+  });
+
+  it("an issue with the arguments as a whole has no path before its message", () => {
+    const result = run(toolWith(vi.fn()), { call: callOf("t", "not json") }) as ToolResultMessage;
+    expect(result.content).toBe(
+      'Invalid arguments for tool "t": Invalid input: expected object, received string. The arguments were not valid JSON: not json',
+    );
+  });
+
+  it("a FatalToolError without a sink is still just an error result", async () => {
+    const sync = run(
+      toolWith(() => {
+        throw new FatalToolError("credentials revoked");
+      }),
+    );
+    expect(sync).toMatchObject({ status: "error", content: "credentials revoked" });
+    const rejected = await run(toolWith(() => Promise.reject(new FatalToolError("credentials revoked"))));
+    expect(rejected).toMatchObject({ status: "error", content: "credentials revoked" });
+  });
+
+  it("an ordinary failure, or a value instanceof cannot test, is not reported to the sink", async () => {
+    const toolFailedFatally = vi.fn();
+    const fatal = { toolFailedFatally };
+    await run(
+      toolWith(() => Promise.reject(new Error("disk full"))),
+      { fatal },
+    );
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const result = run(
+      toolWith(() => {
+        throw proxy;
+      }),
+      { fatal },
+    );
+    expect(result).toMatchObject({ status: "error" });
+    await run(
+      toolWith(() => Promise.reject(proxy)),
+      { fatal },
+    );
+    expect(toolFailedFatally).not.toHaveBeenCalled();
+  });
+
+  it("a result without details has no details key at all", () => {
+    const failed = run(
+      toolWith(() => {
+        throw new Error("disk full");
+      }),
+    );
+    expect(Object.keys(failed)).not.toContain("details");
+    expect(Object.keys(run(toolWith(() => "text")))).toContain("details");
+  });
+
+  it("a returned object whose then is not a function is a plain value", () => {
+    // biome-ignore lint/suspicious/noThenProperty: a value that only looks like a thenable is the point.
+    const result = run(toolWith(() => ({ then: 1 })));
+    expect(result).not.toBeInstanceOf(Promise);
+    expect(result).toMatchObject({ status: "ok", content: '{"then":1}' });
+  });
+});
+
+describe("executeToolCall: a deadline ends with its call", () => {
+  it("the tool's signal says which limit ran out", async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const result = run(
+      signalFollower((s) => {
+        signal = s;
+      }),
+      { timeoutMs: 100 },
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    expect(signal?.reason).toMatchObject({ kind: "tool", ms: 100 });
+    await result;
+  });
+
+  it.each([
+    ["synchronous", () => "done"],
+    ["async", async () => "done"],
+  ])(
+    "a %s tool that finished in time is not aborted later, by its deadline or by the run",
+    async (_label, value) => {
+      vi.useFakeTimers();
+      const scope = new AbortScope();
+      let signal: AbortSignal | undefined;
+      const result = await run(
+        toolWith((_args, options) => {
+          signal = options.signal;
+          return value();
+        }),
+        { scope, timeoutMs: 100 },
+      );
+      expect(result).toMatchObject({ status: "ok", content: "done" });
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(signal?.aborted).toBe(false);
+      scope.abort(new Error("stop"));
+      expect(signal?.aborted).toBe(false);
+    },
+  );
+});

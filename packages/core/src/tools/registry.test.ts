@@ -94,3 +94,28 @@ describe("defineTool", () => {
     expect(() => defineTool({ ...base, name: "ok", execute: undefined as never })).toThrow(AgentError);
   });
 });
+
+describe("ToolRegistry.register, values that are not tools", () => {
+  it.each([
+    ["null", null],
+    ["undefined", undefined],
+    ["a string", "calculator"],
+    ["a number", 7],
+  ])("rejects %s with an InvalidConfigError", (_label, value) => {
+    expect(() => new ToolRegistry().register(value as never)).toThrow(InvalidConfigError);
+  });
+});
+
+describe("defineTool, schemas without a JSON Schema", () => {
+  it.each([
+    ["a bigint", z.object({ n: z.bigint() })],
+    ["a date", z.object({ d: z.date() })],
+  ])("rejects %s with an InvalidConfigError naming the tool", (_label, inputSchema) => {
+    expect(() => defineTool({ name: "when", description: "d", inputSchema, execute: () => 1 })).toThrow(
+      InvalidConfigError,
+    );
+    expect(() => defineTool({ name: "when", description: "d", inputSchema, execute: () => 1 })).toThrow(
+      /^Tool "when": its inputSchema cannot be expressed as JSON Schema \(.+\)\.$/,
+    );
+  });
+});

@@ -165,6 +165,26 @@ describe("StallDetector", () => {
     expect(reply(detector, ["s", nested(2), "2"])).toEqual(["stall"]);
   });
 
+  it("takes a call whose hash collides with an earlier one's for a new call, in a later reply too", () => {
+    const nested = (leaf: number) => ({ a: { b: { c: { d: { e: { f: { g: { h: { i: leaf } } } } } } } } });
+    const detector = new StallDetector();
+    expect(reply(detector, ["s", nested(1), "1"])).toEqual(["ok"]);
+    expect(reply(detector, ["s", nested(2), "2"])).toEqual(["ok"]);
+    expect(reply(detector, ["s", nested(3), "3"])).toEqual(["ok"]);
+    // Found down the chain of colliding calls: the third one, made again.
+    expect(reply(detector, ["s", nested(3), "3"])).toEqual(["nudge"]);
+  });
+
+  it("forgets a nudge once a new call made the earlier calls stale: read, read, write, read goes on", () => {
+    const detector = new StallDetector();
+    expect(reply(detector, ["read", { path: "a.ts" }, "v1"])).toEqual(["ok"]);
+    expect(reply(detector, ["read", { path: "a.ts" }, "v1"])).toEqual(["nudge"]);
+    expect(reply(detector, ["write", { path: "a.ts", text: "v2" }, "ok"])).toEqual(["ok"]);
+    expect(reply(detector, ["read", { path: "a.ts" }, "v2"])).toEqual(["ok"]);
+    // The streak starts again from there: once more is a repeat, nudged before it stalls.
+    expect(reply(detector, ["read", { path: "a.ts" }, "v2"])).toEqual(["nudge"]);
+  });
+
   it("takes its thresholds from options and rejects meaningless ones", () => {
     const detector = new StallDetector({ repeatedCalls: 3, repeatedResults: 2 });
     expect(reply(detector, ["s", 1, "r"])).toEqual(["ok"]);
