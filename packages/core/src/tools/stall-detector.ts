@@ -49,8 +49,12 @@ export class StallDetector {
   readonly #repeatedResults: number;
   /** Per tool name, the distinct arguments called since the last reset, by their canonical hash. */
   readonly #calls = new Map<string, Map<number, SeenCall>>();
-  /** The checked calls waiting for their result, by call id. */
-  readonly #running = new Map<string, SeenCall>();
+  /**
+   * The checked calls waiting for their result: ids and entries side by side, a reply's few calls
+   * (a `Map` allocated a new table at every clear, and this is cleared at every model call).
+   */
+  readonly #runningIds: string[] = [];
+  readonly #runningEntries: SeenCall[] = [];
   #reply = 0;
   /** The last reply that made a call never made before: calls of earlier replies are not compared. */
   #windowStart = 0;
@@ -63,13 +67,15 @@ export class StallDetector {
   /** A new model reply's calls are about to run: the calls checked so far become earlier replies. */
   beginReply(): void {
     this.#reply++;
-    this.#running.clear();
+    this.#runningIds.length = 0;
+    this.#runningEntries.length = 0;
   }
 
   /** A user, follow-up or steering message entered the history: nothing before it counts. */
   reset(): void {
     this.#calls.clear();
-    this.#running.clear();
+    this.#runningIds.length = 0;
+    this.#runningEntries.length = 0;
   }
 
   /** Called before a call runs. */
@@ -95,16 +101,22 @@ export class StallDetector {
       first.next = entry;
     }
     this.#windowStart = this.#reply;
-    this.#running.set(call.id, entry);
+    this.#runningIds.push(call.id);
+    this.#runningEntries.push(entry);
     return OK;
   }
 
   /** Called with the text of each ok result, in any order. */
   checkResult(call: ToolCall, content: string): StallVerdict {
-    const entry = this.#running.get(call.id);
+    const index = this.#runningIds.indexOf(call.id);
     // Not checked by `checkCall` in this reply: nothing known to compare it with.
-    if (entry === undefined) return OK;
-    this.#running.delete(call.id);
+    if (index < 0) return OK;
+    const entry = this.#runningEntries[index] as SeenCall;
+    // Order does not matter: the last pair takes the place of the one that is done.
+    this.#runningIds[index] = this.#runningIds[this.#runningIds.length - 1] as string;
+    this.#runningEntries[index] = this.#runningEntries[this.#runningEntries.length - 1] as SeenCall;
+    this.#runningIds.pop();
+    this.#runningEntries.pop();
     if (content !== entry.result) {
       entry.result = content;
       entry.results = 1;
@@ -135,7 +147,8 @@ export class StallDetector {
       entry.nudged = NEVER;
     } else if (entry.lastReply !== this.#reply) entry.replies++;
     entry.lastReply = this.#reply;
-    this.#running.set(call.id, entry);
+    this.#runningIds.push(call.id);
+    this.#runningEntries.push(entry);
     if (entry.replies < this.#repeatedCalls) return OK;
     if (this.#mayStall(entry.nudged))
       return {
