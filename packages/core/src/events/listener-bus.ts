@@ -1,5 +1,4 @@
 import mittModule, { type Emitter, type EventType, type Handler, type WildcardHandler } from "mitt";
-import type { EventSink } from "../run/services.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./schemas.js";
 
 // mitt's types resolve as CommonJS under NodeNext; its ESM default export is the factory.
@@ -12,7 +11,7 @@ type Listener = (event: never) => void;
  * The agent's listeners (`agent.on`), dispatched by mitt. Each listener is wrapped once, when it
  * subscribes, so that one that throws neither breaks the run nor starves the others.
  */
-export class ListenerBus implements EventSink {
+export class ListenerBus {
   /** Made with the first listener: most agents never get one. */
   #emitter: Emitter<Events> | undefined;
   /** Listener → its wrapper, per type ("*" included), so `off` finds what `on` registered. */
