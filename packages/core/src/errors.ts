@@ -135,7 +135,7 @@ export class NoOrchestratorError extends AgentError {
   constructor() {
     super(
       "no_orchestrator",
-      'No orchestrator given and no default registered: add `import "@agent-core/agentic"` or pass `orchestrator`.',
+      'No orchestrator given and no default registered: import `Agent` from "agent-core" (it registers the default), add `import "@agent-core/agentic"`, or pass `orchestrator`.',
     );
   }
 }

@@ -65,6 +65,6 @@ export interface AgentHooks {
   prepareStep?(context: PrepareStepContext): MaybePromise<PrepareStepResult | undefined>;
   /** Before each model call after the first: `true` ends the run, as completed. */
   shouldStop?(context: ShouldStopContext): MaybePromise<boolean>;
-  /** Arguments that are not valid JSON, or fail the schema: return fixed ones, or undefined to give up. */
+  /** Arguments that are not valid JSON: return fixed ones, or undefined to give up (arguments that fail the schema get an error result instead). */
   repairToolCall?(context: RepairToolCallContext): MaybePromise<unknown>;
 }
