@@ -91,3 +91,13 @@ describe("canonicalHash, values JSON leaves out of an object", () => {
     expect(canonicalHash(withSkipped)).toBe(canonicalHash({ a: 1 }));
   });
 });
+
+describe("canonicalJson and keys JSON leaves out", () => {
+  it("drops a symbol-valued key as JSON.stringify does, in any key order, and hashes alike", () => {
+    const sorted = { a: 1, s: Symbol("x") };
+    const unsorted = { s: Symbol("x"), a: 1 };
+    expect(canonicalJson(sorted)).toBe('{"a":1}');
+    expect(canonicalJson(unsorted)).toBe('{"a":1}');
+    expect(canonicalHash(unsorted)).toBe(canonicalHash({ a: 1 }));
+  });
+});

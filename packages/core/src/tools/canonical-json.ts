@@ -46,7 +46,8 @@ function buildCanonical(value: unknown): string {
   let first = true;
   for (const key of keys) {
     const item = (value as Record<string, unknown>)[key];
-    if (item === undefined || typeof item === "function") continue;
+    // As JSON.stringify (and canonicalHash) do: keys whose value JSON cannot write are left out.
+    if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
     out += `${first ? "" : ","}${JSON.stringify(key)}:${buildCanonical(item)}`;
     first = false;
   }
