@@ -125,3 +125,59 @@ describe("MessageInbox.take", () => {
     expect(await new MessageInbox(new MessageQueue(), async () => []).take()).toEqual([]);
   });
 });
+
+describe("MessageInbox: what take answers", () => {
+  const contents = (messages: readonly unknown[]) => messages.map((m) => (m as { content: string }).content);
+
+  it("answers a fresh array without a callback too, empty or not", async () => {
+    const empty = await new MessageInbox(new MessageQueue(), undefined).take();
+    expect(empty).toEqual([]);
+    expect(Object.isFrozen(empty)).toBe(false);
+    const noneFromCallback = await new MessageInbox(new MessageQueue(), () => []).take();
+    expect(noneFromCallback).toEqual([]);
+    expect(Object.isFrozen(noneFromCallback)).toBe(false);
+  });
+
+  it("takes the queue alone when the callback answers undefined", async () => {
+    const queue = new MessageQueue();
+    queue.push("queued");
+    const inbox = new MessageInbox(queue, () => undefined);
+    expect(contents(await inbox.take())).toEqual(["queued"]);
+    expect(await new MessageInbox(new MessageQueue(), () => undefined).take()).toEqual([]);
+  });
+
+  it("stamps the callback's strings with the inbox's clock", async () => {
+    const clock = { now: () => 4242, monotonic: () => 0 };
+    const inbox = new MessageInbox(new MessageQueue(), () => ["from callback"], clock);
+    expect(await inbox.take()).toEqual([{ role: "user", content: "from callback", timestamp: 4242 }]);
+  });
+
+  it("says whether it has a callback", () => {
+    expect(new MessageInbox(new MessageQueue(), undefined).hasCallback).toBe(false);
+    expect(new MessageInbox(new MessageQueue(), () => []).hasCallback).toBe(true);
+  });
+
+  it("keeps its own list of what was taken: the caller changing the answer does not change what close() gives back", async () => {
+    const queue = new MessageQueue();
+    queue.push("a");
+    const inbox = new MessageInbox(queue, undefined);
+    const taken = await inbox.take();
+    taken.push({ role: "user", content: "added by the caller" });
+    taken.shift();
+    expect(contents(inbox.close())).toEqual(["a"]);
+  });
+});
+
+describe("MessageQueue.peek", () => {
+  it("peek answers a copy, oldest first", () => {
+    const queue = new MessageQueue();
+    queue.push("a", 1);
+    queue.push("b", 2);
+    const seen = queue.peek();
+    seen.pop();
+    expect(queue.peek()).toEqual([
+      { role: "user", content: "a", timestamp: 1 },
+      { role: "user", content: "b", timestamp: 2 },
+    ]);
+  });
+});

@@ -80,6 +80,37 @@ describe("TranscriptKeeper", () => {
     expect(shape(keeper.messages)).toEqual(["assistant", "toolResult a ok done a"]);
   });
 
+  it("awaits a call that is open and not yet answered, also before any result came early", () => {
+    const keeper = new TranscriptKeeper();
+    keeper.append(calls("a", "b"));
+    expect(keeper.awaits("a")).toBe(true);
+    expect(keeper.awaits("b")).toBe(true);
+    expect(keeper.awaits("x")).toBe(false);
+    keeper.record(result("a"));
+    expect(keeper.awaits("a")).toBe(false);
+    expect(keeper.awaits("b")).toBe(true);
+  });
+
+  it("keeps the calls open when an app message comes between them and their results", () => {
+    const keeper = new TranscriptKeeper();
+    keeper.append(calls("a"));
+    const note = { role: "note", text: "deployed" };
+    expect(keeper.append(note)).toEqual([]);
+    expect(keeper.openCalls.map((c) => c.id)).toEqual(["a"]);
+    expect(keeper.record(result("a"))).toBe("recorded");
+    expect(shape(keeper.messages)).toEqual(["assistant", "note", "toolResult a ok done a"]);
+  });
+
+  it("refuses an id repeated anywhere in the reply, not only right after itself", () => {
+    const keeper = new TranscriptKeeper();
+    expect(() => keeper.append(calls("a", "b", "a"))).toThrow(
+      new InvalidHistoryError(
+        'tool call id "a" is already used in the history; every call needs its own id.',
+      ),
+    );
+    expect(keeper.messages).toEqual([]);
+  });
+
   it("holds results that finish early and lets them in in call order", () => {
     const keeper = new TranscriptKeeper();
     keeper.append(calls("a", "b", "c"));

@@ -79,6 +79,18 @@ describe("TurnTracker", () => {
     });
   });
 
+  it("closes a turn that gave no answer with an empty one that stopped, when the next turn starts", () => {
+    const t = tracker();
+    t.turns.start();
+    t.turns.start();
+    expect(eventsOf(t.events, "turn_end")[0]?.message).toEqual({
+      role: "assistant",
+      content: [],
+      stopReason: "stop",
+      timestamp: t.clock.now(),
+    });
+  });
+
   it("endOpen does nothing without an open turn", () => {
     const t = tracker();
     t.turns.endOpen("stop");
