@@ -5,7 +5,12 @@ import type { AgentHooks, BeforeToolCallResult, ToolCallContext } from "./hooks.
 import type { ApprovalDecision } from "./suspension.js";
 
 const call = (id: string): ToolCall => ({ id, name: "pay", args: { id } });
-const contextOf = (call: ToolCall): ToolCallContext => ({ runId: "run", call, tool: undefined, messages: [] });
+const contextOf = (call: ToolCall): ToolCallContext => ({
+  runId: "run",
+  call,
+  tool: undefined,
+  messages: [],
+});
 
 /** A hook that answers from `answers` by call id and records the ids it was asked about. */
 function hookOf(answers: Record<string, BeforeToolCallResult>) {
