@@ -1,43 +1,10 @@
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. Built directly:
  * a stringify replacer would copy every object on each call. */
 export function canonicalJson(value: unknown): string {
-  // The common case, a flat object whose keys are already in order: the native serializer is
-  // canonical there, and fast.
-  if (isFlatAndSorted(value)) return JSON.stringify(value);
-  if (keysSorted(value)) return JSON.stringify(value) ?? "null";
-  return buildCanonical(value);
-}
-
-function isFlatAndSorted(value: unknown): boolean {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
-  const keys = Object.keys(value);
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string;
-    if (i > 0 && key < (keys[i - 1] as string)) return false;
-    const item = (value as Record<string, unknown>)[key];
-    const type = typeof item;
-    if (type !== "number" && type !== "string" && type !== "boolean" && item !== null) return false;
-  }
-  return true;
-}
-
-function keysSorted(value: unknown): boolean {
-  if (value === null || typeof value !== "object") return typeof value !== "function";
-  if (Array.isArray(value)) return value.every(keysSorted);
-  let previous = "";
-  for (const key in value) {
-    const item = (value as Record<string, unknown>)[key];
-    if (key < previous || item === undefined || !keysSorted(item)) return false;
-    previous = key;
-  }
-  return true;
-}
-
-function buildCanonical(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
   if (Array.isArray(value)) {
     let out = "[";
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + buildCanonical(value[i] ?? null);
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i] ?? null);
     return `${out}]`;
   }
   const keys = Object.keys(value);
@@ -48,12 +15,11 @@ function buildCanonical(value: unknown): string {
     const item = (value as Record<string, unknown>)[key];
     // As JSON.stringify (and canonicalHash) do: keys whose value JSON cannot write are left out.
     if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${buildCanonical(item)}`;
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${canonicalJson(item)}`;
     first = false;
   }
   return `${out}}`;
 }
-
 /**
  * A cheap hash of a value's canonical JSON: values with the same `canonicalJson` always get the
  * same hash (keys are combined in any order, `-0` is `0`, whatever JSON writes as `null` hashes
