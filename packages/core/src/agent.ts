@@ -19,6 +19,7 @@ import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
+import { ClientToolCalls, type ClientToolOutcome } from "./run/client-tools.js";
 import { EventPublisher } from "./run/event-publisher.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
 import { type RunResult, RunSession } from "./run/run-session.js";
@@ -50,6 +51,8 @@ export class Agent {
   readonly #contextBudget: ContextBudgetOptions | undefined;
   /** A batch the last run left waiting for `approve()` / `deny()`, with the decisions so far. */
   #pending: PendingDecisions | undefined;
+  /** Client tool calls waiting for `submitToolResult()`. */
+  readonly #clientTools = new ClientToolCalls();
   /** The history as the last finished run left it (`result().messages` of that run). */
   #settledHistory: readonly AgentMessage[] = [];
   #tail: Promise<void> = Promise.resolve();
@@ -128,6 +131,20 @@ export class Agent {
   /** Denies a call the run is waiting for (the model sees the reason); once all are decided, it continues. */
   deny(toolCallId: string, reason?: string): AgentRun | undefined {
     return this.#decide(toolCallId, reason === undefined ? { approved: false } : { approved: false, reason });
+  }
+
+  /** Client tool calls the run in progress waits for, in the order they were reached. */
+  get pendingClientTools(): { toolCallId: string; toolName: string }[] {
+    return this.#clientTools.waiting;
+  }
+
+  /**
+   * Delivers the result of a client tool call (`tool_call` with `execution: "client"`) that the run
+   * in progress waits for; the run goes on with it. `{ error }` gives the call an error result.
+   * Throws `ClientToolError` when no such call waits (unknown id, answered, timed out, run ended).
+   */
+  submitToolResult(toolCallId: string, outcome: ClientToolOutcome): void {
+    this.#clientTools.deliver(toolCallId, outcome);
   }
 
   #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
@@ -261,7 +278,7 @@ export class Agent {
     this.#pending = undefined;
     // A run that only resumes, when a run queued before it has resumed the batch: nothing to do.
     const idle = input === RESUME_ONLY && resume === undefined;
-    const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools } = timeouts;
+    const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools, clientToolMs } = timeouts;
     const total =
       totalMs === undefined
         ? undefined
@@ -284,7 +301,7 @@ export class Agent {
         modelSettings: config.modelSettings,
         retry: this.#retry,
         stepTimeouts: (stepMs ?? firstChunkMs ?? chunkMs) ? { stepMs, firstChunkMs, chunkMs } : undefined,
-        toolTimeouts: { toolMs, tools },
+        toolTimeouts: { toolMs, tools, clientToolMs },
         concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
         stall: config.stall ?? {},
         steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId, clock),
@@ -294,6 +311,7 @@ export class Agent {
         clock,
         modelStep,
         toolRunner,
+        clientTools: this.#clientTools,
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
       this.#publisher(run),

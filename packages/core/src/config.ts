@@ -73,6 +73,7 @@ const timeouts = object({
   firstChunkMs: ms,
   chunkMs: ms,
   toolMs: ms,
+  clientToolMs: ms,
   tools: z
     .record(
       z.string(),

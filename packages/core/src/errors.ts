@@ -152,6 +152,13 @@ export class InvalidConfigError extends AgentError {
   }
 }
 
+/** `agent.submitToolResult()` for a call that does not wait for one (unknown, answered, or ended). */
+export class ClientToolError extends AgentError {
+  constructor(message: string) {
+    super("client_tool", message);
+  }
+}
+
 export class AgentBusyError extends AgentError {
   constructor(action: string) {
     super("agent_busy", `Cannot ${action} while a run is in progress; abort it or await run.result() first.`);

@@ -46,6 +46,7 @@ export {
   rootContainer,
 } from "./orchestrator/registry.js";
 export { runTurns } from "./orchestrator/turns.js";
+export type { ClientToolOutcome } from "./run/client-tools.js";
 export type * from "./run/hooks.js";
 export type { RunResult } from "./run/run-session.js";
 export {
@@ -65,7 +66,17 @@ export type { ApprovalDecision, Suspension, Wait } from "./run/suspension.js";
 export type { ToolTimeouts } from "./run/tool-batch.js";
 export { validateTranscript } from "./run/transcript.js";
 export { canonicalJson } from "./tools/canonical-json.js";
-export { defineTool, type Tool, type ToolDefinition, type ToolExecuteOptions } from "./tools/define-tool.js";
+export {
+  type ClientTool,
+  type ClientToolDefinition,
+  defineTool,
+  type RunnableTool,
+  type ServerTool,
+  type ServerToolDefinition,
+  type Tool,
+  type ToolDefinition,
+  type ToolExecuteOptions,
+} from "./tools/define-tool.js";
 export { SKIPPED_BY_STEERING } from "./tools/execute-tool.js";
 export { ToolRegistry } from "./tools/registry.js";
 export { StallDetector, type StallOptions } from "./tools/stall-detector.js";

@@ -53,7 +53,7 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
     if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);
     if (event.type === "agent_end" && index !== events.length - 1)
       problems.push(`agent_end at ${index}, not last`);
-    if (event.type === "error" && index !== events.length - 2)
+    if (event.type === "error" && event.toolCallId === undefined && index !== events.length - 2)
       problems.push(`error at ${index}, not before agent_end`);
     if (event.type === "turn_start") openTurns++;
     if (event.type === "turn_end" && --openTurns < 0)

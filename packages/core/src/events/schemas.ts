@@ -64,6 +64,10 @@ export const eventSchemas = {
     args: z.unknown(),
     /** The id the model gave, when it repeated an id already in use (`toolCallId` is then a fresh one). */
     originalToolCallId: z.string().optional(),
+    /** `"client"`: a client tool; the run waits for `agent.submitToolResult()` (over HTTP: a hook token). */
+    execution: z.literal("client").optional(),
+    /** Over HTTP, for a client tool: the single-use token its result is posted with. */
+    hookToken: z.string().optional(),
   }),
   tool_result: defineEventSchema("tool_result", {
     toolCallId: z.string(),
@@ -87,7 +91,15 @@ export const eventSchemas = {
   }),
   /** A plug-in's own event: `name` says what it is (e.g. "reflect.critique"), `data` carries it. */
   custom: defineEventSchema("custom", { name: z.string().min(1), data: z.unknown().optional() }),
-  error: defineEventSchema("error", { code: z.string(), message: z.string() }),
+  /**
+   * Without `toolCallId`: why the run failed, right before its `agent_end`. With one: a problem of
+   * that call only (`tool-timeout`: a client tool never answered), and the run goes on.
+   */
+  error: defineEventSchema("error", {
+    code: z.string(),
+    message: z.string(),
+    toolCallId: z.string().optional(),
+  }),
   agent_end: defineEventSchema("agent_end", {
     stopReason: stopReasonSchema,
     usage: usageSchema,

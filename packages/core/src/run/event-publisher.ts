@@ -93,10 +93,13 @@ function envelope(event: OrchestratorEvent, runId: string, seq: number, ts: numb
     case "text_delta":
       return { type: "text_delta", runId, seq, ts, text: event.text, index: event.index };
     case "tool_call": {
-      const { toolCallId, toolName, args, originalToolCallId } = event;
-      return originalToolCallId === undefined
-        ? { type: "tool_call", runId, seq, ts, toolCallId, toolName, args }
-        : { type: "tool_call", runId, seq, ts, toolCallId, toolName, args, originalToolCallId };
+      const { toolCallId, toolName, args, originalToolCallId, execution } = event;
+      if (originalToolCallId === undefined && execution === undefined)
+        return { type: "tool_call", runId, seq, ts, toolCallId, toolName, args };
+      const rare: AgentEvent = { type: "tool_call", runId, seq, ts, toolCallId, toolName, args };
+      if (originalToolCallId !== undefined) rare.originalToolCallId = originalToolCallId;
+      if (execution !== undefined) rare.execution = execution;
+      return rare;
     }
     case "tool_result": {
       const { toolCallId, toolName, status } = event;

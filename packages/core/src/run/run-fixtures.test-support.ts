@@ -7,6 +7,7 @@ import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js"
 import { rootContainer } from "../orchestrator/registry.js";
 import { defineTool, type Tool } from "../tools/define-tool.js";
 import { ToolRegistry } from "../tools/registry.js";
+import { ClientToolCalls } from "./client-tools.js";
 import { EventPublisher } from "./event-publisher.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { MetricsRecorder } from "./metrics.js";
@@ -246,6 +247,7 @@ export function runSetup(overrides: Partial<RunSetup> = {}): RunSetup {
     clock,
     modelStep: scriptedStep(),
     toolRunner: defaultToolRunner,
+    clientTools: new ClientToolCalls(),
     ...overrides,
   };
 }

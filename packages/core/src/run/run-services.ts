@@ -193,6 +193,7 @@ export class RunServices implements RunContext {
       runId: setup.runId,
       tools: setup.tools,
       runner: setup.toolRunner,
+      clientTools: setup.clientTools,
       scope: setup.abortScope,
       graceMs: setup.limits.abortGraceMs,
       timeouts: setup.toolTimeouts,

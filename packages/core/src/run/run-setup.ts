@@ -9,6 +9,7 @@ import type { ModelCallSettings } from "../model/stream-step.js";
 import type { Limits } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallOptions } from "../tools/stall-detector.js";
+import type { ClientToolCalls } from "./client-tools.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { Clock, ModelStep, ToolRunner } from "./services.js";
@@ -40,4 +41,6 @@ export interface RunSetup {
   clock: Clock;
   modelStep: ModelStep;
   toolRunner: ToolRunner;
+  /** The agent's client tool calls waiting for `submitToolResult()`. */
+  clientTools: ClientToolCalls;
 }

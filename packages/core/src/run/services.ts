@@ -4,7 +4,7 @@ import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import { type ModelStepRequest, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
 import { rootContainer } from "../orchestrator/registry.js";
-import type { Tool } from "../tools/define-tool.js";
+import type { RunnableTool } from "../tools/define-tool.js";
 import { executeToolCall, type FatalToolSink } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 
@@ -51,8 +51,11 @@ export interface ModelStep {
 export interface ToolRunRequest {
   runId: string;
   call: ToolCall;
-  /** Undefined when the model named a tool that is not registered. */
-  tool: Tool | undefined;
+  /**
+   * Undefined when the model named a tool that is not registered. A client tool arrives bound to
+   * its run (`execution: "client"`).
+   */
+  tool: RunnableTool | undefined;
   tools: ToolRegistry;
   /** Aborted when the run (or the call's batch) is aborted. */
   scope: AbortScope;

@@ -28,6 +28,7 @@ function harnessWith(tools: Tool[], overrides: Partial<BatchSetup> = {}) {
     runId: h.setup.runId,
     tools: h.setup.tools,
     runner: h.setup.toolRunner,
+    clientTools: h.setup.clientTools,
     scope: h.setup.abortScope,
     graceMs: 100,
     timeouts: {},

@@ -1,4 +1,5 @@
 import { FatalToolError, StallError } from "../errors.js";
+import type { EventPayload } from "../events/schemas.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
@@ -12,6 +13,7 @@ import {
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import { askBeforeToolCall, type Verdict } from "./approvals.js";
+import type { ClientToolCalls } from "./client-tools.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
@@ -22,15 +24,21 @@ import type { TranscriptWriter } from "./transcript-keeper.js";
 
 export interface ToolTimeouts {
   toolMs?: number;
-  /** Per tool name; wins over `toolMs`. */
+  /** Per tool name; wins over `toolMs` and `clientToolMs`. */
   tools?: Record<string, number>;
+  /** How long a client tool call waits for its result (default 60 s); then it ends as `timeout`. */
+  clientToolMs?: number;
 }
+
+const CLIENT_TOOL_MS = 60_000;
 
 /** What every batch of a run works with; built once per run. */
 export interface BatchSetup {
   readonly runId: string;
   readonly tools: ToolRegistry;
   readonly runner: ToolRunner;
+  /** Where client tool calls wait for their results. */
+  readonly clientTools: ClientToolCalls;
   readonly scope: AbortScope;
   readonly graceMs: number;
   readonly timeouts: ToolTimeouts;
@@ -175,18 +183,8 @@ export class ToolBatch implements FatalToolSink {
     }
     this.#options.beforeEach?.(call);
     const { events } = this.#setup;
-    events.publish(
-      call.originalId === undefined
-        ? { type: "tool_call", toolCallId: call.id, toolName: call.name, args: call.args }
-        : {
-            type: "tool_call",
-            toolCallId: call.id,
-            toolName: call.name,
-            args: call.args,
-            originalToolCallId: call.originalId,
-          },
-    );
     const tool = this.#setup.tools.get(call.name);
+    events.publish(toolCallEvent(call, tool));
     const early = this.#resultWithoutRunning(call, tool);
     if (early) return this.#end(index, call, early);
     if (typeof call.args === "string" && this.#setup.hooks.repairToolCall)
@@ -198,12 +196,14 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #execute(index: number, call: ToolCall, tool: Tool | undefined): void | Promise<void> {
-    const { timeouts, tools, graceMs, runner, runId } = this.#setup;
-    const timeoutMs = timeouts.tools?.[call.name] ?? timeouts.toolMs;
+    const { timeouts, tools, graceMs, runner, runId, clientTools } = this.#setup;
+    const client = tool?.execution === "client";
+    const timeoutMs =
+      timeouts.tools?.[call.name] ?? (client ? (timeouts.clientToolMs ?? CLIENT_TOOL_MS) : timeouts.toolMs);
     const running = runner.run({
       runId,
       call,
-      tool,
+      tool: tool === undefined || tool.execution !== "client" ? tool : clientTools.bind(tool),
       tools,
       scope: this.#scope,
       graceMs,
@@ -294,6 +294,14 @@ export class ToolBatch implements FatalToolSink {
         ? { type: "tool_result", toolCallId, toolName, status, error: result.content }
         : { type: "tool_result", toolCallId, toolName, status, result: result.details },
     );
+    // The user's side never answered: say so beside the result, for whoever watches the stream.
+    if (status === "timeout" && this.#setup.tools.get(toolName)?.execution === "client")
+      this.#setup.events.publish({
+        type: "error",
+        code: "tool-timeout",
+        message: result.content,
+        toolCallId,
+      });
     this.#options.afterEach?.(call, result);
     if (
       (this.#options.interruptOnSteering ?? true) &&
@@ -336,4 +344,14 @@ export class ToolBatch implements FatalToolSink {
       messages: this.#setup.transcript.keeper.messages,
     };
   }
+}
+
+function toolCallEvent(call: ToolCall, tool: Tool | undefined): EventPayload<"tool_call"> {
+  const { id: toolCallId, name: toolName, args, originalId } = call;
+  if (originalId === undefined && tool?.execution !== "client")
+    return { type: "tool_call", toolCallId, toolName, args };
+  const event: EventPayload<"tool_call"> = { type: "tool_call", toolCallId, toolName, args };
+  if (originalId !== undefined) event.originalToolCallId = originalId;
+  if (tool?.execution === "client") event.execution = "client";
+  return event;
 }

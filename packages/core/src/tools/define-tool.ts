@@ -10,27 +10,69 @@ export interface ToolExecuteOptions {
   toolCallId: string;
 }
 
-export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> {
+interface ToolDefinitionBase<Schema extends z.ZodType> {
   name: string;
   description: string;
   /** A zod schema for the arguments; the model sees it as JSON Schema, calls are validated against it. */
   inputSchema: Schema;
-  /** Returns the result (any JSON value; strings are sent as they are), or throws to report an error. */
-  execute(args: z.output<Schema>, options: ToolExecuteOptions): Result | Promise<Result>;
   /** In parallel execution, run alone: wait for running calls, and start none while it runs. */
   sequential?: boolean;
   /** Calling it again with the same arguments is expected (a poller): stall detection skips it. */
   allowRepeats?: boolean;
 }
 
-/** A registered tool: its definition plus the JSON Schema sent to the model, computed once. */
-export interface Tool<Schema extends z.ZodType = z.ZodType, Result = unknown>
-  extends ToolDefinition<Schema, Result> {
-  readonly jsonSchema: JSONSchema7;
+/** A tool the agent's process runs. */
+export interface ServerToolDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown>
+  extends ToolDefinitionBase<Schema> {
+  execution?: "server";
+  /** Returns the result (any JSON value; strings are sent as they are), or throws to report an error. */
+  execute(args: z.output<Schema>, options: ToolExecuteOptions): Result | Promise<Result>;
 }
+
+/**
+ * A tool that runs where the user is (a browser, an editor): the run announces the call
+ * (`tool_call` with `execution: "client"`) and waits for `agent.submitToolResult()`, up to
+ * `timeouts.clientToolMs` (default 60 s).
+ */
+export interface ClientToolDefinition<Schema extends z.ZodType = z.ZodType>
+  extends ToolDefinitionBase<Schema> {
+  execution: "client";
+  execute?: never;
+}
+
+export type ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> =
+  | ServerToolDefinition<Schema, Result>
+  | ClientToolDefinition<Schema>;
+
+/**
+ * What a tool runner runs: a server tool, or a client tool bound to its run, whose `execute` waits
+ * for the result `agent.submitToolResult()` delivers.
+ */
+export type RunnableTool = Omit<ServerToolDefinition, "execution"> & {
+  readonly execution?: "server" | "client";
+  readonly jsonSchema: JSONSchema7;
+};
+
+/** A registered tool: its definition plus the JSON Schema sent to the model, computed once. */
+export type Tool<Schema extends z.ZodType = z.ZodType, Result = unknown> =
+  | ServerTool<Schema, Result>
+  | ClientTool<Schema>;
+export type ServerTool<Schema extends z.ZodType = z.ZodType, Result = unknown> = ServerToolDefinition<
+  Schema,
+  Result
+> & { readonly jsonSchema: JSONSchema7 };
+export type ClientTool<Schema extends z.ZodType = z.ZodType> = ClientToolDefinition<Schema> & {
+  readonly jsonSchema: JSONSchema7;
+};
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
+export function defineTool<Schema extends z.ZodType, Result>(
+  definition: ServerToolDefinition<Schema, Result>,
+): ServerTool<Schema, Result>;
+export function defineTool<Schema extends z.ZodType>(
+  definition: ClientToolDefinition<Schema>,
+): ClientTool<Schema>;
 export function defineTool<Schema extends z.ZodType, Result>(
   definition: ToolDefinition<Schema, Result>,
 ): Tool<Schema, Result> {
@@ -40,7 +82,18 @@ export function defineTool<Schema extends z.ZodType, Result>(
     );
   if (!(definition.inputSchema instanceof z.ZodType))
     throw new InvalidConfigError(`Tool "${definition.name}": inputSchema must be a zod schema.`);
-  if (typeof definition.execute !== "function")
+  // Read untyped: the definition may come from JavaScript.
+  const { execution, execute } = definition as { execution?: unknown; execute?: unknown };
+  if (execution === "client") {
+    if (execute !== undefined)
+      throw new InvalidConfigError(
+        `Tool "${definition.name}": a client tool runs where the user is and has no execute.`,
+      );
+  } else if (execution !== undefined && execution !== "server")
+    throw new InvalidConfigError(
+      `Tool "${definition.name}": execution must be "server" or "client", got ${JSON.stringify(execution)}.`,
+    );
+  else if (typeof execute !== "function")
     throw new InvalidConfigError(`Tool "${definition.name}": execute must be a function.`);
   let jsonSchema: JSONSchema7;
   try {

@@ -3,13 +3,13 @@ import { z } from "zod";
 import { FatalToolError, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import { AbortScope } from "../model/abortable.js";
-import { defineTool, type Tool, type ToolExecuteOptions } from "./define-tool.js";
+import { defineTool, type ServerTool, type ToolExecuteOptions } from "./define-tool.js";
 import { executeToolCall, type FatalToolSink, NOT_RUN_ABORTED } from "./execute-tool.js";
 import { ToolRegistry } from "./registry.js";
 
 const GRACE_MS = 500;
 
-function toolWith(execute: (args: unknown, options: ToolExecuteOptions) => unknown, name = "t"): Tool {
+function toolWith(execute: (args: unknown, options: ToolExecuteOptions) => unknown, name = "t"): ServerTool {
   return defineTool({ name, description: "a test tool", inputSchema: z.object({}), execute });
 }
 
@@ -24,13 +24,13 @@ interface RunOptions {
   call?: ToolCall;
 }
 
-function run(tool: Tool, options: RunOptions = {}): ToolResultMessage | Promise<ToolResultMessage> {
+function run(tool: ServerTool, options: RunOptions = {}): ToolResultMessage | Promise<ToolResultMessage> {
   const { scope = new AbortScope(), timeoutMs, fatal, call = callOf(tool.name) } = options;
   return executeToolCall(tool, new ToolRegistry([tool]), call, scope, GRACE_MS, timeoutMs, fatal);
 }
 
 /** A tool that waits for its signal and rejects with the signal's reason, like `fetch` does. */
-function signalFollower(onStart?: (signal: AbortSignal) => void, name = "t"): Tool {
+function signalFollower(onStart?: (signal: AbortSignal) => void, name = "t"): ServerTool {
   return toolWith(
     (_args, { signal }) =>
       new Promise((_resolve, reject) => {

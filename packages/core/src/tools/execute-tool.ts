@@ -1,7 +1,7 @@
 import { errorMessage, FatalToolError, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
-import type { Tool } from "./define-tool.js";
+import type { RunnableTool } from "./define-tool.js";
 import type { ToolRegistry } from "./registry.js";
 
 export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
@@ -19,7 +19,7 @@ export interface FatalToolSink {
  * past that it is abandoned with `status: "aborted"`.
  */
 export function executeToolCall(
-  tool: Tool | undefined,
+  tool: RunnableTool | undefined,
   tools: ToolRegistry,
   call: ToolCall,
   scope: AbortScope,

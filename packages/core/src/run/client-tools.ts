@@ -1,0 +1,68 @@
+import { ClientToolError } from "../errors.js";
+import type { RunnableTool, Tool, ToolExecuteOptions } from "../tools/define-tool.js";
+
+/** What the user's side answers for a client-executed tool call: its result, or why it failed. */
+export type ClientToolOutcome = { result: unknown } | { error: string };
+
+interface Waiter {
+  toolName: string;
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The client tool calls of an agent that wait for their results, by call id. A run's batch binds a
+ * client tool here (`bind`); `agent.submitToolResult()` delivers (`deliver`). The batch's own
+ * machinery gives the wait its deadline (`timeouts.clientToolMs`) and its end on abort.
+ */
+export class ClientToolCalls {
+  readonly #waiting = new Map<string, Waiter>();
+
+  /** The ids of the calls waiting now, with their tool names. */
+  get waiting(): { toolCallId: string; toolName: string }[] {
+    return [...this.#waiting].map(([toolCallId, { toolName }]) => ({ toolCallId, toolName }));
+  }
+
+  /** A client tool as a runnable one: running it waits for the delivered result. */
+  bind(tool: Tool): RunnableTool {
+    return {
+      ...tool,
+      execute: (_args: unknown, options: ToolExecuteOptions) => this.#wait(tool.name, options),
+    };
+  }
+
+  /** Delivers a call's outcome; throws `ClientToolError` when no call with that id waits. */
+  deliver(toolCallId: string, outcome: ClientToolOutcome): void {
+    const waiter = this.#waiting.get(toolCallId);
+    if (waiter === undefined)
+      throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+    this.#waiting.delete(toolCallId);
+    if ("error" in outcome) waiter.reject(new Error(String(outcome.error)));
+    else waiter.resolve(outcome.result);
+  }
+
+  #wait(toolName: string, { signal, toolCallId }: ToolExecuteOptions): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      // Its deadline or the run's abort ends the wait: the call no longer takes a result.
+      const stop = () => {
+        if (this.#waiting.get(toolCallId) !== waiter) return;
+        this.#waiting.delete(toolCallId);
+        reject(signal.reason);
+      };
+      const waiter: Waiter = {
+        toolName,
+        resolve: (result) => {
+          signal.removeEventListener("abort", stop);
+          resolve(result);
+        },
+        reject: (error) => {
+          signal.removeEventListener("abort", stop);
+          reject(error);
+        },
+      };
+      if (signal.aborted) return reject(signal.reason);
+      this.#waiting.set(toolCallId, waiter);
+      signal.addEventListener("abort", stop, { once: true });
+    });
+  }
+}

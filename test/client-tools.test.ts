@@ -1,0 +1,253 @@
+import "@agent-core/agentic";
+import {
+  Agent,
+  type AgentEvent,
+  ClientToolError,
+  defineTool,
+  InvalidConfigError,
+  validateTranscript,
+} from "@agent-core/core";
+import { planExecute } from "@agent-core/plan-execute";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { calculator } from "./fixtures.js";
+
+// Client-executed tools in process: the run announces the call and waits for
+// `agent.submitToolResult()`; its deadline, the run's abort and bad arguments end the wait.
+
+const readPage = defineTool({
+  name: "read_page",
+  description: "Reads the text of the user's page",
+  inputSchema: z.object({ selector: z.string() }),
+  execution: "client",
+});
+
+/** Answers every client call of the agent with `answer(toolName, args)` when its `tool_call` arrives. */
+function answerClientCalls(agent: Agent, answer: (toolName: string, args: unknown) => unknown): AgentEvent[] {
+  const heard: AgentEvent[] = [];
+  agent.on("*", (event) => {
+    heard.push(event);
+    if (event.type === "tool_call" && event.execution === "client")
+      queueMicrotask(() =>
+        agent.submitToolResult(event.toolCallId, { result: answer(event.toolName, event.args) }),
+      );
+  });
+  return heard;
+}
+
+describe("defineTool with execution: client", () => {
+  it("has no execute, and refuses one", () => {
+    expect(readPage.execution).toBe("client");
+    expect(readPage.execute).toBeUndefined();
+    expect(() =>
+      defineTool({
+        name: "x",
+        description: "x",
+        inputSchema: z.object({}),
+        execution: "client",
+        execute: () => 1,
+      } as never),
+    ).toThrow(InvalidConfigError);
+    expect(() =>
+      defineTool({ name: "x", description: "x", inputSchema: z.object({}), execution: "browser" } as never),
+    ).toThrow(/execution must be "server" or "client", got "browser"/);
+  });
+});
+
+describe("a run that reaches a client tool", () => {
+  it("waits for the submitted result, then goes on with it", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+        [script.text("The title is Hello.")],
+      ]),
+      tools: [readPage],
+    });
+    const heard = answerClientCalls(
+      agent,
+      (_name, args) => `text of ${(args as { selector: string }).selector}`,
+    );
+    const result = await agent.prompt("What is the title?").result();
+    expect(result.stopReason).toBe("completed");
+    expect(result.text).toBe("The title is Hello.");
+    const call = heard.find((event) => event.type === "tool_call");
+    expect(call).toMatchObject({ toolCallId: "c1", toolName: "read_page", execution: "client" });
+    expect(heard.find((event) => event.type === "tool_result")).toMatchObject({
+      toolCallId: "c1",
+      status: "ok",
+      result: "text of h1",
+    });
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({
+      content: "text of h1",
+      isError: false,
+    });
+    assertEventProtocol(heard);
+    expect(agent.pendingClientTools).toEqual([]);
+  });
+
+  it("lists the calls it waits for, and an error outcome becomes an error result", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+    });
+    agent.on("tool_call", () =>
+      queueMicrotask(() => {
+        expect(agent.pendingClientTools).toEqual([{ toolCallId: "c1", toolName: "read_page" }]);
+        agent.submitToolResult("c1", { error: "no element matches p" });
+      }),
+    );
+    const result = await agent.prompt("go").result();
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({
+      status: "error",
+      isError: true,
+      content: "no element matches p",
+    });
+  });
+
+  it("refuses a result for a call that does not wait: unknown, answered twice, or after the run", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+    });
+    expect(() => agent.submitToolResult("nope", { result: 1 })).toThrow(ClientToolError);
+    const second: unknown[] = [];
+    agent.on("tool_call", (event) =>
+      queueMicrotask(() => {
+        agent.submitToolResult(event.toolCallId, { result: "first" });
+        try {
+          agent.submitToolResult(event.toolCallId, { result: "second" });
+        } catch (error) {
+          second.push(error);
+        }
+      }),
+    );
+    const result = await agent.prompt("go").result();
+    expect(second).toHaveLength(1);
+    expect(second[0]).toBeInstanceOf(ClientToolError);
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({ content: "first" });
+    expect(() => agent.submitToolResult("c1", { result: "late" })).toThrow(
+      /No client tool call "c1" is waiting/,
+    );
+  });
+
+  it("ends the call as timeout with a tool-timeout error event when nobody answers, and the run goes on", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],
+        [script.text("gave up")],
+      ]),
+      tools: [readPage],
+      timeouts: { clientToolMs: 30 },
+    });
+    const heard: AgentEvent[] = [];
+    agent.on("*", (event) => heard.push(event));
+    const result = await agent.prompt("go").result();
+    expect(result.stopReason).toBe("completed");
+    expect(result.text).toBe("gave up");
+    const types = heard.map((event) => event.type);
+    const resultAt = heard.findIndex((event) => event.type === "tool_result");
+    expect(heard[resultAt]).toMatchObject({ status: "timeout" });
+    expect(heard[resultAt + 1]).toMatchObject({ type: "error", code: "tool-timeout", toolCallId: "c1" });
+    expect(types.at(-1)).toBe("agent_end");
+    assertEventProtocol(heard);
+    expect(validateTranscript(result.messages)).toEqual([]);
+    expect(agent.pendingClientTools).toEqual([]);
+    expect(() => agent.submitToolResult("c1", { result: "too late" })).toThrow(ClientToolError);
+  });
+
+  it("stops waiting when the run is aborted: the call ends aborted and takes no result", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("read_page", { selector: "p" }, { id: "c1" })]]),
+      tools: [readPage],
+    });
+    agent.on("tool_call", () => queueMicrotask(() => agent.abort()));
+    const result = await agent.prompt("go").result();
+    expect(result.stopReason).toBe("aborted");
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({ status: "aborted" });
+    expect(agent.pendingClientTools).toEqual([]);
+  });
+
+  it("never asks the client with arguments that fail the schema", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: 5 }, { id: "c1" })],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+    });
+    let asked = 0;
+    agent.on("tool_call", () => {
+      asked += agent.pendingClientTools.length;
+    });
+    const result = await agent.prompt("go").result();
+    expect(asked).toBe(0);
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({ status: "error" });
+  });
+
+  it("waits for several client calls at once in parallel execution, mixed with a server tool", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+          script.toolCall("calculator", { a: 1, b: 2 }, { id: "s1" }),
+          script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+        ],
+        [script.text("done")],
+      ]),
+      tools: [readPage, calculator],
+      toolExecution: "parallel",
+    });
+    const waitingTogether: number[] = [];
+    agent.on("tool_call", (event) => {
+      if (event.toolCallId !== "c2") return;
+      queueMicrotask(() => {
+        waitingTogether.push(agent.pendingClientTools.length);
+        // Answered out of order: the history keeps call order.
+        agent.submitToolResult("c2", { result: "B" });
+        agent.submitToolResult("c1", { result: "A" });
+      });
+    });
+    const result = await agent.prompt("go").result();
+    expect(waitingTogether).toEqual([2]);
+    const results = result.messages.filter((m) => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.content])).toEqual([
+      ["c1", "A"],
+      ["s1", '{"result":3}'],
+      ["c2", "B"],
+    ]);
+  });
+
+  it("works the same inside a plan-execute wave", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.text(
+            JSON.stringify({
+              steps: [
+                { tool: "read_page", args: { selector: "h1" } },
+                { tool: "calculator", args: { a: 2, b: 3 } },
+              ],
+            }),
+          ),
+        ],
+        [script.text("Read it and summed it.")],
+      ]),
+      tools: [readPage, calculator],
+      orchestrator: planExecute(),
+    });
+    const heard = answerClientCalls(agent, () => "Hello");
+    const result = await agent.prompt("go").result();
+    expect(result.stopReason).toBe("completed");
+    expect(heard.filter((event) => event.type === "plan_step_end").map((event) => event.result)).toContain(
+      "Hello",
+    );
+    assertEventProtocol(heard);
+  });
+});
