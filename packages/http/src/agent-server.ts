@@ -1,0 +1,382 @@
+import { type Agent, ClientToolError, InvalidConfigError } from "@agent-core/core";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { z } from "zod";
+import { EventsExpiredError } from "./event-log.js";
+import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
+import { digest, type HookKey, HookTokens } from "./hook-tokens.js";
+import { HttpError, readJsonBody } from "./http-error.js";
+import { ServerRun } from "./server-run.js";
+import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
+
+/** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
+export interface Principal {
+  userId: string;
+  /** The document ids this user may run agents on; absent: any. */
+  documents?: readonly string[];
+}
+
+/** What the server knows when it needs an agent for a conversation. */
+export interface AgentRequest {
+  userId: string;
+  conversationId: string | undefined;
+  documentId: string | undefined;
+}
+
+/** A limit of `points` requests per `durationSec` seconds, per user. */
+export interface RateLimit {
+  points: number;
+  durationSec: number;
+}
+
+export interface AgentServerOptions {
+  /**
+   * The agent for a conversation. Called once per `(userId, conversationId)` (the agent keeps that
+   * conversation's history) and once per run without a conversation id.
+   */
+  agent(request: AgentRequest): Agent | Promise<Agent>;
+  /** Who is asking, for every route; undefined (or a throw) answers 401. */
+  authorize(request: Request): Principal | undefined | Promise<Principal | undefined>;
+  /** Signs hook tokens: a secret of 32+ characters, or keys (the first signs, all verify). */
+  hookSecret: string | readonly HookKey[];
+  /** Prefix of every route (default ""): `"/api"` serves `POST /api/runs`. */
+  basePath?: string;
+  /** How long a client tool call waits for its result before it ends as `timeout` (default 60 s). */
+  clientToolTimeoutMs?: number;
+  /** A run's whole time (default 10 min), unless the agent sets its own `timeouts.totalMs`. */
+  runTimeoutMs?: number;
+  /** A heartbeat event after this long without one on a stream (default 15 s). */
+  heartbeatMs?: number;
+  /**
+   * When a run's last stream goes away (the client left), the run is aborted after this long
+   * without a stream re-attaching (default 5 s; 0: at once). Runs started with `outliveStream`
+   * are never aborted for this.
+   */
+  detachGraceMs?: number;
+  /** Events kept per run for re-attaching (default 10,000; the oldest go first). */
+  maxEventsPerRun?: number;
+  /** How long an ended run can still be re-attached to (default 5 min). */
+  retainEndedMs?: number;
+  /** Runs kept at once, running or ended (default 10,000); past it `POST /runs` answers 503. */
+  maxRuns?: number;
+  /** Conversations idle this long are forgotten (default 30 min). */
+  conversationTtlMs?: number;
+  /** Largest request body (default 256 KiB). */
+  maxBodyBytes?: number;
+  /** Per-user limits (memory); `false` turns one off. Defaults: start 30/min, callback 600/min. */
+  rateLimits?: { start?: RateLimit | false; callback?: RateLimit | false };
+  /** Where used hook tokens are recorded (default: in memory). */
+  ledger?: TokenLedger;
+  /** The clock (default `Date.now`); tokens expire by it. */
+  now?: () => number;
+}
+
+/** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
+export interface AgentServer {
+  fetch(request: Request): Promise<Response>;
+  /** Runs in memory now (running or kept for re-attaching). */
+  readonly runCount: number;
+  /** Aborts every run and forgets them. */
+  close(): void;
+}
+
+const promptBody = z.strictObject({
+  prompt: z.string().min(1).max(100_000),
+  conversationId: z.string().min(1).max(200).optional(),
+  documentId: z.string().min(1).max(200).optional(),
+  outliveStream: z.boolean().optional(),
+});
+const toolResultBody = z.union([
+  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), error: z.string() }),
+  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), result: z.unknown() }),
+]);
+const messageBody = z.strictObject({ message: z.string().min(1).max(100_000) });
+
+/**
+ * Agents over HTTP, as one `(request: Request) => Promise<Response>` handler: it runs unchanged in
+ * Node (`serveNode`), Hono, Next.js route handlers and anything else on the Fetch API.
+ *
+ * Routes: `POST /runs` starts a run and streams it; `GET /runs/:runId/events` re-attaches
+ * (`?after=seq` or `Last-Event-ID`); `POST /runs/:runId/tool-results` delivers a client tool's
+ * result with its hook token; `POST /runs/:runId/steer`, `/follow-up` and `/cancel`.
+ * See docs/http.md for the wire format, every error and the token rules.
+ */
+export function createAgentServer(options: AgentServerOptions): AgentServer {
+  const config = resolve(options);
+  const tokens = new HookTokens(options.hookSecret);
+  const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
+  const runs = new Map<string, ServerRun>();
+  const conversations = new Map<string, { agent: Agent; usedAt: number }>();
+  const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
+  const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });
+  const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
+
+  function forgetIdleConversations(): void {
+    const now = config.now();
+    for (const [key, conversation] of conversations)
+      if (!conversation.agent.busy && now - conversation.usedAt > config.conversationTtlMs)
+        conversations.delete(key);
+  }
+
+  async function agentFor(principal: Principal, body: z.output<typeof promptBody>): Promise<Agent> {
+    const request = {
+      userId: principal.userId,
+      conversationId: body.conversationId,
+      documentId: body.documentId,
+    };
+    if (body.conversationId === undefined) return options.agent(request);
+    const key = `${principal.userId}\u0000${body.conversationId}`;
+    let conversation = conversations.get(key);
+    if (conversation === undefined) {
+      conversation = { agent: await options.agent(request), usedAt: config.now() };
+      conversations.set(key, conversation);
+    }
+    conversation.usedAt = config.now();
+    return conversation.agent;
+  }
+
+  async function startRun(request: Request, principal: Principal): Promise<Response> {
+    await consume(startLimit, principal.userId);
+    const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
+    if (body.documentId !== undefined) mayTouch(principal, body.documentId);
+    forgetIdleConversations();
+    if (runs.size >= config.maxRuns)
+      throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
+        headers: { "retry-after": "1" },
+      });
+    const agent = await agentFor(principal, body);
+    const run = agent.prompt(body.prompt, {
+      timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
+    });
+    const serverRun = new ServerRun(
+      agent,
+      run,
+      { userId: principal.userId, documentId: body.documentId },
+      {
+        maxEvents: config.maxEventsPerRun,
+        outliveStream: body.outliveStream ?? false,
+        tokens,
+        tokenTtlMs: config.clientToolTimeoutMs,
+        now: config.now,
+        onEnd: (ended) => {
+          const forget = setTimeout(() => {
+            if (runs.get(ended.runId) === ended) runs.delete(ended.runId);
+          }, config.retainEndedMs);
+          // Keeping an ended run for re-attaching is no reason to keep the process alive.
+          forget.unref?.();
+        },
+      },
+    );
+    runs.set(run.runId, serverRun);
+    return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
+  }
+
+  function ownRun(runId: string, principal: Principal): ServerRun {
+    const run = runs.get(runId);
+    // Another user's run is as unknown as a run that never was: nothing leaks about it.
+    if (run === undefined || run.owner.userId !== principal.userId)
+      throw new HttpError(404, "run-not-found", `No run "${runId}".`);
+    return run;
+  }
+
+  function reattach(request: Request, principal: Principal, runId: string): Response {
+    const run = ownRun(runId, principal);
+    const after = afterOf(request);
+    if (after > run.log.end - 1)
+      throw new HttpError(
+        416,
+        "after-out-of-range",
+        `The run has no event ${after} yet (its last is ${run.log.end - 1}).`,
+      );
+    return streamEvents(request, run, after + 1, { ...streamOptions, detachGraceMs: config.detachGraceMs });
+  }
+
+  async function toolResult(request: Request, principal: Principal, runId: string): Promise<Response> {
+    await consume(callbackLimit, principal.userId);
+    const body = await readJsonBody(request, toolResultBody, config.maxBodyBytes);
+    const claims = tokens.verify(body.token);
+    const forbidden = (why: string) =>
+      new HttpError(403, "invalid-token", `The hook token is not valid here: ${why}.`);
+    if (claims === undefined) throw forbidden("it was not issued by this server");
+    if (claims.runId !== runId) throw forbidden("it is for another run");
+    if (claims.toolCallId !== body.toolCallId) throw forbidden("it is for another tool call");
+    if (claims.userId !== principal.userId) throw forbidden("it is for another user");
+    if (claims.documentId !== undefined)
+      mayTouch(principal, claims.documentId, forbidden("it is for another document"));
+    if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
+    const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
+    const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
+    if (verdict === "repeat") return new Response(null, { status: 204 });
+    if (verdict === "conflict")
+      throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
+    const run = runs.get(runId);
+    const waiting = run?.waitingCall(body.toolCallId);
+    if (run === undefined || waiting === undefined)
+      throw new HttpError(
+        410,
+        "call-ended",
+        "The tool call no longer waits for a result (it timed out or the run ended).",
+      );
+    if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
+      throw forbidden("it does not match the call");
+    try {
+      run.agent.submitToolResult(body.toolCallId, outcome);
+    } catch (error) {
+      if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
+      throw error;
+    }
+    return new Response(null, { status: 204 });
+  }
+
+  async function queueMessage(
+    request: Request,
+    principal: Principal,
+    runId: string,
+    queue: "steer" | "followUp",
+  ): Promise<Response> {
+    const run = ownRun(runId, principal);
+    const body = await readJsonBody(request, messageBody, config.maxBodyBytes);
+    if (run.log.closed) throw new HttpError(409, "run-ended", `Run "${runId}" has ended.`);
+    run.agent[queue](body.message);
+    return new Response(null, { status: 202 });
+  }
+
+  async function route(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (!url.pathname.startsWith(config.basePath)) throw notFound();
+    const parts = url.pathname.slice(config.basePath.length).split("/").filter(Boolean);
+    if (parts[0] !== "runs" || parts.length > 3) throw notFound();
+    const principal = await authorized(request);
+    const runId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1]);
+    const action = parts[2];
+    const method = request.method;
+    if (runId === undefined) {
+      if (method === "POST") return startRun(request, principal);
+      throw notAllowed("POST");
+    }
+    if (action === "events") {
+      if (method === "GET") return reattach(request, principal, runId);
+      throw notAllowed("GET");
+    }
+    if (method !== "POST") throw notAllowed("POST");
+    switch (action) {
+      case "tool-results":
+        return toolResult(request, principal, runId);
+      case "steer":
+        return queueMessage(request, principal, runId, "steer");
+      case "follow-up":
+        return queueMessage(request, principal, runId, "followUp");
+      case "cancel":
+        ownRun(runId, principal).run.abort(new Error("cancelled by the client"));
+        return new Response(null, { status: 202 });
+      default:
+        throw notFound();
+    }
+  }
+
+  async function authorized(request: Request): Promise<Principal> {
+    let principal: Principal | undefined;
+    try {
+      principal = await options.authorize(request);
+    } catch {
+      principal = undefined;
+    }
+    if (principal === undefined || typeof principal.userId !== "string" || principal.userId === "")
+      throw new HttpError(401, "unauthorized", "Sign in first.");
+    return principal;
+  }
+
+  return {
+    async fetch(request) {
+      try {
+        return await route(request);
+      } catch (error) {
+        if (error instanceof HttpError) return error.toResponse();
+        if (error instanceof EventsExpiredError)
+          return new HttpError(410, "events-expired", error.message).toResponse();
+        console.error("agent-core http: a request failed", error);
+        return new HttpError(500, "internal", "The server failed to answer this request.").toResponse();
+      }
+    },
+    get runCount() {
+      return runs.size;
+    },
+    close() {
+      for (const run of runs.values()) run.run.abort(new Error("the server is closing"));
+      runs.clear();
+      conversations.clear();
+    },
+  };
+}
+
+function resolve(options: AgentServerOptions) {
+  const positive = (name: string, value: number | undefined, fallback: number, zero = false) => {
+    if (value === undefined) return fallback;
+    if (typeof value !== "number" || Number.isNaN(value) || value < 0 || (value === 0 && !zero))
+      throw new InvalidConfigError(
+        `${name} must be a number ${zero ? ">= 0" : "> 0"}, got ${String(value)}.`,
+      );
+    return value;
+  };
+  if (typeof options.agent !== "function")
+    throw new InvalidConfigError("agent must be a function returning an Agent.");
+  if (typeof options.authorize !== "function")
+    throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
+  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+  if (basePath !== "" && !basePath.startsWith("/"))
+    throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
+  return {
+    basePath,
+    clientToolTimeoutMs: positive("clientToolTimeoutMs", options.clientToolTimeoutMs, 60_000),
+    runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
+    heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 15_000),
+    detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
+    maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
+    retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
+    maxRuns: positive("maxRuns", options.maxRuns, 10_000),
+    conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
+    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
+    now: options.now ?? Date.now,
+  };
+}
+
+function limiter(option: RateLimit | false | undefined, fallback: RateLimit): RateLimiterMemory | undefined {
+  if (option === false) return undefined;
+  const { points, durationSec } = option ?? fallback;
+  return new RateLimiterMemory({ points, duration: durationSec });
+}
+
+async function consume(limit: RateLimiterMemory | undefined, userId: string): Promise<void> {
+  if (limit === undefined) return;
+  try {
+    await limit.consume(userId);
+  } catch (rejection) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    throw new HttpError(429, "rate-limited", `Too many requests; try again in ${seconds} s.`, {
+      headers: { "retry-after": String(seconds) },
+    });
+  }
+}
+
+function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
+  if (principal.documents === undefined || principal.documents.includes(documentId)) return;
+  throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
+}
+
+/** `?after=seq`, else `Last-Event-ID`, else -1 (from the start). */
+function afterOf(request: Request): number {
+  const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
+  if (raw === null) return -1;
+  const after = Number(raw);
+  if (!Number.isInteger(after) || after < -1)
+    throw new HttpError(400, "invalid-after", `after must be a whole number >= -1, got "${raw}".`);
+  return after;
+}
+
+function notFound(): HttpError {
+  return new HttpError(404, "not-found", "No such route.");
+}
+
+function notAllowed(allow: string): HttpError {
+  return new HttpError(405, "method-not-allowed", `Use ${allow} here.`, { headers: { allow } });
+}

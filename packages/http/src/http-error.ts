@@ -1,0 +1,81 @@
+import type { z } from "zod";
+
+/** A request the server refuses: its status, a stable `code` and a message, sent as JSON. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly issues: { path: string; message: string }[] | undefined;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    extra: { headers?: Record<string, string>; issues?: { path: string; message: string }[] } = {},
+  ) {
+    super(message);
+    this.name = "HttpError";
+    this.status = status;
+    this.code = code;
+    this.headers = extra.headers ?? {};
+    this.issues = extra.issues;
+  }
+
+  toResponse(): Response {
+    const error = this.issues
+      ? { code: this.code, message: this.message, issues: this.issues }
+      : { code: this.code, message: this.message };
+    return Response.json({ error }, { status: this.status, headers: this.headers });
+  }
+}
+
+/**
+ * The request's JSON body, read up to `maxBytes` (413 past it, whatever `Content-Length` claims)
+ * and checked against `schema` (400 with every issue).
+ */
+export async function readJsonBody<Schema extends z.ZodType>(
+  request: Request,
+  schema: Schema,
+  maxBytes: number,
+): Promise<z.output<Schema>> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.includes("application/json"))
+    throw new HttpError(415, "unsupported-media-type", "Send the body as application/json.");
+  const declared = Number(request.headers.get("content-length"));
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  const text = await readText(request, maxBytes);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, "invalid-json", "The body is not valid JSON.");
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success)
+    throw new HttpError(400, "invalid-body", "The body does not match what this route takes.", {
+      issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
+    });
+  return parsed.data;
+}
+
+async function readText(request: Request, maxBytes: number): Promise<string> {
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge(maxBytes);
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, "body-too-large", `The body is larger than ${maxBytes} bytes.`);
+}

@@ -1,0 +1,101 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+
+/** A running Node HTTP server around a Fetch API handler. */
+export interface NodeServer {
+  /** `http://host:port` it listens on. */
+  readonly url: string;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a Fetch API handler (such as `createAgentServer(...).fetch`) with Node's own `http`
+ * module. Response bodies are written as the client takes them (a slow client slows the reading of
+ * the body, never grows a buffer), and a client that goes away cancels the body and aborts
+ * `request.signal`.
+ */
+export async function serveNode(
+  handler: (request: Request) => Promise<Response>,
+  options: { port?: number; host?: string } = {},
+): Promise<NodeServer> {
+  const server = createServer((req, res) => {
+    void respond(handler, req, res);
+  });
+  server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
+  await once(server, "listening");
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(":") ? `[${address}]` : address;
+  return {
+    url: `http://${host}:${port}`,
+    server,
+    close: () =>
+      new Promise((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function respond(
+  handler: (request: Request) => Promise<Response>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const aborted = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) aborted.abort(new Error("the client closed the connection"));
+  });
+  let response: Response;
+  try {
+    response = await handler(toRequest(req, aborted.signal));
+  } catch (error) {
+    console.error("agent-core http: the handler threw", error);
+    response = Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
+  }
+  if (res.destroyed) {
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  res.once("close", cancel);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      // Backpressure: wait until the socket took what it has before reading more.
+      if (!res.write(value)) await Promise.race([once(res, "drain"), once(res, "close")]);
+      if (res.destroyed) return;
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  } finally {
+    res.off("close", cancel);
+  }
+}
+
+function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
+  const url = `http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else headers.set(name, value);
+  }
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  return new Request(url, {
+    method: req.method,
+    headers,
+    signal,
+    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" } : {}),
+  } as RequestInit);
+}
