@@ -64,6 +64,8 @@ async function respond(
     res.end();
     return;
   }
+  // Headers now, not with the first chunk: a re-attached stream may wait long for its first event.
+  res.flushHeaders();
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
   res.once("close", cancel);

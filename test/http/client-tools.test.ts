@@ -1,0 +1,242 @@
+import { planExecute } from "@agent-core/plan-execute";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { addNumbers, agentEvents, NdjsonReader, ofType, post, readPage, startServer } from "./harness.js";
+
+// Client-executed tools over HTTP: hook tokens, single use, and every kind of bad callback.
+
+const twoClientCalls = () => ({
+  provider: scriptedModel([
+    [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+    [script.toolCall("read_page", { selector: "h2" }, { id: "c2" })],
+    [script.text("done")],
+  ]),
+  tools: [readPage],
+});
+
+/** Posts a tool result; returns the status and the error code, if any. */
+async function postResult(
+  url: string,
+  runId: unknown,
+  body: Record<string, unknown>,
+  user = "alice",
+  extra = {},
+) {
+  const response = await post(`${url}/runs/${runId}/tool-results`, body, user, extra);
+  const text = await response.text();
+  return [response.status, text === "" ? undefined : JSON.parse(text).error.code];
+}
+
+describe("a client tool over HTTP", () => {
+  it("suspends at each client call with a signed token and resumes on its first valid result", async () => {
+    const { url } = await startServer(twoClientCalls);
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    for (const id of ["c1", "c2"]) {
+      const call = await reader.until(ofType("tool_call"));
+      expect(call).toMatchObject({ toolCallId: id, execution: "client", hookToken: expect.any(String) });
+      const [payload] = String(call.hookToken).split(".");
+      const claims = JSON.parse(Buffer.from(payload as string, "base64url").toString());
+      expect(claims).toMatchObject({
+        runId: call.runId,
+        toolCallId: id,
+        toolName: "read_page",
+        userId: "alice",
+        args: expect.any(String),
+        exp: expect.any(Number),
+        nonce: expect.any(String),
+      });
+      const body = { toolCallId: id, token: call.hookToken, result: `text of ${id}` };
+      expect(await postResult(url, call.runId, body)).toEqual([204, undefined]);
+      // The same result again changes nothing; a different one for a used token is a conflict.
+      expect(await postResult(url, call.runId, body)).toEqual([204, undefined]);
+      expect(await postResult(url, call.runId, { ...body, result: "other" })).toEqual([409, "token-used"]);
+    }
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "tool_result").map((event) => event.result)).toEqual([
+      "text of c1",
+      "text of c2",
+    ]);
+    expect(events.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
+
+  it("refuses forged, cross-run, cross-call, cross-user, cross-document and expired tokens, and the run goes on", async () => {
+    let now = Date.now();
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+          [script.text("done")],
+        ]),
+        tools: [readPage],
+      }),
+      { now: () => now, clientToolTimeoutMs: 60_000 },
+    );
+    const docs = { "x-documents": "doc-1" };
+    const first = new NdjsonReader(
+      await post(`${url}/runs`, { prompt: "go", documentId: "doc-1" }, "alice", docs),
+    );
+    const call = await first.until(ofType("tool_call"));
+    const other = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const otherCall = await other.until(ofType("tool_call"));
+    const token = String(call.hookToken);
+    const [payload, signature] = token.split(".") as [string, string];
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString());
+    const reSigned = (changes: object) =>
+      `${Buffer.from(JSON.stringify({ ...claims, ...changes })).toString("base64url")}.${signature}`;
+    const flipped = `${payload}.${signature.slice(0, -2)}${signature.endsWith("AA") ? "BB" : "AA"}`;
+    const good = { toolCallId: "c1", token, result: "ok" };
+    const cases: [string, unknown, Record<string, unknown>, string, Record<string, string>, unknown[]][] = [
+      ["garbage", call.runId, { ...good, token: "not-a-token" }, "alice", docs, [403, "invalid-token"]],
+      ["signature flipped", call.runId, { ...good, token: flipped }, "alice", docs, [403, "invalid-token"]],
+      [
+        "claims edited",
+        call.runId,
+        { ...good, token: reSigned({ userId: "mallory" }) },
+        "mallory",
+        docs,
+        [403, "invalid-token"],
+      ],
+      ["another run's token", otherCall.runId, good, "alice", docs, [403, "invalid-token"]],
+      ["another call", call.runId, { ...good, toolCallId: "c9" }, "alice", docs, [403, "invalid-token"]],
+      ["another user", call.runId, good, "mallory", docs, [403, "invalid-token"]],
+      ["another document", call.runId, good, "alice", { "x-documents": "doc-2" }, [403, "invalid-token"]],
+      ["no such run", "nope", good, "alice", docs, [403, "invalid-token"]],
+    ];
+    for (const [name, runId, body, user, extra, expected] of cases)
+      expect([name, ...(await postResult(url, runId, body, user, extra))]).toEqual([name, ...expected]);
+    now += 61_000;
+    expect(await postResult(url, call.runId, good, "alice", docs)).toEqual([410, "token-expired"]);
+    now -= 61_000;
+    // None of that disturbed the run: it still waits, and takes the real result.
+    expect(await postResult(url, call.runId, good, "alice", docs)).toEqual([204, undefined]);
+    const events = agentEvents([...first.seen, ...(await first.rest())]);
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "tool_result")).toEqual([
+      expect.objectContaining({ toolCallId: "c1", status: "ok", result: "ok" }),
+    ]);
+    await post(`${url}/runs/${otherCall.runId}/cancel`, {});
+    await other.rest();
+  });
+
+  it("ends a call nobody answers as timeout with a tool-timeout error event; a late result gets 410", async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+          [script.text("gave up")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientToolTimeoutMs: 40 },
+    );
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "timeout" });
+    expect(events.find((event) => event.type === "error")).toMatchObject({
+      code: "tool-timeout",
+      toolCallId: "c1",
+    });
+    expect(events.at(-1)).toMatchObject({ stopReason: "completed" });
+    const late = await postResult(url, call.runId, {
+      toolCallId: "c1",
+      token: call.hookToken,
+      result: "late",
+    });
+    expect(late).toEqual([410, "token-expired"]);
+  });
+
+  it("gives a result posted after the run was cancelled 410, and the history keeps the aborted result", async () => {
+    const { url } = await startServer(twoClientCalls);
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    await post(`${url}/runs/${call.runId}/cancel`, {});
+    await reader.rest();
+    const late = await postResult(url, call.runId, {
+      toolCallId: "c1",
+      token: call.hookToken,
+      result: "late",
+    });
+    expect(late).toEqual([410, "call-ended"]);
+  });
+
+  it("keeps several client calls outstanding in parallel execution, each with its own token, answered out of order", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+          script.toolCall("add", { a: 1, b: 2 }, { id: "s1" }),
+          script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+        ],
+        [script.text("done")],
+      ]),
+      tools: [readPage, addNumbers],
+      toolExecution: "parallel",
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const calls = [await reader.until(ofType("tool_call")), await reader.until(ofType("tool_call"))];
+    const clientCalls = [...calls, await reader.until(ofType("tool_call"))].filter((call) => call.hookToken);
+    expect(clientCalls.map((call) => call.toolCallId)).toEqual(["c1", "c2"]);
+    expect(new Set(clientCalls.map((call) => call.hookToken)).size).toBe(2);
+    const [c1, c2] = clientCalls as [Record<string, unknown>, Record<string, unknown>];
+    // Each token only answers its own call.
+    expect(await postResult(url, c1.runId, { toolCallId: "c2", token: c1.hookToken, result: "x" })).toEqual([
+      403,
+      "invalid-token",
+    ]);
+    expect(await postResult(url, c2.runId, { toolCallId: "c2", token: c2.hookToken, result: "B" })).toEqual([
+      204,
+      undefined,
+    ]);
+    expect(
+      await postResult(url, c1.runId, { toolCallId: "c1", token: c1.hookToken, error: "no such element" }),
+    ).toEqual([204, undefined]);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    assertEventProtocol(events);
+    expect(
+      events.filter((event) => event.type === "tool_result").map((event) => [event.toolCallId, event.status]),
+    ).toEqual(
+      expect.arrayContaining([
+        ["c1", "error"],
+        ["s1", "ok"],
+        ["c2", "ok"],
+      ]),
+    );
+  });
+
+  it("works with plan-execute: a client step of a plan gets its token and its result", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [
+          script.text(
+            JSON.stringify({
+              steps: [
+                { tool: "read_page", args: { selector: "h1" } },
+                { tool: "add", args: { a: 1, b: 1 } },
+              ],
+            }),
+          ),
+        ],
+        [script.text("Planned and done.")],
+      ]),
+      tools: [readPage, addNumbers],
+      orchestrator: planExecute(),
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until((event) => event.type === "tool_call" && event.execution === "client");
+    expect(
+      await postResult(url, call.runId, {
+        toolCallId: call.toolCallId,
+        token: call.hookToken,
+        result: "Title",
+      }),
+    ).toEqual([204, undefined]);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "plan_step_end").map((event) => event.result)).toContain(
+      "Title",
+    );
+    expect(events.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
+});

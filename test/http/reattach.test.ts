@@ -1,0 +1,159 @@
+import { once } from "node:events";
+import { connect } from "node:net";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import { agentEvents, headers, NdjsonReader, ofType, post, readPage, startServer } from "./harness.js";
+
+// A client that goes away, comes back, or reads slowly.
+
+const waitsForClient = () => ({
+  provider: scriptedModel([
+    [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+    [script.text("done")],
+  ]),
+  tools: [readPage],
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("re-attaching", () => {
+  it("gives exactly the events after ?after= or Last-Event-ID, then the live ones", async () => {
+    const { url } = await startServer(waitsForClient);
+    const first = new NdjsonReader(await post(`${url}/runs`, { prompt: "go", outliveStream: true }));
+    const call = await first.until(ofType("tool_call"));
+    await first.cancel();
+    const seq = call.seq as number;
+    const byQuery = new NdjsonReader(
+      await fetch(`${url}/runs/${call.runId}/events?after=1`, { headers: headers() }),
+    );
+    const byHeader = await fetch(`${url}/runs/${call.runId}/events`, {
+      headers: { ...headers(), "last-event-id": String(seq), accept: "text/event-stream" },
+    });
+    expect((await byQuery.until(ofType("tool_call"))).seq).toBe(seq);
+    expect(byQuery.seen.map((event) => event.seq)).toEqual(Array.from({ length: seq - 1 }, (_, i) => i + 2));
+    await post(`${url}/runs/${call.runId}/tool-results`, {
+      toolCallId: "c1",
+      token: call.hookToken,
+      result: "T",
+    });
+    await byQuery.rest();
+    const all = agentEvents([...first.seen.filter((event) => (event.seq as number) <= 1), ...byQuery.seen]);
+    assertEventProtocol(all);
+    const sse = (await byHeader.text()).split("\n\n").filter((frame) => frame.startsWith("id: "));
+    expect(sse.map((frame) => Number(frame.split("\n")[0]?.slice(4)))).toEqual(
+      all.filter((event) => event.seq > seq).map((event) => event.seq),
+    );
+  });
+
+  it("re-attaches to an ended run for its whole log, and refuses a seq it never had", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("hi")]]) }));
+    const text = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const events = text
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const runId = events[0].runId;
+    const again = await (await fetch(`${url}/runs/${runId}/events`, { headers: headers() })).text();
+    expect(again).toBe(text);
+    const last = events.at(-1).seq;
+    expect(
+      await (await fetch(`${url}/runs/${runId}/events?after=${last}`, { headers: headers() })).text(),
+    ).toBe("");
+    const beyond = await fetch(`${url}/runs/${runId}/events?after=${last + 5}`, { headers: headers() });
+    expect([beyond.status, (await beyond.json()).error.code]).toEqual([416, "after-out-of-range"]);
+    const bad = await fetch(`${url}/runs/${runId}/events?after=abc`, { headers: headers() });
+    expect([bad.status, (await bad.json()).error.code]).toEqual([400, "invalid-after"]);
+    const stranger = await fetch(`${url}/runs/${runId}/events`, { headers: headers("mallory") });
+    expect(stranger.status).toBe(404);
+  });
+
+  it("aborts the run when its client goes away and does not come back within the grace period", async () => {
+    const { url } = await startServer(waitsForClient, { detachGraceMs: 30 });
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    await reader.cancel();
+    await sleep(150);
+    const log = await (await fetch(`${url}/runs/${call.runId}/events`, { headers: headers() })).text();
+    expect(JSON.parse(log.trimEnd().split("\n").at(-1) as string)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
+  });
+
+  it("keeps the run when the client comes back within the grace period: nothing lost, nothing twice, the tool answered once", async () => {
+    const { url } = await startServer(waitsForClient, { detachGraceMs: 2_000 });
+    const first = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await first.until(ofType("tool_call"));
+    await first.cancel();
+    await sleep(50);
+    const second = new NdjsonReader(
+      await fetch(`${url}/runs/${call.runId}/events?after=${call.seq}`, { headers: headers() }),
+    );
+    const body = { toolCallId: "c1", token: call.hookToken, result: "T" };
+    // The client retries its post after the drop: the run takes it once.
+    expect((await post(`${url}/runs/${call.runId}/tool-results`, body)).status).toBe(204);
+    expect((await post(`${url}/runs/${call.runId}/tool-results`, body)).status).toBe(204);
+    const events = agentEvents([...first.seen, ...(await second.rest())]);
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "tool_result")).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
+
+  it("lets a run started with outliveStream go on with no stream at all", async () => {
+    const { url } = await startServer(waitsForClient, { detachGraceMs: 0 });
+    const first = new NdjsonReader(await post(`${url}/runs`, { prompt: "go", outliveStream: true }));
+    const call = await first.until(ofType("tool_call"));
+    await first.cancel();
+    await sleep(50);
+    expect(
+      (
+        await post(`${url}/runs/${call.runId}/tool-results`, {
+          toolCallId: "c1",
+          token: call.hookToken,
+          result: "T",
+        })
+      ).status,
+    ).toBe(204);
+    await sleep(50);
+    const log = await (await fetch(`${url}/runs/${call.runId}/events`, { headers: headers() })).text();
+    expect(JSON.parse(log.trimEnd().split("\n").at(-1) as string)).toMatchObject({ stopReason: "completed" });
+  });
+
+  it("answers 410 for events the bounded log no longer keeps", async () => {
+    const { url } = await startServer(
+      () => ({ provider: scriptedModel([[script.text(...Array.from({ length: 40 }, (_, i) => `w${i} `))]]) }),
+      { maxEventsPerRun: 10 },
+    );
+    const text = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const runId = JSON.parse(text.split("\n")[0] as string).runId;
+    const expired = await fetch(`${url}/runs/${runId}/events?after=0`, { headers: headers() });
+    expect([expired.status, (await expired.json()).error.code]).toEqual([410, "events-expired"]);
+  });
+});
+
+describe("a slow reader", () => {
+  it("gets the whole run after reading nothing for a while (the server waits for the socket, never drops)", async () => {
+    const words = Array.from({ length: 1000 }, (_, i) => `${"x".repeat(200)}${i} `);
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text(...words)]]) }), {
+      maxEventsPerRun: 100_000,
+    });
+    // A raw socket that reads nothing for a while: the server must not buffer the whole run for it.
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    await once(socket, "connect");
+    const body = JSON.stringify({ prompt: "go" });
+    socket.pause();
+    socket.write(
+      `POST /runs HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\nx-user: alice\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await sleep(300);
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    const ended = new Promise((resolve) => socket.on("end", resolve));
+    socket.resume();
+    await ended;
+    expect(received).toBeGreaterThan(1000 * 200);
+  });
+});

@@ -1,0 +1,259 @@
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { describe, expect, it } from "vitest";
+import {
+  addNumbers,
+  agentEvents,
+  headers,
+  NdjsonReader,
+  ofType,
+  post,
+  readPage,
+  startServer,
+} from "./harness.js";
+
+// The routes of @agent-core/http on Node's own http server, as a client sees them on the wire.
+
+const answer = (text: string) => () => ({ provider: scriptedModel([[script.text(text)]]) });
+
+describe("POST /runs", () => {
+  it("streams the run as NDJSON: the same events as in process, one per line, agent_end last", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [script.toolCall("add", { a: 2, b: 3 }, { id: "t1" })],
+        [script.text("It is ", "5.")],
+      ]),
+      tools: [addNumbers],
+    }));
+    const response = await post(`${url}/runs`, { prompt: "What is 2+3?" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8");
+    expect(response.headers.get("x-accel-buffering")).toBe("no");
+    const text = await response.text();
+    expect(text.endsWith("\n")).toBe(true);
+    expect(text).not.toContain("\r");
+    const events = agentEvents(
+      text
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    );
+    assertEventProtocol(events);
+    expect(response.headers.get("x-run-id")).toBe(events[0]?.runId);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "ok", result: 5 });
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
+  it("streams SSE when Accept asks for it: id is the seq, event the type, data the JSON", async () => {
+    const { url } = await startServer(answer("Hello there."));
+    const response = await post(`${url}/runs`, { prompt: "hi" }, "alice", { accept: "text/event-stream" });
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const frames = (await response.text()).split("\n\n").filter(Boolean);
+    const events = frames.map((frame) => {
+      const [id, type, data] = frame.split("\n");
+      const event = JSON.parse((data as string).replace(/^data: /, ""));
+      expect(id).toBe(`id: ${event.seq}`);
+      expect(type).toBe(`event: ${event.type}`);
+      return event;
+    });
+    assertEventProtocol(agentEvents(events));
+    expect(events.filter(ofType("text_delta")).map((event) => event.text)).toEqual(["Hello there."]);
+  });
+
+  it("sends heartbeats while the run is quiet, outside the run's seq", async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([[script.toolCall("read_page", { selector: "h1" })], [script.text("ok")]]),
+        tools: [readPage],
+      }),
+      { heartbeatMs: 20, clientToolTimeoutMs: 150 },
+    );
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const events = await reader.rest();
+    const heartbeats = events.filter(ofType("heartbeat"));
+    expect(heartbeats.length).toBeGreaterThanOrEqual(2);
+    for (const heartbeat of heartbeats) expect(Object.keys(heartbeat).sort()).toEqual(["ts", "type"]);
+    assertEventProtocol(agentEvents(reader.seen));
+  });
+
+  it("keeps a conversation's history across runs with the same conversationId, per user", async () => {
+    let made = 0;
+    const { url } = await startServer(() => {
+      made++;
+      return { provider: scriptedModel([[script.text("first")], [script.text("second")]]) };
+    });
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" })).text();
+    const second = await (await post(`${url}/runs`, { prompt: "two", conversationId: "c" })).text();
+    expect(second).toContain('"text":"second"');
+    expect(made).toBe(1);
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" }, "bob")).text();
+    expect(made).toBe(2);
+  });
+
+  it("refuses bad bodies with a clear 4xx JSON error and starts nothing", async () => {
+    let made = 0;
+    const { url } = await startServer(
+      () => {
+        made++;
+        return answer("x")();
+      },
+      { maxBodyBytes: 1000 },
+    );
+    const cases: [RequestInit, number, string][] = [
+      [{ body: "{", headers: headers() }, 400, "invalid-json"],
+      [{ body: JSON.stringify({ prompt: "" }), headers: headers() }, 400, "invalid-body"],
+      [{ body: JSON.stringify({ prompt: "hi", extra: 1 }), headers: headers() }, 400, "invalid-body"],
+      [{ body: JSON.stringify({ prompt: 5 }), headers: headers() }, 400, "invalid-body"],
+      [{ body: JSON.stringify({ prompt: "x".repeat(2000) }), headers: headers() }, 413, "body-too-large"],
+      [
+        { body: "prompt=hi", headers: { "x-user": "alice", "content-type": "text/plain" } },
+        415,
+        "unsupported-media-type",
+      ],
+      [
+        { body: JSON.stringify({ prompt: "hi" }), headers: { "content-type": "application/json" } },
+        401,
+        "unauthorized",
+      ],
+    ];
+    for (const [init, status, code] of cases) {
+      const response = await fetch(`${url}/runs`, { method: "POST", ...init });
+      expect([response.status, (await response.json()).error.code]).toEqual([status, code]);
+    }
+    const invalid = await (await post(`${url}/runs`, { prompt: 5 })).json();
+    expect(invalid.error.issues).toEqual([{ path: "prompt", message: expect.any(String) }]);
+    expect(made).toBe(0);
+  });
+
+  it("answers unknown routes 404 and wrong methods 405", async () => {
+    const { url } = await startServer(answer("x"), { basePath: "/api" });
+    expect((await fetch(`${url}/runs`, { method: "POST", headers: headers() })).status).toBe(404);
+    expect((await fetch(`${url}/api/nope`, { headers: headers() })).status).toBe(404);
+    const wrong = await fetch(`${url}/api/runs`, { headers: headers() });
+    expect([wrong.status, wrong.headers.get("allow")]).toEqual([405, "POST"]);
+    expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
+  });
+
+  it("keeps a user to their documents", async () => {
+    const { url } = await startServer(answer("x"));
+    const refused = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-2" }, "alice", {
+      "x-documents": "doc-1",
+    });
+    expect([refused.status, (await refused.json()).error.code]).toEqual([403, "document-forbidden"]);
+    const allowed = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-1" }, "alice", {
+      "x-documents": "doc-1",
+    });
+    expect(allowed.status).toBe(200);
+    await allowed.text();
+  });
+
+  it("limits starts per user with 429 and Retry-After, without touching other users", async () => {
+    const { url } = await startServer(answer("x"), { rateLimits: { start: { points: 2, durationSec: 60 } } });
+    for (let i = 0; i < 2; i++) await (await post(`${url}/runs`, { prompt: "hi" })).text();
+    const limited = await post(`${url}/runs`, { prompt: "hi" });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await limited.json()).error.code).toBe("rate-limited");
+    const other = await post(`${url}/runs`, { prompt: "hi" }, "bob");
+    expect(other.status).toBe(200);
+    await other.text();
+  });
+
+  it("ends a run at its overall timeout", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
+      runTimeoutMs: 50,
+    });
+    const events = agentEvents(
+      (await (await post(`${url}/runs`, { prompt: "hi" })).text())
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+  });
+
+  it("refuses nonsense options when it is created", async () => {
+    await expect(startServer(answer("x"), { hookSecret: "short" })).rejects.toThrow(/at least 32 characters/);
+    await expect(startServer(answer("x"), { heartbeatMs: -1 })).rejects.toThrow(
+      /heartbeatMs must be a number > 0/,
+    );
+    await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
+      /basePath must start with "\/"/,
+    );
+  });
+});
+
+describe("steer, follow-up and cancel", () => {
+  it("steers a running server run from the client: the model sees the message at the next boundary", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = {
+      ...addNumbers,
+      name: "slow_add",
+      execute: async ({ a, b }: { a: number; b: number }) => {
+        await gate;
+        return a + b;
+      },
+    };
+    const model = scriptedModel([
+      [
+        script.toolCall("slow_add", { a: 1, b: 1 }, { id: "s1" }),
+        script.toolCall("slow_add", { a: 2, b: 2 }, { id: "s2" }),
+      ],
+      [script.text("Steered.")],
+    ]);
+    const { url } = await startServer(() => ({ provider: model, tools: [slow] }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const first = await reader.until(ofType("tool_call"));
+    const steer = await post(`${url}/runs/${first.runId}/steer`, { message: "Stop adding; say Steered." });
+    expect(steer.status).toBe(202);
+    release();
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.find((event) => event.type === "steering_applied")).toBeDefined();
+    expect(events.filter((event) => event.type === "tool_result").map((event) => event.status)).toEqual([
+      "ok",
+      "skipped",
+    ]);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain("Stop adding; say Steered.");
+    const late = await post(`${url}/runs/${first.runId}/steer`, { message: "too late" });
+    expect([late.status, (await late.json()).error.code]).toEqual([409, "run-ended"]);
+  });
+
+  it("feeds a follow-up that the run takes when it would stop", async () => {
+    const model = scriptedModel([
+      [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],
+      [script.text("first")],
+      [script.text("second")],
+    ]);
+    const { url } = await startServer(() => ({ provider: model, tools: [readPage] }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    expect((await post(`${url}/runs/${call.runId}/follow-up`, { message: "And then?" })).status).toBe(202);
+    expect(
+      (
+        await post(`${url}/runs/${call.runId}/tool-results`, {
+          toolCallId: "c1",
+          token: call.hookToken,
+          result: "p",
+        })
+      ).status,
+    ).toBe(204);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.filter((event) => event.type === "turn_start")).toHaveLength(2);
+    expect(events.filter((event) => event.type === "text_delta").map((event) => event.text)).toEqual([
+      "first",
+      "second",
+    ]);
+  });
+
+  it("cancels a run: it ends aborted, and only its owner can cancel it", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const start = await reader.until(ofType("agent_start"));
+    expect((await post(`${url}/runs/${start.runId}/cancel`, {}, "mallory")).status).toBe(404);
+    expect((await post(`${url}/runs/${start.runId}/cancel`, {})).status).toBe(202);
+    const end = await reader.until(ofType("agent_end"));
+    expect(end.stopReason).toBe("aborted");
+  });
+});
