@@ -5,6 +5,7 @@ import {
   ClientToolError,
   defineTool,
   InvalidConfigError,
+  type ToolResultMessage,
   validateTranscript,
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
@@ -216,7 +217,7 @@ describe("a run that reaches a client tool", () => {
     });
     const result = await agent.prompt("go").result();
     expect(waitingTogether).toEqual([2]);
-    const results = result.messages.filter((m) => m.role === "toolResult");
+    const results = result.messages.filter((m): m is ToolResultMessage => m.role === "toolResult");
     expect(results.map((m) => [m.toolCallId, m.content])).toEqual([
       ["c1", "A"],
       ["s1", '{"result":3}'],
