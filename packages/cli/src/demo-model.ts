@@ -1,13 +1,19 @@
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
-  LanguageModelV4Message,
-  LanguageModelV4Prompt,
   LanguageModelV4ToolCall,
-  LanguageModelV4ToolResultOutput,
   LanguageModelV4ToolResultPart,
 } from "@ai-sdk/provider";
 import { type DemoContent, plannedModel } from "./planned-model.js";
+import {
+  currentTurn,
+  failureOf,
+  field,
+  lastUserText,
+  parseJson,
+  resultValue,
+  toolCallInputs,
+} from "./prompt-reading.js";
 
 /*
  * The offline demo model: what the CLI talks to when no API key is set, so that `agent-core run` shows the
@@ -75,26 +81,6 @@ function structuredPlan(call: LanguageModelV4CallOptions, step: number): DemoCon
   return [{ type: "text", text: JSON.stringify({ steps }) }];
 }
 
-/** The messages after the last user message: this turn's tool calls and results. */
-function currentTurn(prompt: LanguageModelV4Prompt): LanguageModelV4Message[] {
-  return prompt.slice(prompt.findLastIndex((message) => message.role === "user") + 1);
-}
-
-function lastUserText(prompt: LanguageModelV4Prompt): string {
-  const user = prompt.findLast((message) => message.role === "user");
-  if (user?.role !== "user") return "";
-  return user.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
-}
-
-function toolCallInputs(turn: LanguageModelV4Message[]): Map<string, unknown> {
-  const inputs = new Map<string, unknown>();
-  for (const message of turn)
-    if (message.role === "assistant")
-      for (const part of message.content)
-        if (part.type === "tool-call") inputs.set(part.toolCallId, part.input);
-  return inputs;
-}
-
 function planToolCalls(text: string, offered: Set<string>, step: number): DemoContent[] {
   const expressions = offered.has(CALCULATOR) ? extractExpressions(text) : [];
   const wantsTime = offered.has(CURRENT_TIME) && TIME_QUESTION.test(text);
@@ -153,46 +139,6 @@ function describeResult(result: LanguageModelV4ToolResultPart, rawInput: unknown
     return `the current time is ${datetime} (${field(value, "timezone")})`;
   }
   return `${result.toolName} returned ${JSON.stringify(value)}`;
-}
-
-/** The error message of a failed tool call, or undefined if it succeeded. */
-function failureOf(output: LanguageModelV4ToolResultOutput): string | undefined {
-  switch (output.type) {
-    case "error-text":
-      return output.value;
-    case "error-json":
-      return String(field(output.value, "message") ?? JSON.stringify(output.value));
-    case "execution-denied":
-      return output.reason ?? "the call was not allowed";
-    default:
-      return undefined;
-  }
-}
-
-/** Tool results may arrive as JSON or as text holding JSON (agent-core sends text), so both are parsed. */
-function resultValue(output: LanguageModelV4ToolResultOutput): unknown {
-  switch (output.type) {
-    case "json":
-      return output.value;
-    case "text":
-      return parseJson(output.value);
-    case "content":
-      return parseJson(output.value.map((part) => (part.type === "text" ? part.text : "")).join(""));
-    default:
-      return undefined;
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-function field(value: unknown, key: string): unknown {
-  return typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 }
 
 /** ["a", "b", "c"] gives "A, b and c." */
