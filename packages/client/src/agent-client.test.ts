@@ -1,0 +1,750 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AgentClient, type ClientRun } from "./agent-client.js";
+import { ClientError, type ClientEvent } from "./errors.js";
+
+// --- a scriptable HTTP server on 127.0.0.1, port 0 -----------------------------------------------
+
+interface Recorded {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+type Handler = (request: Recorded, response: ServerResponse) => void | Promise<void>;
+
+const servers: { close(): Promise<void> }[] = [];
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+async function serve(handler: Handler): Promise<{ baseUrl: string; requests: Recorded[] }> {
+  const requests: Recorded[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => {
+      body += chunk;
+    });
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      const recorded = {
+        method: req.method ?? "",
+        path: url.pathname.replace(/^\/api/, ""),
+        query: url.searchParams,
+        headers: req.headers,
+        body,
+      };
+      requests.push(recorded);
+      Promise.resolve(handler(recorded, res)).catch((error: unknown) => res.destroy(error as Error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push({
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  });
+  const { port } = server.address() as AddressInfo;
+  return { baseUrl: `http://127.0.0.1:${port}/api`, requests };
+}
+
+const RUN = "r1";
+
+function event(seq: number, type: string, payload: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type, runId: RUN, seq, ts: 1_000 + seq, ...payload };
+}
+
+function agentEnd(seq: number): Record<string, unknown> {
+  return event(seq, "agent_end", {
+    stopReason: "completed",
+    usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 },
+    durationMs: 4,
+  });
+}
+
+/** A run of `count` events: agent_start, text deltas, agent_end. */
+function script(count: number): Record<string, unknown>[] {
+  return Array.from({ length: count }, (_, seq) =>
+    seq === 0
+      ? event(0, "agent_start")
+      : seq === count - 1
+        ? agentEnd(seq)
+        : event(seq, "text_delta", { text: `héllo ✓ 東京 ${seq}`, index: 0 }),
+  );
+}
+
+const line = (value: unknown) => `${JSON.stringify(value)}\n`;
+const sseFrame = (value: Record<string, unknown>) =>
+  `id: ${String(value.seq)}\r\nevent: ${String(value.type)}\r\ndata: ${JSON.stringify(value)}\r\n\r\n`;
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function openStream(res: ServerResponse, contentType = "application/x-ndjson", runId = RUN): void {
+  res.writeHead(200, { "content-type": contentType, "x-run-id": runId });
+  res.flushHeaders();
+}
+
+async function writeSlowly(res: ServerResponse, events: Record<string, unknown>[], ms = 3): Promise<void> {
+  for (const value of events) {
+    res.write(line(value));
+    await delay(ms);
+  }
+}
+
+function fail(res: ServerResponse, status: number, code: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify({ error: { code, message: `${code}, for the test` } }));
+}
+
+async function collect(run: ClientRun): Promise<ClientEvent[]> {
+  const events: ClientEvent[] = [];
+  for await (const value of run) events.push(value);
+  return events;
+}
+
+const seqs = (events: ClientEvent[]) => events.map((value) => ("seq" in value ? value.seq : value.type));
+
+async function until(condition: () => boolean, what: string, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await delay(5);
+  }
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ClientError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(ClientError);
+  return error as ClientError;
+}
+
+const fast = { reconnect: { delayMs: 10 }, postRetry: { delayMs: 10 } };
+
+// --- the tests -----------------------------------------------------------------------------------
+
+describe("AgentClient: streaming a run", () => {
+  it("posts the prompt with the headers, yields the events in order and resolves result() with agent_end", async () => {
+    const events = script(8);
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      await writeSlowly(res, events);
+      res.end();
+    });
+    const headers = vi.fn(async () => ({ authorization: "Bearer t0k" }));
+    const client = new AgentClient({ baseUrl: `${baseUrl}/`, headers, ...fast });
+    const run = client.start("hi ✓", { conversationId: "c1", documentId: "d1" });
+    expect(await run.runId).toBe(RUN);
+    expect(await collect(run)).toEqual(events);
+    expect(await run.result()).toEqual(events[7]);
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ method: "POST", path: "/runs" });
+    expect(JSON.parse(requests[0]?.body ?? "")).toEqual({
+      prompt: "hi ✓",
+      conversationId: "c1",
+      documentId: "d1",
+    });
+    expect(requests[0]?.headers).toMatchObject({
+      authorization: "Bearer t0k",
+      accept: "application/x-ndjson",
+      "content-type": "application/json",
+    });
+    expect(headers).toHaveBeenCalledTimes(1);
+  });
+
+  it("works without anybody iterating: result() resolves and a late iterator still gets every event once", async () => {
+    const events = script(50);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(events.map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await run.result()).toEqual(events[49]);
+    expect(await collect(run)).toEqual(events);
+    expect(await collect(run)).toEqual([]);
+  });
+
+  it("turns a malformed line into a client_error event and goes on", async () => {
+    const events = script(4);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(events[0]) + line(events[1]));
+      res.write('{"type":"text_delta",oops\n\n[1]\n');
+      res.end(line(events[2]) + line(events[3]));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const seen = await collect(run);
+    expect(seen).toEqual([
+      events[0],
+      events[1],
+      expect.objectContaining({
+        type: "client_error",
+        code: "malformed-event",
+        line: '{"type":"text_delta",oops',
+      }),
+      expect.objectContaining({ type: "client_error", code: "malformed-event", line: "[1]" }),
+      events[2],
+      events[3],
+    ]);
+    await expect(run.result()).resolves.toEqual(events[3]);
+  });
+
+  it("reads SSE with heartbeats and comments (which keep an idle connection alive) and yields no heartbeat", async () => {
+    const events = script(5);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      expect(req.headers.accept).toBe("text/event-stream");
+      openStream(res, "text/event-stream; charset=utf-8");
+      res.write(
+        sseFrame(events[0] as Record<string, unknown>) + sseFrame(events[1] as Record<string, unknown>),
+      );
+      // 600 ms without an event, but a heartbeat (or a comment) every 100 ms: no idle timeout.
+      for (let i = 0; i < 6; i++) {
+        await delay(100);
+        res.write(i % 2 === 0 ? `event: heartbeat\ndata: {"type":"heartbeat","ts":${i}}\n\n` : ": ping\n\n");
+      }
+      for (const value of events.slice(2)) res.write(sseFrame(value));
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, format: "sse", idleTimeoutMs: 300, ...fast }).start("hi");
+    const heartbeats: ClientEvent[] = [];
+    run.on("*", (value) => {
+      if ((value.type as string) === "heartbeat") heartbeats.push(value);
+    });
+    expect(await collect(run)).toEqual(events);
+    expect(heartbeats).toEqual([]);
+    expect(requests).toHaveLength(1);
+  });
+
+  it("calls listeners by type and for '*', until they are removed", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      await writeSlowly(res, events, 20);
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const deltas: string[] = [];
+    const all: string[] = [];
+    const removeDeltas = run.on("text_delta", (value) => {
+      deltas.push(value.text);
+      removeDeltas();
+    });
+    run.on("*", (value) => all.push(value.type));
+    run.on("agent_end", () => {
+      throw new Error("a listener bug");
+    });
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    let reported: unknown[][];
+    try {
+      await run.result();
+    } finally {
+      reported = [...logged.mock.calls];
+      logged.mockRestore();
+    }
+    expect(deltas).toEqual(["héllo ✓ 東京 1"]);
+    expect(all).toEqual(["agent_start", "text_delta", "text_delta", "text_delta", "agent_end"]);
+    expect(reported).toEqual([
+      ['@agent-core/client: a "agent_end" listener threw', new Error("a listener bug")],
+    ]);
+  });
+
+  it("has one iterating consumer at a time", async () => {
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(script(3).map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const first = run[Symbol.asyncIterator]();
+    expect(() => run[Symbol.asyncIterator]()).toThrow(TypeError);
+    expect(await first.next()).toMatchObject({ value: { type: "agent_start" } });
+    await first.return?.();
+    expect(seqs(await collect(run))).toEqual([1, 2]);
+  });
+});
+
+describe("AgentClient: reconnects", () => {
+  it("re-attaches after a drop mid-line from the last seq, and drops the replayed events", async () => {
+    const events = script(9);
+    let attaches = 0;
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        await writeSlowly(res, events.slice(0, 4));
+        res.write(line(events[4]).slice(0, 15)); // half a line, then the connection dies
+        await delay(10);
+        res.destroy();
+        return;
+      }
+      attaches++;
+      expect(req.path).toBe(`/runs/${RUN}/events`);
+      openStream(res);
+      // A replay of 2 and 3 (as a sloppy proxy or server might), then the rest.
+      await writeSlowly(res, events.slice(2));
+      res.end();
+    });
+    const headers = vi.fn(() => ({ "x-tenant": "t" }));
+    const run = new AgentClient({ baseUrl, headers, ...fast }).start("hi");
+    const seen = await collect(run);
+    expect(seqs(seen)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(seen).toEqual(events);
+    expect(attaches).toBe(1);
+    expect(requests[1]?.query.get("after")).toBe("3");
+    expect(requests[1]?.headers.accept).toBe("application/x-ndjson");
+    expect(requests[1]?.headers["x-tenant"]).toBe("t");
+    expect(headers).toHaveBeenCalledTimes(2);
+    await expect(run.result()).resolves.toEqual(events[8]);
+  });
+
+  it("re-attaches when the connection goes silent for idleTimeoutMs", async () => {
+    const events = script(4);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      openStream(res);
+      if (req.path === "/runs") {
+        res.write(line(events[0]) + line(events[1]));
+        return; // then hangs: no byte, no close
+      }
+      res.end(
+        events
+          .slice(Number(req.query.get("after")) + 1)
+          .map(line)
+          .join(""),
+      );
+    });
+    const started = Date.now();
+    const run = new AgentClient({ baseUrl, idleTimeoutMs: 250, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    expect(requests.map((r) => `${r.method} ${r.path}?${r.query}`)).toEqual([
+      "POST /runs?",
+      `GET /runs/${RUN}/events?after=1`,
+    ]);
+  });
+
+  it("fails with code 'network' once the re-attach attempts are spent", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        await delay(10);
+      }
+      res.destroy();
+    });
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi");
+    const error = await rejection(run.result());
+    expect(error.code).toBe("network");
+    expect(error.message).toMatch(/2 re-attach attempt/);
+    expect(requests.filter((r) => r.method === "GET")).toHaveLength(2);
+    // The iteration throws it too, after the events that came.
+    const seen: ClientEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const value of run) seen.push(value);
+      })(),
+    ).rejects.toBe(error);
+    expect(seqs(seen)).toEqual([0]);
+  });
+
+  it("fails with code 'http' (status and server code) on a 4xx re-attach, without retrying", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => fail(res, 404, "not-found"));
+    const run = new AgentClient({ baseUrl, ...fast }).attach("gone");
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 404, serverCode: "not-found" });
+    expect(error.message).toBe("HTTP 404 not-found: not-found, for the test");
+    expect(requests).toHaveLength(1);
+    await expect(run.runId).resolves.toBe("gone");
+    await expect(collect(run)).rejects.toBe(error);
+  });
+
+  it("fails with code 'http' when the server refuses the run", async () => {
+    const { baseUrl } = await serve((_req, res) => fail(res, 401, "unauthorized"));
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await rejection(run.result())).toMatchObject({
+      code: "http",
+      status: 401,
+      serverCode: "unauthorized",
+    });
+    expect(await rejection(run.runId)).toMatchObject({ code: "http" });
+  });
+
+  it("attach(runId, { after }) asks for the events after it and yields only those", async () => {
+    const events = script(7);
+    const { baseUrl, requests } = await serve((_req, res) => {
+      openStream(res);
+      res.end(events.slice(3).map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).attach(RUN, { after: 4 });
+    expect(seqs(await collect(run))).toEqual([5, 6]);
+    expect(requests[0]).toMatchObject({ method: "GET", path: `/runs/${RUN}/events` });
+    expect(requests[0]?.query.get("after")).toBe("4");
+  });
+});
+
+describe("AgentClient: client tools", () => {
+  /** A run that calls client tools, then waits for `resultsPosted` before it ends. */
+  function toolRun(calls: { toolCallId: string; toolName: string; args: unknown }[], done: Promise<unknown>) {
+    return async (res: ServerResponse) => {
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+      calls.forEach((call, i) => {
+        res.write(
+          line(
+            event(1 + i, "tool_call", { ...call, execution: "client", hookToken: `tok-${call.toolCallId}` }),
+          ),
+        );
+      });
+      await done;
+      res.end(line(agentEnd(1 + calls.length)));
+    };
+  }
+
+  it("runs the tool once and retries its post on 503 twice, then 204", async () => {
+    let posts = 0;
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs")
+        return toolRun([{ toolCallId: "c1", toolName: "add", args: { a: 2, b: 3 } }], resultsPosted)(res);
+      expect(req.path).toBe(`/runs/${RUN}/tool-results`);
+      posts++;
+      if (posts <= 2) return fail(res, 503, "busy");
+      res.writeHead(204).end();
+      accepted();
+    });
+    const add = vi.fn((args: unknown, context: { signal: AbortSignal; toolCallId: string }) => {
+      const { a, b } = args as { a: number; b: number };
+      expect(context.toolCallId).toBe("c1");
+      expect(context.signal.aborted).toBe(false);
+      return { sum: a + b };
+    });
+    const run = new AgentClient({ baseUrl, tools: { add }, ...fast }).start("add");
+    const seen = await collect(run);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    expect(add).toHaveBeenCalledTimes(1);
+    const bodies = requests.filter((r) => r.path.endsWith("/tool-results")).map((r) => JSON.parse(r.body));
+    expect(bodies).toEqual([1, 2, 3].map(() => ({ toolCallId: "c1", token: "tok-c1", result: { sum: 5 } })));
+    await expect(run.result()).resolves.toMatchObject({ type: "agent_end" });
+  });
+
+  it("honours Retry-After on a 429", async () => {
+    const times: number[] = [];
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs")
+        return toolRun([{ toolCallId: "c1", toolName: "t", args: null }], resultsPosted)(res);
+      times.push(Date.now());
+      if (times.length === 1) return fail(res, 429, "rate-limited", { "retry-after": "1" });
+      res.writeHead(204).end();
+      accepted();
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => undefined }, ...fast }).start("t");
+    await run.result();
+    expect(times).toHaveLength(2);
+    expect((times[1] ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(900);
+  });
+
+  it("posts a thrown error's message, and an error for a tool with no handler", async () => {
+    const bodies: unknown[] = [];
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const calls = [
+      { toolCallId: "c1", toolName: "boom", args: {} },
+      { toolCallId: "c2", toolName: "missing", args: {} },
+      { toolCallId: "c3", toolName: "toString", args: {} }, // not an own property of tools
+    ];
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun(calls, resultsPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      res.writeHead(204).end();
+      if (bodies.length === 3) accepted();
+    });
+    const tools = {
+      boom: async () => {
+        throw new Error("kaput ✗");
+      },
+    };
+    await new AgentClient({ baseUrl, tools, ...fast }).start("t").result();
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        { toolCallId: "c1", token: "tok-c1", error: "kaput ✗" },
+        { toolCallId: "c2", token: "tok-c2", error: "no handler for client tool missing" },
+        { toolCallId: "c3", token: "tok-c3", error: "no handler for client tool toString" },
+      ]),
+    );
+    expect(bodies).toHaveLength(3);
+  });
+
+  it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
+    let posts = 0;
+    let answered!: () => void;
+    const rejected = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun([{ toolCallId: "c1", toolName: "t", args: 1 }], rejected)(res);
+      posts++;
+      fail(res, 410, "call-ended");
+      answered();
+    });
+    const tool = vi.fn(() => "ok");
+    const run = new AgentClient({ baseUrl, tools: { t: tool }, ...fast }).start("t");
+    const seen = await collect(run);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([
+      expect.objectContaining({
+        code: "tool-result-rejected",
+        status: 410,
+        serverCode: "call-ended",
+        toolCallId: "c1",
+      }),
+    ]);
+    expect(posts).toBe(1);
+    expect(tool).toHaveBeenCalledTimes(1);
+  });
+
+  it("never runs a tool twice when its tool_call is seen again after a re-attach", async () => {
+    let posts = 0;
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(
+          line(event(0, "agent_start")) +
+            line(
+              event(1, "tool_call", {
+                toolCallId: "c1",
+                toolName: "t",
+                args: {},
+                execution: "client",
+                hookToken: "k",
+              }),
+            ),
+        );
+        await delay(30);
+        res.destroy();
+        return;
+      }
+      if (req.path.endsWith("/tool-results")) {
+        posts++;
+        res.writeHead(204).end();
+        return;
+      }
+      // A server that replays from the start, ignoring ?after.
+      openStream(res);
+      await until(() => posts > 0, "the tool result");
+      res.end(
+        line(event(0, "agent_start")) +
+          line(
+            event(1, "tool_call", {
+              toolCallId: "c1",
+              toolName: "t",
+              args: {},
+              execution: "client",
+              hookToken: "k",
+            }),
+          ) +
+          line(agentEnd(2)),
+      );
+    });
+    const tool = vi.fn(() => 1);
+    const run = new AgentClient({ baseUrl, tools: { t: tool }, ...fast }).start("t");
+    expect(seqs(await collect(run))).toEqual([0, 1, 2]);
+    expect(tool).toHaveBeenCalledTimes(1);
+    expect(posts).toBe(1);
+  });
+});
+
+describe("AgentClient: cancel", () => {
+  it("cancel() aborts the stream and the tool's signal, posts /cancel, and result() rejects with 'cancelled'", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(
+          line(event(0, "agent_start")) +
+            line(
+              event(1, "tool_call", {
+                toolCallId: "c1",
+                toolName: "slow",
+                args: {},
+                execution: "client",
+                hookToken: "k",
+              }),
+            ),
+        );
+        return; // and waits
+      }
+      res.writeHead(202).end();
+    });
+    let toolSignal: AbortSignal | undefined;
+    const slow = (_args: unknown, { signal }: { signal: AbortSignal }) => {
+      toolSignal = signal;
+      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+    };
+    const run = new AgentClient({ baseUrl, tools: { slow }, ...fast }).start("go");
+    const iterated = collect(run);
+    await until(() => toolSignal !== undefined, "the tool to start");
+    await run.cancel();
+    expect(toolSignal?.aborted).toBe(true);
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    // A cancelled run's iteration ends quietly, after the events that came.
+    expect(seqs(await iterated)).toEqual([0, 1]);
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", `POST /runs/${RUN}/cancel`]);
+    expect(run.cancel()).toBe(run.cancel());
+  });
+
+  it("aborting the signal given to start() cancels the run", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return;
+      }
+      res.writeHead(202).end();
+    });
+    const controller = new AbortController();
+    const run = new AgentClient({ baseUrl, ...fast }).start("go", { signal: controller.signal });
+    await run.runId;
+    controller.abort();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    await until(() => requests.length === 2, "the cancel post");
+    expect(requests[1]).toMatchObject({ method: "POST", path: `/runs/${RUN}/cancel` });
+  });
+
+  it("a signal already aborted sends nothing at all", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => fail(res, 500, "unexpected"));
+    const run = new AgentClient({ baseUrl, ...fast }).start("go", { signal: AbortSignal.abort() });
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    await delay(20);
+    expect(requests).toEqual([]);
+  });
+
+  it("cancel() after agent_end changes nothing and posts nothing", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      openStream(res);
+      res.end(script(3).map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    const end = await run.result();
+    await run.cancel();
+    await expect(run.result()).resolves.toBe(end);
+    expect(requests).toHaveLength(1);
+  });
+
+  it("start() cancels the client's run in flight before it posts the new prompt", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        const prompt = (JSON.parse(req.body) as { prompt: string }).prompt;
+        const runId = prompt === "first" ? "r-first" : "r-second";
+        openStream(res, "application/x-ndjson", runId);
+        if (prompt === "first") {
+          res.write(line({ type: "agent_start", runId, seq: 0, ts: 0 }));
+          return; // in flight until cancelled
+        }
+        res.end(line({ type: "agent_start", runId, seq: 0, ts: 0 }) + line({ ...agentEnd(1), runId }));
+        return;
+      }
+      await delay(30); // a slow cancel: the new run must wait for it
+      res.writeHead(202).end();
+    });
+    const client = new AgentClient({ baseUrl, ...fast });
+    const first = client.start("first");
+    expect(await first.runId).toBe("r-first");
+    const second = client.start("second");
+    expect((await rejection(first.result())).code).toBe("cancelled");
+    await expect(second.result()).resolves.toMatchObject({ type: "agent_end", runId: "r-second" });
+    expect(requests.map((r) => `${r.method} ${r.path} ${r.body}`)).toEqual([
+      'POST /runs {"prompt":"first"}',
+      "POST /runs/r-first/cancel ",
+      'POST /runs {"prompt":"second"}',
+    ]);
+  });
+});
+
+describe("AgentClient: steering", () => {
+  it("steer() and followUp() post the message; a refusal rejects with code 'http'", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        await until(() => requests.length >= 4, "the commands");
+        res.end(line(agentEnd(1)));
+        return;
+      }
+      if (req.path.endsWith("/follow-up") && req.body.includes("late")) return fail(res, 409, "run-ended");
+      res.writeHead(202).end();
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    await run.steer("left ✓");
+    await run.followUp("then this");
+    const error = await rejection(run.followUp("late"));
+    expect(error).toMatchObject({ code: "http", status: 409, serverCode: "run-ended" });
+    await run.result();
+    expect(requests.slice(1).map((r) => [r.path, JSON.parse(r.body)])).toEqual([
+      [`/runs/${RUN}/steer`, { message: "left ✓" }],
+      [`/runs/${RUN}/follow-up`, { message: "then this" }],
+      [`/runs/${RUN}/follow-up`, { message: "late" }],
+    ]);
+  });
+});
+
+describe("AgentClient: backpressure", () => {
+  /** A fetch whose response body makes one event per pull, and counts the pulls. */
+  function endlessFetch(total: number) {
+    const state = { pulls: 0 };
+    const encoder = new TextEncoder();
+    const fetch = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>(
+          {
+            pull(controller) {
+              const seq = state.pulls++;
+              const value =
+                seq === total - 1
+                  ? agentEnd(seq)
+                  : event(seq, seq === 0 ? "agent_start" : "thinking", { text: "x" });
+              controller.enqueue(encoder.encode(line(value)));
+              if (seq === total - 1) controller.close();
+            },
+          },
+          { highWaterMark: 0 },
+        ),
+        { headers: { "content-type": "application/x-ndjson", "x-run-id": RUN } },
+      );
+    return { state, fetch: fetch as typeof globalThis.fetch };
+  }
+
+  it("reads no further than the iterating consumer pulls, plus a bounded buffer", async () => {
+    const { state, fetch } = endlessFetch(500);
+    const run = new AgentClient({ baseUrl: "http://test/api", fetch }).start("go");
+    const iterator = run[Symbol.asyncIterator]();
+    for (let i = 0; i < 5; i++) await iterator.next();
+    await delay(50);
+    const paused = state.pulls;
+    expect(paused).toBeLessThan(5 + 64);
+    await delay(50);
+    expect(state.pulls).toBe(paused);
+    // Once the consumer leaves, the rest is read (and buffered) so result() still comes.
+    await iterator.return?.();
+    await expect(run.result()).resolves.toMatchObject({ seq: 499 });
+    expect(state.pulls).toBe(500);
+  });
+
+  it("reads everything when nobody iterates", async () => {
+    const { state, fetch } = endlessFetch(500);
+    const run = new AgentClient({ baseUrl: "http://test/api", fetch }).start("go");
+    await expect(run.result()).resolves.toMatchObject({ seq: 499 });
+    expect(state.pulls).toBe(500);
+    expect(await collect(run)).toHaveLength(500);
+  });
+});

@@ -1,0 +1,805 @@
+import type { AgentEvent, AgentEventOf } from "@agent-core/core";
+import { ClientError, type ClientErrorEvent, type ClientEvent } from "./errors.js";
+import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
+
+/** The last event of a run: `stopReason` says how it ended. */
+export type AgentEndEvent = AgentEventOf<"agent_end">;
+
+/** What a client tool gets besides its arguments. */
+export interface ClientToolContext {
+  /** Aborted when the run is cancelled (or fails): stop working, the result will not be posted. */
+  signal: AbortSignal;
+  toolCallId: string;
+}
+
+/**
+ * A tool the server's agent asks the client to run (a `tool_call` event with `execution: "client"`).
+ * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
+ * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`).
+ */
+export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
+
+/** How an {@link AgentClient} talks to an agent-core HTTP server. */
+export interface AgentClientOptions {
+  /** The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored). */
+  baseUrl: string;
+  /**
+   * Headers sent with every request (e.g. `Authorization`). A function is called again for every
+   * request, re-attaches and tool-result posts included, so it can hand out a fresh token.
+   */
+  headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+  /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */
+  format?: "ndjson" | "sse";
+  /** Client tools by name. A client tool call with no handler here is answered with an error. */
+  tools?: Record<string, ClientTool>;
+  /** The `fetch` to use (default `globalThis.fetch`). */
+  fetch?: typeof fetch;
+  /**
+   * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
+   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
+   * starts again once a connection delivers an event or a heartbeat.
+   */
+  reconnect?: { attempts?: number; delayMs?: number };
+  /**
+   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
+   * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
+   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says.
+   */
+  postRetry?: { attempts?: number; delayMs?: number };
+  /**
+   * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
+   * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
+   * bounds the wait for a response's headers.
+   */
+  idleTimeoutMs?: number;
+}
+
+/** Options of {@link AgentClient.start}. */
+export interface StartOptions {
+  /** Continue this conversation. */
+  conversationId?: string;
+  /** The document the run works on (the server checks the caller may touch it). */
+  documentId?: string;
+  /** Ask the server to go on with the run when the stream goes away (re-attach later with `attach`). */
+  outliveStream?: boolean;
+  /** Aborting it cancels the run, like `run.cancel()`. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link AgentClient.attach}. */
+export interface AttachOptions {
+  /** The seq of the last event already seen: the run's events after it come (default: all of them). */
+  after?: number;
+  /** Aborting it cancels the run, like `run.cancel()`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One run on the server, as the client follows it: its events (as an async iterable, or to
+ * listeners), its result, and the ways to steer it.
+ *
+ * The client reads the run's events as soon as it is created, whether or not anybody iterates:
+ * client tools run, listeners are called and `result()` settles on their own.
+ *
+ * **Iteration and backpressure.** One consumer iterates at a time (a second concurrent
+ * `[Symbol.asyncIterator]()` throws a `TypeError`; use `on("*")` to watch from elsewhere). While a
+ * consumer iterates, the client reads the network only while fewer than 32 events wait for it, so a
+ * slow consumer slows the download (and the idle timeout does not count the time it is paused).
+ * When nobody iterates, every event is buffered, so a consumer that starts late (or again, after a
+ * `break`) still gets each event once, from where the previous one stopped. Breaking out of the loop
+ * does not cancel the run: call `cancel()` for that. A consumer that waits for `result()` inside the
+ * loop may wait until it pulls more events, since the run only reads on as the loop drains it.
+ *
+ * Iteration ends after `agent_end`, and also, quietly, when the run is cancelled (like a cancelled
+ * `ReadableStream`); it throws the run's {@link ClientError} when the run failed (`"http"`, `"network"`).
+ * Heartbeats are never yielded.
+ */
+export interface ClientRun extends AsyncIterable<ClientEvent> {
+  /** The run's id: from the `X-Run-Id` header or the first event. Rejects if the run fails before. */
+  readonly runId: Promise<string>;
+  /**
+   * Calls `listener` with each later event of that type (or every event, for `"*"`), as it is read
+   * (iteration or not), `client_error` events included. Returns the function that removes it. A
+   * listener's throw is reported with `console.error` and changes nothing else.
+   */
+  on<T extends ClientEvent["type"]>(
+    type: T,
+    listener: (event: Extract<ClientEvent, { type: T }>) => void,
+  ): () => void;
+  on(type: "*", listener: (event: ClientEvent) => void): () => void;
+  /** Resolves with the `agent_end` event; rejects with a {@link ClientError} if the run failed or was cancelled first. */
+  result(): Promise<AgentEndEvent>;
+  /** Sends a steering message (`POST …/steer`). Rejects with a {@link ClientError} if it was not accepted. */
+  steer(message: string): Promise<void>;
+  /** Queues a follow-up message (`POST …/follow-up`). Rejects with a {@link ClientError} if it was not accepted. */
+  followUp(message: string): Promise<void>;
+  /**
+   * Cancels the run: stops reading, aborts the client tools' signals, makes `result()` reject with
+   * code `"cancelled"` (unless `agent_end` came first) and, once the run's id is known, posts
+   * `…/cancel` (retried like a tool result). Resolves once that post is answered or given up on;
+   * never rejects. Calling it again returns the same promise.
+   */
+  cancel(): Promise<void>;
+}
+
+/**
+ * A client of an agent-core HTTP server (`@agent-core/http`) for browsers and Node 20+: it starts
+ * runs and re-attaches to them, streams their events (NDJSON or SSE), re-attaches by itself after a
+ * dropped connection without losing or repeating an event, runs client tools and posts their
+ * results, and steers and cancels runs. It only needs `fetch`, `ReadableStream`, `TextDecoder` and
+ * `AbortController`.
+ *
+ * ```ts
+ * const client = new AgentClient({ baseUrl: "/api", tools: { now: () => new Date().toISOString() } });
+ * const run = client.start("What time is it?");
+ * for await (const event of run) if (event.type === "text_delta") output.append(event.text);
+ * const end = await run.result(); // the agent_end event
+ * ```
+ */
+export class AgentClient {
+  readonly #transport: Transport;
+  readonly #inFlight = new Set<Run>();
+
+  constructor(options: AgentClientOptions) {
+    if (typeof options?.baseUrl !== "string" || options.baseUrl === "")
+      throw new TypeError("AgentClient needs a baseUrl, e.g. http://127.0.0.1:8787/api.");
+    const fetchFn = options.fetch ?? globalThis.fetch;
+    if (typeof fetchFn !== "function")
+      throw new TypeError("AgentClient needs fetch: pass options.fetch where there is no global one.");
+    this.#transport = new Transport({
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      headers: options.headers,
+      format: options.format ?? "ndjson",
+      tools: options.tools ?? {},
+      // Called unbound: a browser's fetch must not be called as a method of another object.
+      fetch: (input, init) => fetchFn(input, init),
+      reconnect: {
+        attempts: options.reconnect?.attempts ?? 5,
+        delayMs: options.reconnect?.delayMs ?? 250,
+      },
+      postRetry: {
+        attempts: options.postRetry?.attempts ?? 4,
+        delayMs: options.postRetry?.delayMs ?? 200,
+      },
+      idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
+    });
+  }
+
+  /**
+   * Starts a run (`POST {baseUrl}/runs`) and follows its events from `agent_start`. A new prompt
+   * cancels the one in flight: every run of this client that has not ended yet (started or
+   * attached) is cancelled first, and this run's request goes out once their `/cancel` posts are
+   * answered. The request is not retried (it is not idempotent), so a connection lost before the
+   * run's id is known fails the run with code `"network"`; after that, it is re-attached.
+   */
+  start(prompt: string, options: StartOptions = {}): ClientRun {
+    if (typeof prompt !== "string") throw new TypeError("start() needs the prompt as a string.");
+    const previous = [...this.#inFlight].map((run) => run.cancel());
+    const body: Record<string, unknown> = { prompt };
+    if (options.conversationId !== undefined) body.conversationId = options.conversationId;
+    if (options.documentId !== undefined) body.documentId = options.documentId;
+    if (options.outliveStream !== undefined) body.outliveStream = options.outliveStream;
+    return this.#track(
+      new Run(this.#transport, { kind: "start", body, previous: Promise.all(previous) }, options.signal),
+    );
+  }
+
+  /**
+   * Follows an existing run (`GET {baseUrl}/runs/:runId/events?after=…`), e.g. after a page
+   * reload: the events after `after` (all of them by default), then the live ones. A first
+   * connection that fails is retried like a dropped one; a 4xx fails the run with code `"http"`.
+   */
+  attach(runId: string, options: AttachOptions = {}): ClientRun {
+    if (typeof runId !== "string" || runId === "") throw new TypeError("attach() needs a run id.");
+    const after = options.after ?? -1;
+    if (!Number.isInteger(after) || after < -1)
+      throw new TypeError(`attach() needs after as a whole number >= -1, got ${String(options.after)}.`);
+    return this.#track(new Run(this.#transport, { kind: "attach", runId, after }, options.signal));
+  }
+
+  #track(run: Run): Run {
+    this.#inFlight.add(run);
+    run.whenSettled(() => this.#inFlight.delete(run));
+    return run;
+  }
+}
+
+interface Config {
+  baseUrl: string;
+  headers: AgentClientOptions["headers"];
+  format: "ndjson" | "sse";
+  tools: Record<string, ClientTool>;
+  fetch: typeof fetch;
+  reconnect: { attempts: number; delayMs: number };
+  postRetry: { attempts: number; delayMs: number };
+  idleTimeoutMs: number;
+}
+
+const ACCEPT = { ndjson: "application/x-ndjson", sse: "text/event-stream" } as const;
+
+/** Requests with the configured headers, and posts retried on what is worth retrying. */
+class Transport {
+  constructor(readonly config: Config) {}
+
+  async request(
+    method: "GET" | "POST",
+    path: string,
+    init: { json?: unknown; accept?: string; signal?: AbortSignal | undefined },
+  ): Promise<Response> {
+    const { headers } = this.config;
+    const base = typeof headers === "function" ? await headers() : headers;
+    const all = new Headers(base);
+    if (init.accept !== undefined) all.set("accept", init.accept);
+    if (init.json !== undefined) all.set("content-type", "application/json");
+    const request: RequestInit = { method, headers: all };
+    if (init.json !== undefined) request.body = JSON.stringify(init.json);
+    if (init.signal !== undefined) request.signal = init.signal;
+    return this.config.fetch(this.config.baseUrl + path, request);
+  }
+
+  /**
+   * Posts `json`, again with the same body after a network error (if `retryNetwork`) or a status
+   * `retryStatus` accepts, at most `postRetry.attempts` times. Returns the last response (whatever its
+   * status); throws the last network error, or the abort of `signal`.
+   */
+  async post(
+    path: string,
+    json: unknown,
+    options: { signal: AbortSignal; retryNetwork: boolean; retryStatus: (status: number) => boolean },
+  ): Promise<Response> {
+    const { attempts, delayMs } = this.config.postRetry;
+    for (let retry = 0; ; retry++) {
+      let wait = delayMs * 2 ** retry;
+      try {
+        const response = await this.request("POST", path, { json, signal: options.signal });
+        if (retry >= attempts || !options.retryStatus(response.status)) return response;
+        wait = retryAfterMs(response) ?? wait;
+        discard(response);
+      } catch (error) {
+        if (options.signal.aborted || !options.retryNetwork || retry >= attempts) throw error;
+      }
+      await sleep(wait, options.signal);
+      if (options.signal.aborted) throw options.signal.reason;
+    }
+  }
+}
+
+type Plan =
+  | { kind: "start"; body: Record<string, unknown>; previous: Promise<unknown> }
+  | { kind: "attach"; runId: string; after: number };
+
+/** How one connection ended, when the run goes on. */
+interface Dropped {
+  /** It delivered an event or a heartbeat: the re-attach count starts again. */
+  progress: boolean;
+  error: unknown;
+  /** A 429's or 503's `Retry-After`. */
+  retryAfterMs?: number | undefined;
+}
+
+/** Events a consumer may have waiting before the client stops reading the network. */
+const HIGH_WATER_MARK = 32;
+
+type Listener = (event: ClientEvent) => void;
+
+class Run implements ClientRun {
+  readonly runId: Promise<string>;
+  readonly #transport: Transport;
+  readonly #config: Config;
+  #knownRunId: string | undefined;
+  #resolveRunId!: (runId: string) => void;
+  #rejectRunId!: (error: ClientError) => void;
+  readonly #result: Promise<AgentEndEvent>;
+  #resolveResult!: (event: AgentEndEvent) => void;
+  #rejectResult!: (error: ClientError) => void;
+  #end: AgentEndEvent | undefined;
+  #failure: ClientError | undefined;
+  /** Aborted when the run is cancelled or fails: the connection, the client tools, their posts. */
+  readonly #abort = new AbortController();
+  /** The last seq delivered, by run id: what re-attaches ask for, and what dedupes replays. */
+  readonly #lastSeq = new Map<string, number>();
+  /** Events not yet taken by an iterator, from `#head` on. */
+  #queue: (ClientEvent | undefined)[] = [];
+  #head = 0;
+  #iterating = false;
+  /** Settles when an event is queued or the run settles (what a waiting iterator waits for). */
+  readonly #produced = new Pulse();
+  /** Settles when an iterator takes an event or stops, or the run settles (what the reader waits for). */
+  readonly #consumed = new Pulse();
+  readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #toolCalls = new Set<string>();
+  readonly #onSettled: (() => void)[] = [];
+  #cancelled: Promise<void> | undefined;
+
+  constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
+    this.#transport = transport;
+    this.#config = transport.config;
+    this.runId = new Promise<string>((resolve, reject) => {
+      this.#resolveRunId = resolve;
+      this.#rejectRunId = reject;
+    });
+    this.#result = new Promise<AgentEndEvent>((resolve, reject) => {
+      this.#resolveResult = resolve;
+      this.#rejectResult = reject;
+    });
+    // Nobody has to ask for them: a failure must not be an unhandled rejection.
+    this.runId.catch(ignore);
+    this.#result.catch(ignore);
+    if (plan.kind === "attach") {
+      this.#setRunId(plan.runId);
+      this.#lastSeq.set(plan.runId, plan.after);
+    }
+    if (signal !== undefined) {
+      const onAbort = () => void this.cancel();
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.whenSettled(() => signal.removeEventListener("abort", onAbort));
+      }
+    }
+    if (!this.#settled) void this.#follow(plan);
+  }
+
+  get #settled(): boolean {
+    return this.#end !== undefined || this.#failure !== undefined;
+  }
+
+  /** Calls `callback` once the run has ended, failed or been cancelled. */
+  whenSettled(callback: () => void): void {
+    if (this.#settled) callback();
+    else this.#onSettled.push(callback);
+  }
+
+  result(): Promise<AgentEndEvent> {
+    return this.#result;
+  }
+
+  on(type: string, listener: (event: never) => void): () => void {
+    const listeners = this.#listeners.get(type) ?? new Set<Listener>();
+    this.#listeners.set(type, listeners);
+    const added = listener as Listener;
+    listeners.add(added);
+    return () => void listeners.delete(added);
+  }
+
+  steer(message: string): Promise<void> {
+    return this.#send("steer", message);
+  }
+
+  followUp(message: string): Promise<void> {
+    return this.#send("follow-up", message);
+  }
+
+  cancel(): Promise<void> {
+    if (this.#cancelled !== undefined) return this.#cancelled;
+    const runId = this.#knownRunId;
+    const ended = this.#end !== undefined;
+    this.#fail(new ClientError("cancelled", "The run was cancelled."));
+    this.#cancelled = ended || runId === undefined ? Promise.resolve() : this.#postCancel(runId);
+    return this.#cancelled;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ClientEvent> {
+    if (this.#iterating)
+      throw new TypeError(
+        "A ClientRun is iterated by one consumer at a time: use run.on('*', …) to watch it too.",
+      );
+    this.#iterating = true;
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      this.#iterating = false;
+      this.#consumed.fire();
+    };
+    return {
+      next: async (): Promise<IteratorResult<ClientEvent>> => {
+        for (;;) {
+          if (stopped) return DONE;
+          if (this.#head < this.#queue.length) return { value: this.#take(), done: false };
+          if (this.#settled) {
+            stop();
+            if (this.#failure !== undefined && this.#failure.code !== "cancelled") throw this.#failure;
+            return DONE;
+          }
+          await this.#produced.next();
+        }
+      },
+      return: async (): Promise<IteratorResult<ClientEvent>> => {
+        stop();
+        this.#produced.fire();
+        return DONE;
+      },
+    };
+  }
+
+  #take(): ClientEvent {
+    const event = this.#queue[this.#head] as ClientEvent;
+    this.#queue[this.#head++] = undefined;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#consumed.fire();
+    return event;
+  }
+
+  // --- the connection -------------------------------------------------------------------------
+
+  /** Connects, then re-attaches after each drop until `agent_end`, a failure or a cancel. */
+  async #follow(plan: Plan): Promise<void> {
+    try {
+      if (plan.kind === "start") await plan.previous;
+      const { attempts, delayMs } = this.#config.reconnect;
+      let retries = 0;
+      for (let first = true; !this.#settled; first = false) {
+        const dropped = await this.#connect(first && plan.kind === "start" ? plan.body : undefined);
+        if (dropped === undefined || this.#settled) return;
+        if (dropped.progress) retries = 0;
+        if (this.#knownRunId === undefined)
+          throw new ClientError(
+            "network",
+            `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
+            { cause: dropped.error },
+          );
+        if (retries >= attempts)
+          throw new ClientError(
+            "network",
+            `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
+            { cause: dropped.error },
+          );
+        await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#abort.signal);
+        retries++;
+      }
+    } catch (error) {
+      this.#fail(
+        error instanceof ClientError
+          ? error
+          : new ClientError("network", `The run failed: ${describe(error)}`, { cause: error }),
+      );
+    }
+  }
+
+  /**
+   * One connection: `POST /runs` with `startBody`, else `GET …/events?after=<last seq>`. Reads it
+   * to its end. Returns undefined when the run settled, how it dropped otherwise; throws a
+   * `ClientError` when the run cannot go on.
+   */
+  async #connect(startBody: Record<string, unknown> | undefined): Promise<Dropped | undefined> {
+    const connection = new AbortController();
+    const stop = () => connection.abort(this.#abort.signal.reason);
+    this.#abort.signal.addEventListener("abort", stop, { once: true });
+    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
+    // would not honour the signal.
+    const aborted = new Promise<never>((_, reject) => {
+      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
+    });
+    aborted.catch(ignore);
+    let idle = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      timer = setTimeout(() => {
+        idle = true;
+        connection.abort(new Error(`nothing came for ${this.#config.idleTimeoutMs} ms`));
+      }, this.#config.idleTimeoutMs);
+    };
+    const disarm = () => clearTimeout(timer);
+    let progress = false;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const accept = ACCEPT[this.#config.format];
+    try {
+      arm();
+      const response = await Promise.race([
+        startBody === undefined
+          ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
+          : this.#transport.request("POST", "/runs", { json: startBody, accept, signal: connection.signal }),
+        aborted,
+      ]);
+      if (!response.ok) {
+        const error = await httpError(response);
+        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try.
+        const transient = response.status >= 500 || response.status === 429 || response.status === 408;
+        if (startBody !== undefined || !transient) throw error;
+        return { progress, error, retryAfterMs: retryAfterMs(response) };
+      }
+      const headerRunId = response.headers.get("x-run-id");
+      if (headerRunId !== null && headerRunId !== "") this.#setRunId(headerRunId);
+      if (response.body === null) return { progress, error: new Error("the response had no body") };
+      const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
+      const parser = sse ? new SseParser() : new NdjsonParser();
+      reader = response.body.getReader();
+      for (;;) {
+        disarm();
+        await this.#demand();
+        if (this.#settled) return undefined;
+        arm();
+        const chunk = await Promise.race([reader.read(), aborted]);
+        disarm();
+        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
+          if (this.#deliver(item)) progress = true;
+          if (this.#settled) return undefined;
+        }
+        if (chunk.done) return { progress, error: new Error("the stream ended before agent_end") };
+      }
+    } catch (error) {
+      if (this.#settled) return undefined;
+      if (error instanceof ClientError) throw error;
+      return {
+        progress,
+        error: idle ? new Error(`no byte came for ${this.#config.idleTimeoutMs} ms`) : error,
+      };
+    } finally {
+      disarm();
+      this.#abort.signal.removeEventListener("abort", stop);
+      // Closes the connection (after agent_end, the server closes it anyway).
+      connection.abort();
+      reader?.cancel().catch(ignore);
+    }
+  }
+
+  #eventsPath(): string {
+    const runId = this.#knownRunId as string;
+    const after = this.#lastSeq.get(runId) ?? -1;
+    return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
+  }
+
+  /** Backpressure: waits while an iterator has `HIGH_WATER_MARK` events waiting. */
+  async #demand(): Promise<void> {
+    while (!this.#settled && this.#iterating && this.#queue.length - this.#head >= HIGH_WATER_MARK)
+      await this.#consumed.next();
+  }
+
+  /** Hands a parsed item on; true if the connection made progress (a new event or a heartbeat). */
+  #deliver(item: Parsed): boolean {
+    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
+    if (item.type === "client_error") {
+      this.#emit(item as ClientErrorEvent);
+      return false;
+    }
+    const event = item as AgentEvent;
+    const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    if (typeof runId === "string" && typeof seq === "number") {
+      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+      this.#lastSeq.set(runId, seq);
+      this.#setRunId(runId);
+    }
+    this.#emit(event);
+    if (event.type === "tool_call" && event.execution === "client") void this.#runTool(event);
+    if (event.type === "agent_end") this.#finish(event);
+    return true;
+  }
+
+  #emit(event: ClientEvent): void {
+    this.#queue.push(event);
+    this.#produced.fire();
+    for (const type of [event.type, "*"]) {
+      const listeners = this.#listeners.get(type);
+      if (listeners === undefined) continue;
+      for (const listener of [...listeners]) {
+        try {
+          listener(event);
+        } catch (error) {
+          console.error(`@agent-core/client: a "${type}" listener threw`, error);
+        }
+      }
+    }
+  }
+
+  #setRunId(runId: string): void {
+    if (this.#knownRunId !== undefined) return;
+    this.#knownRunId = runId;
+    this.#resolveRunId(runId);
+  }
+
+  #finish(end: AgentEndEvent): void {
+    if (this.#settled) return;
+    this.#end = end;
+    this.#resolveResult(end);
+    this.#settle();
+  }
+
+  #fail(error: ClientError): void {
+    if (this.#settled) return;
+    this.#failure = error;
+    this.#rejectResult(error);
+    if (this.#knownRunId === undefined) this.#rejectRunId(error);
+    this.#abort.abort(error);
+    this.#settle();
+  }
+
+  #settle(): void {
+    this.#produced.fire();
+    this.#consumed.fire();
+    for (const callback of this.#onSettled.splice(0)) callback();
+  }
+
+  // --- client tools and commands --------------------------------------------------------------
+
+  /** Runs a client tool once per call id and posts its outcome; problems become `client_error` events. */
+  async #runTool(event: AgentEventOf<"tool_call">): Promise<void> {
+    const { toolCallId, toolName, hookToken } = event;
+    if (this.#toolCalls.has(toolCallId)) return;
+    this.#toolCalls.add(toolCallId);
+    if (typeof hookToken !== "string") {
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message: `The client tool call "${toolCallId}" (${toolName}) came without a hookToken: its result cannot be posted.`,
+        line: JSON.stringify(event),
+        toolCallId,
+      });
+      return;
+    }
+    const signal = this.#abort.signal;
+    const { tools } = this.#config;
+    const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+    let outcome: { result: unknown } | { error: string };
+    if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
+    else {
+      try {
+        const result = await tool(event.args, { signal, toolCallId });
+        outcome = { result: result === undefined ? null : result };
+      } catch (error) {
+        outcome = { error: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    if (signal.aborted) return; // cancelled or failed: nobody waits for it
+    const runId = this.#knownRunId ?? event.runId;
+    let response: Response;
+    try {
+      response = await this.#transport.post(
+        `/runs/${encodeURIComponent(runId)}/tool-results`,
+        { toolCallId, token: hookToken, ...outcome },
+        { signal, retryNetwork: true, retryStatus: (status) => status >= 500 || status === 429 },
+      );
+    } catch (error) {
+      if (signal.aborted) return;
+      this.#emit({
+        type: "client_error",
+        code: "tool-result-failed",
+        message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
+        toolCallId,
+      });
+      return;
+    }
+    if (response.ok) return discard(response);
+    const error = await httpError(response);
+    const transient = response.status >= 500 || response.status === 429;
+    this.#emit({
+      type: "client_error",
+      code: transient ? "tool-result-failed" : "tool-result-rejected",
+      message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
+      status: response.status,
+      ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
+      toolCallId,
+    });
+  }
+
+  async #send(action: "steer" | "follow-up", message: string): Promise<void> {
+    if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
+    const runId = await this.runId;
+    let response: Response;
+    try {
+      // Not idempotent: retried only when the server said it did not take it (429).
+      response = await this.#transport.post(
+        `/runs/${encodeURIComponent(runId)}/${action}`,
+        { message },
+        {
+          signal: new AbortController().signal,
+          retryNetwork: false,
+          retryStatus: (status) => status === 429,
+        },
+      );
+    } catch (error) {
+      throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, { cause: error });
+    }
+    if (!response.ok) throw await httpError(response);
+    discard(response);
+  }
+
+  async #postCancel(runId: string): Promise<void> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), this.#config.idleTimeoutMs);
+    try {
+      const response = await this.#transport.post(`/runs/${encodeURIComponent(runId)}/cancel`, undefined, {
+        signal: timeout.signal,
+        retryNetwork: true,
+        retryStatus: (status) => status >= 500 || status === 429,
+      });
+      discard(response);
+    } catch {
+      // Best effort: the run is cancelled here whatever the server says.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A promise that settles on the next `fire()`, renewed each time. */
+class Pulse {
+  #promise!: Promise<void>;
+  #resolve!: () => void;
+
+  constructor() {
+    this.#renew();
+  }
+
+  next(): Promise<void> {
+    return this.#promise;
+  }
+
+  fire(): void {
+    this.#resolve();
+    this.#renew();
+  }
+
+  #renew(): void {
+    this.#promise = new Promise<void>((resolve) => {
+      this.#resolve = resolve;
+    });
+  }
+}
+
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true });
+
+function ignore(): void {}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Drops a response's body, so its connection is free again. */
+function discard(response: Response): void {
+  response.body?.cancel().catch(ignore);
+}
+
+/** A ClientError of code "http" from an error response and its `{ error: { code, message } }` body. */
+async function httpError(response: Response): Promise<ClientError> {
+  let serverCode: string | undefined;
+  let serverMessage: string | undefined;
+  try {
+    const text = await response.text();
+    try {
+      const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+      if (typeof error?.code === "string") serverCode = error.code;
+      if (typeof error?.message === "string") serverMessage = error.message;
+    } catch {
+      serverMessage = text.slice(0, 200) || undefined;
+    }
+  } catch {
+    // No body to read: the status says it all.
+  }
+  const what = serverCode ?? response.statusText;
+  const message = `HTTP ${response.status}${what ? ` ${what}` : ""}${serverMessage ? `: ${serverMessage}` : ""}`;
+  return new ClientError("http", message, {
+    status: response.status,
+    ...(serverCode === undefined ? {} : { serverCode }),
+  });
+}
+
+/** A `Retry-After` header (seconds, or an HTTP date) in ms; undefined without a usable one. */
+function retryAfterMs(response: Response): number | undefined {
+  const value = response.headers.get("retry-after");
+  if (value === null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Waits `ms`, or less if `signal` aborts. Never rejects. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

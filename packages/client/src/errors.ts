@@ -1,0 +1,64 @@
+import type { AgentEvent } from "@agent-core/core";
+
+/** Why a run failed on the client's side: see {@link ClientError}. */
+export type ClientErrorCode = "http" | "network" | "cancelled";
+
+/**
+ * Why a run's `result()` rejected (and why its iteration threw, for `"http"` and `"network"`).
+ *
+ * - `"http"`: the server answered with an error status: `status` is it, `serverCode` is the
+ *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`).
+ * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
+ *   exhausted, or the run's id was never learnt, so there was nothing to re-attach to). `cause` is
+ *   the last failure.
+ * - `"cancelled"`: `cancel()` was called, the caller's `signal` aborted, or a newer `start()` of the
+ *   same client took over, before `agent_end` arrived.
+ */
+export class ClientError extends Error {
+  override readonly name = "ClientError";
+  readonly code: ClientErrorCode;
+  /** The HTTP status, for `code: "http"`. */
+  readonly status: number | undefined;
+  /** The server's `error.code`, for `code: "http"` when the body was the protocol's error JSON. */
+  readonly serverCode: string | undefined;
+
+  constructor(
+    code: ClientErrorCode,
+    message: string,
+    options: { status?: number; serverCode?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = options.status;
+    this.serverCode = options.serverCode;
+  }
+}
+
+/**
+ * A problem the client met while a run went on, delivered in the run's event stream (never thrown):
+ *
+ * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
+ *   object with a string `type`; `line` is its text. Also a client `tool_call` without a `hookToken`.
+ * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
+ *   `status` and `serverCode` say how. It is not retried.
+ * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until
+ *   `postRetry.attempts` retries were spent.
+ *
+ * It has no `runId`/`seq` of its own: it is not one of the run's events.
+ */
+export interface ClientErrorEvent {
+  type: "client_error";
+  code: "malformed-event" | "tool-result-rejected" | "tool-result-failed";
+  message: string;
+  /** The offending text, for `"malformed-event"`. */
+  line?: string;
+  /** The HTTP status of the tool-result post, when there was one. */
+  status?: number;
+  /** The server's `error.code`, when the tool-result post was answered with the protocol's error JSON. */
+  serverCode?: string;
+  /** The client tool call concerned, for the tool-result codes. */
+  toolCallId?: string;
+}
+
+/** What a `ClientRun` yields: the run's events, and the client's own {@link ClientErrorEvent}s. */
+export type ClientEvent = AgentEvent | ClientErrorEvent;

@@ -1,0 +1,290 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
+
+// Seeded: a failure prints the seed and the shrunk counterexample, and replays with it.
+const SEED = 20_260_117;
+const RUNS = 200;
+
+const encoder = new TextEncoder();
+
+type Parser = NdjsonParser | SseParser;
+
+/** Feeds `bytes` to `parser` cut at `cuts` (positions anywhere, even inside a UTF-8 character). */
+function feed(parser: Parser, bytes: Uint8Array, cuts: number[]): Parsed[] {
+  const positions = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+  const out: Parsed[] = [];
+  let from = 0;
+  for (const to of [...positions, bytes.length]) {
+    out.push(...parser.push(bytes.subarray(from, to)));
+    from = to;
+  }
+  out.push(...parser.end());
+  return out;
+}
+
+const text = fc.oneof(
+  fc.constantFrom("héllo ✓ 東京", "🎉 emoji", "line\nbreak\r\nand\rcr", "", " leading space", "data: x\n\n"),
+  fc.string({ unit: "grapheme", maxLength: 12 }),
+  fc.string({ unit: "binary", maxLength: 12 }),
+);
+
+const eventArb = fc.record({
+  type: fc.constantFrom("agent_start", "text_delta", "tool_call", "custom", "agent_end"),
+  runId: fc.constantFrom("r1", "rün-東京"),
+  seq: fc.nat(),
+  ts: fc.nat(),
+  text,
+  data: fc.option(fc.dictionary(fc.string({ maxLength: 4 }), text, { maxKeys: 3 }), { nil: undefined }),
+});
+
+const heartbeat = fc.record({ type: fc.constant("heartbeat"), ts: fc.nat() });
+
+/** How one event is written: compact or pretty (several `data:` lines in SSE), and the SSE line ending. */
+const framing = fc.record({
+  pretty: fc.boolean(),
+  eol: fc.constantFrom("\n", "\r\n", "\r"),
+  comment: fc.boolean(),
+});
+
+const items = fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: eventArb }, heartbeat), framing), {
+  maxLength: 12,
+});
+const cuts = fc.array(fc.nat(), { maxLength: 30 });
+
+function ndjson(events: object[]): string {
+  return events.map((event) => `${JSON.stringify(event)}\n`).join("");
+}
+
+function sse(
+  frames: [Record<string, unknown>, { pretty: boolean; eol: string; comment: boolean }][],
+): string {
+  let out = "";
+  for (const [event, { pretty, eol, comment }] of frames) {
+    if (comment) out += `: keep-alive${eol}`;
+    if (typeof event.seq === "number") out += `id: ${event.seq}${eol}`;
+    out += `event: ${String(event.type)}${eol}`;
+    const json = pretty ? JSON.stringify(event, null, 2) : JSON.stringify(event);
+    for (const line of json.split("\n")) out += `data: ${line}${eol}`;
+    out += eol;
+  }
+  return out;
+}
+
+/** JSON-equal copies: `undefined` fields gone, as after a round trip. */
+function plain<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** Lines that are not events: not JSON, or JSON but not an object with a string "type". */
+const malformedLine = fc
+  .oneof(
+    fc.constantFrom("{oops", "[1,2]", '"a string"', "42", "null", '{"type":5}', '{"no":"type"}', "{", "é{"),
+    fc.string({ unit: "grapheme", maxLength: 10 }),
+  )
+  .filter((line) => {
+    if (line.trim() === "" || /[\r\n]/.test(line)) return false;
+    try {
+      const value = JSON.parse(line) as { type?: unknown } | null;
+      return (
+        typeof value !== "object" || value === null || Array.isArray(value) || typeof value.type !== "string"
+      );
+    } catch {
+      return true;
+    }
+  });
+
+const malformedEvent = (line: string) => ({ type: "client_error", code: "malformed-event", line });
+
+describe("NdjsonParser and SseParser, property-based", () => {
+  it("NDJSON: any events, cut anywhere, parse back to the same events", () => {
+    fc.assert(
+      fc.property(items, cuts, (frames, at) => {
+        const events = plain(frames.map(([event]) => event));
+        expect(feed(new NdjsonParser(), encoder.encode(ndjson(events)), at)).toEqual(events);
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it("SSE: any events (several data lines, \\r\\n or \\r endings, comments, heartbeats), cut anywhere, parse back", () => {
+    fc.assert(
+      fc.property(items, cuts, (frames, at) => {
+        const plainFrames = frames.map(
+          ([event, how]) => [plain(event), how] as [Record<string, unknown>, typeof how],
+        );
+        const parsed = feed(new SseParser(), encoder.encode(sse(plainFrames)), at);
+        expect(parsed).toEqual(plainFrames.map(([event]) => event));
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it("NDJSON: malformed lines between good ones become client_error events, in place, and the rest still parses", () => {
+    const mixed = fc.array(
+      fc.oneof(
+        eventArb.map((event) => ({ event: plain(event) })),
+        malformedLine.map((line) => ({ line })),
+      ),
+      {
+        maxLength: 12,
+      },
+    );
+    fc.assert(
+      fc.property(mixed, cuts, (entries, at) => {
+        const wire = entries
+          .map((entry) => ("event" in entry ? JSON.stringify(entry.event) : entry.line))
+          .join("\n");
+        const parsed = feed(new NdjsonParser(), encoder.encode(`${wire}\n`), at);
+        expect(parsed).toEqual(
+          entries.map((entry) =>
+            "event" in entry ? entry.event : expect.objectContaining(malformedEvent(entry.line)),
+          ),
+        );
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it("SSE: malformed data between good events becomes client_error events, in place, and the rest still parses", () => {
+    const mixed = fc.array(
+      fc.oneof(
+        eventArb.map((event) => ({ event: plain(event) })),
+        malformedLine.map((line) => ({ line })),
+      ),
+      {
+        maxLength: 12,
+      },
+    );
+    fc.assert(
+      fc.property(mixed, cuts, (entries, at) => {
+        const wire = entries
+          .map((entry) => `data: ${"event" in entry ? JSON.stringify(entry.event) : entry.line}\n\n`)
+          .join("");
+        const parsed = feed(new SseParser(), encoder.encode(wire), at);
+        expect(parsed).toEqual(
+          entries.map((entry) =>
+            "event" in entry ? entry.event : expect.objectContaining(malformedEvent(entry.line)),
+          ),
+        );
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it("never throws, whatever the bytes (invalid UTF-8 included)", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), cuts, (bytes, at) => {
+        for (const parser of [new NdjsonParser(), new SseParser()]) {
+          for (const item of feed(parser, bytes, at)) expect(typeof item.type).toBe("string");
+        }
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+});
+
+describe("NdjsonParser", () => {
+  it("decodes a multi-byte character split between chunks, one byte at a time", () => {
+    const event = { type: "text_delta", runId: "r", seq: 1, ts: 0, text: "héllo ✓ 東京 🎉" };
+    const bytes = encoder.encode(`${JSON.stringify(event)}\n`);
+    const parser = new NdjsonParser();
+    const parsed: Parsed[] = [];
+    for (let i = 0; i < bytes.length; i++) parsed.push(...parser.push(bytes.subarray(i, i + 1)));
+    expect(parsed).toEqual([event]);
+    expect(parser.end()).toEqual([]);
+  });
+
+  it("returns several events of one chunk in order, skips blank lines, takes \\r\\n and strings", () => {
+    const parser = new NdjsonParser();
+    expect(parser.push('{"type":"a"}\n\n  \r\n{"type":"b"}\r\n{"type"')).toEqual([
+      { type: "a" },
+      { type: "b" },
+    ]);
+    expect(parser.push(':"c"}\n')).toEqual([{ type: "c" }]);
+  });
+
+  it("parses a last line without its newline at end(), and reports a truncated one", () => {
+    const parser = new NdjsonParser();
+    expect(parser.push('{"type":"a"}\n{"type":"b"}')).toEqual([{ type: "a" }]);
+    expect(parser.end()).toEqual([{ type: "b" }]);
+    const truncated = new NdjsonParser();
+    truncated.push('{"type":"a","te');
+    expect(truncated.end()).toEqual([
+      {
+        type: "client_error",
+        code: "malformed-event",
+        message: expect.stringMatching(/^Not JSON: /),
+        line: '{"type":"a","te',
+      },
+    ]);
+  });
+
+  it("says why a line is not an event", () => {
+    const parser = new NdjsonParser();
+    expect(parser.push('[{"type":"a"}]\n{"type":null}\nnope\n{"type":"ok"}\n')).toEqual([
+      {
+        type: "client_error",
+        code: "malformed-event",
+        message: 'Not an event: an event is a JSON object with a string "type".',
+        line: '[{"type":"a"}]',
+      },
+      {
+        type: "client_error",
+        code: "malformed-event",
+        message: 'Not an event: an event is a JSON object with a string "type".',
+        line: '{"type":null}',
+      },
+      expect.objectContaining({ code: "malformed-event", line: "nope" }),
+      { type: "ok" },
+    ]);
+  });
+});
+
+describe("SseParser", () => {
+  it("joins data lines with \\n, strips one space after the colon, ignores comments, other fields and a lone id", () => {
+    const parser = new SseParser();
+    const wire =
+      ': a comment\nretry: 10\nid: 7\nevent: thinking\ndata:{"type":"thinking",\ndata:  "text":"x"}\nunknown: field\n\n' +
+      "id: 8\n\n" +
+      'data: {"type":"a"}\n\n';
+    expect(parser.push(wire)).toEqual([{ type: "thinking", text: "x" }, { type: "a" }]);
+  });
+
+  it("handles \\r\\n split between chunks, and lone \\r line endings", () => {
+    const parser = new SseParser();
+    expect(parser.push('data: {"type":"a"}\r')).toEqual([]);
+    expect(parser.push("\n")).toEqual([]);
+    expect(parser.push("\r")).toEqual([{ type: "a" }]);
+    // The "\n" after that "\r" is part of the same line break, not another blank line.
+    expect(parser.push('\ndata: {"type":"b"}\r\rdata: {"type":"c"}\r\n\r\n')).toEqual([
+      { type: "b" },
+      { type: "c" },
+    ]);
+  });
+
+  it("a field line without a colon is a field with an empty value; empty data dispatches nothing", () => {
+    const parser = new SseParser();
+    expect(parser.push("data\n\ndata:\n\n")).toEqual([]);
+    // "data" alone adds an empty line to the event's data: JSON allows that leading "\n".
+    expect(parser.push('data\ndata: {"type":"a"}\n\ndata\ndata: no\n\n')).toEqual([
+      { type: "a" },
+      expect.objectContaining({ code: "malformed-event", line: "\nno" }),
+    ]);
+  });
+
+  it("drops an event whose closing blank line never came, at end()", () => {
+    const parser = new SseParser();
+    expect(parser.push('data: {"type":"a"}\n\ndata: {"type":"b"}\n')).toEqual([{ type: "a" }]);
+    expect(parser.end()).toEqual([]);
+  });
+
+  it("decodes a multi-byte character split between chunks", () => {
+    const bytes = encoder.encode('data: {"type":"t","text":"東京"}\n\n');
+    const at = bytes.indexOf(0xe6) + 1; // inside 東
+    const parser = new SseParser();
+    expect([...parser.push(bytes.subarray(0, at)), ...parser.push(bytes.subarray(at))]).toEqual([
+      { type: "t", text: "東京" },
+    ]);
+  });
+});
