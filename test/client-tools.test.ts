@@ -184,12 +184,48 @@ describe("a run that reaches a client tool", () => {
       tools: [readPage],
     });
     let asked = 0;
-    agent.on("tool_call", () => {
-      asked += agent.pendingClientTools.length;
+    const announced: unknown[] = [];
+    agent.on("tool_call", (event) => {
+      announced.push(event.execution);
+      queueMicrotask(() => {
+        asked += agent.pendingClientTools.length;
+      });
     });
     const result = await agent.prompt("go").result();
+    // Not announced as a client call either: no client may run it.
+    expect(announced).toEqual([undefined]);
     expect(asked).toBe(0);
     expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({ status: "error" });
+  });
+
+  it("announces a call it will not wait for (skipped by steering) without execution: client", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+          script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+        ],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+    });
+    const calls: { id: string; execution: unknown }[] = [];
+    agent.on("tool_call", (event) => {
+      calls.push({ id: event.toolCallId, execution: event.execution });
+      if (event.toolCallId === "c1")
+        queueMicrotask(() => {
+          agent.steer("never mind");
+          agent.submitToolResult("c1", { result: "A" });
+        });
+    });
+    const result = await agent.prompt("go").result();
+    expect(calls).toEqual([
+      { id: "c1", execution: "client" },
+      { id: "c2", execution: undefined },
+    ]);
+    expect(
+      result.messages.filter((m) => m.role === "toolResult").map((m) => (m as ToolResultMessage).status),
+    ).toEqual(["ok", "skipped"]);
   });
 
   it("waits for several client calls at once in parallel execution, mixed with a server tool", async () => {

@@ -14,6 +14,7 @@ import {
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer, type TextSink } from "./render.js";
+import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
@@ -34,6 +35,7 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
+const SERVE_USAGE = "agent-core serve [--port N] [--host HOST] [--static DIR]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -45,6 +47,9 @@ const OPTIONS = {
   orchestrator: { type: "string" },
   system: { type: "string" },
   "max-cycles": { type: "string" },
+  port: { type: "string" },
+  host: { type: "string" },
+  static: { type: "string" },
 } as const;
 
 interface RunCommand {
@@ -56,7 +61,7 @@ interface RunCommand {
   maxCycles: number;
 }
 
-type Command = { kind: "help" } | { kind: "version" } | RunCommand;
+type Command = { kind: "help" } | { kind: "version" } | RunCommand | ServeCommand;
 
 /** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
 export async function main(argv: string[], io: CliIO): Promise<number> {
@@ -71,6 +76,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         return EXIT_COMPLETED;
       case "run":
         return await runPrompt(command, io);
+      case "serve":
+        return await servePage(command, io);
     }
   } catch (error) {
     const usage = asUsageError(error);
@@ -85,8 +92,14 @@ function parseCommand(argv: string[]): Command {
   if (values.help) return { kind: "help" };
   if (values.version) return { kind: "version" };
   const [name, ...words] = positionals;
-  if (name === undefined) throw new UsageError("Missing command.", `Usage: ${RUN_USAGE}`);
-  if (name !== "run") throw new UsageError(`Unknown command "${name}"; the only command is "run".`);
+  if (name === undefined)
+    throw new UsageError("Missing command.", `Usage: ${RUN_USAGE}\n       ${SERVE_USAGE}`);
+  if (name === "serve") {
+    if (words.length > 0)
+      throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
+    return parseServeCommand(values);
+  }
+  if (name !== "run") throw new UsageError(`Unknown command "${name}"; the commands are "run" and "serve".`);
   // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
   const prompt = words.join(" ").trim();
   if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
@@ -177,7 +190,12 @@ function helpText(): string {
 
 Usage:
   ${RUN_USAGE}
+  ${SERVE_USAGE}
   agent-core --help | --version
+
+serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
+run in your browser; open the address it prints. --port (default 8787), --host (default
+127.0.0.1), --static (the page's folder).
 
 Options:
   --json               print every event as one NDJSON line instead of the live view

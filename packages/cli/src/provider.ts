@@ -16,17 +16,21 @@ export const DEFAULT_MODEL = "gpt-4o-mini";
 export const DEMO_LABEL = "offline demo model (set OPENAI_API_KEY to use a real model)";
 
 // Slow enough that a person sees the demo answer stream in, fast enough not to bore them.
-const DEFAULT_DEMO_DELAY_MS = 15;
+export const DEFAULT_DEMO_DELAY_MS = 15;
 
 /**
  * The model the CLI talks to: any OpenAI-compatible chat endpoint (OpenAI, Ollama, llama.cpp server, vLLM)
- * when `OPENAI_API_KEY` is set, otherwise the offline demo model.
+ * when `OPENAI_API_KEY` is set, otherwise an offline demo model (`demoModel`, default the CLI's own).
  */
-export function modelFromEnv(env: Record<string, string | undefined>): ModelChoice {
+export function modelFromEnv(
+  env: Record<string, string | undefined>,
+  options: { demoModel?: (chunkDelayMs: number) => LanguageModelV4 } = {},
+): ModelChoice {
   const apiKey = nonEmpty(env.OPENAI_API_KEY);
   if (apiKey === undefined) {
     const chunkDelayMs = demoDelay(env.AGENT_CORE_DEMO_DELAY_MS);
-    return { model: createDemoModel({ chunkDelayMs }), label: DEMO_LABEL, demo: true };
+    const demoModel = options.demoModel ?? ((delayMs) => createDemoModel({ chunkDelayMs: delayMs }));
+    return { model: demoModel(chunkDelayMs), label: DEMO_LABEL, demo: true };
   }
   const baseURL = nonEmpty(env.OPENAI_BASE_URL) ?? DEFAULT_BASE_URL;
   const modelId = nonEmpty(env.AGENT_CORE_MODEL) ?? DEFAULT_MODEL;

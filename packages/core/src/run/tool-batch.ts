@@ -184,8 +184,8 @@ export class ToolBatch implements FatalToolSink {
     this.#options.beforeEach?.(call);
     const { events } = this.#setup;
     const tool = this.#setup.tools.get(call.name);
-    events.publish(toolCallEvent(call, tool));
     const early = this.#resultWithoutRunning(call, tool);
+    events.publish(toolCallEvent(call, early === undefined && waitsForClient(call, tool)));
     if (early) return this.#end(index, call, early);
     if (typeof call.args === "string" && this.#setup.hooks.repairToolCall)
       return this.#repair(call, tool).then((repaired) => {
@@ -346,12 +346,24 @@ export class ToolBatch implements FatalToolSink {
   }
 }
 
-function toolCallEvent(call: ToolCall, tool: Tool | undefined): EventPayload<"tool_call"> {
+/**
+ * Whether the run will wait for the user's side to run this call: a client tool with arguments
+ * that pass its schema. Only such a `tool_call` says `execution: "client"`, so a client never runs
+ * a call that was skipped, denied or refused (it gets its `tool_result` at once).
+ */
+function waitsForClient(call: ToolCall, tool: Tool | undefined): boolean {
+  return (
+    tool?.execution === "client" &&
+    typeof call.args !== "string" &&
+    tool.inputSchema.safeParse(call.args).success
+  );
+}
+
+function toolCallEvent(call: ToolCall, client: boolean): EventPayload<"tool_call"> {
   const { id: toolCallId, name: toolName, args, originalId } = call;
-  if (originalId === undefined && tool?.execution !== "client")
-    return { type: "tool_call", toolCallId, toolName, args };
+  if (originalId === undefined && !client) return { type: "tool_call", toolCallId, toolName, args };
   const event: EventPayload<"tool_call"> = { type: "tool_call", toolCallId, toolName, args };
   if (originalId !== undefined) event.originalToolCallId = originalId;
-  if (tool?.execution === "client") event.execution = "client";
+  if (client) event.execution = "client";
   return event;
 }

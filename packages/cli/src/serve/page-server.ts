@@ -1,0 +1,58 @@
+import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { Agent } from "@agent-core/core";
+import { createAgentServer } from "@agent-core/http";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { pageTools } from "./page-tools.js";
+import { staticFile } from "./static-files.js";
+
+export const PAGE_SYSTEM_PROMPT =
+  "You help the user with the web page they have open. Use read_page to see it, highlight and " +
+  "edit_element to change it (ask with confirm before editing), and count_words for word counts.";
+
+export interface PageServerOptions {
+  model: LanguageModelV4;
+  /** The page's files (index.html, app.js, …). */
+  staticDir: string;
+  /** How long a page tool may take to answer (default 60 s). */
+  clientToolTimeoutMs?: number;
+}
+
+/** Where `@agent-core/client`'s compiled files are: the page imports them from `/client/`. */
+export function clientDistDir(): string {
+  // Through package.json, whatever export conditions are on: the browser needs the compiled files.
+  return join(dirname(createRequire(import.meta.url).resolve("@agent-core/client/package.json")), "dist");
+}
+
+/**
+ * The page demo as one Fetch API handler: the agent API under `/api` (page tools run in the
+ * browser as client tools, `count_words` on the server), the client library under `/client/`, and
+ * the page itself. One local user: this is a demo for your own machine, not a deployment (see
+ * docs/http.md for `authorize`).
+ */
+export function createPageServer(options: PageServerOptions): {
+  fetch(request: Request): Promise<Response>;
+  close(): void;
+} {
+  const agents = createAgentServer({
+    agent: () => new Agent({ systemPrompt: PAGE_SYSTEM_PROMPT, provider: options.model, tools: pageTools }),
+    authorize: () => ({ userId: "local" }),
+    hookSecret: randomBytes(32).toString("hex"),
+    basePath: "/api",
+    clientToolTimeoutMs: options.clientToolTimeoutMs,
+  });
+  const clientDir = clientDistDir();
+  return {
+    async fetch(request) {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/api" || pathname.startsWith("/api/")) return agents.fetch(request);
+      if (request.method !== "GET" && request.method !== "HEAD") return new Response(null, { status: 405 });
+      const file = pathname.startsWith("/client/")
+        ? await staticFile(clientDir, pathname.slice("/client".length))
+        : await staticFile(options.staticDir, pathname);
+      return file ?? new Response("Not found", { status: 404 });
+    },
+    close: () => agents.close(),
+  };
+}
