@@ -1,4 +1,5 @@
 import "@agent-core/agentic";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createPageDemoModel, createPageServer } from "@agent-core/cli";
@@ -17,8 +18,13 @@ let server: NodeServer;
 let closePage: () => void;
 
 beforeAll(async () => {
+  // A fresh Debian machine has none: the same script as CI installs it (apt-get, as root or sudo).
+  if (!existsSync(CHROMIUM) && process.env.CHROMIUM_PATH === undefined)
+    execFileSync("bash", [fileURLToPath(new URL("../../scripts/install-chromium.sh", import.meta.url))], {
+      stdio: "inherit",
+    });
   if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH).`);
+    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH.`);
   const page = createPageServer({
     model: createPageDemoModel({ chunkDelayMs: 15 }),
     staticDir: fileURLToPath(new URL("./public", import.meta.url)),
@@ -26,7 +32,7 @@ beforeAll(async () => {
   closePage = page.close;
   server = await serveNode(page.fetch);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-}, 30_000);
+}, 300_000);
 
 afterAll(async () => {
   await browser?.close();
