@@ -97,7 +97,9 @@ describe("a run that reaches a client tool", () => {
     });
     agent.on("tool_call", () =>
       queueMicrotask(() => {
-        expect(agent.pendingClientTools).toEqual([{ toolCallId: "c1", toolName: "read_page" }]);
+        expect(agent.pendingClientTools).toEqual([
+          { toolCallId: "c1", toolName: "read_page", args: { selector: "p" } },
+        ]);
         agent.submitToolResult("c1", { error: "no element matches p" });
       }),
     );
@@ -286,5 +288,84 @@ describe("a run that reaches a client tool", () => {
       "Hello",
     );
     assertEventProtocol(heard);
+  });
+});
+
+describe('clientTools: "suspend"', () => {
+  const twoReads = () =>
+    scriptedModel([
+      [
+        script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+        script.toolCall("calculator", { a: 1, b: 2 }, { id: "s1" }),
+        script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+      ],
+      [script.text("done")],
+    ]);
+
+  it("ends the run as awaiting_client_tool with the calls open, and resumes once every call has its result", async () => {
+    const model = twoReads();
+    const agent = new Agent({ provider: model, tools: [readPage, calculator], clientTools: "suspend" });
+    const heard: AgentEvent[] = [];
+    agent.on("*", (event) => heard.push(event));
+    const first = await agent.prompt("go").result();
+    expect(first.stopReason).toBe("awaiting_client_tool");
+    expect(first.pendingClientTools).toEqual([
+      { toolCallId: "c1", toolName: "read_page", args: { selector: "a" } },
+      { toolCallId: "c2", toolName: "read_page", args: { selector: "b" } },
+    ]);
+    expect(heard.at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "awaiting_client_tool",
+      pendingClientTools: first.pendingClientTools,
+    });
+    // Nothing ran: the server tool waits with the batch, so no result gets ahead of an open call.
+    expect(heard.filter((event) => event.type === "tool_call")).toEqual([]);
+    // The calls stay open in the history until their results arrive.
+    expect(validateTranscript(first.messages)).toEqual([expect.stringContaining("c1")]);
+    expect(agent.pendingClientTools.map((call) => call.toolCallId)).toEqual(["c1", "c2"]);
+
+    expect(agent.submitToolResult("c2", { result: "B" })).toBeUndefined();
+    expect(() => agent.submitToolResult("c2", { result: "again" })).toThrow(ClientToolError);
+    expect(agent.pendingClientTools.map((call) => call.toolCallId)).toEqual(["c1"]);
+    const resumed = agent.submitToolResult("c1", { error: "no such element" });
+    expect(resumed).toBeDefined();
+    const second = await resumed?.result();
+    expect(second?.stopReason).toBe("completed");
+    const results = (second?.messages ?? []).filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.status, m.content])).toEqual([
+      ["c1", "error", "no such element"],
+      ["s1", "ok", '{"result":3}'],
+      ["c2", "ok", "B"],
+    ]);
+    // The resumed run announces the client calls as answered already: none says execution: client.
+    const resumedCalls = (resumed?.events ?? []).filter((event) => event.type === "tool_call");
+    expect(resumedCalls.map((event) => event.execution)).toEqual([undefined, undefined, undefined]);
+    expect(validateTranscript(second?.messages ?? [])).toEqual([]);
+    expect(model.doStreamCalls).toHaveLength(2);
+  });
+
+  it("fails the unanswered calls when a new prompt goes on, as approvals are denied", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+        [script.text("moving on")],
+      ]),
+      tools: [readPage],
+    });
+    const first = await agent.prompt("go", { clientTools: "suspend" }).result();
+    expect(first.stopReason).toBe("awaiting_client_tool");
+    const second = await agent.prompt("something else").result();
+    expect(second.stopReason).toBe("completed");
+    expect(second.messages.find((m) => m.role === "toolResult")).toMatchObject({
+      status: "error",
+      content: "no result arrived before the conversation went on",
+    });
+    expect(validateTranscript(second.messages)).toEqual([]);
+  });
+
+  it("is refused as a setting unless it is wait or suspend", () => {
+    expect(() => new Agent({ clientTools: "later" as never })).toThrow(/clientTools/);
+    const agent = new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    expect(() => agent.prompt("x", { clientTools: "never" as never })).toThrow(/clientTools/);
   });
 });

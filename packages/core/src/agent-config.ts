@@ -57,6 +57,12 @@ export interface AgentConfig extends AgentHooks {
   /** Where listener errors go (default: console.error). */
   onListenerError?: (error: unknown, event: AgentEvent) => void;
   timeouts?: Timeouts;
+  /**
+   * How client tool calls (`execution: "client"`) wait for their results: `"wait"` (default) keeps
+   * the run going until `submitToolResult()` or `timeouts.clientToolMs`; `"suspend"` ends the run as
+   * `awaiting_client_tool` and resumes it once every call has its result.
+   */
+  clientTools?: "wait" | "suspend";
   /** How the tool calls of one model reply run (default "sequential", one at a time in order). */
   toolExecution?: "sequential" | "parallel";
   /** Calls running at once in parallel execution (default 8). */
@@ -72,6 +78,8 @@ export interface PromptOptions {
   signal?: AbortSignal;
   /** Time limits for this run, over the agent's. */
   timeouts?: Timeouts;
+  /** How this run's client tool calls wait, over the agent's `clientTools`. */
+  clientTools?: "wait" | "suspend";
 }
 
 export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });

@@ -10,7 +10,7 @@ import {
 } from "./agent-config.js";
 import { AgentRun } from "./agent-run.js";
 import { validateAgentConfig, validatePromptOptions } from "./config.js";
-import { AgentBusyError, abortError, InvalidConfigError, TimeoutError } from "./errors.js";
+import { AgentBusyError, abortError, ClientToolError, InvalidConfigError, TimeoutError } from "./errors.js";
 import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
@@ -116,9 +116,10 @@ export class Agent {
     if (!pending) return [];
     const { calls, waits } = pending.suspension;
     return calls
-      .filter((call) => waits.has(call.id) && !pending.decisions.has(call.id))
+      .filter((call) => waits.get(call.id)?.kind === "approval" && !pending.decisions.has(call.id))
       .map((call) => {
-        const reason = waits.get(call.id)?.reason;
+        const wait = waits.get(call.id);
+        const reason = wait?.kind === "approval" ? wait.reason : undefined;
         return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
       });
   }
@@ -133,23 +134,43 @@ export class Agent {
     return this.#decide(toolCallId, reason === undefined ? { approved: false } : { approved: false, reason });
   }
 
-  /** Client tool calls the run in progress waits for, in the order they were reached. */
-  get pendingClientTools(): { toolCallId: string; toolName: string }[] {
-    return this.#clientTools.waiting;
+  /**
+   * Client tool calls waiting for a result: those the run in progress waits for, in the order it
+   * reached them, or (after a run ended as `awaiting_client_tool`) those its batch is suspended on.
+   */
+  get pendingClientTools(): { toolCallId: string; toolName: string; args: unknown }[] {
+    const pending = this.#pending;
+    if (!pending) return this.#clientTools.waiting;
+    const { calls, waits } = pending.suspension;
+    return calls
+      .filter((call) => waits.get(call.id)?.kind === "client" && !pending.results.has(call.id))
+      .map((call) => ({ toolCallId: call.id, toolName: call.name, args: call.args }));
   }
 
   /**
-   * Delivers the result of a client tool call (`tool_call` with `execution: "client"`) that the run
-   * in progress waits for; the run goes on with it. `{ error }` gives the call an error result.
-   * Throws `ClientToolError` when no such call waits (unknown id, answered, timed out, run ended).
+   * Delivers the result of a client tool call (`tool_call` with `execution: "client"`); `{ error }`
+   * gives the call an error result. A call the run in progress waits for: the run goes on with it
+   * (returns undefined). A call of a run that ended as `awaiting_client_tool`: once every such call
+   * has its result, a run resumes the batch (returned). Throws `ClientToolError` when no such call
+   * waits (unknown id, answered, timed out, run ended).
    */
-  submitToolResult(toolCallId: string, outcome: ClientToolOutcome): void {
-    this.#clientTools.deliver(toolCallId, outcome);
+  submitToolResult(toolCallId: string, outcome: ClientToolOutcome): AgentRun | undefined {
+    const pending = this.#pending;
+    if (pending?.suspension.waits.get(toolCallId)?.kind !== "client") {
+      this.#clientTools.deliver(toolCallId, outcome);
+      return undefined;
+    }
+    if (pending.results.has(toolCallId))
+      throw new ClientToolError(`Client tool call "${toolCallId}" already has its result.`);
+    pending.results.set(toolCallId, outcome);
+    for (const [id, wait] of pending.suspension.waits)
+      if (wait.kind === "client" && !pending.results.has(id)) return undefined;
+    return this.#start(RESUME_ONLY, {});
   }
 
   #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
     const pending = this.#pending;
-    if (!pending?.suspension.waits.has(toolCallId))
+    if (pending?.suspension.waits.get(toolCallId)?.kind !== "approval")
       throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
     if (pending.decisions.has(toolCallId))
       throw new InvalidConfigError(
@@ -172,7 +193,7 @@ export class Agent {
       ? { ...this.#config.timeouts, ...options.timeouts }
       : (this.#config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
-      this.#tail = this.#execute(run, inputs, scope, timeouts);
+      this.#tail = this.#execute(run, inputs, scope, timeouts, options.clientTools);
       return run;
     }
     // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
@@ -180,7 +201,7 @@ export class Agent {
     this.#tail = this.#tail.then(() => {
       removeQueuedAbort();
       if (run.done) return;
-      return this.#execute(run, inputs, scope, timeouts);
+      return this.#execute(run, inputs, scope, timeouts, options.clientTools);
     });
     return run;
   }
@@ -272,6 +293,7 @@ export class Agent {
     input: AgentMessage[],
     abortScope: AbortScope,
     timeouts: Timeouts,
+    clientTools: "wait" | "suspend" | undefined,
   ): Promise<void> {
     // A batch the last run left waiting is resumed first, with the decisions made so far.
     const resume = this.#pending;
@@ -312,6 +334,7 @@ export class Agent {
         modelStep,
         toolRunner,
         clientTools: this.#clientTools,
+        clientToolMode: clientTools ?? config.clientTools ?? "wait",
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
       this.#publisher(run),
@@ -320,7 +343,7 @@ export class Agent {
     const result: RunResult = await session.execute();
     clearTimeout(total);
     const suspension = session.suspension;
-    this.#pending = suspension ? { suspension, decisions: new Map() } : undefined;
+    this.#pending = suspension ? { suspension, decisions: new Map(), results: new Map() } : undefined;
     this.#settledHistory = result.messages;
     abortScope.dispose();
     this.#scopes.delete(abortScope);

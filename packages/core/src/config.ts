@@ -83,6 +83,8 @@ const timeouts = object({
     .optional(),
 });
 
+const clientTools = z.enum(["wait", "suspend"], expecting('"wait" or "suspend"')).optional();
+
 // Unknown keys are allowed: a config may come from a newer version or carry an app's own settings,
 // and TypeScript already flags a misspelt key in a literal.
 const agentConfigSchema = z.object(
@@ -114,6 +116,7 @@ const agentConfigSchema = z.object(
     }),
     timeouts,
     toolExecution: z.enum(["sequential", "parallel"], expecting('"sequential" or "parallel"')).optional(),
+    clientTools,
     maxConcurrency: wholeAtLeast(1).optional(),
     stall: z
       .union(
@@ -160,7 +163,7 @@ const agentConfigSchema = z.object(
 );
 
 const promptOptionsSchema = z.object(
-  { signal: z.instanceof(AbortSignal, expecting("an AbortSignal")).optional(), timeouts },
+  { signal: z.instanceof(AbortSignal, expecting("an AbortSignal")).optional(), timeouts, clientTools },
   expecting("an object"),
 );
 
@@ -214,8 +217,17 @@ const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined
 export function validatePromptOptions(options: unknown): void {
   if (options === undefined) return;
   if (typeof options === "object" && options !== null) {
-    const { signal, timeouts } = options as { signal?: unknown; timeouts?: unknown };
-    if (timeouts === undefined && (signal === undefined || signal instanceof AbortSignal)) return;
+    const { signal, timeouts, clientTools } = options as {
+      signal?: unknown;
+      timeouts?: unknown;
+      clientTools?: unknown;
+    };
+    if (
+      timeouts === undefined &&
+      clientTools === undefined &&
+      (signal === undefined || signal instanceof AbortSignal)
+    )
+      return;
   }
   validate(promptOptionsSchema, options, "prompt options", "options");
 }

@@ -79,6 +79,22 @@ export class AwaitingApprovalError extends AgentError {
   }
 }
 
+/**
+ * Client tool calls wait for their results outside the run (`clientTools: "suspend"`): the run
+ * ends until `agent.submitToolResult()` has one for each.
+ */
+export class AwaitingClientToolError extends AgentError {
+  readonly calls: readonly { id: string; name: string; args: unknown }[];
+  constructor(calls: readonly { id: string; name: string; args: unknown }[]) {
+    super(
+      "awaiting_client_tool",
+      `Waiting for the results of client tool calls ${calls.map((c) => `"${c.name}" (${c.id})`).join(", ")}.`,
+      { stopReason: "awaiting_client_tool" },
+    );
+    this.calls = calls;
+  }
+}
+
 /** `shouldStop` asked to end the run; it ends as completed. */
 export class StopRequestedError extends AgentError {
   constructor() {

@@ -105,6 +105,28 @@ export const eventSchemas = {
     usage: usageSchema,
     durationMs: z.number().nonnegative(),
     metrics: runMetricsSchema.optional(),
+    /** `awaiting_approval`: the calls to `approve()` or `deny()`. */
+    pendingApprovals: z
+      .array(
+        z.object({
+          toolCallId: z.string(),
+          toolName: z.string(),
+          args: z.unknown(),
+          reason: z.string().optional(),
+        }),
+      )
+      .optional(),
+    /** `awaiting_client_tool`: the calls to answer (over HTTP each has its `hookToken`). */
+    pendingClientTools: z
+      .array(
+        z.object({
+          toolCallId: z.string(),
+          toolName: z.string(),
+          args: z.unknown(),
+          hookToken: z.string().optional(),
+        }),
+      )
+      .optional(),
   }),
 };
 

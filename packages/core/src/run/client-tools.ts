@@ -6,6 +6,7 @@ export type ClientToolOutcome = { result: unknown } | { error: string };
 
 interface Waiter {
   toolName: string;
+  args: unknown;
   resolve(result: unknown): void;
   reject(error: unknown): void;
 }
@@ -18,16 +19,27 @@ interface Waiter {
 export class ClientToolCalls {
   readonly #waiting = new Map<string, Waiter>();
 
-  /** The ids of the calls waiting now, with their tool names. */
-  get waiting(): { toolCallId: string; toolName: string }[] {
-    return [...this.#waiting].map(([toolCallId, { toolName }]) => ({ toolCallId, toolName }));
+  /** The calls waiting now, in the order they were reached. */
+  get waiting(): { toolCallId: string; toolName: string; args: unknown }[] {
+    return [...this.#waiting].map(([toolCallId, { toolName, args }]) => ({ toolCallId, toolName, args }));
   }
 
-  /** A client tool as a runnable one: running it waits for the delivered result. */
-  bind(tool: Tool): RunnableTool {
+  /**
+   * A client tool as a runnable one: running it waits for the delivered result, or answers with
+   * `delivered` (a result that arrived while its batch was suspended).
+   */
+  bind(tool: Tool, delivered?: ClientToolOutcome): RunnableTool {
+    if (delivered !== undefined)
+      return {
+        ...tool,
+        execute: () => {
+          if ("error" in delivered) throw new Error(String(delivered.error));
+          return delivered.result;
+        },
+      };
     return {
       ...tool,
-      execute: (_args: unknown, options: ToolExecuteOptions) => this.#wait(tool.name, options),
+      execute: (args: unknown, options: ToolExecuteOptions) => this.#wait(tool.name, args, options),
     };
   }
 
@@ -41,7 +53,7 @@ export class ClientToolCalls {
     else waiter.resolve(outcome.result);
   }
 
-  #wait(toolName: string, { signal, toolCallId }: ToolExecuteOptions): Promise<unknown> {
+  #wait(toolName: string, args: unknown, { signal, toolCallId }: ToolExecuteOptions): Promise<unknown> {
     return new Promise((resolve, reject) => {
       // Its deadline or the run's abort ends the wait: the call no longer takes a result.
       const stop = () => {
@@ -51,6 +63,7 @@ export class ClientToolCalls {
       };
       const waiter: Waiter = {
         toolName,
+        args,
         resolve: (result) => {
           signal.removeEventListener("abort", stop);
           resolve(result);

@@ -248,6 +248,7 @@ export function runSetup(overrides: Partial<RunSetup> = {}): RunSetup {
     modelStep: scriptedStep(),
     toolRunner: defaultToolRunner,
     clientTools: new ClientToolCalls(),
+    clientToolMode: "wait",
     ...overrides,
   };
 }

@@ -1,6 +1,6 @@
 import type { DependencyContainer } from "tsyringe";
 import type { z } from "zod";
-import { AwaitingApprovalError, ReservedEventError } from "../errors.js";
+import { AwaitingApprovalError, AwaitingClientToolError, ReservedEventError } from "../errors.js";
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
@@ -23,7 +23,7 @@ import type { MetricsRecorder } from "./metrics.js";
 import { ModelDecisions } from "./model-decisions.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
-import type { ApprovalDecision, Suspension } from "./suspension.js";
+import { awaitingOf, type Resumed, type Suspension } from "./suspension.js";
 import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 import { TurnTracker } from "./turn-tracker.js";
@@ -146,11 +146,11 @@ export class RunServices implements RunContext {
     }
   }
 
-  /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `decided`. */
+  /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `resumed`. */
   runBatch(
     calls: readonly ToolCall[],
     options: ExecuteToolsOptions,
-    decided?: ReadonlyMap<string, ApprovalDecision>,
+    resumed?: Resumed,
   ): BatchOutcome | Promise<BatchOutcome> {
     this.log.assertOpen();
     const clock = this.#setup.clock;
@@ -172,7 +172,7 @@ export class RunServices implements RunContext {
     };
     let running: BatchOutcome | Promise<BatchOutcome>;
     try {
-      running = batch.run(concurrency, decided);
+      running = batch.run(concurrency, resumed);
     } catch (error) {
       done();
       throw error;
@@ -194,6 +194,7 @@ export class RunServices implements RunContext {
       tools: setup.tools,
       runner: setup.toolRunner,
       clientTools: setup.clientTools,
+      suspendForClientTools: setup.clientToolMode === "suspend",
       scope: setup.abortScope,
       graceMs: setup.limits.abortGraceMs,
       timeouts: setup.toolTimeouts,
@@ -211,11 +212,13 @@ export class RunServices implements RunContext {
     if (outcome.kind === "suspended") {
       this.#suspension.suspended(outcome.suspension);
       // The run ends as suspended (a value the lifecycle holds); this only unwinds the orchestrator.
-      throw new AwaitingApprovalError(
-        outcome.suspension.calls
-          .filter((call) => outcome.suspension.waits.has(call.id))
-          .map((call) => ({ id: call.id, name: call.name, args: call.args })),
-      );
+      const { calls, waits } = outcome.suspension;
+      const waiting = calls
+        .filter((call) => waits.has(call.id))
+        .map((call) => ({ id: call.id, name: call.name, args: call.args }));
+      throw awaitingOf(outcome.suspension) === "awaiting_approval"
+        ? new AwaitingApprovalError(waiting)
+        : new AwaitingClientToolError(waiting);
     }
     this.log.assertOpen();
     if (outcome.stall) throw outcome.stall;

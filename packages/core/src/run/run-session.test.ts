@@ -208,6 +208,7 @@ describe("RunSession", () => {
         resume: {
           suspension: { calls: [call("a")], waits: new Map([["a", { kind: "approval" as const }]]) },
           decisions: new Map([["a", { approved: true }]]),
+          results: new Map(),
         },
       },
       { history },

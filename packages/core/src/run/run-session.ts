@@ -7,7 +7,7 @@ import type { EventPublisher } from "./event-publisher.js";
 import { MetricsRecorder } from "./metrics.js";
 import { RunServices } from "./run-services.js";
 import type { RunSetup } from "./run-setup.js";
-import { decisionsForResume, type PendingDecisions, type Suspension } from "./suspension.js";
+import { awaitingOf, type PendingDecisions, resumeWith, type Suspension } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 import { lastAssistantFrom } from "./turn-tracker.js";
 
@@ -26,6 +26,8 @@ export interface RunResult {
   error?: AgentError;
   /** When `stopReason` is `awaiting_approval`: the calls to `approve()` or `deny()`. */
   pendingApprovals?: { toolCallId: string; toolName: string; args: unknown; reason?: string }[];
+  /** When `stopReason` is `awaiting_client_tool`: the calls to answer with `agent.submitToolResult()`. */
+  pendingClientTools?: { toolCallId: string; toolName: string; args: unknown }[];
   /**
    * Steering and follow-up messages this run took from the queues but did not put into the
    * history (it ended first): they are queued again for the next run, in their order.
@@ -106,11 +108,7 @@ export class RunSession {
 
   async #resumeThenRun(resume: PendingDecisions): Promise<void> {
     const { calls } = resume.suspension;
-    const outcome = await this.#services.runBatch(
-      calls,
-      { interruptOnSteering: false },
-      decisionsForResume(resume),
-    );
+    const outcome = await this.#services.runBatch(calls, { interruptOnSteering: false }, resumeWith(resume));
     if (outcome.kind === "suspended") this.suspended(outcome.suspension);
     else await this.#runOrchestrator();
   }
@@ -143,7 +141,7 @@ export class RunSession {
   #finish(failure: AgentError | undefined): RunResult {
     const services = this.#services;
     const suspension = this.#suspension;
-    const stopReason: StopReason = suspension ? "awaiting_approval" : (failure?.stopReason ?? "completed");
+    const stopReason: StopReason = suspension ? awaitingOf(suspension) : (failure?.stopReason ?? "completed");
     // A requested stop is an ending, not a failure: no `error` event.
     const reported = failure instanceof StopRequestedError ? undefined : failure;
     // From here on the run takes nothing more: what it took and did not use is queued again.
@@ -169,7 +167,12 @@ export class RunSession {
     const durationMs = this.#setup.clock.now() - this.#startedAt;
     const metrics = this.#metrics.since(MetricsRecorder.zero(), durationMs);
     const usage = this.#metrics.usage;
-    this.#events.publish({ type: "agent_end", stopReason, usage, durationMs, metrics });
+    const pending = suspension && pendingCalls(suspension);
+    this.#events.publish(
+      pending === undefined
+        ? { type: "agent_end", stopReason, usage, durationMs, metrics }
+        : { type: "agent_end", stopReason, usage, durationMs, metrics, ...pending },
+    );
     const history = this.#transcript.keeper.messages;
     const last = lastAssistantFrom(services.log, this.#firstMessage);
     const result: RunResult = {
@@ -184,13 +187,7 @@ export class RunSession {
     };
     if (reported) result.error = reported;
     if (requeued.length > 0) result.requeued = requeued;
-    if (suspension)
-      result.pendingApprovals = suspension.calls
-        .filter((call) => suspension.waits.has(call.id))
-        .map((call) => {
-          const reason = suspension.waits.get(call.id)?.reason;
-          return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
-        });
+    if (pending) Object.assign(result, pending);
     return result;
   }
 
@@ -251,4 +248,24 @@ class BodyWait extends AbortHook {
 
 function assistantStop(stopReason: StopReason): AssistantStopReason {
   return stopReason === "aborted" ? "aborted" : stopReason === "completed" ? "stop" : "error";
+}
+
+/** The calls a suspended run waits on, as `agent_end` and the result list them. */
+function pendingCalls(suspension: Suspension): Pick<RunResult, "pendingApprovals" | "pendingClientTools"> {
+  const waiting = suspension.calls.filter((call) => suspension.waits.has(call.id));
+  if (awaitingOf(suspension) === "awaiting_client_tool")
+    return {
+      pendingClientTools: waiting.map((call) => ({
+        toolCallId: call.id,
+        toolName: call.name,
+        args: call.args,
+      })),
+    };
+  return {
+    pendingApprovals: waiting.map((call) => {
+      const wait = suspension.waits.get(call.id);
+      const reason = wait?.kind === "approval" ? wait.reason : undefined;
+      return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
+    }),
+  };
 }

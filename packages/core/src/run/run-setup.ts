@@ -43,4 +43,6 @@ export interface RunSetup {
   toolRunner: ToolRunner;
   /** The agent's client tool calls waiting for `submitToolResult()`. */
   clientTools: ClientToolCalls;
+  /** Whether client calls wait in the run or suspend it. */
+  clientToolMode: "wait" | "suspend";
 }

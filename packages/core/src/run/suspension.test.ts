@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ToolCall } from "../messages.js";
-import { decisionsForResume, type PendingDecisions } from "./suspension.js";
+import { awaitingOf, type PendingDecisions, resumeWith } from "./suspension.js";
 
 const call = (id: string): ToolCall => ({ id, name: "pay", args: { id } });
 
@@ -15,10 +15,13 @@ function pending(decided: [string, { approved: boolean; reason?: string }][]): P
       ]),
     },
     decisions: new Map(decided),
+    results: new Map(),
   };
 }
 
-describe("decisionsForResume", () => {
+const decisionsForResume = (waiting: PendingDecisions) => resumeWith(waiting).decisions;
+
+describe("resumeWith: approvals", () => {
   it("keeps the decisions made and denies every wait still undecided, in wait order", () => {
     const decisions = decisionsForResume(pending([["b", { approved: true }]]));
     expect([...decisions]).toEqual([
@@ -39,5 +42,38 @@ describe("decisionsForResume", () => {
     expect(decisions.has("free")).toBe(false);
     expect(decisions).not.toBe(waiting.decisions);
     expect([...waiting.decisions.keys()]).toEqual(["a", "c"]);
+  });
+});
+
+describe("resumeWith: client calls", () => {
+  const clientWaits: PendingDecisions = {
+    suspension: {
+      calls: [call("a"), call("b"), call("free")],
+      waits: new Map([
+        ["a", { kind: "client" }],
+        ["b", { kind: "client" }],
+      ]),
+    },
+    decisions: new Map(),
+    results: new Map([["b", { result: "B" }]]),
+  };
+
+  it("keeps the results delivered and gives every unanswered client call an error outcome", () => {
+    const { results, decisions } = resumeWith(clientWaits);
+    expect([...results]).toEqual([
+      ["b", { result: "B" }],
+      ["a", { error: "no result arrived before the conversation went on" }],
+    ]);
+    expect(decisions.size).toBe(0);
+    expect(results.has("free")).toBe(false);
+    expect([...clientWaits.results.keys()]).toEqual(["b"]);
+  });
+
+  it("names the ending: awaiting_client_tool for client waits, awaiting_approval once any approval waits", () => {
+    expect(awaitingOf(clientWaits.suspension)).toBe("awaiting_client_tool");
+    expect(awaitingOf(pending([]).suspension)).toBe("awaiting_approval");
+    const mixed = new Map(clientWaits.suspension.waits);
+    mixed.set("free", { kind: "approval" });
+    expect(awaitingOf({ calls: clientWaits.suspension.calls, waits: mixed })).toBe("awaiting_approval");
   });
 });

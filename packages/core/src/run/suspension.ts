@@ -1,4 +1,5 @@
 import type { ToolCall } from "../messages.js";
+import type { ClientToolOutcome } from "./client-tools.js";
 
 /** An approval decision, from `agent.approve()` / `deny()`. */
 export interface ApprovalDecision {
@@ -6,12 +7,11 @@ export interface ApprovalDecision {
   reason?: string;
 }
 
-/** Why a call waits: today, for a person's approval. */
-export interface Wait {
-  kind: "approval";
-  /** The reason `beforeToolCall` gave. */
-  reason?: string;
-}
+/**
+ * Why a call waits: for a person's approval (the reason `beforeToolCall` gave), or for the result
+ * of a client tool (`clientTools: "suspend"`).
+ */
+export type Wait = { kind: "approval"; reason?: string } | { kind: "client" };
 
 /**
  * A run that stopped to wait for decisions on some of its tool calls: what it returns instead of
@@ -25,17 +25,34 @@ export interface Suspension {
   waits: ReadonlyMap<string, Wait>;
 }
 
-/** A suspension and the decisions made on it so far. */
+/** A suspension and what was decided or delivered for it so far. */
 export interface PendingDecisions {
   suspension: Suspension;
   decisions: Map<string, ApprovalDecision>;
+  /** Client tool results delivered by `agent.submitToolResult()`, by call id. */
+  results: Map<string, ClientToolOutcome>;
 }
 
-/** The decisions a resumed batch runs with: every wait gets one (undecided ones are denied). */
-export function decisionsForResume(pending: PendingDecisions): Map<string, ApprovalDecision> {
+/** What a resumed batch runs with: a decision for every approval, an outcome for every client call. */
+export interface Resumed {
+  decisions: ReadonlyMap<string, ApprovalDecision>;
+  results: ReadonlyMap<string, ClientToolOutcome>;
+}
+
+/** Every wait gets its answer: undecided approvals are denied, unanswered client calls fail. */
+export function resumeWith(pending: PendingDecisions): Resumed {
   const decisions = new Map(pending.decisions);
-  for (const id of pending.suspension.waits.keys())
-    if (!decisions.has(id))
+  const results = new Map(pending.results);
+  for (const [id, wait] of pending.suspension.waits)
+    if (wait.kind === "approval" && !decisions.has(id))
       decisions.set(id, { approved: false, reason: "not approved before the conversation went on" });
-  return decisions;
+    else if (wait.kind === "client" && !results.has(id))
+      results.set(id, { error: "no result arrived before the conversation went on" });
+  return { decisions, results };
+}
+
+/** The kind of ending a suspension makes. */
+export function awaitingOf(suspension: Suspension): "awaiting_approval" | "awaiting_client_tool" {
+  for (const wait of suspension.waits.values()) if (wait.kind === "approval") return "awaiting_approval";
+  return "awaiting_client_tool";
 }

@@ -29,6 +29,7 @@ function harnessWith(tools: Tool[], overrides: Partial<BatchSetup> = {}) {
     tools: h.setup.tools,
     runner: h.setup.toolRunner,
     clientTools: h.setup.clientTools,
+    suspendForClientTools: false,
     scope: h.setup.abortScope,
     graceMs: 100,
     timeouts: {},
@@ -260,7 +261,9 @@ describe("ToolBatch approvals and verdicts", () => {
       ["b", { approved: false, reason: "too risky" }],
       ["c", { approved: false }],
     ]);
-    const outcome = done(await batchOf(h, [call("a"), call("b"), call("c")]).run(1, decided));
+    const outcome = done(
+      await batchOf(h, [call("a"), call("b"), call("c")]).run(1, { decisions: decided, results: new Map() }),
+    );
     expect(shape(outcome.results)).toEqual([
       "a ok a",
       "b denied denied: too risky",
@@ -271,7 +274,9 @@ describe("ToolBatch approvals and verdicts", () => {
   it("applies decisions of a resumed batch without a beforeToolCall hook", () => {
     const h = harnessWith([echoTool]);
     const decided = new Map<string, ApprovalDecision>([["a", { approved: false, reason: "no" }]]);
-    const outcome = done(batchOf(h, [call("a"), call("b")]).run(1, decided) as BatchOutcome);
+    const outcome = done(
+      batchOf(h, [call("a"), call("b")]).run(1, { decisions: decided, results: new Map() }) as BatchOutcome,
+    );
     expect(shape(outcome.results)).toEqual(["a denied denied: no", "b ok b"]);
   });
 

@@ -13,13 +13,13 @@ import {
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import { askBeforeToolCall, type Verdict } from "./approvals.js";
-import type { ClientToolCalls } from "./client-tools.js";
+import type { ClientToolCalls, ClientToolOutcome } from "./client-tools.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { ToolRunner } from "./services.js";
-import type { ApprovalDecision, Suspension } from "./suspension.js";
+import type { Resumed, Suspension, Wait } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 
 export interface ToolTimeouts {
@@ -39,6 +39,8 @@ export interface BatchSetup {
   readonly runner: ToolRunner;
   /** Where client tool calls wait for their results. */
   readonly clientTools: ClientToolCalls;
+  /** `clientTools: "suspend"`: a batch with client calls suspends instead of waiting in the run. */
+  readonly suspendForClientTools: boolean;
   readonly scope: AbortScope;
   readonly graceMs: number;
   readonly timeouts: ToolTimeouts;
@@ -91,6 +93,8 @@ export class ToolBatch implements FatalToolSink {
   /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
   #scope: AbortScope;
   #verdicts: Map<string, Verdict> | undefined;
+  /** Client results delivered while the batch was suspended, by call id. */
+  #delivered: ReadonlyMap<string, ClientToolOutcome> | undefined;
 
   constructor(setup: BatchSetup, calls: readonly ToolCall[], options: ExecuteToolsOptions) {
     this.#setup = setup;
@@ -101,26 +105,42 @@ export class ToolBatch implements FatalToolSink {
   }
 
   /**
-   * Runs the batch, deciding approvals first when `beforeToolCall` is set (`decided`: the decisions
-   * a resumed batch runs with). Returns synchronously when every tool was synchronous.
+   * Runs the batch, deciding approvals first when `beforeToolCall` is set, then (with
+   * `clientTools: "suspend"`) suspending when client calls would wait. `resumed`: what a resumed
+   * batch runs with. Returns synchronously when every tool was synchronous.
    */
-  run(
-    concurrency: number,
-    decided?: ReadonlyMap<string, ApprovalDecision>,
-  ): BatchOutcome | Promise<BatchOutcome> {
+  run(concurrency: number, resumed?: Resumed): BatchOutcome | Promise<BatchOutcome> {
+    this.#delivered = resumed?.results;
     const hook = this.#setup.hooks.beforeToolCall;
     if (hook === undefined) {
-      if (decided) this.#verdicts = new Map(decided);
-      return this.#runCalls(concurrency);
+      if (resumed) this.#verdicts = new Map(resumed.decisions);
+      return this.#suspendedForClient() ?? this.#runCalls(concurrency);
     }
     const contextOf = (call: ToolCall) => this.#context(call);
-    return askBeforeToolCall(this.#calls, hook, decided, contextOf, () => this.#ended()).then(
+    return askBeforeToolCall(this.#calls, hook, resumed?.decisions, contextOf, () => this.#ended()).then(
       ({ verdicts, suspension }) => {
         if (suspension) return { kind: "suspended", suspension };
         this.#verdicts = verdicts;
-        return this.#runCalls(concurrency);
+        return this.#suspendedForClient() ?? this.#runCalls(concurrency);
       },
     );
+  }
+
+  /** With `clientTools: "suspend"`, the client calls that would wait: the batch suspends on them. */
+  #suspendedForClient(): BatchOutcome | undefined {
+    if (!this.#setup.suspendForClientTools) return undefined;
+    const waits = new Map<string, Wait>();
+    for (const call of this.#calls) {
+      const verdict = this.#verdicts?.get(call.id);
+      const refused = verdict !== undefined && ("block" in verdict || !verdict.approved);
+      if (
+        !refused &&
+        !this.#delivered?.has(call.id) &&
+        waitsForClient(call, this.#setup.tools.get(call.name))
+      )
+        waits.set(call.id, { kind: "client" });
+    }
+    return waits.size > 0 ? { kind: "suspended", suspension: { calls: this.#calls, waits } } : undefined;
   }
 
   #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {
@@ -185,7 +205,8 @@ export class ToolBatch implements FatalToolSink {
     const { events } = this.#setup;
     const tool = this.#setup.tools.get(call.name);
     const early = this.#resultWithoutRunning(call, tool);
-    events.publish(toolCallEvent(call, early === undefined && waitsForClient(call, tool)));
+    const waits = early === undefined && !this.#delivered?.has(call.id) && waitsForClient(call, tool);
+    events.publish(toolCallEvent(call, waits));
     if (early) return this.#end(index, call, early);
     if (typeof call.args === "string" && this.#setup.hooks.repairToolCall)
       return this.#repair(call, tool).then((repaired) => {
@@ -203,7 +224,10 @@ export class ToolBatch implements FatalToolSink {
     const running = runner.run({
       runId,
       call,
-      tool: tool === undefined || tool.execution !== "client" ? tool : clientTools.bind(tool),
+      tool:
+        tool === undefined || tool.execution !== "client"
+          ? tool
+          : clientTools.bind(tool, this.#delivered?.get(call.id)),
       tools,
       scope: this.#scope,
       graceMs,
