@@ -239,4 +239,63 @@ describe("a client tool over HTTP", () => {
     );
     expect(events.at(-1)).toMatchObject({ stopReason: "completed" });
   });
+
+  it('suspends with clientTools: "suspend": agent_end lists the calls with tokens, the last result resumes the run as a new one', async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [
+            script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+            script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+          ],
+          [script.text("Both read.")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend" },
+    );
+    const first = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const events = agentEvents(
+      first
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    );
+    const end = events.at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
+    expect(end).toMatchObject({ type: "agent_end", stopReason: "awaiting_client_tool" });
+    expect(end.pendingClientTools.map((call) => [call.toolCallId, typeof call.hookToken])).toEqual([
+      ["c1", "string"],
+      ["c2", "string"],
+    ]);
+    const [c1, c2] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    const body1 = { toolCallId: "c1", token: c1.hookToken, result: "A" };
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
+    const last = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c2",
+      token: c2.hookToken,
+      result: "B",
+    });
+    expect(last.status).toBe(202);
+    const { runId } = await last.json();
+    expect(runId).not.toBe(end.runId);
+    // Posting the last result again (a client that lost the answer) names the same run.
+    const again = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c2",
+      token: c2.hookToken,
+      result: "B",
+    });
+    expect([again.status, (await again.json()).runId]).toEqual([202, runId]);
+    const resumed = agentEvents(
+      (await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text())
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    );
+    assertEventProtocol(resumed);
+    expect(resumed.filter((event) => event.type === "tool_result").map((event) => event.result)).toEqual([
+      "A",
+      "B",
+    ]);
+    expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
 });

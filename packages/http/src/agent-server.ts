@@ -1,11 +1,11 @@
-import { type Agent, ClientToolError, InvalidConfigError } from "@agent-core/core";
+import { type Agent, type AgentRun, ClientToolError, InvalidConfigError } from "@agent-core/core";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { z } from "zod";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { digest, type HookKey, HookTokens } from "./hook-tokens.js";
 import { HttpError, readJsonBody } from "./http-error.js";
-import { ServerRun } from "./server-run.js";
+import { type RunOwner, ServerRun } from "./server-run.js";
 import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
 
 /** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
@@ -42,6 +42,14 @@ export interface AgentServerOptions {
   basePath?: string;
   /** How long a client tool call waits for its result before it ends as `timeout` (default 60 s). */
   clientToolTimeoutMs?: number;
+  /**
+   * How runs wait for client tools: `"wait"` (default) keeps the run going, streaming, until the
+   * result is posted; `"suspend"` ends the run as `awaiting_client_tool` (its `agent_end` lists the
+   * calls with their tokens), and the last result posted resumes it as a new run (202 `{ runId }`).
+   */
+  clientTools?: "wait" | "suspend";
+  /** How long the tokens of a suspended run's calls stay valid, and the run kept (default 1 h). */
+  suspendedTtlMs?: number;
   /** A run's whole time (default 10 min), unless the agent sets its own `timeouts.totalMs`. */
   runTimeoutMs?: number;
   /** A heartbeat event after this long without one on a stream (default 15 s). */
@@ -146,28 +154,35 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const agent = await agentFor(principal, body);
     const run = agent.prompt(body.prompt, {
       timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
+      clientTools: config.clientTools,
     });
-    const serverRun = new ServerRun(
-      agent,
-      run,
-      { userId: principal.userId, documentId: body.documentId },
-      {
-        maxEvents: config.maxEventsPerRun,
-        outliveStream: body.outliveStream ?? false,
-        tokens,
-        tokenTtlMs: config.clientToolTimeoutMs,
-        now: config.now,
-        onEnd: (ended) => {
-          const forget = setTimeout(() => {
-            if (runs.get(ended.runId) === ended) runs.delete(ended.runId);
-          }, config.retainEndedMs);
-          // Keeping an ended run for re-attaching is no reason to keep the process alive.
-          forget.unref?.();
-        },
-      },
-    );
-    runs.set(run.runId, serverRun);
+    const owner = { userId: principal.userId, documentId: body.documentId };
+    const serverRun = track(agent, run, owner, body.outliveStream ?? false);
     return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
+  }
+
+  /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */
+  function track(agent: Agent, run: AgentRun, owner: RunOwner, outliveStream: boolean): ServerRun {
+    const serverRun = new ServerRun(agent, run, owner, {
+      maxEvents: config.maxEventsPerRun,
+      outliveStream,
+      tokens,
+      tokenTtlMs: config.clientToolTimeoutMs,
+      suspendedTtlMs: config.suspendedTtlMs,
+      now: config.now,
+      onEnd: (ended) => {
+        const forget = setTimeout(
+          () => {
+            if (runs.get(ended.runId) === ended) runs.delete(ended.runId);
+          },
+          ended.suspended ? Math.max(config.suspendedTtlMs, config.retainEndedMs) : config.retainEndedMs,
+        );
+        // Keeping an ended run for re-attaching is no reason to keep the process alive.
+        forget.unref?.();
+      },
+    });
+    runs.set(run.runId, serverRun);
+    return serverRun;
   }
 
   function ownRun(runId: string, principal: Principal): ServerRun {
@@ -205,10 +220,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
     const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
     const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
-    if (verdict === "repeat") return new Response(null, { status: 204 });
+    const run = runs.get(runId);
+    if (verdict === "repeat") return resumedOrDone(run);
     if (verdict === "conflict")
       throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
-    const run = runs.get(runId);
     const waiting = run?.waitingCall(body.toolCallId);
     if (run === undefined || waiting === undefined)
       throw new HttpError(
@@ -218,13 +233,26 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       );
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
       throw forbidden("it does not match the call");
+    let resumed: AgentRun | undefined;
     try {
-      run.agent.submitToolResult(body.toolCallId, outcome);
+      resumed = run.agent.submitToolResult(body.toolCallId, outcome);
     } catch (error) {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
     }
-    return new Response(null, { status: 204 });
+    run.answered(body.toolCallId);
+    if (resumed !== undefined) {
+      // The last result of a suspended run: it goes on as a new run, which the client attaches to.
+      track(run.agent, resumed, run.owner, run.outliveStream);
+      run.continuedAs = resumed.runId;
+    }
+    return resumedOrDone(run);
+  }
+
+  /** 202 with the run that resumed a suspended one (also for a repeated post), else 204. */
+  function resumedOrDone(run: ServerRun | undefined): Response {
+    if (run?.continuedAs === undefined) return new Response(null, { status: 204 });
+    return Response.json({ runId: run.continuedAs }, { status: 202 });
   }
 
   async function queueMessage(
@@ -332,11 +360,19 @@ function resolve(options: AgentServerOptions) {
     detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
     maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
     retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
+    suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
+    clientTools: clientToolMode(options.clientTools),
     maxRuns: positive("maxRuns", options.maxRuns, 10_000),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
   };
+}
+
+function clientToolMode(mode: unknown): "wait" | "suspend" {
+  if (mode === undefined) return "wait";
+  if (mode === "wait" || mode === "suspend") return mode;
+  throw new InvalidConfigError(`clientTools must be "wait" or "suspend", got ${JSON.stringify(mode)}.`);
 }
 
 function limiter(option: RateLimit | false | undefined, fallback: RateLimit): RateLimiterMemory | undefined {

@@ -27,6 +27,10 @@ export class ServerRun {
   readonly log: EventLog;
   readonly outliveStream: boolean;
   endedAt: number | undefined;
+  /** Set when it ended as `awaiting_client_tool`: its client calls wait beyond the run. */
+  suspended = false;
+  /** The run that resumed this suspended one, once every client call had its result. */
+  continuedAs: string | undefined;
   readonly #waiting = new Map<string, WaitingCall>();
   #stopListening: (() => void) | undefined;
   #attached = 0;
@@ -41,6 +45,7 @@ export class ServerRun {
       outliveStream: boolean;
       tokens: HookTokens;
       tokenTtlMs: number;
+      suspendedTtlMs: number;
       now: () => number;
       onEnd: (run: ServerRun) => void;
     },
@@ -53,13 +58,13 @@ export class ServerRun {
     this.log = new EventLog(options.maxEvents);
     const onEvent = (event: AgentEvent) => {
       if (event.runId !== this.runId) return;
-      const wire =
-        event.type === "tool_call" && event.execution === "client" ? this.#signed(event, options) : event;
+      const wire = this.#wire(event, options);
       if (wire.type === "tool_result") this.#waiting.delete(wire.toolCallId);
       this.log.append(wire, JSON.stringify(wire));
       if (wire.type !== "agent_end") return;
       this.#stopListening?.();
-      this.#waiting.clear();
+      this.suspended = wire.stopReason === "awaiting_client_tool";
+      if (!this.suspended) this.#waiting.clear();
       this.endedAt = options.now();
       this.log.close();
       clearTimeout(this.#detachTimer);
@@ -96,21 +101,47 @@ export class ServerRun {
     else this.#detachTimer = setTimeout(abort, graceMs);
   }
 
-  #signed(
-    event: AgentEvent & { type: "tool_call" },
-    options: { tokens: HookTokens; tokenTtlMs: number; now: () => number },
+  /** A suspended run's client call got its result: it no longer takes one. */
+  answered(toolCallId: string): void {
+    if (this.suspended) this.#waiting.delete(toolCallId);
+  }
+
+  /**
+   * The event as the wire carries it: a client call the run waits for, in a `tool_call` or in the
+   * `agent_end` of a suspended run, gets its hook token.
+   */
+  #wire(
+    event: AgentEvent,
+    options: { tokens: HookTokens; tokenTtlMs: number; suspendedTtlMs: number; now: () => number },
   ): AgentEvent {
-    const args = digest(event.args);
-    this.#waiting.set(event.toolCallId, { toolName: event.toolName, args });
-    const hookToken = options.tokens.sign({
+    if (event.type === "tool_call" && event.execution === "client")
+      return { ...event, hookToken: this.#sign(event, options.tokens, options.now() + options.tokenTtlMs) };
+    if (event.type === "agent_end" && event.pendingClientTools !== undefined) {
+      const exp = options.now() + options.suspendedTtlMs;
+      const pendingClientTools = event.pendingClientTools.map((call) => ({
+        ...call,
+        hookToken: this.#sign(call, options.tokens, exp),
+      }));
+      return { ...event, pendingClientTools };
+    }
+    return event;
+  }
+
+  #sign(
+    call: { toolCallId: string; toolName: string; args: unknown },
+    tokens: HookTokens,
+    exp: number,
+  ): string {
+    const args = digest(call.args);
+    this.#waiting.set(call.toolCallId, { toolName: call.toolName, args });
+    return tokens.sign({
       runId: this.runId,
-      toolCallId: event.toolCallId,
-      toolName: event.toolName,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
       userId: this.owner.userId,
       ...(this.owner.documentId === undefined ? {} : { documentId: this.owner.documentId }),
       args,
-      exp: options.now() + options.tokenTtlMs,
+      exp,
     });
-    return { ...event, hookToken };
   }
 }
