@@ -156,4 +156,32 @@ describe("a slow reader", () => {
     await ended;
     expect(received).toBeGreaterThan(1000 * 200);
   });
+
+  it("never holds the run back: a reader that stops reading gets everything later, and the run ends on time", async () => {
+    const { url, server } = await startServer(() => ({
+      provider: scriptedModel([[script.text(...Array.from({ length: 500 }, (_, i) => `word${i} `))]]),
+    }));
+    const response = await post(`${url}/runs`, { prompt: "go" });
+    const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    const first = await reader.read();
+    const runId = JSON.parse(new TextDecoder().decode(first.value).split("\n")[0] as string).runId;
+    // The run finishes while this reader reads nothing: its log is complete.
+    for (let i = 0; i < 100; i++) {
+      const log = await (await fetch(`${url}/runs/${runId}/events?after=0`, { headers: headers() })).text();
+      if (log.includes('"agent_end"')) break;
+      await sleep(20);
+    }
+    expect(server.runCount).toBe(1);
+    let text = new TextDecoder().decode(first.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      text += new TextDecoder().decode(chunk.value);
+    const events = agentEvents(
+      text
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    );
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "text_delta")).toHaveLength(500);
+  });
 });

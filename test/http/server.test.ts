@@ -158,6 +158,19 @@ describe("POST /runs", () => {
     await other.text();
   });
 
+  it("limits tool-result callbacks per user too, before looking at the token", async () => {
+    const { url } = await startServer(answer("x"), {
+      rateLimits: { callback: { points: 1, durationSec: 60 } },
+    });
+    const body = { toolCallId: "c1", token: "whatever" };
+    expect((await post(`${url}/runs/r1/tool-results`, { ...body, result: 1 })).status).toBe(403);
+    const limited = await post(`${url}/runs/r1/tool-results`, { ...body, result: 1 });
+    expect([limited.status, limited.headers.get("retry-after")]).toEqual([
+      429,
+      expect.stringMatching(/^\d+$/),
+    ]);
+  });
+
   it("ends a run at its overall timeout", async () => {
     const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
       runTimeoutMs: 50,

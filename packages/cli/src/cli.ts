@@ -93,7 +93,7 @@ function parseCommand(argv: string[]): Command {
   if (values.version) return { kind: "version" };
   const [name, ...words] = positionals;
   if (name === undefined)
-    throw new UsageError("Missing command.", `Usage: ${RUN_USAGE}\n       ${SERVE_USAGE}`);
+    throw new UsageError("Missing command.", 'Run "agent-core --help" for the commands, run and serve.');
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
