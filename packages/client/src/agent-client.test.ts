@@ -1,6 +1,11 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import "@agent-core/agentic"; // registers the default orchestrator, for the real server's agents
+import { Agent, defineTool } from "@agent-core/core";
+import { type AgentServerOptions, createAgentServer, serveNode } from "@agent-core/http";
+import { script as model, scriptedModel } from "@agent-core/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { AgentClient, type ClientRun } from "./agent-client.js";
 import { ClientError, type ClientEvent } from "./errors.js";
 
@@ -747,4 +752,336 @@ describe("AgentClient: backpressure", () => {
     expect(state.pulls).toBe(500);
     expect(await collect(run)).toHaveLength(500);
   });
+});
+
+describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
+  interface Pending {
+    toolCallId: string;
+    toolName: string;
+    args: unknown;
+    hookToken?: string;
+  }
+
+  const of = (runId: string, seq: number, type: string, payload: Record<string, unknown> = {}) => ({
+    ...event(seq, type, payload),
+    runId,
+  });
+
+  const call = (toolCallId: string, toolName = "t", args: unknown = { id: toolCallId }): Pending => ({
+    toolCallId,
+    toolName,
+    args,
+    hookToken: `tok-${toolCallId}`,
+  });
+
+  /** A run that ends suspended on `calls`: agent_start, then agent_end awaiting_client_tool. */
+  const suspendedRun = (runId: string, calls: Pending[]) => [
+    of(runId, 0, "agent_start"),
+    of(runId, 1, "agent_end", {
+      stopReason: "awaiting_client_tool",
+      usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+      durationMs: 1,
+      pendingClientTools: calls,
+    }),
+  ];
+
+  /** A resumed run that ends completed: agent_start, the tool results, a text delta, agent_end. */
+  const completedRun = (runId: string, toolCallIds: string[]) => [
+    of(runId, 0, "agent_start"),
+    ...toolCallIds.map((toolCallId, i) =>
+      of(runId, 1 + i, "tool_result", { toolCallId, toolName: "t", status: "ok", result: toolCallId }),
+    ),
+    of(runId, 1 + toolCallIds.length, "text_delta", { text: "done", index: 0 }),
+    { ...agentEnd(2 + toolCallIds.length), runId },
+  ];
+
+  /** Serves each run's events (POST /runs for the first, GET …/events for the others) at once. */
+  function streamRun(res: ServerResponse, runId: string, events: Record<string, unknown>[]): void {
+    openStream(res, "application/x-ndjson", runId);
+    res.end(events.map(line).join(""));
+  }
+
+  const resumedAs = (res: ServerResponse, runId: string) => {
+    res.writeHead(202, { "content-type": "application/json" });
+    res.end(JSON.stringify({ runId }));
+  };
+
+  const route = (r: Recorded) => `${r.method} ${r.path}${r.query.size > 0 ? `?${r.query}` : ""}`;
+
+  it("answers the pending calls, follows the run the last result resumed, and resolves with its agent_end", async () => {
+    const first = suspendedRun("r1", [call("c1", "t", { n: 1 }), call("c2", "u", { n: 2 })]);
+    const second = completedRun("r2", ["c1", "c2"]);
+    let posts = 0;
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (req.path === "/runs/r1/tool-results") {
+        posts++;
+        if (posts === 1) return void res.writeHead(204).end();
+        return resumedAs(res, "r2");
+      }
+      expect(req.path).toBe("/runs/r2/events");
+      streamRun(res, "r2", second);
+    });
+    const t = vi.fn(async (args: unknown) => {
+      await delay(5);
+      return { got: args };
+    });
+    const u = vi.fn(async (args: unknown) => {
+      await delay(40); // posts after t: the last result
+      return { got: args };
+    });
+    const run = new AgentClient({ baseUrl, tools: { t, u }, ...fast }).start("go");
+    const seen = await collect(run);
+    expect(seen).toEqual([...first, ...second]);
+    const end = await run.result();
+    expect(end).toEqual(second.at(-1));
+    expect(end).toMatchObject({ runId: "r2", stopReason: "completed" });
+    expect(await run.runId).toBe("r1");
+    expect(run.currentRunId).toBe("r2");
+    expect(t).toHaveBeenCalledTimes(1);
+    expect(u).toHaveBeenCalledTimes(1);
+    expect(t.mock.calls[0]?.[0]).toEqual({ n: 1 });
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "POST /runs/r1/tool-results",
+      "GET /runs/r2/events",
+    ]);
+    expect(requests.slice(1, 3).map((r) => JSON.parse(r.body))).toEqual([
+      { toolCallId: "c1", token: "tok-c1", result: { got: { n: 1 } } },
+      { toolCallId: "c2", token: "tok-c2", result: { got: { n: 2 } } },
+    ]);
+  });
+
+  it("goes through two suspensions in a row", async () => {
+    const runs: Record<string, Record<string, unknown>[]> = {
+      r1: suspendedRun("r1", [call("c1")]),
+      r2: [
+        of("r2", 0, "agent_start"),
+        of("r2", 1, "tool_result", { toolCallId: "c1", toolName: "t", status: "ok", result: "c1" }),
+        ...suspendedRun("r2", [call("c2")])
+          .slice(1)
+          .map((value) => ({ ...value, seq: 2 })),
+      ],
+      r3: completedRun("r3", ["c2"]),
+    };
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", runs.r1 ?? []);
+      if (req.path === "/runs/r1/tool-results") return resumedAs(res, "r2");
+      if (req.path === "/runs/r2/tool-results") return resumedAs(res, "r3");
+      const runId = req.path.split("/")[2] as string;
+      streamRun(res, runId, runs[runId] ?? []);
+    });
+    const t = vi.fn((args: unknown) => args);
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+    const currentRunIds = new Set<string | undefined>();
+    run.on("*", () => currentRunIds.add(run.currentRunId));
+    expect(await collect(run)).toEqual([...(runs.r1 ?? []), ...(runs.r2 ?? []), ...(runs.r3 ?? [])]);
+    await expect(run.result()).resolves.toMatchObject({ runId: "r3", stopReason: "completed" });
+    expect(t.mock.calls.map(([args]) => args)).toEqual([{ id: "c1" }, { id: "c2" }]);
+    expect([...currentRunIds]).toEqual(["r1", "r2", "r3"]);
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "GET /runs/r2/events",
+      "POST /runs/r2/tool-results",
+      "GET /runs/r3/events",
+    ]);
+  });
+
+  it("retries the last result's post after a 503 and follows the run its 202 names; the tool runs once", async () => {
+    let posts = 0;
+    const second = completedRun("r2", ["c1"]);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", suspendedRun("r1", [call("c1")]));
+      if (req.path.endsWith("/tool-results")) {
+        posts++;
+        return posts === 1 ? fail(res, 503, "busy") : resumedAs(res, "r2");
+      }
+      streamRun(res, "r2", second);
+    });
+    const t = vi.fn(() => "ok");
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+    const seen = await collect(run);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    await expect(run.result()).resolves.toEqual(second.at(-1));
+    expect(t).toHaveBeenCalledTimes(1);
+    const bodies = requests.filter((r) => r.path.endsWith("/tool-results")).map((r) => JSON.parse(r.body));
+    expect(bodies).toEqual([1, 2].map(() => ({ toolCallId: "c1", token: "tok-c1", result: "ok" })));
+    expect(requests.at(-1)).toMatchObject({ method: "GET", path: "/runs/r2/events" });
+  });
+
+  it("resolves with the suspended agent_end when no post resumes the run (a 410), with a client_error", async () => {
+    const first = suspendedRun("r1", [call("c1"), call("c2")]);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (JSON.parse(req.body).toolCallId === "c1") return void res.writeHead(204).end();
+      fail(res, 410, "token-expired");
+    });
+    const t = vi.fn(() => "ok");
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+    const end = await run.result();
+    expect(end).toEqual(first[1]);
+    expect(end.stopReason).toBe("awaiting_client_tool");
+    expect(run.currentRunId).toBe("r1");
+    const seen = await collect(run);
+    expect(seen.slice(0, 2)).toEqual(first);
+    expect(seen.slice(2)).toEqual([
+      expect.objectContaining({
+        type: "client_error",
+        code: "tool-result-rejected",
+        status: 410,
+        serverCode: "token-expired",
+        toolCallId: "c2",
+      }),
+    ]);
+    expect(t).toHaveBeenCalledTimes(2);
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "POST /runs/r1/tool-results",
+    ]);
+  });
+
+  it("resolves with the suspended agent_end when its calls cannot be answered (no hookToken)", async () => {
+    const first = suspendedRun("r1", [{ toolCallId: "c1", toolName: "t", args: {} }]);
+    const { baseUrl, requests } = await serve((_req, res) => streamRun(res, "r1", first));
+    const t = vi.fn(() => "ok");
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+    await expect(run.result()).resolves.toEqual(first[1]);
+    expect((await collect(run)).slice(2)).toEqual([
+      expect.objectContaining({ type: "client_error", code: "malformed-event", toolCallId: "c1" }),
+    ]);
+    expect(t).not.toHaveBeenCalled();
+    expect(requests).toHaveLength(1);
+  });
+
+  it("cancel() during a pending tool aborts its signal, posts nothing, and result() rejects with 'cancelled'", async () => {
+    const first = suspendedRun("r1", [call("c1", "slow")]);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      fail(res, 500, "unexpected");
+    });
+    let toolSignal: AbortSignal | undefined;
+    const slow = (_args: unknown, { signal }: { signal: AbortSignal }) => {
+      toolSignal = signal;
+      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+    };
+    const run = new AgentClient({ baseUrl, tools: { slow }, ...fast }).start("go");
+    const iterated = collect(run);
+    await until(() => toolSignal !== undefined, "the tool to start");
+    await run.cancel();
+    expect(toolSignal?.aborted).toBe(true);
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(await iterated).toEqual(first);
+    await delay(30);
+    // The suspended run has ended: there is no run to cancel, and the result is not posted.
+    expect(requests.map(route)).toEqual(["POST /runs"]);
+  });
+
+  it("cancel() while the last result's post is under way cancels the run that post resumed", async () => {
+    let posted!: () => void;
+    const postArrived = new Promise<void>((resolve) => {
+      posted = resolve;
+    });
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", suspendedRun("r1", [call("c1")]));
+      if (req.path === "/runs/r1/tool-results") {
+        posted();
+        await delay(50); // the server takes the result, and answers late
+        return resumedAs(res, "r2");
+      }
+      if (req.path === "/runs/r2/cancel") return void res.writeHead(202).end();
+      fail(res, 500, "unexpected");
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast }).start("go");
+    await postArrived;
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/tool-results", "POST /runs/r2/cancel"]);
+  });
+
+  it("steer() and cancel() act on the run that resumed the suspended one", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", suspendedRun("r1", [call("c1")]));
+      if (req.path === "/runs/r1/tool-results") return resumedAs(res, "r2");
+      if (req.path === "/runs/r2/events") {
+        openStream(res, "application/x-ndjson", "r2");
+        res.write(line(of("r2", 0, "agent_start")));
+        return; // and goes on until cancelled
+      }
+      res.writeHead(202).end();
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast }).start("go");
+    await until(() => run.currentRunId === "r2", "the resumed run");
+    await run.steer("left");
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "GET /runs/r2/events",
+      "POST /runs/r2/steer",
+      "POST /runs/r2/cancel",
+    ]);
+  });
+});
+
+describe("AgentClient against the real @agent-core/http server", () => {
+  const readPage = defineTool({
+    name: "read_page",
+    description: "r",
+    inputSchema: z.object({ selector: z.string() }),
+    execution: "client",
+  });
+
+  async function realServer(clientTools: AgentServerOptions["clientTools"]): Promise<string> {
+    const server = createAgentServer({
+      agent: () => {
+        const provider = scriptedModel([
+          [model.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+          [model.text("done")],
+        ]);
+        return new Agent({ provider, tools: [readPage] });
+      },
+      authorize: () => ({ userId: "u" }),
+      hookSecret: "x".repeat(32),
+      ...(clientTools === undefined ? {} : { clientTools }),
+    });
+    const node = await serveNode(server.fetch);
+    servers.push({
+      close: () => {
+        server.close();
+        return node.close();
+      },
+    });
+    return node.url;
+  }
+
+  for (const mode of ["suspend", undefined] as const)
+    it(`runs a client tool once and completes, with clientTools: ${mode === undefined ? "the default (wait)" : `"${mode}"`}`, async () => {
+      const baseUrl = await realServer(mode);
+      const readPageTool = vi.fn((args: unknown) => `text of ${(args as { selector: string }).selector}`);
+      const run = new AgentClient({ baseUrl, tools: { read_page: readPageTool }, ...fast }).start("go");
+      const seen = await collect(run);
+      const end = await run.result();
+      expect(end.stopReason).toBe("completed");
+      expect(readPageTool).toHaveBeenCalledTimes(1);
+      expect(readPageTool.mock.calls[0]?.[0]).toEqual({ selector: "a" });
+      expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+      expect(seen.find((value) => value.type === "tool_result")).toMatchObject({
+        toolCallId: "c1",
+        status: "ok",
+        result: "text of a",
+      });
+      const ends = seen.filter((value) => value.type === "agent_end");
+      if (mode === "suspend") {
+        expect(ends.map((value) => value.stopReason)).toEqual(["awaiting_client_tool", "completed"]);
+        expect(run.currentRunId).not.toBe(await run.runId);
+        expect(end.runId).toBe(run.currentRunId);
+      } else {
+        expect(ends.map((value) => value.stopReason)).toEqual(["completed"]);
+        expect(run.currentRunId).toBe(await run.runId);
+      }
+    });
 });

@@ -90,13 +90,32 @@ export interface AttachOptions {
  * does not cancel the run: call `cancel()` for that. A consumer that waits for `result()` inside the
  * loop may wait until it pulls more events, since the run only reads on as the loop drains it.
  *
- * Iteration ends after `agent_end`, and also, quietly, when the run is cancelled (like a cancelled
- * `ReadableStream`); it throws the run's {@link ClientError} when the run failed (`"http"`, `"network"`).
- * Heartbeats are never yielded.
+ * Iteration ends after the last `agent_end`, and also, quietly, when the run is cancelled (like a
+ * cancelled `ReadableStream`); it throws the run's {@link ClientError} when the run failed
+ * (`"http"`, `"network"`). Heartbeats are never yielded.
+ *
+ * **Suspended runs.** A server with `clientTools: "suspend"` ends a run that calls client tools with
+ * an `agent_end` whose `stopReason` is `"awaiting_client_tool"` and whose `pendingClientTools` lists
+ * the calls. That event is yielded like any other, but the ClientRun goes on: it runs each listed
+ * call's tool (once per call id, as for a `tool_call`), posts the results, and when the post of the
+ * last one answers 202 `{ runId }`, it follows that new run from its `agent_start` (its events are
+ * yielded next; `currentRunId` names it). That run may suspend again, and so on: `result()` resolves
+ * with the first `agent_end` of the chain that is not such a suspension. When every post ended
+ * without a 202 (one was rejected, say: a `client_error` event tells why), `result()` resolves with
+ * the suspended run's `agent_end` (`stopReason: "awaiting_client_tool"`).
  */
 export interface ClientRun extends AsyncIterable<ClientEvent> {
-  /** The run's id: from the `X-Run-Id` header or the first event. Rejects if the run fails before. */
+  /**
+   * The run's id: from the `X-Run-Id` header or the first event. Rejects if the run fails before.
+   * It stays the first run's id when a suspended run resumes as another (see `currentRunId`).
+   */
   readonly runId: Promise<string>;
+  /**
+   * The id of the run followed now: undefined until `runId` is known, then `runId`'s, then (after
+   * a suspension for client tools) the id of the run that resumed it. `steer()`, `followUp()` and
+   * `cancel()` act on it.
+   */
+  readonly currentRunId: string | undefined;
   /**
    * Calls `listener` with each later event of that type (or every event, for `"*"`), as it is read
    * (iteration or not), `client_error` events included. Returns the function that removes it. A
@@ -107,7 +126,10 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
     listener: (event: Extract<ClientEvent, { type: T }>) => void,
   ): () => void;
   on(type: "*", listener: (event: ClientEvent) => void): () => void;
-  /** Resolves with the `agent_end` event; rejects with a {@link ClientError} if the run failed or was cancelled first. */
+  /**
+   * Resolves with the `agent_end` event (the last of the chain, when the run suspended for client
+   * tools and resumed); rejects with a {@link ClientError} if the run failed or was cancelled first.
+   */
   result(): Promise<AgentEndEvent>;
   /** Sends a steering message (`POST …/steer`). Rejects with a {@link ClientError} if it was not accepted. */
   steer(message: string): Promise<void>;
@@ -115,9 +137,11 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
   followUp(message: string): Promise<void>;
   /**
    * Cancels the run: stops reading, aborts the client tools' signals, makes `result()` reject with
-   * code `"cancelled"` (unless `agent_end` came first) and, once the run's id is known, posts
-   * `…/cancel` (retried like a tool result). Resolves once that post is answered or given up on;
-   * never rejects. Calling it again returns the same promise.
+   * code `"cancelled"` (unless the last `agent_end` came first) and, once the run's id is known,
+   * posts `…/cancel` for the current run (retried like a tool result). While a suspended run's
+   * calls are answered there is no run to cancel; but a result post under way is let finish, and
+   * if it resumed the run, that new run is cancelled. Resolves once that post is answered or given
+   * up on; never rejects. Calling it again returns the same promise.
    */
   cancel(): Promise<void>;
 }
@@ -240,26 +264,34 @@ class Transport {
   /**
    * Posts `json`, again with the same body after a network error (if `retryNetwork`) or a status
    * `retryStatus` accepts, at most `postRetry.attempts` times. Returns the last response (whatever its
-   * status); throws the last network error, or the abort of `signal`.
+   * status); throws the last network error, or the abort of `signal`. `signal` aborts the request
+   * under way; `stop` (default: `signal`) only ends the retries, so the request under way still
+   * gets its answer (a post the server may already have taken).
    */
   async post(
     path: string,
     json: unknown,
-    options: { signal: AbortSignal; retryNetwork: boolean; retryStatus: (status: number) => boolean },
+    options: {
+      signal: AbortSignal;
+      stop?: AbortSignal;
+      retryNetwork: boolean;
+      retryStatus: (status: number) => boolean;
+    },
   ): Promise<Response> {
     const { attempts, delayMs } = this.config.postRetry;
+    const stop = options.stop ?? options.signal;
     for (let retry = 0; ; retry++) {
       let wait = delayMs * 2 ** retry;
       try {
         const response = await this.request("POST", path, { json, signal: options.signal });
-        if (retry >= attempts || !options.retryStatus(response.status)) return response;
+        if (retry >= attempts || stop.aborted || !options.retryStatus(response.status)) return response;
         wait = retryAfterMs(response) ?? wait;
         discard(response);
       } catch (error) {
-        if (options.signal.aborted || !options.retryNetwork || retry >= attempts) throw error;
+        if (options.signal.aborted || stop.aborted || !options.retryNetwork || retry >= attempts) throw error;
       }
-      await sleep(wait, options.signal);
-      if (options.signal.aborted) throw options.signal.reason;
+      await sleep(wait, stop);
+      if (stop.aborted) throw stop.reason;
     }
   }
 }
@@ -286,7 +318,12 @@ class Run implements ClientRun {
   readonly runId: Promise<string>;
   readonly #transport: Transport;
   readonly #config: Config;
+  /** The first run's id, once known (what `runId` resolves with). */
   #knownRunId: string | undefined;
+  /** The run followed now: the first one, then each that resumed a suspended one. */
+  #current: string | undefined;
+  /** The `agent_end` of the current run when it suspended for client tools, until the next run is known. */
+  #suspended: AgentEndEvent | undefined;
   #resolveRunId!: (runId: string) => void;
   #rejectRunId!: (error: ClientError) => void;
   readonly #result: Promise<AgentEndEvent>;
@@ -308,6 +345,10 @@ class Run implements ClientRun {
   readonly #consumed = new Pulse();
   readonly #listeners = new Map<string, Set<Listener>>();
   readonly #toolCalls = new Set<string>();
+  /** The result posts of a suspended run's calls under way: each resolves with the run it resumed, if any. */
+  readonly #posting = new Set<Promise<string | undefined>>();
+  /** Aborts those posts' requests (`#abort` only ends their retries): a while after a cancel. */
+  readonly #postAbort = new AbortController();
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
 
@@ -350,6 +391,10 @@ class Run implements ClientRun {
     else this.#onSettled.push(callback);
   }
 
+  get currentRunId(): string | undefined {
+    return this.#current;
+  }
+
   result(): Promise<AgentEndEvent> {
     return this.#result;
   }
@@ -372,10 +417,15 @@ class Run implements ClientRun {
 
   cancel(): Promise<void> {
     if (this.#cancelled !== undefined) return this.#cancelled;
-    const runId = this.#knownRunId;
+    const runId = this.#current;
     const ended = this.#end !== undefined;
+    const suspended = this.#suspended !== undefined;
+    const posting = [...this.#posting];
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
-    this.#cancelled = ended || runId === undefined ? Promise.resolve() : this.#postCancel(runId);
+    if (ended || runId === undefined) this.#cancelled = Promise.resolve();
+    // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
+    else if (suspended) this.#cancelled = this.#cancelResumed(posting);
+    else this.#cancelled = this.#postCancel(runId);
     return this.#cancelled;
   }
 
@@ -429,30 +479,27 @@ class Run implements ClientRun {
 
   // --- the connection -------------------------------------------------------------------------
 
-  /** Connects, then re-attaches after each drop until `agent_end`, a failure or a cancel. */
+  /**
+   * Follows the run to its end, and on through the runs that resume it each time it suspends for
+   * client tools, until the last `agent_end`, a failure or a cancel.
+   */
   async #follow(plan: Plan): Promise<void> {
     try {
       if (plan.kind === "start") await plan.previous;
-      const { attempts, delayMs } = this.#config.reconnect;
-      let retries = 0;
-      for (let first = true; !this.#settled; first = false) {
-        const dropped = await this.#connect(first && plan.kind === "start" ? plan.body : undefined);
-        if (dropped === undefined || this.#settled) return;
-        if (dropped.progress) retries = 0;
-        if (this.#knownRunId === undefined)
-          throw new ClientError(
-            "network",
-            `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
-            { cause: dropped.error },
-          );
-        if (retries >= attempts)
-          throw new ClientError(
-            "network",
-            `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
-            { cause: dropped.error },
-          );
-        await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#abort.signal);
-        retries++;
+      let startBody = plan.kind === "start" ? plan.body : undefined;
+      // Ends the wait for a suspended run's answers (tools that ignore their signal included).
+      const cancelled = whenAborted(this.#abort.signal);
+      cancelled.catch(ignore);
+      while (!this.#settled) {
+        await this.#read(startBody);
+        startBody = undefined;
+        const suspended = this.#suspended;
+        if (this.#settled || suspended === undefined) return;
+        const next = await Promise.race([this.#answer(suspended), cancelled]);
+        if (this.#settled) return;
+        if (next === undefined) return this.#finish(suspended);
+        this.#current = next;
+        this.#suspended = undefined;
       }
     } catch (error) {
       this.#fail(
@@ -460,6 +507,34 @@ class Run implements ClientRun {
           ? error
           : new ClientError("network", `The run failed: ${describe(error)}`, { cause: error }),
       );
+    }
+  }
+
+  /**
+   * Reads the current run (`POST /runs` with `startBody`, else re-attaching) until its `agent_end`,
+   * re-attaching after each drop.
+   */
+  async #read(startBody: Record<string, unknown> | undefined): Promise<void> {
+    const { attempts, delayMs } = this.#config.reconnect;
+    let retries = 0;
+    for (let first = true; !this.#settled && this.#suspended === undefined; first = false) {
+      const dropped = await this.#connect(first ? startBody : undefined);
+      if (dropped === undefined || this.#settled) return;
+      if (dropped.progress) retries = 0;
+      if (this.#current === undefined)
+        throw new ClientError(
+          "network",
+          `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      if (retries >= attempts)
+        throw new ClientError(
+          "network",
+          `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#abort.signal);
+      retries++;
     }
   }
 
@@ -520,12 +595,12 @@ class Run implements ClientRun {
         disarm();
         for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
           if (this.#deliver(item)) progress = true;
-          if (this.#settled) return undefined;
+          if (this.#settled || this.#suspended !== undefined) return undefined;
         }
         if (chunk.done) return { progress, error: new Error("the stream ended before agent_end") };
       }
     } catch (error) {
-      if (this.#settled) return undefined;
+      if (this.#settled || this.#suspended !== undefined) return undefined;
       if (error instanceof ClientError) throw error;
       return {
         progress,
@@ -541,7 +616,7 @@ class Run implements ClientRun {
   }
 
   #eventsPath(): string {
-    const runId = this.#knownRunId as string;
+    const runId = this.#current as string;
     const after = this.#lastSeq.get(runId) ?? -1;
     return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
   }
@@ -567,8 +642,14 @@ class Run implements ClientRun {
       this.#setRunId(runId);
     }
     this.#emit(event);
-    if (event.type === "tool_call" && event.execution === "client") void this.#runTool(event);
-    if (event.type === "agent_end") this.#finish(event);
+    if (event.type === "tool_call" && event.execution === "client")
+      void this.#runTool({ ...event, runId: this.#current ?? event.runId }, event);
+    if (event.type === "agent_end") {
+      // Suspended for client tools: the client answers them, and follows the run that resumes it.
+      if (event.stopReason === "awaiting_client_tool" && (event.pendingClientTools?.length ?? 0) > 0)
+        this.#suspended = event;
+      else this.#finish(event);
+    }
     return true;
   }
 
@@ -591,6 +672,7 @@ class Run implements ClientRun {
   #setRunId(runId: string): void {
     if (this.#knownRunId !== undefined) return;
     this.#knownRunId = runId;
+    this.#current = runId;
     this.#resolveRunId(runId);
   }
 
@@ -618,20 +700,41 @@ class Run implements ClientRun {
 
   // --- client tools and commands --------------------------------------------------------------
 
-  /** Runs a client tool once per call id and posts its outcome; problems become `client_error` events. */
-  async #runTool(event: AgentEventOf<"tool_call">): Promise<void> {
-    const { toolCallId, toolName, hookToken } = event;
-    if (this.#toolCalls.has(toolCallId)) return;
+  /**
+   * Answers the client calls a suspended run lists, each at once. Resolves with the id of the run
+   * that resumed it (the first post answered 202 `{ runId }`), or undefined once every post ended
+   * without one.
+   */
+  #answer(end: AgentEndEvent): Promise<string | undefined> {
+    const calls = end.pendingClientTools ?? [];
+    return new Promise((resolve) => {
+      let left = calls.length;
+      for (const call of calls)
+        void this.#runTool({ ...call, runId: end.runId }, end, true).then((resumed) => {
+          if (resumed !== undefined) resolve(resumed);
+          if (--left === 0) resolve(undefined);
+        });
+    });
+  }
+
+  /**
+   * Runs a client tool once per call id and posts its outcome; problems become `client_error`
+   * events. Resolves (never rejects) with the run that the post resumed, when it answered 202
+   * `{ runId }`. `suspended`: a call of a suspended run, whose post outlives a cancel.
+   */
+  async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
+    const { toolCallId, toolName, hookToken } = call;
+    if (this.#toolCalls.has(toolCallId)) return undefined;
     this.#toolCalls.add(toolCallId);
     if (typeof hookToken !== "string") {
       this.#emit({
         type: "client_error",
         code: "malformed-event",
         message: `The client tool call "${toolCallId}" (${toolName}) came without a hookToken: its result cannot be posted.`,
-        line: JSON.stringify(event),
+        line: JSON.stringify(source),
         toolCallId,
       });
-      return;
+      return undefined;
     }
     const signal = this.#abort.signal;
     const { tools } = this.#config;
@@ -640,33 +743,52 @@ class Run implements ClientRun {
     if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
     else {
       try {
-        const result = await tool(event.args, { signal, toolCallId });
+        const result = await tool(call.args, { signal, toolCallId });
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
         outcome = { error: error instanceof Error ? error.message : String(error) };
       }
     }
-    if (signal.aborted) return; // cancelled or failed: nobody waits for it
-    const runId = this.#knownRunId ?? event.runId;
+    if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
+    const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
+    if (!suspended) return posted;
+    this.#posting.add(posted);
+    try {
+      return await posted;
+    } finally {
+      this.#posting.delete(posted);
+    }
+  }
+
+  async #postResult(
+    call: ClientCall,
+    body: Record<string, unknown>,
+    suspended: boolean,
+  ): Promise<string | undefined> {
+    const { toolCallId, toolName } = call;
+    const signal = this.#abort.signal;
     let response: Response;
     try {
-      response = await this.#transport.post(
-        `/runs/${encodeURIComponent(runId)}/tool-results`,
-        { toolCallId, token: hookToken, ...outcome },
-        { signal, retryNetwork: true, retryStatus: (status) => status >= 500 || status === 429 },
-      );
+      response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
+        // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
+        signal: suspended ? this.#postAbort.signal : signal,
+        stop: signal,
+        retryNetwork: true,
+        retryStatus: (status) => status >= 500 || status === 429,
+      });
     } catch (error) {
-      if (signal.aborted) return;
+      if (signal.aborted) return undefined;
       this.#emit({
         type: "client_error",
         code: "tool-result-failed",
         message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
         toolCallId,
       });
-      return;
+      return undefined;
     }
-    if (response.ok) return discard(response);
+    if (response.ok) return response.status === 202 ? resumedRunId(response) : discard(response);
     const error = await httpError(response);
+    if (signal.aborted) return undefined;
     const transient = response.status >= 500 || response.status === 429;
     this.#emit({
       type: "client_error",
@@ -676,11 +798,13 @@ class Run implements ClientRun {
       ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
       toolCallId,
     });
+    return undefined;
   }
 
   async #send(action: "steer" | "follow-up", message: string): Promise<void> {
     if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
-    const runId = await this.runId;
+    await this.runId;
+    const runId = this.#current as string;
     let response: Response;
     try {
       // Not idempotent: retried only when the server said it did not take it (429).
@@ -700,6 +824,23 @@ class Run implements ClientRun {
     discard(response);
   }
 
+  /**
+   * A cancel while a suspended run's calls were answered: waits for the result posts under way (at
+   * most `idleTimeoutMs`), and cancels the run one of them resumed.
+   */
+  async #cancelResumed(posting: Promise<string | undefined>[]): Promise<void> {
+    const timer = setTimeout(
+      () => this.#postAbort.abort(new Error("the run was cancelled")),
+      this.#config.idleTimeoutMs,
+    );
+    try {
+      const resumed = new Set((await Promise.all(posting)).filter((id) => id !== undefined));
+      await Promise.all([...resumed].map((runId) => this.#postCancel(runId)));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async #postCancel(runId: string): Promise<void> {
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), this.#config.idleTimeoutMs);
@@ -716,6 +857,15 @@ class Run implements ClientRun {
       clearTimeout(timer);
     }
   }
+}
+
+/** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
+interface ClientCall {
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  hookToken?: string | undefined;
 }
 
 /** A promise that settles on the next `fire()`, renewed each time. */
@@ -752,8 +902,26 @@ function describe(error: unknown): string {
 }
 
 /** Drops a response's body, so its connection is free again. */
-function discard(response: Response): void {
+function discard(response: Response): undefined {
   response.body?.cancel().catch(ignore);
+}
+
+/** A never-fulfilled promise that rejects when `signal` aborts. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+/** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
+async function resumedRunId(response: Response): Promise<string | undefined> {
+  try {
+    const { runId } = (await response.json()) as { runId?: unknown };
+    return typeof runId === "string" && runId !== "" ? runId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A ClientError of code "http" from an error response and its `{ error: { code, message } }` body. */
