@@ -121,6 +121,24 @@ describe("services by token", () => {
     expect(replayed).toBe(4);
   });
 
+  it("hands every tool a stable idempotency key, runId:toolCallId", async () => {
+    const keys: string[] = [];
+    const keyed = defineTool({
+      name: "add",
+      description: "Adds two numbers.",
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      execute: ({ a, b }, { idempotencyKey }) => {
+        keys.push(idempotencyKey);
+        return a + b;
+      },
+    });
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(ID_SOURCE, countingIds());
+    const agent = new Agent({ provider: script3(), tools: [keyed], container });
+    await agent.prompt("Add.").result();
+    expect(keys).toEqual(["run-1:c1", "run-1:c2", "run-1:c3"]);
+  });
+
   it("runs every tool call through the tool runner registered for the agent", async () => {
     const seen: string[] = [];
     const inner = rootContainer.resolve(TOOL_RUNNER);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { calculatorTool } from "./calculator.js";
 import { ExpressionError } from "./expression.js";
 
-const options = { signal: new AbortController().signal, toolCallId: "t" };
+const options = { signal: new AbortController().signal, toolCallId: "t", idempotencyKey: "r:t" };
 
 describe("calculatorTool", () => {
   it("returns the expression with its result", async () => {

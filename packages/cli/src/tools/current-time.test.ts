@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createCurrentTimeTool, currentTimeTool } from "./current-time.js";
 
-const options = { signal: new AbortController().signal, toolCallId: "t" };
+const options = { signal: new AbortController().signal, toolCallId: "t", idempotencyKey: "r:t" };
 
 // 2026-11-22T03:05:06.789Z: Paris is on winter time (+01:00), New York on EST (-05:00).
 const fixed = createCurrentTimeTool({ now: () => new Date(Date.UTC(2026, 10, 22, 3, 5, 6, 789)) });

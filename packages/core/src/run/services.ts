@@ -89,8 +89,8 @@ export const randomIds: IdSource = { runId: () => crypto.randomUUID() };
 export const streamingModelStep: ModelStep = { run: (request) => streamModelStep(request) };
 
 export const defaultToolRunner: ToolRunner = {
-  run: ({ tool, tools, call, scope, graceMs, timeoutMs, fatal }) =>
-    executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal),
+  run: ({ tool, tools, call, scope, graceMs, timeoutMs, fatal, runId }) =>
+    executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal, runId),
 };
 
 /** The services an agent's runs use, resolved together. */

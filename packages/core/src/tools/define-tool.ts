@@ -8,6 +8,12 @@ export interface ToolExecuteOptions {
   signal: AbortSignal;
   /** The id the model gave this call. */
   toolCallId: string;
+  /**
+   * `runId:toolCallId`, the same whenever this call runs again (a durable run resumed after a
+   * crash may run a call whose result was not recorded yet): hand it to external systems (a
+   * payment API's idempotency key) so that the side effect happens once.
+   */
+  idempotencyKey: string;
 }
 
 interface ToolDefinitionBase<Schema extends z.ZodType> {

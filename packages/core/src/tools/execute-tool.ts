@@ -26,6 +26,7 @@ export function executeToolCall(
   graceMs: number,
   timeoutMs?: number,
   fatal?: FatalToolSink,
+  runId?: string,
 ): ToolResultMessage | Promise<ToolResultMessage> {
   if (tool === undefined) {
     const available =
@@ -48,7 +49,8 @@ export function executeToolCall(
   let returned: unknown;
   let then: Then | undefined;
   try {
-    returned = tool.execute(parsed.data, { signal, toolCallId: call.id });
+    const idempotencyKey = runId === undefined ? call.id : `${runId}:${call.id}`;
+    returned = tool.execute(parsed.data, { signal, toolCallId: call.id, idempotencyKey });
     // Read once and inside the guard: a `then` getter that throws is the tool failing.
     then = thenOf(returned);
   } catch (error) {
