@@ -1,0 +1,87 @@
+import {
+  AgentError,
+  type ModelStep,
+  type ModelStepResult,
+  type StopReason,
+  type ToolRunner,
+} from "@agent-core/core";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+
+/** A model call as the workflow records it: its chunks (to tell them again on replay) and its end. */
+interface RecordedModelCall {
+  chunks: ["text" | "reasoning", string][];
+  result?: ModelStepResult;
+  error?: { code: string; message: string; stopReason: StopReason };
+}
+
+/**
+ * The model step as a DBOS step: the first execution streams as usual and records the chunks it
+ * passed on and the result (or the failure, as a value: an `AgentError`'s class does not survive
+ * serialization, its code and stop reason do). A replay after a crash does not call the model:
+ * it tells the recorded chunks again, so the run publishes the same events with the same seq.
+ */
+export function durableModelStep(inner: ModelStep): ModelStep {
+  return {
+    async run(request) {
+      let executed = false;
+      const recorded = await DBOS.runStep(
+        async (): Promise<RecordedModelCall> => {
+          executed = true;
+          const chunks: RecordedModelCall["chunks"] = [];
+          try {
+            const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
+            const result = await inner.run({
+              model,
+              prompt,
+              tools,
+              settings,
+              signal,
+              abortScope,
+              retry,
+              timeouts,
+              onText: (text) => {
+                chunks.push(["text", text]);
+                request.onText?.(text);
+              },
+              onReasoning: (text) => {
+                chunks.push(["reasoning", text]);
+                request.onReasoning?.(text);
+              },
+            });
+            return { chunks, result };
+          } catch (error) {
+            const failure =
+              error instanceof AgentError ? error : new AgentError("provider_error", String(error));
+            return {
+              chunks,
+              error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
+            };
+          }
+        },
+        { name: "agent-core.model" },
+      );
+      if (!executed)
+        for (const [kind, text] of recorded.chunks)
+          if (kind === "text") request.onText?.(text);
+          else request.onReasoning?.(text);
+      if (recorded.error !== undefined) {
+        const { code, message, stopReason } = recorded.error;
+        throw new AgentError(code, message, { stopReason });
+      }
+      const result = recorded.result as ModelStepResult;
+      return (request.finish ? request.finish(result) : result) as ModelStepResult;
+    },
+  };
+}
+
+/**
+ * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
+ * that was running when the process died runs again on resume (at least once), with the same
+ * `idempotencyKey`.
+ */
+export function durableToolRunner(inner: ToolRunner): ToolRunner {
+  return {
+    run: (request) =>
+      DBOS.runStep(async () => inner.run(request), { name: `agent-core.tool.${request.call.name}` }),
+  };
+}

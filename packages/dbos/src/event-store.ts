@@ -1,0 +1,73 @@
+import type { AgentEvent, EventSink } from "@agent-core/core";
+import type { Pool } from "pg";
+
+/**
+ * The durable event log: every event of every run in PostgreSQL, keyed by `(run_id, seq)`. A run
+ * replayed after a crash publishes its events again with the same seq (its model and tool steps
+ * return what they recorded), so a write is `ON CONFLICT DO NOTHING`: each seq is stored once,
+ * and the log goes on from where the crashed process left it.
+ */
+export class EventStore {
+  readonly #pool: Pool;
+  #pending: AgentEvent[] = [];
+  #writing: Promise<void> = Promise.resolve();
+  #failure: unknown;
+
+  constructor(pool: Pool) {
+    this.#pool = pool;
+  }
+
+  async createTable(): Promise<void> {
+    await this.#pool.query(`CREATE TABLE IF NOT EXISTS agent_core_events (
+      run_id text NOT NULL,
+      seq integer NOT NULL,
+      event jsonb NOT NULL,
+      PRIMARY KEY (run_id, seq)
+    )`);
+  }
+
+  /** A sink for an agent's container: events are written in batches, in order. */
+  sink(): EventSink {
+    return {
+      publish: (event) => {
+        this.#pending.push(event);
+        // The first event since the last batch was taken schedules the next batch.
+        if (this.#pending.length === 1) this.#writing = this.#writing.then(() => this.#write());
+      },
+    };
+  }
+
+  /** Resolves once every event published so far is stored; rejects if a write failed. */
+  async flush(): Promise<void> {
+    await this.#writing;
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  /** The stored events of a run after `after`, in seq order. */
+  async read(runId: string, after = -1): Promise<AgentEvent[]> {
+    const { rows } = await this.#pool.query<{ event: AgentEvent }>(
+      "SELECT event FROM agent_core_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
+      [runId, after],
+    );
+    return rows.map((row) => row.event);
+  }
+
+  async #write(): Promise<void> {
+    const batch = this.#pending;
+    this.#pending = [];
+    if (batch.length === 0) return;
+    const values: unknown[] = [];
+    const rows = batch.map((event, i) => {
+      values.push(event.runId, event.seq, JSON.stringify(event));
+      return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
+    });
+    try {
+      await this.#pool.query(
+        `INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING`,
+        values,
+      );
+    } catch (error) {
+      this.#failure ??= error;
+    }
+  }
+}

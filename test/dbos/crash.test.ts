@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { AgentEvent, AgentMessage } from "@agent-core/core";
+import { EventStore } from "@agent-core/dbos";
+import { assertEventProtocol } from "@agent-core/testing";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// A worker process is killed (SIGKILL) in the middle of a durable run; another one launches and
+// the run goes on there. Real PostgreSQL (a throwaway cluster), real processes, DBOS recovery.
+
+const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
+let postgres: ThrowawayPostgres;
+let databaseUrl: string;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  databaseUrl = postgres.url("agent_core_test");
+  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
+  await admin.connect();
+  await admin.query("CREATE DATABASE agent_core_test");
+  await admin.end();
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  // Made by the workers too; made here first so the test can watch it from the start.
+  await new EventStore(pool).createTable();
+}, 60_000);
+
+afterAll(async () => {
+  await pool?.end();
+  postgres?.stop();
+});
+
+function worker(...args: string[]): { process: ChildProcess; output: Promise<string> } {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=@agent-core/source", WORKER, ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk) => (stdout += chunk));
+  child.stderr?.on("data", (chunk) => (stderr += chunk));
+  const output = new Promise<string>((resolve, reject) =>
+    child.on("exit", (code, signal) =>
+      code === 0 || signal === "SIGKILL"
+        ? resolve(stdout)
+        : reject(new Error(`worker exited ${code}: ${stderr}`)),
+    ),
+  );
+  return { process: child, output };
+}
+
+async function events(runId: string): Promise<AgentEvent[]> {
+  const { rows } = await pool.query("SELECT event FROM agent_core_events WHERE run_id = $1 ORDER BY seq", [
+    runId,
+  ]);
+  return rows.map((row) => row.event);
+}
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function toolRuns(runId: string): Promise<Record<string, number>> {
+  const { rows } = await pool.query(
+    "SELECT tool_call_id, count(*)::int AS n FROM tool_runs WHERE run_id = $1 GROUP BY tool_call_id",
+    [runId],
+  );
+  return Object.fromEntries(rows.map((row) => [row.tool_call_id, row.n]));
+}
+
+/** The worker's result: its last line (DBOS logs its own lines before it). */
+function lastLine(stdout: string) {
+  return JSON.parse(stdout.trim().split("\n").at(-1) as string);
+}
+
+/** The history without what differs between two runs of the same script: times and the run id. */
+function comparable(messages: AgentMessage[]): unknown {
+  return JSON.parse(JSON.stringify(messages, (key, value) => (key === "timestamp" ? undefined : value)));
+}
+
+describe.each(["sequential", "parallel"])("a durable run killed mid-run (%s tools)", (execution) => {
+  it("resumes in another process: recorded tools never run again, the events go on, the history is whole", async () => {
+    const runId = `crash-${execution}`;
+    const first = worker("start", databaseUrl, runId, execution);
+    // Killed once the first tool call's result is stored: the others are queued or running.
+    await until(
+      async () =>
+        (await events(runId)).some((event) => event.type === "tool_result" && event.toolCallId === "c1"),
+      "the first tool result",
+    );
+    first.process.kill("SIGKILL");
+    await first.output;
+    const before = await events(runId);
+    const finishedBefore = before.flatMap((event) =>
+      event.type === "tool_result" ? [event.toolCallId] : [],
+    );
+    expect(before.at(-1)?.type).not.toBe("agent_end");
+
+    const resumed = lastLine(await worker("resume", databaseUrl, runId, execution).output);
+    expect(resumed.stopReason).toBe("completed");
+    expect(resumed.text).toBe("3, 7 and 11.");
+
+    // A call whose result was recorded ran once; one running at the kill ran again (at least once).
+    const runs = await toolRuns(runId);
+    for (const id of finishedBefore) expect(runs[id], id).toBe(1);
+    expect(Object.keys(runs).sort()).toEqual(["c1", "c2", "c3"]);
+    for (const n of Object.values(runs)) expect(n).toBeLessThanOrEqual(2);
+
+    // The log goes on from the kill: seq 0, 1, 2, … once each, the protocol kept, agent_end last.
+    const log = await events(runId);
+    assertEventProtocol(log);
+    expect(log.slice(0, before.length)).toEqual(before);
+    expect(log.filter((event) => event.type === "agent_end")).toHaveLength(1);
+
+    // The same history as a run nobody interrupted.
+    const whole = lastLine(await worker("whole", databaseUrl, `${runId}-whole`, execution).output);
+    expect(comparable(resumed.messages)).toEqual(comparable(whole.messages));
+    expect(await toolRuns(`${runId}-whole`)).toEqual({ c1: 1, c2: 1, c3: 1 });
+  }, 90_000);
+});

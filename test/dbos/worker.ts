@@ -1,0 +1,72 @@
+import "@agent-core/agentic";
+import { Agent, defineTool } from "@agent-core/core";
+import { DurableRuntime } from "@agent-core/dbos";
+import { script, scriptedModel } from "@agent-core/testing";
+import pg from "pg";
+import { z } from "zod";
+
+// A worker process of the crash tests: `start` begins a run and waits to be killed, `resume`
+// launches (DBOS recovers the run) and prints its result, `whole` runs one to the end and prints it.
+// Every tool call is logged in the `tool_runs` table, so the test can count how often each ran.
+
+const [mode, databaseUrl, runId, execution] = process.argv.slice(2) as [string, string, string, string];
+const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+await pool.query(
+  "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, at timestamptz DEFAULT now())",
+);
+
+const delays: Record<string, number> = { c1: 150, c2: 400, c3: 250 };
+const add = defineTool({
+  name: "add",
+  description: "Adds two numbers, slowly.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: async ({ a, b }, { toolCallId, idempotencyKey }) => {
+    await pool.query("INSERT INTO tool_runs (run_id, tool_call_id) VALUES ($1, $2)", [
+      idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":")),
+      toolCallId,
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, delays[toolCallId] ?? 100));
+    return a + b;
+  },
+});
+
+/** Replies by the number of assistant messages so far, so a resumed process continues the script. */
+function model(parallel: boolean) {
+  const calls = [
+    script.toolCall("add", { a: 1, b: 2 }, { id: "c1" }),
+    script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
+    script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
+  ];
+  const replies = parallel
+    ? [calls, [script.text("3, 7 ", "and 11.")]]
+    : [...calls.map((c) => [c]), [script.text("3, 7 ", "and 11.")]];
+  const byTurn = (options: { prompt: { role: string }[] }) =>
+    replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")];
+  return scriptedModel(Array.from({ length: 10 }, () => byTurn));
+}
+
+const parallel = execution === "parallel";
+const runtime = new DurableRuntime({
+  databaseUrl,
+  agents: {
+    adder: () =>
+      new Agent({
+        provider: model(parallel),
+        tools: [add],
+        toolExecution: parallel ? "parallel" : "sequential",
+      }),
+  },
+});
+await runtime.launch();
+if (mode === "start") {
+  await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId });
+  console.log("started");
+  await new Promise(() => {}); // until killed
+}
+const result =
+  mode === "whole"
+    ? await (await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId })).result()
+    : await runtime.retrieve(runId).result();
+console.log(JSON.stringify(result));
+await runtime.shutdown();
+await pool.end();
