@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { AgentEvent, AgentMessage } from "@agent-core/core";
-import { EventStore } from "@agent-core/dbos";
+import { DurableRunClient, EventStore } from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,5 +125,50 @@ describe.each(["sequential", "parallel"])("a durable run killed mid-run (%s tool
     const whole = lastLine(await worker("whole", databaseUrl, `${runId}-whole`, execution).output);
     expect(comparable(resumed.messages)).toEqual(comparable(whole.messages));
     expect(await toolRuns(`${runId}-whole`)).toEqual({ c1: 1, c2: 1, c3: 1 });
+  }, 90_000);
+});
+
+describe("a run resumed by a process with another orchestrator version", () => {
+  it("fails clearly instead of taking another path through the recorded steps", async () => {
+    const runId = "versioned";
+    const first = worker("start", databaseUrl, runId, "sequential");
+    await until(
+      async () => (await events(runId)).some((event) => event.type === "tool_result"),
+      "a tool result",
+    );
+    first.process.kill("SIGKILL");
+    await first.output;
+    const resumed = lastLine(await worker("resume", databaseUrl, runId, "v2").output);
+    expect(resumed.failed).toContain(
+      "This run started with orchestrator agentic@1; this process has agentic@2.",
+    );
+  }, 60_000);
+});
+
+describe("several workers on one database", () => {
+  it("spread the runs of the queue between them, and a client that runs none follows every run", async () => {
+    const workers = [
+      worker("work", databaseUrl, "-", "sequential"),
+      worker("work", databaseUrl, "-", "sequential"),
+    ];
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      const runIds = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          client.start("adder", "Add 1+2, 3+4 and 5+6.", { runId: `queued-${i}` }),
+        ),
+      );
+      const results = await Promise.all(runIds.map((runId) => client.result(runId)));
+      expect(results.map((result) => result.stopReason)).toEqual(Array(6).fill("completed"));
+      const { rows } = await pool.query(
+        "SELECT count(DISTINCT pid)::int AS workers, count(*)::int AS calls FROM tool_runs WHERE run_id LIKE 'queued-%'",
+      );
+      expect(rows[0]).toEqual({ workers: 2, calls: 18 });
+      for (const runId of runIds) assertEventProtocol(await events(runId));
+    } finally {
+      await client.close();
+      for (const { process } of workers) process.kill("SIGKILL");
+      await Promise.all(workers.map(({ output }) => output));
+    }
   }, 90_000);
 });

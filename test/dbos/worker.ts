@@ -1,18 +1,19 @@
-import "@agent-core/agentic";
+import { AgenticOrchestrator } from "@agent-core/agentic";
 import { Agent, defineTool } from "@agent-core/core";
 import { DurableRuntime } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import pg from "pg";
 import { z } from "zod";
 
-// A worker process of the crash tests: `start` begins a run and waits to be killed, `resume`
-// launches (DBOS recovers the run) and prints its result, `whole` runs one to the end and prints it.
+// A worker process of the durable-run tests: `start` begins a run and waits to be killed, `resume`
+// launches (DBOS recovers the run) and prints its result, `whole` runs one to the end and prints
+// it, `work` serves the run queue until killed.
 // Every tool call is logged in the `tool_runs` table, so the test can count how often each ran.
 
 const [mode, databaseUrl, runId, execution] = process.argv.slice(2) as [string, string, string, string];
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 await pool.query(
-  "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, at timestamptz DEFAULT now())",
+  "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, pid integer, at timestamptz DEFAULT now())",
 );
 
 const delays: Record<string, number> = { c1: 150, c2: 400, c3: 250 };
@@ -21,9 +22,10 @@ const add = defineTool({
   description: "Adds two numbers, slowly.",
   inputSchema: z.object({ a: z.number(), b: z.number() }),
   execute: async ({ a, b }, { toolCallId, idempotencyKey }) => {
-    await pool.query("INSERT INTO tool_runs (run_id, tool_call_id) VALUES ($1, $2)", [
+    await pool.query("INSERT INTO tool_runs (run_id, tool_call_id, pid) VALUES ($1, $2, $3)", [
       idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":")),
       toolCallId,
+      process.pid,
     ]);
     await new Promise((resolve) => setTimeout(resolve, delays[toolCallId] ?? 100));
     return a + b;
@@ -46,27 +48,42 @@ function model(parallel: boolean) {
 }
 
 const parallel = execution === "parallel";
+// "v2": the same loop under a version the run did not start with.
+const orchestrator =
+  execution === "v2" ? Object.assign(new AgenticOrchestrator(), { version: "2" }) : undefined;
 const runtime = new DurableRuntime({
   databaseUrl,
+  // `work`: a worker of the queue, taking at most two runs at once.
+  ...(mode === "work" ? { queue: { workerConcurrency: 2 } } : {}),
   agents: {
     adder: () =>
       new Agent({
         provider: model(parallel),
         tools: [add],
         toolExecution: parallel ? "parallel" : "sequential",
+        ...(orchestrator ? { orchestrator } : {}),
       }),
   },
 });
 await runtime.launch();
+if (mode === "work") {
+  console.log("working");
+  await new Promise(() => {}); // takes runs from the queue until killed
+}
 if (mode === "start") {
   await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId });
   console.log("started");
   await new Promise(() => {}); // until killed
 }
-const result =
-  mode === "whole"
-    ? await (await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId })).result()
-    : await runtime.retrieve(runId).result();
+let result: unknown;
+try {
+  result =
+    mode === "whole"
+      ? await (await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId })).result()
+      : await runtime.retrieve(runId).result();
+} catch (error) {
+  result = { failed: (error as Error).message };
+}
 console.log(JSON.stringify(result));
 await runtime.shutdown();
 await pool.end();

@@ -22,6 +22,7 @@ export interface AgenticOptions {
  */
 export class AgenticOrchestrator implements Orchestrator {
   readonly name: string;
+  readonly version = "1";
   readonly #steeringInstruction: string | undefined;
 
   constructor(options: AgenticOptions = {}) {

@@ -1,5 +1,6 @@
 import {
   type Agent,
+  AgentError,
   type AgentEvent,
   type AgentMessage,
   EVENT_SINK,
@@ -24,7 +25,16 @@ export interface DurableRuntimeOptions {
    * a run that resumes in another process makes its agent there, from this factory.
    */
   agents: Record<string, () => Agent>;
+  /**
+   * Runs start through this DBOS queue, which every worker process of the application serves:
+   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them.
+   */
+  queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
 }
+
+/** The DBOS name of the workflow a durable run is, for starting runs from a `DBOSClient`. */
+export const RUN_WORKFLOW = "agent-core.run";
+const DEFAULT_QUEUE = "agent-core.runs";
 
 /** How a durable run ended: what `run.result()` gives in process, minus what does not serialize. */
 export interface DurableRunResult {
@@ -40,8 +50,6 @@ export interface DurableRun {
   /** Resolves when the run ends, in this process or another one that resumed it. */
   result(): Promise<DurableRunResult>;
 }
-
-const WORKFLOW = "agent-core.run";
 
 /**
  * Runs agents as DBOS workflows: every model call and every tool call is a recorded step, so a
@@ -66,7 +74,7 @@ export class DurableRuntime {
     this.#store = new EventStore(this.#pool);
     this.#workflow = DBOS.registerWorkflow(
       (agentName: string, prompt: string) => this.#run(agentName, prompt),
-      { name: WORKFLOW },
+      { name: RUN_WORKFLOW },
     );
   }
 
@@ -75,13 +83,23 @@ export class DurableRuntime {
     DBOS.setConfig({
       name: this.#options.name ?? "agent-core",
       systemDatabaseUrl: this.#options.databaseUrl,
-      logLevel: "warning",
+      logLevel: "warn",
     });
     await DBOS.launch();
     await this.#store.createTable();
+    const queue = this.#options.queue;
+    if (queue)
+      await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
+        workerConcurrency: queue.workerConcurrency,
+        globalConcurrency: queue.globalConcurrency,
+        minPollingIntervalMs: 100,
+      });
   }
 
-  /** Starts a run of the named agent; `runId` makes the start idempotent (the same id: the same run). */
+  /**
+   * Starts a run of the named agent (through the queue when there is one: any worker may take
+   * it); `runId` makes the start idempotent (the same id: the same run).
+   */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
     if (!(agentName in this.#options.agents))
       throw new InvalidConfigError(
@@ -114,6 +132,7 @@ export class DurableRuntime {
     const make = this.#options.agents[agentName];
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
     const agent = make();
+    await checkOrchestrator(agent);
     const { container } = agent;
     // Registered on the agent's own container before its first prompt, when it resolves them.
     container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP)));
@@ -123,5 +142,25 @@ export class DurableRuntime {
     const result = await agent.prompt(prompt).result();
     await this.#store.flush();
     return { runId, stopReason: result.stopReason, text: result.text, messages: result.messages };
+  }
+}
+
+/**
+ * Records the orchestrator a run starts with (a step: a resumed run reads the record) and refuses
+ * to go on with another one: a changed loop could take another path through the recorded steps.
+ */
+async function checkOrchestrator(agent: Agent): Promise<void> {
+  const current = `${agent.orchestrator.name}@${agent.orchestrator.version ?? "unversioned"}`;
+  const started = await DBOS.runStep(async () => current, { name: "agent-core.orchestrator" });
+  if (started !== current) throw new OrchestratorVersionError(started, current);
+}
+
+/** A durable run resumed by a process whose orchestrator is not the one the run started with. */
+export class OrchestratorVersionError extends AgentError {
+  constructor(started: string, current: string) {
+    super(
+      "orchestrator_version",
+      `This run started with orchestrator ${started}; this process has ${current}. Resume it with a worker that still has ${started} (see docs/durable-runs.md, "Upgrading").`,
+    );
   }
 }

@@ -6,3 +6,4 @@ export {
 } from "./durable-runtime.js";
 export { durableModelStep, durableToolRunner } from "./durable-services.js";
 export { EventStore } from "./event-store.js";
+export { DurableRunClient } from "./run-client.js";

@@ -45,6 +45,7 @@ export class PlanError extends AgentError {
  */
 export class PlanExecuteOrchestrator implements Orchestrator {
   readonly name: string;
+  readonly version = "1";
   readonly #maxReplans: number;
   readonly #maxConcurrency: number;
 

@@ -15,6 +15,12 @@ import type { ToolRegistry } from "../tools/registry.js";
 /** A turn loop. It acts only through `ctx`, and so gets every guarantee of the framework. */
 export interface Orchestrator {
   readonly name: string;
+  /**
+   * The version of its turn loop. A durable runtime records name and version when a run starts
+   * and resumes the run only with the same (a changed loop could take another path through the
+   * recorded steps). Change it when the loop's decisions change.
+   */
+  readonly version?: string;
   run(ctx: RunContext): Promise<void>;
 }
 
