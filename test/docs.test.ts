@@ -7,6 +7,7 @@ import { safeParseAgentEvent } from "@agent-core/core";
 // Registers the plan_* events that docs/events.md shows among the plug-in events.
 import "@agent-core/plan-execute";
 import { afterAll, describe, expect, it } from "vitest";
+import { startPostgres, type ThrowawayPostgres } from "./dbos/throwaway-postgres.js";
 
 // Docs are part of the feature: every ```ts block of the README, of docs/ and of each package's
 // README (what npm shows) runs as written, and every ```json block of docs/events.md is a valid
@@ -49,12 +50,26 @@ async function runBlock(name: string, code: string): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     ["--import", "tsx", "--conditions=@agent-core/source", file],
-    { cwd: root, env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1" }, timeout: 30_000 },
+    {
+      cwd: root,
+      env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1", DATABASE_URL: await databaseUrl() },
+      timeout: 30_000,
+    },
   );
   return stdout;
 }
 
-afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+// The blocks of the durable runtime's docs read DATABASE_URL: a throwaway cluster, started once.
+let postgres: Promise<ThrowawayPostgres> | undefined;
+async function databaseUrl(): Promise<string> {
+  postgres ??= startPostgres();
+  return (await postgres).url("agent_core_docs");
+}
+
+afterAll(async () => {
+  rmSync(outDir, { recursive: true, force: true });
+  (await postgres)?.stop();
+});
 
 describe("the README", () => {
   it("has a Quick start whose first block is the demo command and the test command", () => {

@@ -105,11 +105,13 @@ export class DurableRuntime {
       throw new InvalidConfigError(
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
-    const handle = await DBOS.startWorkflow(
-      this.#workflow,
-      options.runId ? { workflowID: options.runId } : {},
-    )(agentName, prompt);
-    return this.retrieve(handle.workflowID);
+    const queue = this.#options.queue;
+    const handle = await DBOS.startWorkflow(this.#workflow, {
+      ...(options.runId ? { workflowID: options.runId } : {}),
+      ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
+    })(agentName, prompt);
+    // Its handle: a run that executes here resolves without polling the database.
+    return { runId: handle.workflowID, result: () => handle.getResult() };
   }
 
   /** A run started by any process. */
