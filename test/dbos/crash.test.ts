@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { AgentEvent, AgentMessage } from "@agent-core/core";
+import type { AgentEvent, AgentMessage, ToolResultMessage } from "@agent-core/core";
 import { DurableRunClient, EventStore } from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import pg from "pg";
@@ -125,6 +125,52 @@ describe.each(["sequential", "parallel"])("a durable run killed mid-run (%s tool
     const whole = lastLine(await worker("whole", databaseUrl, `${runId}-whole`, execution).output);
     expect(comparable(resumed.messages)).toEqual(comparable(whole.messages));
     expect(await toolRuns(`${runId}-whole`)).toEqual({ c1: 1, c2: 1, c3: 1 });
+  }, 90_000);
+});
+
+describe("a durable run that waits for a client tool, then an approval", () => {
+  it("waits as a durable message across a crash: another worker takes the answers and finishes it", async () => {
+    const runId = "waiting";
+    const ended = async (id: string, stopReason: string) =>
+      (await events(id)).some((event) => event.type === "agent_end" && event.stopReason === stopReason);
+    const first = worker("start", databaseUrl, runId, "waits");
+    await until(() => ended(runId, "awaiting_client_tool"), "the run to wait for the client tool");
+    const waiting = (await events(runId)).at(-1);
+    expect(waiting).toMatchObject({
+      pendingClientTools: [{ toolCallId: "r1", toolName: "read_page", args: { selector: "h1" } }],
+    });
+    first.process.kill("SIGKILL");
+    await first.output;
+
+    const second = worker("resume", databaseUrl, runId, "waits");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      await client.answer(runId, { kind: "tool-result", toolCallId: "r1", outcome: { result: "Welcome" } });
+      await until(() => ended(`${runId}.2`, "awaiting_approval"), "the run to wait for the approval");
+      await client.answer(runId, { kind: "approval", toolCallId: "c1", approved: true });
+      const result = lastLine(await second.output);
+      expect(result).toMatchObject({
+        stopReason: "completed",
+        text: "Read it and added.",
+        runIds: [runId, `${runId}.2`, `${runId}.3`],
+      });
+      for (const id of result.runIds) assertEventProtocol(await events(id));
+      // The sum ran once, in the run the approval resumed (its idempotency key names that run).
+      expect([await toolRuns(runId), await toolRuns(`${runId}.2`), await toolRuns(`${runId}.3`)]).toEqual([
+        {},
+        {},
+        { c1: 1 },
+      ]);
+      const toolResults = (result.messages as AgentMessage[]).filter(
+        (m): m is ToolResultMessage => m.role === "toolResult",
+      );
+      expect(toolResults.map((m) => [m.toolCallId, m.status, m.content])).toEqual([
+        ["r1", "ok", "Welcome"],
+        ["c1", "ok", "3"],
+      ]);
+    } finally {
+      await client.close();
+    }
   }, 90_000);
 });
 

@@ -16,6 +16,13 @@ await pool.query(
   "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, pid integer, at timestamptz DEFAULT now())",
 );
 
+const readPage = defineTool({
+  name: "read_page",
+  description: "Reads the user's page",
+  inputSchema: z.object({ selector: z.string() }),
+  execution: "client",
+});
+
 const delays: Record<string, number> = { c1: 150, c2: 400, c3: 250 };
 const add = defineTool({
   name: "add",
@@ -63,6 +70,20 @@ const runtime = new DurableRuntime({
         toolExecution: parallel ? "parallel" : "sequential",
         ...(orchestrator ? { orchestrator } : {}),
       }),
+    // Waits twice: for the page's text (a client tool), then for approval of the sum.
+    reader: () =>
+      new Agent({
+        provider: scriptedModel(
+          Array.from({ length: 10 }, () => (options: { prompt: { role: string }[] }) => {
+            const turn = options.prompt.filter((message) => message.role === "assistant").length;
+            if (turn === 0) return [script.toolCall("read_page", { selector: "h1" }, { id: "r1" })];
+            if (turn === 1) return [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })];
+            return [script.text("Read it and added.")];
+          }),
+        ),
+        tools: [readPage, add],
+        beforeToolCall: ({ call }) => (call.name === "add" ? { requireApproval: true } : undefined),
+      }),
   },
 });
 await runtime.launch();
@@ -70,8 +91,9 @@ if (mode === "work") {
   console.log("working");
   await new Promise(() => {}); // takes runs from the queue until killed
 }
+const agentName = execution === "waits" ? "reader" : "adder";
 if (mode === "start") {
-  await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId });
+  await runtime.start(agentName, "Add 1+2, 3+4 and 5+6.", { runId });
   console.log("started");
   await new Promise(() => {}); // until killed
 }
@@ -79,7 +101,7 @@ let result: unknown;
 try {
   result =
     mode === "whole"
-      ? await (await runtime.start("adder", "Add 1+2, 3+4 and 5+6.", { runId })).result()
+      ? await (await runtime.start(agentName, "Add 1+2, 3+4 and 5+6.", { runId })).result()
       : await runtime.retrieve(runId).result();
 } catch (error) {
   result = { failed: (error as Error).message };

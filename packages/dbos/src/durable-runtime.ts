@@ -3,6 +3,8 @@ import {
   AgentError,
   type AgentEvent,
   type AgentMessage,
+  type AgentRun,
+  type ClientToolOutcome,
   EVENT_SINK,
   ID_SOURCE,
   InvalidConfigError,
@@ -30,6 +32,8 @@ export interface DurableRuntimeOptions {
    * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them.
    */
   queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
+  /** How long a run that waits for an approval or a client tool result waits (default 24 h). */
+  answerTimeoutMs?: number;
 }
 
 /** The DBOS name of the workflow a durable run is, for starting runs from a `DBOSClient`. */
@@ -38,7 +42,10 @@ const DEFAULT_QUEUE = "agent-core.runs";
 
 /** How a durable run ended: what `run.result()` gives in process, minus what does not serialize. */
 export interface DurableRunResult {
+  /** The run that ended it: the workflow's id, or `<id>.2`, `.3`, … after each wait. */
   runId: string;
+  /** Every run of the workflow, in order: the prompt's, then one per resumption. */
+  runIds: string[];
   stopReason: StopReason;
   text: string;
   messages: AgentMessage[];
@@ -63,6 +70,7 @@ export class DurableRuntime {
   readonly #pool: pg.Pool;
   readonly #store: EventStore;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
+  readonly #answerTimeoutSec: number;
 
   constructor(options: DurableRuntimeOptions) {
     if (typeof options.databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(options.databaseUrl))
@@ -72,6 +80,7 @@ export class DurableRuntime {
     this.#options = options;
     this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
     this.#store = new EventStore(this.#pool);
+    this.#answerTimeoutSec = (options.answerTimeoutMs ?? 86_400_000) / 1000;
     this.#workflow = DBOS.registerWorkflow(
       (agentName: string, prompt: string) => this.#run(agentName, prompt),
       { name: RUN_WORKFLOW },
@@ -124,13 +133,21 @@ export class DurableRuntime {
     return this.#store.read(runId, after);
   }
 
+  /**
+   * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
+   * delivered to the run wherever it executes, even after its worker died.
+   */
+  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    return DBOS.send(workflowId, answer, ANSWERS);
+  }
+
   async shutdown(): Promise<void> {
     await DBOS.shutdown();
     await this.#pool.end();
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
-    const runId = DBOS.workflowID as string;
+    const workflowId = DBOS.workflowID as string;
     const make = this.#options.agents[agentName];
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
     const agent = make();
@@ -139,11 +156,53 @@ export class DurableRuntime {
     // Registered on the agent's own container before its first prompt, when it resolves them.
     container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP)));
     container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER)));
-    container.registerInstance(ID_SOURCE, { runId: () => runId });
+    // The prompt's run is the workflow; each resumption after a wait is a run of its own.
+    const runIds: string[] = [];
+    container.registerInstance(ID_SOURCE, {
+      runId: () => {
+        runIds.push(runIds.length === 0 ? workflowId : `${workflowId}.${runIds.length + 1}`);
+        return runIds.at(-1) as string;
+      },
+    });
     container.registerInstance(EVENT_SINK, this.#store.sink());
-    const result = await agent.prompt(prompt).result();
+    // Client tools suspend the run (a wait is a durable message, not a process holding on).
+    let result = await agent.prompt(prompt, { clientTools: "suspend" }).result();
+    while (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
+      await this.#store.flush();
+      const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);
+      if (answer === null) break;
+      const resumed = deliver(agent, answer);
+      if (resumed !== undefined) result = await resumed.result();
+    }
     await this.#store.flush();
-    return { runId, stopReason: result.stopReason, text: result.text, messages: result.messages };
+    return {
+      runId: result.runId,
+      runIds,
+      stopReason: result.stopReason,
+      text: result.text,
+      messages: result.messages,
+    };
+  }
+}
+
+/** An answer to a run that waits: an approval decision, or a client tool's result. */
+export type DurableAnswer =
+  | { kind: "approval"; toolCallId: string; approved: boolean; reason?: string }
+  | { kind: "tool-result"; toolCallId: string; outcome: ClientToolOutcome };
+
+const ANSWERS = "agent-core.answer";
+
+/**
+ * Hands an answer to the agent: the run that resumes once every waiting call is answered, or
+ * undefined. An answer for no waiting call is dropped (the same on replay: the same answers
+ * arrive in the same order).
+ */
+function deliver(agent: Agent, answer: DurableAnswer): AgentRun | undefined {
+  try {
+    if (answer.kind === "tool-result") return agent.submitToolResult(answer.toolCallId, answer.outcome);
+    return answer.approved ? agent.approve(answer.toolCallId) : agent.deny(answer.toolCallId, answer.reason);
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,4 +1,5 @@
 export {
+  type DurableAnswer,
   type DurableRun,
   type DurableRunResult,
   DurableRuntime,

@@ -1,5 +1,5 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
-import type { DurableRunResult } from "./durable-runtime.js";
+import type { DurableAnswer, DurableRunResult } from "./durable-runtime.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
 /**
@@ -44,6 +44,11 @@ export class DurableRunClient {
   /** Resolves when the run ends, in whichever worker. */
   result(runId: string): Promise<DurableRunResult> {
     return this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult();
+  }
+
+  /** Answers a run that waits for an approval or a client tool result, wherever it executes. */
+  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    return this.#client.send(workflowId, answer, "agent-core.answer");
   }
 
   close(): Promise<void> {
