@@ -22,13 +22,14 @@ import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { cycleModel, scriptedCycleModel, slowCycleModel } from "./cycle-model.js";
 import { agenticLoop, bareLoop, readmeAgent, runAgent } from "./loops.js";
+import { benchOption } from "./options.js";
 
-const cycles = option("BENCH_CYCLES", 50);
-const rounds = option("BENCH_ROUNDS", 21);
-const roundMs = option("BENCH_ROUND_MS", 200);
-const processes = option("BENCH_PROCESSES", 3);
-const concurrentRuns = option("BENCH_CONCURRENT_RUNS", 1000);
-const concurrentRounds = option("BENCH_CONCURRENT_ROUNDS", 7);
+const cycles = benchOption("BENCH_CYCLES", 50);
+const rounds = benchOption("BENCH_ROUNDS", 21);
+const roundMs = benchOption("BENCH_ROUND_MS", 200);
+const processes = benchOption("BENCH_PROCESSES", 3);
+const concurrentRuns = benchOption("BENCH_CONCURRENT_RUNS", 1000);
+const concurrentRounds = benchOption("BENCH_CONCURRENT_ROUNDS", 7);
 const target = 1.5;
 const concurrentCycles = 5;
 const latencyMs = 2;
@@ -235,14 +236,6 @@ function inChild<T>(name: string, memoryOf?: number): Promise<T> {
 }
 
 /** A whole number >= 1 from the environment, or its default; anything else stops the bench. */
-function option(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === "") return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`${name} must be a whole number >= 1, got ${JSON.stringify(text)}.`);
-  return value;
-}
 
 /** BENCH_ONLY's workloads, or all of them; an unknown name stops the bench. */
 function selectedWorkloads(): string[] {

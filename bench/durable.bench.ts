@@ -15,10 +15,11 @@ import { script, scriptedModel } from "@agent-core/testing";
 import pg from "pg";
 import { z } from "zod";
 import { startPostgres } from "../test/dbos/throwaway-postgres.js";
+import { benchOption } from "./options.js";
 
-const runsPerRound = option("BENCH_DURABLE_RUNS", 20);
-const rounds = option("BENCH_DURABLE_ROUNDS", 5);
-const crashes = option("BENCH_DURABLE_CRASHES", 3);
+const runsPerRound = benchOption("BENCH_DURABLE_RUNS", 20);
+const rounds = benchOption("BENCH_DURABLE_ROUNDS", 5);
+const crashes = benchOption("BENCH_DURABLE_CRASHES", 3);
 const CYCLES = 5;
 
 const add = defineTool({
@@ -111,13 +112,4 @@ async function crashLatencies(): Promise<string[]> {
   }
   await pool.end();
   return latencies;
-}
-
-function option(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`${name} must be a whole number >= 1, got "${raw}".`);
-  return value;
 }

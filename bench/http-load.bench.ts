@@ -12,9 +12,10 @@ import { Agent, type AgentEvent, defineTool } from "@agent-core/core";
 import { createAgentServer, serveNode } from "@agent-core/http";
 import { script, scriptedModel } from "@agent-core/testing";
 import { z } from "zod";
+import { benchOption } from "./options.js";
 
-const runs = option("BENCH_HTTP_RUNS", 1000);
-const rounds = option("BENCH_HTTP_ROUNDS", 5);
+const runs = benchOption("BENCH_HTTP_RUNS", 1000);
+const rounds = benchOption("BENCH_HTTP_ROUNDS", 5);
 
 const readPage = defineTool({
   name: "read_page",
@@ -158,15 +159,6 @@ async function main(): Promise<void> {
   console.log(
     `peak RSS growth per batch: HTTP median ${median(samples.map((s) => s.http.rssMb)).toFixed(0)} MB, in process ${median(samples.map((s) => s.local.rssMb)).toFixed(0)} MB`,
   );
-}
-
-function option(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`${name} must be a whole number >= 1, got "${raw}".`);
-  return value;
 }
 
 await main();

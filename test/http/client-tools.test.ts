@@ -1,7 +1,16 @@
 import { planExecute } from "@agent-core/plan-execute";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
-import { addNumbers, agentEvents, NdjsonReader, ofType, post, readPage, startServer } from "./harness.js";
+import {
+  addNumbers,
+  agentEvents,
+  NdjsonReader,
+  ndjsonEvents,
+  ofType,
+  post,
+  readPage,
+  startServer,
+} from "./harness.js";
 
 // Client-executed tools over HTTP: hook tokens, single use, and every kind of bad callback.
 
@@ -255,12 +264,7 @@ describe("a client tool over HTTP", () => {
       { clientTools: "suspend" },
     );
     const first = await (await post(`${url}/runs`, { prompt: "go" })).text();
-    const events = agentEvents(
-      first
-        .trimEnd()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
-    );
+    const events = ndjsonEvents(first);
     const end = events.at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
     expect(end).toMatchObject({ type: "agent_end", stopReason: "awaiting_client_tool" });
     expect(end.pendingClientTools.map((call) => [call.toolCallId, typeof call.hookToken])).toEqual([
@@ -285,11 +289,8 @@ describe("a client tool over HTTP", () => {
       result: "B",
     });
     expect([again.status, (await again.json()).runId]).toEqual([202, runId]);
-    const resumed = agentEvents(
-      (await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text())
-        .trimEnd()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
+    const resumed = ndjsonEvents(
+      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
     );
     assertEventProtocol(resumed);
     expect(resumed.filter((event) => event.type === "tool_result").map((event) => event.result)).toEqual([

@@ -126,4 +126,14 @@ export function agentEvents(events: readonly Record<string, unknown>[]): AgentEv
   return events.filter((event) => event.type !== "heartbeat").map((event) => parseAgentEvent(event));
 }
 
+/** The events of a whole NDJSON response body, each checked against its schema. */
+export function ndjsonEvents(text: string): AgentEvent[] {
+  return agentEvents(
+    text
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line)),
+  );
+}
+
 export const ofType = (type: string) => (event: Record<string, unknown>) => event.type === type;

@@ -2,7 +2,16 @@ import { once } from "node:events";
 import { connect } from "node:net";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
-import { agentEvents, headers, NdjsonReader, ofType, post, readPage, startServer } from "./harness.js";
+import {
+  agentEvents,
+  headers,
+  NdjsonReader,
+  ndjsonEvents,
+  ofType,
+  post,
+  readPage,
+  startServer,
+} from "./harness.js";
 
 // A client that goes away, comes back, or reads slowly.
 
@@ -175,12 +184,7 @@ describe("a slow reader", () => {
     let text = new TextDecoder().decode(first.value);
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
       text += new TextDecoder().decode(chunk.value);
-    const events = agentEvents(
-      text
-        .trimEnd()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
-    );
+    const events = ndjsonEvents(text);
     assertEventProtocol(events);
     expect(events.filter((event) => event.type === "text_delta")).toHaveLength(500);
   });

@@ -5,6 +5,7 @@ import {
   agentEvents,
   headers,
   NdjsonReader,
+  ndjsonEvents,
   ofType,
   post,
   readPage,
@@ -31,12 +32,7 @@ describe("POST /runs", () => {
     const text = await response.text();
     expect(text.endsWith("\n")).toBe(true);
     expect(text).not.toContain("\r");
-    const events = agentEvents(
-      text
-        .trimEnd()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
-    );
+    const events = ndjsonEvents(text);
     assertEventProtocol(events);
     expect(response.headers.get("x-run-id")).toBe(events[0]?.runId);
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "ok", result: 5 });
@@ -175,12 +171,7 @@ describe("POST /runs", () => {
     const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
       runTimeoutMs: 50,
     });
-    const events = agentEvents(
-      (await (await post(`${url}/runs`, { prompt: "hi" })).text())
-        .trimEnd()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
-    );
+    const events = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "hi" })).text());
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 

@@ -4,7 +4,7 @@ import { createAgentServer, serveNode } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentEvents, headers, post, readPage } from "../http/harness.js";
+import { agentEvents, headers, ndjsonEvents, post, readPage } from "../http/harness.js";
 import { fuzzSettings } from "./property.js";
 
 // Generated timelines of a client against a real server on loopback: client calls answered once,
@@ -214,12 +214,7 @@ describe("HTTP timelines (fast-check)", () => {
         const outcome = await play(t);
         const runId = outcome.seen[0]?.runId;
         const full = await (await fetch(`${url}/runs/${runId}/events`, { headers: headers() })).text();
-        const log = agentEvents(
-          full
-            .trimEnd()
-            .split("\n")
-            .map((line) => JSON.parse(line)),
-        );
+        const log = ndjsonEvents(full);
         check(t, outcome, log);
       }),
       {
