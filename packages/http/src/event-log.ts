@@ -25,7 +25,9 @@ export class EventLog {
   /** Seq of `#events[0]`. */
   #first = 0;
   #closed = false;
-  #waiters: (() => void)[] = [];
+  /** One promise for every reader waiting for the next event: a reader that stops waiting (a
+   * heartbeat went out instead) leaves nothing behind. */
+  #next: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(maxEvents: number) {
     this.#maxEvents = maxEvents;
@@ -67,13 +69,19 @@ export class EventLog {
   /** Resolves when an event after `from - 1` is appended or the log closes (at once if so already). */
   changed(from: number): Promise<void> {
     if (from < this.end || this.#closed) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    if (this.#next === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => {
+        resolve = done;
+      });
+      this.#next = { promise, resolve };
+    }
+    return this.#next.promise;
   }
 
   #wake(): void {
-    if (this.#waiters.length === 0) return;
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const wake of waiters) wake();
+    const next = this.#next;
+    this.#next = undefined;
+    next?.resolve();
   }
 }
