@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   type Agent,
   AgentError,
@@ -71,6 +72,9 @@ export class DurableRuntime {
   readonly #store: EventStore;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
   readonly #answerTimeoutSec: number;
+  readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
+  /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
+  readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
   constructor(options: DurableRuntimeOptions) {
     if (typeof options.databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(options.databaseUrl))
@@ -85,6 +89,9 @@ export class DurableRuntime {
       (agentName: string, prompt: string) => this.#run(agentName, prompt),
       { name: RUN_WORKFLOW },
     );
+    this.#localWorkflow = DBOS.registerWorkflow((key: string) => this.#runLocal(key), {
+      name: "agent-core.local-run",
+    });
   }
 
   /** Connects, creates what is missing, and resumes the runs a crashed process left. */
@@ -146,11 +153,40 @@ export class DurableRuntime {
     await this.#pool.end();
   }
 
+  /**
+   * Runs an agent made in this process as a durable workflow: its model and tool calls are
+   * recorded steps and its events go to the durable log, as for a registered agent, but only this
+   * process can finish it (the agent lives here); for runs another worker can resume, `start()` a
+   * registered agent. The run is returned as the agent's own, to abort, steer and read in process.
+   */
+  async prompt(agent: Agent, input: string): Promise<AgentRun> {
+    const key = randomUUID();
+    let started!: (run: AgentRun) => void;
+    const run = new Promise<AgentRun>((resolve) => {
+      started = resolve;
+    });
+    this.#local.set(key, { agent, input, started });
+    await DBOS.startWorkflow(this.#localWorkflow)(key);
+    return run;
+  }
+
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
-    const workflowId = DBOS.workflowID as string;
     const make = this.#options.agents[agentName];
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
-    const agent = make();
+    return this.#durably(make(), prompt);
+  }
+
+  async #runLocal(key: string): Promise<DurableRunResult> {
+    const local = this.#local.get(key);
+    if (local === undefined)
+      throw new InvalidConfigError("This run's agent lived in a process that has ended.");
+    this.#local.delete(key);
+    return this.#durably(local.agent, local.input, local.started);
+  }
+
+  /** Runs the prompt with the agent's services made durable, through every wait, to its end. */
+  async #durably(agent: Agent, prompt: string, started?: (run: AgentRun) => void): Promise<DurableRunResult> {
+    const workflowId = DBOS.workflowID as string;
     await checkOrchestrator(agent);
     const { container } = agent;
     // Registered on the agent's own container before its first prompt, when it resolves them.
@@ -166,7 +202,9 @@ export class DurableRuntime {
     });
     container.registerInstance(EVENT_SINK, this.#store.sink());
     // Client tools suspend the run (a wait is a durable message, not a process holding on).
-    let result = await agent.prompt(prompt, { clientTools: "suspend" }).result();
+    const run = agent.prompt(prompt, { clientTools: "suspend" });
+    started?.(run);
+    let result = await run.result();
     while (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await this.#store.flush();
       const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);

@@ -19,6 +19,11 @@ import {
 export interface ConformanceOptions {
   /** How long an aborted run may take to end, beyond the grace period (default 1000 ms). */
   abortDeadlineMs?: number;
+  /**
+   * How a run starts (default `agent.prompt(input)`): a runtime that runs agents its own way (the
+   * durable one, in a workflow) passes its own, and the checks run on it.
+   */
+  prompt?: (agent: Agent, input: string) => AgentRun | Promise<AgentRun>;
 }
 
 const GRACE_MS = 30;
@@ -52,16 +57,16 @@ const deadlineOf = (options: ConformanceOptions = {}) => GRACE_MS + (options.abo
 export const conformanceChecks: readonly ConformanceCheck[] = [
   {
     name: "answers a prompt without tools: protocol, schemas, transcript, completed",
-    async run(factory) {
-      const { run, result } = await runScenario(factory, { tools: false });
+    async run(factory, options) {
+      const { run, result } = await runScenario(factory, { tools: false }, options);
       expect(result.stopReason).toBe("completed");
       expect(run.events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     },
   },
   {
     name: "uses tools: every tool_call has one tool_result and the history has one result per call",
-    async run(factory) {
-      const { run, result } = await runScenario(factory, {});
+    async run(factory, options) {
+      const { run, result } = await runScenario(factory, {}, options);
       expect(result.stopReason).toBe("completed");
       const calls = eventsOf(run.events, "tool_call").map((e) => e.toolCallId);
       const resultsInHistory = result.messages.flatMap((m) =>
@@ -72,9 +77,9 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: "reports every model decision: one steering_mode per model call",
-    async run(factory) {
+    async run(factory, options) {
       for (const tools of [false, true]) {
-        const { run, result } = await runScenario(factory, tools ? {} : { tools: false });
+        const { run, result } = await runScenario(factory, tools ? {} : { tools: false }, options);
         expect(result.stopReason).toBe("completed");
         expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
       }
@@ -82,8 +87,8 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: "resolves result() when nobody reads the events",
-    async run(factory) {
-      const result = await newAgent(factory, {}).prompt(PROMPT).result();
+    async run(factory, options) {
+      const result = await (await start(newAgent(factory, {}), PROMPT, options)).result();
       expect(result.stopReason).toBe("completed");
       assertValidTranscript(result.messages);
     },
@@ -92,7 +97,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "ends promptly when aborted in a tool that ignores its signal",
     async run(factory, options) {
       const agent = newAgent(factory, { hangingTool: true });
-      const run = agent.prompt(PROMPT);
+      const run = await start(agent, PROMPT, options);
       agent.on("tool_call", () => setTimeout(() => agent.abort(), 5));
       const fallback = setTimeout(() => agent.abort(), 500); // for an orchestrator that calls no tool
       const result = await timed(run, deadlineOf(options) + 500).finally(() => clearTimeout(fallback));
@@ -104,7 +109,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "ends promptly when aborted during a model stream",
     async run(factory, options) {
       const agent = newAgent(factory, { model: { hangOnCall: 1 } });
-      const run = agent.prompt("Answer.");
+      const run = await start(agent, "Answer.", options);
       setTimeout(() => agent.abort(), 20);
       const result = await timed(run, deadlineOf(options));
       expect(result.stopReason).toBe("aborted");
@@ -112,12 +117,12 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: "reports a provider failure as an error, never as an answer, whichever call fails",
-    async run(factory) {
+    async run(factory, options) {
       // Count the model calls of a clean run, then fail each one in turn.
       const clean = conformanceModel();
-      await runScenario(factory, { model: clean });
+      await runScenario(factory, { model: clean }, options);
       for (let failOnCall = 1; failOnCall <= clean.doStreamCalls.length; failOnCall++) {
-        const { run, result } = await runScenario(factory, { model: { failOnCall } });
+        const { run, result } = await runScenario(factory, { model: { failOnCall } }, options);
         expect(result.stopReason, `model call ${failOnCall} failed`).toBe("error");
         expect(eventsOf(run.events, "error")).toHaveLength(1);
       }
@@ -125,10 +130,10 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: "honours steering: the message enters the history, announced by steering_applied",
-    async run(factory) {
+    async run(factory, options) {
       const agent = newAgent(factory, {});
       agent.steer("Conformance steering");
-      const run = agent.prompt(PROMPT);
+      const run = await start(agent, PROMPT, options);
       const result = await timed(run, 5000);
       const steered = result.messages.filter(
         (m) => m.role === "user" && m.content === "Conformance steering",
@@ -139,9 +144,9 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: "keeps maxCycles, however many cycles the orchestrator wants",
-    async run(factory) {
+    async run(factory, options) {
       const model = conformanceModel();
-      const run = newAgent(factory, { model, maxCycles: 1 }).prompt(PROMPT);
+      const run = await start(newAgent(factory, { model, maxCycles: 1 }), PROMPT, options);
       const result = await timed(run, 5000);
       expect(["completed", "max_cycles"]).toContain(result.stopReason);
       expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
@@ -175,11 +180,16 @@ function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
   });
 }
 
+function start(agent: Agent, input: string, options: ConformanceOptions = {}): AgentRun | Promise<AgentRun> {
+  return options.prompt ? options.prompt(agent, input) : agent.prompt(input);
+}
+
 async function runScenario(
   factory: () => Orchestrator,
   scenario: Scenario,
+  options?: ConformanceOptions,
 ): Promise<{ run: AgentRun; result: RunResult }> {
-  const run = newAgent(factory, scenario).prompt(PROMPT);
+  const run = await start(newAgent(factory, scenario), PROMPT, options);
   const result = await timed(run, 5000);
   return { run, result };
 }
