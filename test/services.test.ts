@@ -160,4 +160,14 @@ describe("services by token", () => {
     expect(sunk.join("\n")).toBe(log);
     expect(EVENT_SINK).toBe(Symbol.for("agent-core.EventSink"));
   });
+
+  it("finds services registered under the tokens' global names, as another copy of the package would", async () => {
+    const log = await eventLog(script3(), {
+      Clock: steppingClock(42_000),
+      IdSource: { runId: () => "named-run" },
+    });
+    expect(log).toContain('"runId":"named-run"');
+    expect(log).toMatch(/"ts":42\d{3},/);
+    expect(log).not.toContain('"ts":1700000000');
+  });
 });

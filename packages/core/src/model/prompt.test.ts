@@ -148,3 +148,65 @@ describe("PromptBuilder", () => {
     expect(builder.build(undefined, history)).toEqual(toModelPrompt(undefined, history));
   });
 });
+
+describe("PromptBuilder.build, what the measured survivors showed untested", () => {
+  const [question, reply, result] = history as [LlmMessage, LlmMessage, LlmMessage];
+
+  it("converts only the new tail of messages that extend the previous ones", () => {
+    const builder = new PromptBuilder();
+    const before = builder.build("S", [question]);
+    const after = builder.build("S", [question, reply]);
+    expect(after).toEqual(toModelPrompt("S", [question, reply]));
+    // Converted once: the later prompts hold the same message objects.
+    expect(after[1]).toBe(before[1]);
+    expect(builder.build("S", [question, reply])[2]).toBe(after[2]);
+  });
+
+  it("starts again when the new messages do not begin with the previous ones", () => {
+    const builder = new PromptBuilder();
+    builder.build(undefined, [reply]);
+    expect(builder.build(undefined, [question, result])).toEqual(
+      toModelPrompt(undefined, [question, result]),
+    );
+  });
+
+  it("sees messages added since to the array it was given", () => {
+    const builder = new PromptBuilder();
+    const messages = [question];
+    builder.build(undefined, messages);
+    messages.push(reply);
+    expect(builder.build(undefined, messages)).toEqual(toModelPrompt(undefined, [question, reply]));
+  });
+});
+
+describe("toModelPrompt, parts", () => {
+  it("converts the text parts of a user message", () => {
+    const parts = [
+      { type: "text" as const, text: "a" },
+      { type: "text" as const, text: "b" },
+    ];
+    expect(toModelPrompt(undefined, [{ role: "user", content: parts }])).toEqual([
+      { role: "user", content: parts },
+    ]);
+  });
+
+  it("leaves out only empty text parts: an empty thinking block stays", () => {
+    const message: LlmMessage = {
+      role: "assistant",
+      content: [
+        { type: "thinking", text: "" },
+        { type: "text", text: "" },
+        { type: "text", text: "ok" },
+      ],
+    };
+    expect(toModelPrompt(undefined, [message])).toEqual([
+      {
+        role: "assistant",
+        content: [
+          { type: "reasoning", text: "" },
+          { type: "text", text: "ok" },
+        ],
+      },
+    ]);
+  });
+});

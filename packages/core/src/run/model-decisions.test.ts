@@ -246,3 +246,53 @@ describe("ModelDecisions.generateObject", () => {
     expect(eventsOf(d.events, "steering_mode")[0]).toMatchObject({ mode: "steer", queueSize: 3 });
   });
 });
+
+describe("ModelDecisions, what the measured survivors showed untested", () => {
+  it("keeps the text of a reply whose repeated call ids it renames", async () => {
+    const d = decisionsWith([callsReply([call("x"), call("x")], { text: "Twice." })]);
+    const decision = await d.decisions.decide({});
+    expect(decision.message.content).toEqual([
+      { type: "text", text: "Twice." },
+      { type: "toolCall", id: "x", name: "echo", args: { text: "x" } },
+      { type: "toolCall", id: "x_2", name: "echo", args: { text: "x" } },
+    ]);
+  });
+
+  it("asks shouldStop only after the first call, and calls the model again when it says no", async () => {
+    const shouldStop = vi.fn(() => false);
+    const steering = new MessageInbox(new MessageQueue(), () => [], new FakeClock());
+    const d = decisionsWith([textReply("one"), textReply("two")], { hooks: { shouldStop }, steering });
+    await d.decisions.decide({});
+    expect(shouldStop).not.toHaveBeenCalled();
+    const second = await d.decisions.decide({});
+    expect(second.mode === "respond" && second.text).toBe("two");
+    expect(shouldStop).toHaveBeenCalledTimes(1);
+    expect(shouldStop).toHaveBeenCalledWith(expect.objectContaining({ step: 1 }));
+  });
+
+  it("takes the slow path without shouldStop when a steering callback is set", async () => {
+    const steering = new MessageInbox(new MessageQueue(), () => [], new FakeClock());
+    const d = decisionsWith([textReply("one")], { steering });
+    const decision = await d.decisions.decide({});
+    expect(decision.mode === "respond" && decision.text).toBe("one");
+  });
+
+  it("ends the assistant message with the stop reason of the finish reason", async () => {
+    const d = decisionsWith([
+      textReply("a", { finishReason: "error" }),
+      textReply("b", { finishReason: "content-filter" }),
+    ]);
+    expect((await d.decisions.decide({})).message.stopReason).toBe("error");
+    expect((await d.decisions.decide({})).message.stopReason).toBe("other");
+  });
+
+  it("names and describes the expected object only when asked to", async () => {
+    const schema = z.object({ answer: z.number() });
+    const d = decisionsWith([textReply('{"answer":1}'), textReply('{"answer":2}')]);
+    await d.decisions.generateObject(schema, { name: "verdict", description: "The verdict." });
+    await d.decisions.generateObject(schema, {});
+    const [named, plain] = d.step.requests.map((r) => r.settings?.responseFormat);
+    expect(named).toMatchObject({ type: "json", name: "verdict", description: "The verdict." });
+    expect(Object.keys(plain ?? {}).sort()).toEqual(["schema", "type"]);
+  });
+});

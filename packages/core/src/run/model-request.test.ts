@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { NoProviderError } from "../errors.js";
 import type { AgentEvent } from "../events/schemas.js";
+import { estimateTokens } from "../history/context-budget.js";
 import type { AgentMessage, LlmMessage } from "../messages.js";
 import { defineTool } from "../tools/define-tool.js";
 import { ToolRegistry } from "../tools/registry.js";
@@ -131,6 +132,8 @@ describe("ModelRequestBuilder through the pipeline", () => {
     expect(builder.needsPipeline).toBe(true);
     const request = await builder.throughPipeline(spec({ extraMessages: [user("extra")] }), stored, 1);
     expect(transformContext.mock.calls[0]?.[0]).not.toBe(stored);
+    // With the run's signal, so a transform that calls a model can stop with the run.
+    expect(transformContext).toHaveBeenCalledWith(expect.any(Array), { signal: expect.any(AbortSignal) });
     expect(convertToLlm).toHaveBeenCalledWith([user("new"), { role: "note", text: "n" }]);
     expect(request.prompt).toEqual([
       { role: "system", content: "Be kind." },
@@ -154,6 +157,18 @@ describe("ModelRequestBuilder through the pipeline", () => {
     expect(events).toEqual([
       { type: "context_truncated", droppedMessages: 2, estimatedTokens: 224, runId: "run-1", seq: 0, ts: 0 },
     ]);
+  });
+
+  it("without systemTokens, counts the system prompt as the estimate of a user message of its text", async () => {
+    const messages = [user("first"), user("middle"), user("last")];
+    const historyTokens = messages.reduce((total, m) => total + estimateTokens(m), 0);
+    const systemTokens = estimateTokens({ role: "user", content: "Be kind." });
+    const fits = builderWith({ contextBudget: { maxTokens: historyTokens + systemTokens } });
+    await fits.builder.throughPipeline(spec(), messages, 1);
+    expect(fits.events).toEqual([]);
+    const oneShort = builderWith({ contextBudget: { maxTokens: historyTokens + systemTokens - 1 } });
+    await oneShort.builder.throughPipeline(spec(), messages, 1);
+    expect(oneShort.events.map((e) => e.type)).toEqual(["context_truncated"]);
   });
 
   it("lets prepareStep replace the system prompt, the model, the tools and the messages", async () => {

@@ -1,15 +1,21 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { AbortedError, AwaitingApprovalError, OrchestratorError } from "../errors.js";
+import { InvalidEventError } from "../events/event-registry.js";
 import type { AgentMessage } from "../messages.js";
 import type { ModelStepRequest } from "../model/stream-step.js";
 import type { Orchestrator, RunContext } from "../orchestrator/contract.js";
+import { defineTool } from "../tools/define-tool.js";
+import { ToolRegistry } from "../tools/registry.js";
 import {
   answer,
   assistantCalling,
   call,
   callsReply,
+  echoTool,
   eventsOf,
   type HarnessOverrides,
+  manualTool,
   runHarness,
   type ScriptedReply,
   scriptedStep,
@@ -296,5 +302,267 @@ describe("RunSession", () => {
     expect(result.stopReason).toBe("completed");
     expect(result.newMessages).toEqual([]);
     expect(trace(s.events)).toEqual(["agent_start", "agent_end"]);
+  });
+});
+
+describe("RunSession and its services, what the measured survivors showed untested", () => {
+  /** A tool that moves the fake clock while it runs, and one that queues steering. */
+  const tools = (s: () => ReturnType<typeof sessionOf>) =>
+    new ToolRegistry([
+      echoTool,
+      defineTool({
+        name: "slow",
+        description: "Takes 30 ms of the fake clock.",
+        inputSchema: z.object({ text: z.string() }),
+        execute: ({ text }) => {
+          s().clock.advance(30);
+          return text;
+        },
+      }),
+      defineTool({
+        name: "steerer",
+        description: "Queues steering.",
+        inputSchema: z.object({ text: z.string() }),
+        execute: ({ text }) => {
+          s().steeringQueue.push("change of plan", 5);
+          return text;
+        },
+      }),
+    ]);
+
+  it("a run that finished its work leaves its signal alone, and counts the tools' time", async () => {
+    const s = sessionOf(
+      { orchestrator: oneTurn },
+      {
+        replies: [
+          () => {
+            s.clock.advance(40);
+            return callsReply([call("a", "slow")]);
+          },
+          textReply("done"),
+        ],
+        setup: { tools: tools(() => s) },
+      },
+    );
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("completed");
+    expect(s.setup.abortScope.aborted).toBe(false);
+    expect(result.metrics.toolMs).toBe(30);
+    // Nothing to report: no error, nothing queued again, nothing pending.
+    expect(Object.keys(result)).not.toContain("error");
+    expect(Object.keys(result)).not.toContain("requeued");
+    expect(Object.keys(result)).not.toContain("pendingApprovals");
+  });
+
+  it("cancels a tool batch still in flight when the orchestrator returns without awaiting it", async () => {
+    const slow = manualTool("wait");
+    let late: unknown;
+    const hasty = orchestrator(async (ctx) => {
+      ctx.executeTools([call("w", "wait")]).catch((error: unknown) => {
+        late = error;
+      });
+    });
+    const s = sessionOf({ orchestrator: hasty }, { setup: { tools: new ToolRegistry([slow.tool]) } });
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("completed");
+    expect(slow.aborted).toEqual(["w"]);
+    expect(s.setup.abortScope.signal.reason).toEqual(new AbortedError("the run has ended"));
+    await flush();
+    expect(late).toEqual(new AbortedError("the run has already ended"));
+  });
+
+  it("rejects executeTools with the error of an orchestrator's callback, synchronous or not", async () => {
+    const slow = manualTool("wait");
+    const errors: unknown[] = [];
+    const failing = orchestrator(async (ctx) => {
+      await ctx
+        .executeTools([call("a")], {
+          beforeEach: () => {
+            throw new Error("before");
+          },
+        })
+        .catch((error: unknown) => errors.push(error));
+      ctx.messages.append(assistantCalling([call("w", "wait")]));
+      const running = ctx
+        .executeTools([call("w", "wait")], {
+          afterEach: () => {
+            throw new Error("after");
+          },
+        })
+        .catch((error: unknown) => errors.push(error));
+      slow.release("w");
+      await running;
+    });
+    const s = sessionOf(
+      { orchestrator: failing },
+      { setup: { tools: new ToolRegistry([echoTool, slow.tool]) } },
+    );
+    const result = await s.session.execute();
+    expect(errors).toEqual([new Error("before"), new Error("after")]);
+    expect(result.stopReason).toBe("completed");
+    // Both batches ended: nothing in flight was left to cancel.
+    expect(s.setup.abortScope.aborted).toBe(false);
+  });
+
+  it("tells the orchestrator which calls wait for approval, and only those", async () => {
+    const beforeToolCall = ({ call }: { call: { id: string } }) =>
+      call.id === "b" ? { requireApproval: true as const } : undefined;
+    let thrown: unknown;
+    const catching = orchestrator(async (ctx) => {
+      await ctx.executeTools([call("a"), call("b")]).catch((error: unknown) => {
+        thrown = error;
+      });
+    });
+    const s = sessionOf({ orchestrator: catching }, { setup: { hooks: { beforeToolCall } } });
+    s.transcript.append(assistantCalling([call("a"), call("b")]));
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("awaiting_approval");
+    expect(thrown).toBeInstanceOf(AwaitingApprovalError);
+    expect((thrown as AwaitingApprovalError).calls).toEqual([{ id: "b", name: "echo", args: { text: "b" } }]);
+  });
+
+  it("a run that suspends is not failed by an abort that came while it asked", async () => {
+    let s: ReturnType<typeof sessionOf> | undefined;
+    const beforeToolCall = async () => {
+      s?.setup.abortScope.abort("user pressed stop");
+      return { requireApproval: true as const };
+    };
+    s = sessionOf(
+      { orchestrator: oneTurn },
+      { replies: [callsReply([call("a")])], setup: { hooks: { beforeToolCall } } },
+    );
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("awaiting_approval");
+    expect(result.error).toBeUndefined();
+    expect(trace(s.events)).not.toContain("error");
+  });
+
+  it("reports an orchestrator that fails with a plain error after the abort as aborted", async () => {
+    const listening = orchestrator(
+      (ctx) =>
+        new Promise<void>((_resolve, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(new Error("socket closed"))),
+        ),
+    );
+    const s = sessionOf({ orchestrator: listening });
+    const running = s.session.execute();
+    s.setup.abortScope.abort("user pressed stop");
+    const result = await running;
+    expect(result.stopReason).toBe("aborted");
+    expect(result.error).toBeInstanceOf(AbortedError);
+  });
+
+  it("resumes a batch with steering left queued: every approved call runs", async () => {
+    const history = [user("go"), assistantCalling([call("a", "steerer"), call("b")])];
+    const looking = orchestrator(async () => {});
+    const s = sessionOf(
+      {
+        orchestrator: looking,
+        resume: {
+          suspension: {
+            calls: [call("a", "steerer"), call("b")],
+            waits: new Map([["a", { kind: "approval" as const }]]),
+          },
+          decisions: new Map([["a", { approved: true }]]),
+          results: new Map(),
+        },
+      },
+      { history, setup: { tools: tools(() => s) } },
+    );
+    const result = await s.session.execute();
+    expect(result.newMessages.flatMap((m) => ("status" in m ? [m.status] : []))).toEqual(["ok", "ok"]);
+  });
+
+  it("a resumed batch that waits again ends the run as awaiting_approval, without the orchestrator", async () => {
+    const history = [user("go"), assistantCalling([call("a"), call("b")])];
+    const beforeToolCall = ({ call }: { call: { id: string } }) =>
+      call.id === "b" ? { requireApproval: true as const } : undefined;
+    const never = orchestrator(async () => {});
+    const s = sessionOf(
+      {
+        orchestrator: never,
+        resume: {
+          suspension: {
+            calls: [call("a"), call("b")],
+            waits: new Map([["a", { kind: "approval" as const }]]),
+          },
+          decisions: new Map([["a", { approved: true }]]),
+          results: new Map(),
+        },
+      },
+      { history, setup: { hooks: { beforeToolCall } } },
+    );
+    const result = await s.session.execute();
+    expect(never.runs).toBe(0);
+    expect(result.stopReason).toBe("awaiting_approval");
+    expect(result.pendingApprovals?.map((p) => p.toolCallId)).toEqual(["b"]);
+  });
+
+  it("does not queue again the steering an orchestrator took and put into the history", async () => {
+    const delivering = orchestrator(async (ctx) => {
+      ctx.messages.append(...(await ctx.steering.take()));
+    });
+    const s = sessionOf({ orchestrator: delivering });
+    s.steeringQueue.push("steer", 2);
+    const result = await s.session.execute();
+    expect(result.requeued).toBeUndefined();
+    expect(s.steeringQueue.size).toBe(0);
+    expect(result.newMessages.map((m) => m.role === "user" && m.content)).toEqual(["hi", "steer"]);
+  });
+
+  it("gives the orchestrator the agent's container, the length of the history, and checks its events", async () => {
+    const seen: unknown[] = [];
+    const looking = orchestrator(async (ctx) => {
+      seen.push(ctx.container, ctx.messages.length);
+      expect(() => ctx.emit({ type: "never_registered" } as never)).toThrow(InvalidEventError);
+    });
+    const s = sessionOf({ orchestrator: looking });
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("completed");
+    expect(seen).toEqual([s.setup.owner.container, 1]);
+  });
+
+  it("ends a turn left open with an empty answer saying why the run stopped", async () => {
+    const stopReasonOf = async (run: (ctx: RunContext) => Promise<void>, abort = false) => {
+      const s = sessionOf({ orchestrator: orchestrator(run) });
+      const running = s.session.execute();
+      if (abort) s.setup.abortScope.abort("stop");
+      await running;
+      return eventsOf(s.events, "turn_end")[0]?.message.stopReason;
+    };
+    expect(await stopReasonOf(async (ctx) => void ctx.startTurn())).toBe("stop");
+    expect(
+      await stopReasonOf(async (ctx) => {
+        ctx.startTurn();
+        throw new Error("broken");
+      }),
+    ).toBe("error");
+    expect(
+      await stopReasonOf(async (ctx) => {
+        ctx.startTurn();
+        await new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", reject));
+      }, true),
+    ).toBe("aborted");
+  });
+
+  it("leaves no grace timer behind when the run stops at the abort, before the grace period ends", async () => {
+    vi.useFakeTimers();
+    // One orchestrator fails at the abort, the other returns.
+    for (const settle of ["reject", "resolve"] as const) {
+      const listening = orchestrator(
+        (ctx) =>
+          new Promise<void>((resolve, reject) =>
+            ctx.signal.addEventListener("abort", () =>
+              settle === "reject" ? reject(ctx.signal.reason) : resolve(),
+            ),
+          ),
+      );
+      const s = sessionOf({ orchestrator: listening });
+      const running = s.session.execute();
+      s.setup.abortScope.abort("user pressed stop");
+      expect((await running).stopReason).toBe("aborted");
+      // A timer left running would keep the process alive for abortGraceMs after the run.
+      expect(vi.getTimerCount()).toBe(0);
+    }
   });
 });

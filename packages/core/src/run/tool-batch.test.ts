@@ -4,7 +4,7 @@ import { FatalToolError, StallError } from "../errors.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
 import { defineTool, type Tool } from "../tools/define-tool.js";
-import { SKIPPED_BY_STEERING } from "../tools/execute-tool.js";
+import { SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { StallDetector } from "../tools/stall-detector.js";
 import type { AgentHooks } from "./hooks.js";
@@ -403,5 +403,162 @@ describe("ToolBatch hooks", () => {
     expect(outcome.results[0]?.content).toMatch(
       /^Invalid arguments for tool "echo".*not valid JSON: \{oops$/,
     );
+  });
+});
+
+describe("ToolBatch, what the measured survivors showed untested", () => {
+  it("runs a single call synchronously whatever the concurrency", () => {
+    const h = harnessWith([echoTool]);
+    const outcome = batchOf(h, [call("a")]).run(4);
+    expect(outcome).not.toBeInstanceOf(Promise);
+    expect(shape(done(outcome as BatchOutcome).results)).toEqual(["a ok a"]);
+  });
+
+  it("rejects a concurrent batch with the error of a hook that failed", async () => {
+    const afterToolCall = () => Promise.reject(new Error("hook failed"));
+    const h = harnessWith([echoTool], { hooks: { afterToolCall } });
+    await expect(batchOf(h, [call("a"), call("b")]).run(2)).rejects.toThrow("hook failed");
+  });
+
+  it("stops asking beforeToolCall once the run has ended, and returns no suspension", async () => {
+    const h = harnessWith([echoTool]);
+    const beforeToolCall = vi.fn<NonNullable<AgentHooks["beforeToolCall"]>>(() => {
+      h.transcript.close();
+      return { requireApproval: true };
+    });
+    h.batchSetup = { ...h.batchSetup, hooks: { beforeToolCall } };
+    const outcome = await batchOf(h, [call("a"), call("b")]).run(1);
+    expect(beforeToolCall).toHaveBeenCalledTimes(1);
+    expect(outcome.kind).toBe("done");
+    expect(h.events).toEqual([]);
+  });
+
+  it("closedWith without afterEach leaves the batch's results as they were", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([echoTool, slow.tool]);
+    const batch = batchOf(h, [call("a"), call("s", "slow"), call("c")]);
+    const running = batch.run(1);
+    h.transcript.close();
+    for (const { call, result } of h.transcript.closeCalls("aborted", "not completed: aborted"))
+      batch.closedWith(call, result);
+    slow.release("s");
+    expect(shape(done(await running).results)).toEqual(["a ok a", "none", "none"]);
+  });
+
+  it("asks repairToolCall only about arguments that are not JSON, of a tool it knows", async () => {
+    const repairToolCall = vi.fn<NonNullable<AgentHooks["repairToolCall"]>>(() => ({ text: "fixed" }));
+    const h = harnessWith([echoTool], { hooks: { repairToolCall } });
+    const outcome = batchOf(h, [call("a")]).run(1);
+    expect(outcome).not.toBeInstanceOf(Promise);
+    expect(shape(done(outcome as BatchOutcome).results)).toEqual(["a ok a"]);
+    const unknown = done(await batchOf(h, [call("b", "nope", "{oops")]).run(1));
+    expect(unknown.results[0]?.content).toMatch(/^Unknown tool "nope"/);
+    expect(repairToolCall).not.toHaveBeenCalled();
+  });
+
+  it("answers every call of an aborted run as not run, before any other reason", () => {
+    const h = harnessWith([echoTool], { cutOffCalls: new Set(["b"]) });
+    h.setup.abortScope.abort(new Error("stop"));
+    const decided = new Map<string, ApprovalDecision>([["a", { approved: false }]]);
+    const outcome = done(
+      batchOf(h, [call("a"), call("b"), call("c", "nope")]).run(1, {
+        decisions: decided,
+        results: new Map(),
+      }) as BatchOutcome,
+    );
+    expect(shape(outcome.results)).toEqual([
+      "a aborted not run: the run was aborted",
+      "b aborted not run: the run was aborted",
+      "c aborted not run: the run was aborted",
+    ]);
+  });
+
+  it("keeps the steering that calls running together took, in the order it came", async () => {
+    const slow = manualTool("slow");
+    const h = harnessWith([slow.tool]);
+    const answers: ((messages: string[]) => void)[] = [];
+    const asked = () => new Promise<string[]>((resolve) => answers.push(resolve));
+    const steering = new MessageInbox(new MessageQueue(), asked, h.clock);
+    const calls = [call("s1", "slow"), call("s2", "slow")];
+    h.transcript.append(assistantCalling(calls));
+    const running = new ToolBatch({ ...h.batchSetup, steering }, calls, {}).run(2);
+    slow.release("s1");
+    slow.release("s2");
+    await flush();
+    expect(answers).toHaveLength(2);
+    answers[0]?.(["first"]);
+    answers[1]?.(["second"]);
+    const outcome = done(await running);
+    expect(outcome.steering.map((m) => m.content)).toEqual(["first", "second"]);
+  });
+
+  it("checks for repeated results only when the result is ok, and a note does not stop the batch", () => {
+    const failing = defineTool({
+      name: "failing",
+      description: "Always fails the same way.",
+      inputSchema: z.object({ text: z.string() }),
+      execute: (): string => {
+        throw new Error("nope");
+      },
+    });
+    const stall = new StallDetector({ repeatedResults: 2 });
+    const h = harnessWith([echoTool, failing], { stall });
+    const reply = (calls: ToolCall[]) => {
+      stall.beginReply();
+      return done(batchOf(h, calls).run(1) as BatchOutcome);
+    };
+    // The same read in a later reply, after a reply that made a new call: not a repeated call.
+    reply([call("r1", "echo", { text: "same" }), call("f1", "failing", { text: "same" })]);
+    reply([call("w1", "echo", { text: "new" })]);
+    const third = reply([
+      call("r2", "echo", { text: "same" }),
+      call("f2", "failing", { text: "same" }),
+      call("n", "echo", { text: "other" }),
+    ]);
+    expect(third.results[0]?.content).toMatch(/^same\n\n\[note\] "echo" returned the same result 2 times/);
+    expect(shape(third.results.slice(1))).toEqual(["f2 error nope", "n ok other"]);
+    expect(third.stall).toBeUndefined();
+  });
+
+  it("a stall in a concurrent batch lets the running calls finish", async () => {
+    // A polling tool (allowRepeats): its call is not checked, so it does not restart the count.
+    let finish: (text: string) => void = () => {};
+    let aborted = false;
+    const poll = defineTool({
+      name: "poll",
+      description: "Waits for the test.",
+      inputSchema: z.object({ text: z.string() }),
+      allowRepeats: true,
+      execute: (_args, { signal }) =>
+        new Promise<string>((resolve, reject) => {
+          finish = resolve;
+          signal.addEventListener("abort", () => {
+            aborted = true;
+            reject(signal.reason);
+          });
+        }),
+    });
+    const stall = new StallDetector();
+    const h = harnessWith([echoTool, poll], { stall });
+    const same = { text: "same" };
+    for (const id of ["r1", "r2"]) {
+      stall.beginReply();
+      done(batchOf(h, [call(id, "echo", same)]).run(1) as BatchOutcome);
+    }
+    stall.beginReply();
+    const running = batchOf(h, [call("p", "poll"), call("r3", "echo", same)]).run(2);
+    await flush();
+    finish("polled");
+    const outcome = done(await running);
+    expect(aborted).toBe(false);
+    expect(outcome.stall).toBeInstanceOf(StallError);
+    expect(shape(outcome.results)).toEqual(["p ok polled", `r3 error not run: ${outcome.stall?.message}`]);
+  });
+
+  it("checks the results of a runner that answers a tool the registry does not know", () => {
+    const remote = { run: ({ call }: { call: ToolCall }) => toolResult(call, "ok", "remote answer") };
+    const h = harnessWith([], { runner: remote, stall: new StallDetector() });
+    const outcome = done(batchOf(h, [call("a", "elsewhere")]).run(1) as BatchOutcome);
+    expect(shape(outcome.results)).toEqual(["a ok remote answer"]);
   });
 });

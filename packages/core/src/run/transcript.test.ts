@@ -30,4 +30,11 @@ describe("validateTranscript", () => {
     expect(validateTranscript([calls("a"), result("a"), calls("a"), result("a")])[0]).toMatch(/used twice/);
     expect(validateTranscript([calls("a")])[0]).toMatch(/"a" have no result/);
   });
+
+  it("reports the calls a user message interrupts, and the results after it as answering nothing", () => {
+    expect(validateTranscript([calls("a"), user, result("a")])).toEqual([
+      'message 0: tool call(s) "a" have no result before the next message',
+      'message 2: tool result "a" answers no pending tool call',
+    ]);
+  });
 });
