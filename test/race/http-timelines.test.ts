@@ -4,7 +4,7 @@ import { createAgentServer, serveNode } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentEvents, headers, ndjsonEvents, post, readPage } from "../http/harness.js";
+import { headers, ndjsonEvents, post, readPage } from "../http/harness.js";
 import { fuzzSettings } from "./property.js";
 
 // Generated timelines of a client against a real server on loopback: client calls answered once,
