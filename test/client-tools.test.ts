@@ -368,4 +368,87 @@ describe('clientTools: "suspend"', () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("x")]]) });
     expect(() => agent.prompt("x", { clientTools: "never" as never })).toThrow(/clientTools/);
   });
+
+  it("does not suspend for a client call beforeToolCall blocked or a person denied: it gets its result", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+          script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+        ],
+        [script.text("done")],
+      ]),
+      tools: [readPage],
+      clientTools: "suspend",
+      beforeToolCall: ({ call }) =>
+        call.id === "c1" ? { block: "not this one" } : { requireApproval: true, reason: "reads the page" },
+    });
+    const first = await agent.prompt("go").result();
+    expect(first.stopReason).toBe("awaiting_approval");
+    const resumed = await agent.deny("c2", "no")?.result();
+    // Both refused: nothing left to wait for, so the batch ends without suspending for the client.
+    expect(resumed?.stopReason).toBe("completed");
+    const results = (resumed?.messages ?? []).filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.status])).toEqual([
+      ["c1", "denied"],
+      ["c2", "denied"],
+    ]);
+  });
+
+  it("suspends for an approved client call once approvals are decided", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+      clientTools: "suspend",
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    expect((await agent.prompt("go").result()).stopReason).toBe("awaiting_approval");
+    const approved = await agent.approve("c1")?.result();
+    expect(approved?.stopReason).toBe("awaiting_client_tool");
+    expect(approved?.pendingClientTools?.map((call) => call.toolCallId)).toEqual(["c1"]);
+  });
+});
+
+describe("what stays as it was for server tools", () => {
+  it("a server tool that times out gets its timeout result and no error event", async () => {
+    const slow = defineTool({
+      name: "slow",
+      description: "s",
+      inputSchema: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(resolve, 200)),
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("slow", {}, { id: "s1" })], [script.text("ok")]]),
+      tools: [slow],
+      timeouts: { toolMs: 20 },
+    });
+    const heard: AgentEvent[] = [];
+    agent.on("*", (event) => heard.push(event));
+    const result = await agent.prompt("go").result();
+    expect(result.stopReason).toBe("completed");
+    expect(heard.find((event) => event.type === "tool_result")).toMatchObject({ status: "timeout" });
+    expect(heard.filter((event) => event.type === "error")).toEqual([]);
+  });
+
+  it("a server call whose id was renamed says so, and never says execution: client", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("calculator", { a: 1, b: 1 }, { id: "dup" }),
+          script.toolCall("calculator", { a: 2, b: 2 }, { id: "dup" }),
+        ],
+        [script.text("ok")],
+      ]),
+      tools: [calculator],
+    });
+    const calls: AgentEvent[] = [];
+    agent.on("tool_call", (event) => calls.push(event));
+    await agent.prompt("go").result();
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toMatchObject({ originalToolCallId: "dup" });
+    for (const call of calls) expect(call).not.toHaveProperty("execution");
+  });
 });

@@ -56,8 +56,8 @@ export class ClientToolCalls {
   #wait(toolName: string, args: unknown, { signal, toolCallId }: ToolExecuteOptions): Promise<unknown> {
     return new Promise((resolve, reject) => {
       // Its deadline or the run's abort ends the wait: the call no longer takes a result.
+      // (A delivered result removes this listener first, so `stop` only ever ends a waiting call.)
       const stop = () => {
-        if (this.#waiting.get(toolCallId) !== waiter) return;
         this.#waiting.delete(toolCallId);
         reject(signal.reason);
       };

@@ -23,7 +23,10 @@ const decisionsForResume = (waiting: PendingDecisions) => resumeWith(waiting).de
 
 describe("resumeWith: approvals", () => {
   it("keeps the decisions made and denies every wait still undecided, in wait order", () => {
-    const decisions = decisionsForResume(pending([["b", { approved: true }]]));
+    const waiting = pending([["b", { approved: true }]]);
+    // Approvals only: no client call gets an outcome.
+    expect(resumeWith(waiting).results.size).toBe(0);
+    const decisions = decisionsForResume(waiting);
     expect([...decisions]).toEqual([
       ["b", { approved: true }],
       ["a", { approved: false, reason: "not approved before the conversation went on" }],
