@@ -84,6 +84,8 @@ describe("a run that reaches a client tool", () => {
       isError: false,
     });
     assertEventProtocol(heard);
+    // Answered in time: no tool-timeout.
+    expect(heard.filter((event) => event.type === "error")).toEqual([]);
     expect(agent.pendingClientTools).toEqual([]);
   });
 

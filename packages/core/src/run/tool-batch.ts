@@ -376,11 +376,7 @@ export class ToolBatch implements FatalToolSink {
  * a call that was skipped, denied or refused (it gets its `tool_result` at once).
  */
 function waitsForClient(call: ToolCall, tool: Tool | undefined): boolean {
-  return (
-    tool?.execution === "client" &&
-    typeof call.args !== "string" &&
-    tool.inputSchema.safeParse(call.args).success
-  );
+  return tool?.execution === "client" && tool.inputSchema.safeParse(call.args).success;
 }
 
 function toolCallEvent(call: ToolCall, client: boolean): EventPayload<"tool_call"> {
