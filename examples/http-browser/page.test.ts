@@ -1,8 +1,10 @@
 import "@agent-core/agentic";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createPageDemoModel, createPageServer } from "@agent-core/cli";
+import { clientDistDir, createPageDemoModel, createPageServer } from "@agent-core/cli";
 import { type NodeServer, serveNode } from "@agent-core/http";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // `agent-core serve` serves, the agent on a real HTTP server, the page tools in the browser.
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ROOT_TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 
 let browser: Browser;
@@ -25,6 +28,15 @@ beforeAll(async () => {
     });
   if (!existsSync(CHROMIUM))
     throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH.`);
+  // The page imports the client's compiled files: build them when the workspace was not built yet.
+  if (!existsSync(join(clientDistDir(), "index.js")))
+    execFileSync(
+      process.execPath,
+      [ROOT_TSC, "-b", fileURLToPath(new URL("../../packages/client", import.meta.url))],
+      {
+        stdio: "inherit",
+      },
+    );
   const page = createPageServer({
     model: createPageDemoModel({ chunkDelayMs: 15 }),
     staticDir: fileURLToPath(new URL("./public", import.meta.url)),
