@@ -1,82 +1,13 @@
-import { type Agent, type AgentRun, ClientToolError, InvalidConfigError } from "@agent-core/core";
-import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { type Agent, type AgentRun, ClientToolError } from "@agent-core/core";
 import { z } from "zod";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
-import { digest, type HookKey, HookTokens } from "./hook-tokens.js";
+import { digest, HookTokens } from "./hook-tokens.js";
 import { HttpError, readJsonBody } from "./http-error.js";
+import { consume, limiter } from "./rate-limits.js";
+import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { type RunOwner, ServerRun } from "./server-run.js";
-import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
-
-/** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
-export interface Principal {
-  userId: string;
-  /** The document ids this user may run agents on; absent: any. */
-  documents?: readonly string[];
-}
-
-/** What the server knows when it needs an agent for a conversation. */
-export interface AgentRequest {
-  userId: string;
-  conversationId: string | undefined;
-  documentId: string | undefined;
-}
-
-/** A limit of `points` requests per `durationSec` seconds, per user. */
-export interface RateLimit {
-  points: number;
-  durationSec: number;
-}
-
-export interface AgentServerOptions {
-  /**
-   * The agent for a conversation. Called once per `(userId, conversationId)` (the agent keeps that
-   * conversation's history) and once per run without a conversation id.
-   */
-  agent(request: AgentRequest): Agent | Promise<Agent>;
-  /** Who is asking, for every route; undefined (or a throw) answers 401. */
-  authorize(request: Request): Principal | undefined | Promise<Principal | undefined>;
-  /** Signs hook tokens: a secret of 32+ characters, or keys (the first signs, all verify). */
-  hookSecret: string | readonly HookKey[];
-  /** Prefix of every route (default ""): `"/api"` serves `POST /api/runs`. */
-  basePath?: string;
-  /** How long a client tool call waits for its result before it ends as `timeout` (default 60 s). */
-  clientToolTimeoutMs?: number;
-  /**
-   * How runs wait for client tools: `"wait"` (default) keeps the run going, streaming, until the
-   * result is posted; `"suspend"` ends the run as `awaiting_client_tool` (its `agent_end` lists the
-   * calls with their tokens), and the last result posted resumes it as a new run (202 `{ runId }`).
-   */
-  clientTools?: "wait" | "suspend";
-  /** How long the tokens of a suspended run's calls stay valid, and the run kept (default 1 h). */
-  suspendedTtlMs?: number;
-  /** A run's whole time (default 10 min), unless the agent sets its own `timeouts.totalMs`. */
-  runTimeoutMs?: number;
-  /** A heartbeat event after this long without one on a stream (default 15 s). */
-  heartbeatMs?: number;
-  /**
-   * When a run's last stream goes away (the client left), the run is aborted after this long
-   * without a stream re-attaching (default 5 s; 0: at once). Runs started with `outliveStream`
-   * are never aborted for this.
-   */
-  detachGraceMs?: number;
-  /** Events kept per run for re-attaching (default 10,000; the oldest go first). */
-  maxEventsPerRun?: number;
-  /** How long an ended run can still be re-attached to (default 5 min). */
-  retainEndedMs?: number;
-  /** Runs kept at once, running or ended (default 10,000); past it `POST /runs` answers 503. */
-  maxRuns?: number;
-  /** Conversations idle this long are forgotten (default 30 min). */
-  conversationTtlMs?: number;
-  /** Largest request body (default 256 KiB). */
-  maxBodyBytes?: number;
-  /** Per-user limits (memory); `false` turns one off. Defaults: start 30/min, callback 600/min. */
-  rateLimits?: { start?: RateLimit | false; callback?: RateLimit | false };
-  /** Where used hook tokens are recorded (default: in memory). */
-  ledger?: TokenLedger;
-  /** The clock (default `Date.now`); tokens expire by it. */
-  now?: () => number;
-}
+import { MemoryTokenLedger } from "./token-ledger.js";
 
 /** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
 export interface AgentServer {
@@ -109,7 +40,7 @@ const messageBody = z.strictObject({ message: z.string().min(1).max(100_000) });
  * See docs/http.md for the wire format, every error and the token rules.
  */
 export function createAgentServer(options: AgentServerOptions): AgentServer {
-  const config = resolve(options);
+  const config = resolveOptions(options);
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
   const runs = new Map<string, ServerRun>();
@@ -334,64 +265,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       conversations.clear();
     },
   };
-}
-
-function resolve(options: AgentServerOptions) {
-  const positive = (name: string, value: number | undefined, fallback: number, zero = false) => {
-    if (value === undefined) return fallback;
-    if (typeof value !== "number" || Number.isNaN(value) || value < 0 || (value === 0 && !zero))
-      throw new InvalidConfigError(
-        `${name} must be a number ${zero ? ">= 0" : "> 0"}, got ${String(value)}.`,
-      );
-    return value;
-  };
-  if (typeof options.agent !== "function")
-    throw new InvalidConfigError("agent must be a function returning an Agent.");
-  if (typeof options.authorize !== "function")
-    throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
-  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
-  if (basePath !== "" && !basePath.startsWith("/"))
-    throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
-  return {
-    basePath,
-    clientToolTimeoutMs: positive("clientToolTimeoutMs", options.clientToolTimeoutMs, 60_000),
-    runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
-    heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 15_000),
-    detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
-    maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
-    retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
-    suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
-    clientTools: clientToolMode(options.clientTools),
-    maxRuns: positive("maxRuns", options.maxRuns, 10_000),
-    conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
-    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
-    now: options.now ?? Date.now,
-  };
-}
-
-function clientToolMode(mode: unknown): "wait" | "suspend" {
-  if (mode === undefined) return "wait";
-  if (mode === "wait" || mode === "suspend") return mode;
-  throw new InvalidConfigError(`clientTools must be "wait" or "suspend", got ${JSON.stringify(mode)}.`);
-}
-
-function limiter(option: RateLimit | false | undefined, fallback: RateLimit): RateLimiterMemory | undefined {
-  if (option === false) return undefined;
-  const { points, durationSec } = option ?? fallback;
-  return new RateLimiterMemory({ points, duration: durationSec });
-}
-
-async function consume(limit: RateLimiterMemory | undefined, userId: string): Promise<void> {
-  if (limit === undefined) return;
-  try {
-    await limit.consume(userId);
-  } catch (rejection) {
-    if (!(rejection instanceof RateLimiterRes)) throw rejection;
-    const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-    throw new HttpError(429, "rate-limited", `Too many requests; try again in ${seconds} s.`, {
-      headers: { "retry-after": String(seconds) },
-    });
-  }
 }
 
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {

@@ -1,12 +1,6 @@
-export {
-  type AgentRequest,
-  type AgentServer,
-  type AgentServerOptions,
-  createAgentServer,
-  type Principal,
-  type RateLimit,
-} from "./agent-server.js";
+export { type AgentServer, createAgentServer } from "./agent-server.js";
 export type { HookClaims, HookKey } from "./hook-tokens.js";
 export { HttpError } from "./http-error.js";
 export { type NodeServer, serveNode } from "./node-server.js";
+export type { AgentRequest, AgentServerOptions, Principal, RateLimit } from "./server-options.js";
 export { type LedgerVerdict, MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
