@@ -12,20 +12,14 @@ import {
   UnknownOrchestratorError,
 } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import type { CliIO } from "./cli-io.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
-import { createHumanRenderer, createJsonRenderer, type EventRenderer, type TextSink } from "./render.js";
+import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
-export interface CliIO {
-  /** `isTTY` decides whether the live view uses colours. */
-  stdout: TextSink & { isTTY?: boolean };
-  stderr: TextSink;
-  env: Record<string, string | undefined>;
-  /** Aborting it aborts the run (the bin wires Ctrl-C to it). */
-  signal?: AbortSignal;
-}
+export type { CliIO } from "./cli-io.js";
 
 export const SYSTEM_PROMPT =
   "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveNode } from "@agent-core/http";
-import type { CliIO } from "../cli.js";
+import type { CliIO } from "../cli-io.js";
 import { modelFromEnv } from "../provider.js";
 import { UsageError } from "../usage-error.js";
 import { createPageDemoModel } from "./page-demo-model.js";
