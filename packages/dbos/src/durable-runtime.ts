@@ -5,7 +5,7 @@ import {
   type AgentEvent,
   type AgentMessage,
   type AgentRun,
-  type ClientToolOutcome,
+  CLOCK,
   EVENT_SINK,
   ID_SOURCE,
   InvalidConfigError,
@@ -15,7 +15,16 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
-import { durableModelStep, durableToolRunner } from "./durable-services.js";
+import {
+  ANSWERS,
+  type DurableAnswer,
+  type DurableMessage,
+  MESSAGES,
+  messageFor,
+  receiveMessages,
+  stamped,
+} from "./durable-messages.js";
+import { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
 import { EventStore } from "./event-store.js";
 
 export interface DurableRuntimeOptions {
@@ -145,7 +154,26 @@ export class DurableRuntime {
    * delivered to the run wherever it executes, even after its worker died.
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return DBOS.send(workflowId, answer, ANSWERS);
+    return DBOS.send(workflowId, stamped(answer), ANSWERS);
+  }
+
+  /**
+   * Steers a durable run (see `agent.steer()`), wherever it executes: a durable message the run
+   * takes before its next model call and delivers at the boundary after it. Throws
+   * `RunEndedError` when the workflow has ended.
+   */
+  steer(workflowId: string, message: string): Promise<void> {
+    return this.#message(workflowId, "steer", message);
+  }
+
+  /** Queues a follow-up for a durable run (see `agent.followUp()`), like `steer()`. */
+  followUp(workflowId: string, message: string): Promise<void> {
+    return this.#message(workflowId, "followUp", message);
+  }
+
+  async #message(workflowId: string, queue: DurableMessage["queue"], content: string): Promise<void> {
+    const status = await DBOS.getWorkflowStatus(workflowId);
+    await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
   async shutdown(): Promise<void> {
@@ -187,11 +215,20 @@ export class DurableRuntime {
   /** Runs the prompt with the agent's services made durable, through every wait, to its end. */
   async #durably(agent: Agent, prompt: string, started?: (run: AgentRun) => void): Promise<DurableRunResult> {
     const workflowId = DBOS.workflowID as string;
-    await checkOrchestrator(agent);
+    const clock = new RecordedClock(await checkOrchestrator(agent));
     const { container } = agent;
     // Registered on the agent's own container before its first prompt, when it resolves them.
-    container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP)));
-    container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER)));
+    container.registerInstance(CLOCK, clock);
+    const modelStep = durableModelStep(container.resolve(MODEL_STEP), clock);
+    container.registerInstance(MODEL_STEP, {
+      // Model calls are one at a time, in the same order on replay: the point where steering and
+      // follow-ups sent meanwhile are received (a recorded receive) without breaking determinism.
+      run: async (request) => {
+        for (const { queue, message } of await receiveMessages(clock)) agent[queue](message);
+        return modelStep.run(request);
+      },
+    });
+    container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), clock));
     // The prompt's run is the workflow; each resumption after a wait is a run of its own.
     const runIds: string[] = [];
     container.registerInstance(ID_SOURCE, {
@@ -205,12 +242,26 @@ export class DurableRuntime {
     const run = agent.prompt(prompt, { clientTools: "suspend" });
     started?.(run);
     let result = await run.result();
-    while (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
-      await this.#store.flush();
-      const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);
-      if (answer === null) break;
-      const resumed = deliver(agent, answer);
-      if (resumed !== undefined) result = await resumed.result();
+    for (;;) {
+      if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
+        await this.#store.flush();
+        const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);
+        if (answer === null) break;
+        if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
+        const resumed = deliver(agent, answer);
+        if (resumed !== undefined) result = await resumed.result();
+        continue;
+      }
+      if (result.stopReason !== "completed") break;
+      // Sent after the last model call: they continue the conversation in a run of their own.
+      const late = await receiveMessages(clock);
+      if (late.length === 0) break;
+      result = await agent
+        .prompt(
+          late.map((received) => received.message),
+          { clientTools: "suspend" },
+        )
+        .result();
     }
     await this.#store.flush();
     return {
@@ -222,13 +273,6 @@ export class DurableRuntime {
     };
   }
 }
-
-/** An answer to a run that waits: an approval decision, or a client tool's result. */
-export type DurableAnswer =
-  | { kind: "approval"; toolCallId: string; approved: boolean; reason?: string }
-  | { kind: "tool-result"; toolCallId: string; outcome: ClientToolOutcome };
-
-const ANSWERS = "agent-core.answer";
 
 /**
  * Hands an answer to the agent: the run that resumes once every waiting call is answered, or
@@ -245,13 +289,17 @@ function deliver(agent: Agent, answer: DurableAnswer): AgentRun | undefined {
 }
 
 /**
- * Records the orchestrator a run starts with (a step: a resumed run reads the record) and refuses
- * to go on with another one: a changed loop could take another path through the recorded steps.
+ * Records the orchestrator a run starts with and when (a step: a resumed run reads the record, and
+ * its clock starts there) and refuses to go on with another orchestrator: a changed loop could
+ * take another path through the recorded steps.
  */
-async function checkOrchestrator(agent: Agent): Promise<void> {
+async function checkOrchestrator(agent: Agent): Promise<number> {
   const current = `${agent.orchestrator.name}@${agent.orchestrator.version ?? "unversioned"}`;
-  const started = await DBOS.runStep(async () => current, { name: "agent-core.orchestrator" });
-  if (started !== current) throw new OrchestratorVersionError(started, current);
+  const started = await DBOS.runStep(async () => ({ orchestrator: current, at: Date.now() }), {
+    name: "agent-core.orchestrator",
+  });
+  if (started.orchestrator !== current) throw new OrchestratorVersionError(started.orchestrator, current);
+  return started.at;
 }
 
 /** A durable run resumed by a process whose orchestrator is not the one the run started with. */

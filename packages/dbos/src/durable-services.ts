@@ -1,5 +1,6 @@
 import {
   AgentError,
+  type Clock,
   type ModelStep,
   type ModelStepResult,
   type StopReason,
@@ -12,6 +13,36 @@ interface RecordedModelCall {
   chunks: ["text" | "reasoning", string][];
   result?: ModelStepResult;
   error?: { code: string; message: string; stopReason: StopReason };
+  /** When it ended: the run's clock reads this from then on, live and on replay alike. */
+  at: number;
+}
+
+/**
+ * The run's clock, recorded: it reads the time of the latest recorded point of the run (its
+ * start, each model call's and tool call's end, each message it received), never the live time.
+ * A replay passes the same points in the same order, so every timestamp and event `ts` it makes
+ * is the one the first execution made. It stands still between points; it never goes back.
+ */
+export class RecordedClock implements Clock {
+  #now: number;
+
+  constructor(startedAt: number) {
+    this.#now = startedAt;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  /** Durations in metrics only, which a replay does not compare. */
+  monotonic(): number {
+    return performance.now();
+  }
+
+  /** A recorded point passed at `at`. */
+  passed(at: number): void {
+    if (at > this.#now) this.#now = at;
+  }
 }
 
 /**
@@ -20,7 +51,7 @@ interface RecordedModelCall {
  * serialization, its code and stop reason do). A replay after a crash does not call the model:
  * it tells the recorded chunks again, so the run publishes the same events with the same seq.
  */
-export function durableModelStep(inner: ModelStep): ModelStep {
+export function durableModelStep(inner: ModelStep, clock?: RecordedClock): ModelStep {
   return {
     async run(request) {
       let executed = false;
@@ -48,22 +79,25 @@ export function durableModelStep(inner: ModelStep): ModelStep {
                 request.onReasoning?.(text);
               },
             });
-            return { chunks, result };
+            return { chunks, result, at: Date.now() };
           } catch (error) {
             const failure =
               error instanceof AgentError ? error : new AgentError("provider_error", String(error));
             return {
               chunks,
               error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
+              at: Date.now(),
             };
           }
         },
         { name: "agent-core.model" },
       );
+      // Told at the time they were first told (the clock moves on to the call's end after them).
       if (!executed)
         for (const [kind, text] of recorded.chunks)
           if (kind === "text") request.onText?.(text);
           else request.onReasoning?.(text);
+      clock?.passed(recorded.at);
       if (recorded.error !== undefined) {
         const { code, message, stopReason } = recorded.error;
         throw new AgentError(code, message, { stopReason });
@@ -79,9 +113,14 @@ export function durableModelStep(inner: ModelStep): ModelStep {
  * that was running when the process died runs again on resume (at least once), with the same
  * `idempotencyKey`.
  */
-export function durableToolRunner(inner: ToolRunner): ToolRunner {
+export function durableToolRunner(inner: ToolRunner, clock?: RecordedClock): ToolRunner {
   return {
-    run: (request) =>
-      DBOS.runStep(async () => inner.run(request), { name: `agent-core.tool.${request.call.name}` }),
+    run: async (request) => {
+      const message = await DBOS.runStep(async () => inner.run(request), {
+        name: `agent-core.tool.${request.call.name}`,
+      });
+      if (message.timestamp !== undefined) clock?.passed(message.timestamp);
+      return message;
+    },
   };
 }

@@ -1,5 +1,13 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
-import type { DurableAnswer, DurableRunResult } from "./durable-runtime.js";
+import {
+  ANSWERS,
+  type DurableAnswer,
+  type DurableMessage,
+  MESSAGES,
+  messageFor,
+  stamped,
+} from "./durable-messages.js";
+import type { DurableRunResult } from "./durable-runtime.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
 /**
@@ -48,7 +56,27 @@ export class DurableRunClient {
 
   /** Answers a run that waits for an approval or a client tool result, wherever it executes. */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#client.send(workflowId, answer, "agent-core.answer");
+    return this.#client.send(workflowId, stamped(answer), ANSWERS);
+  }
+
+  /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */
+  steer(workflowId: string, message: string): Promise<void> {
+    return this.#message(workflowId, "steer", message);
+  }
+
+  /** Queues a follow-up for a run wherever it executes (see `DurableRuntime.followUp()`). */
+  followUp(workflowId: string, message: string): Promise<void> {
+    return this.#message(workflowId, "followUp", message);
+  }
+
+  /** Cancels a run: it stops at its next step, wherever it executes. */
+  cancel(workflowId: string): Promise<void> {
+    return this.#client.cancelWorkflow(workflowId);
+  }
+
+  async #message(workflowId: string, queue: DurableMessage["queue"], content: string): Promise<void> {
+    const status = await this.#client.getWorkflow(workflowId);
+    await this.#client.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
   close(): Promise<void> {

@@ -1,0 +1,159 @@
+import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent, type AgentMessage, defineTool } from "agent-core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// Steering and follow-ups reach a durable run as DBOS messages, wherever it executes; the run's
+// clock is recorded, so a replay of the workflow makes the very same history, timestamps included.
+
+let postgres: ThrowawayPostgres;
+let runtime: DurableRuntime;
+
+/** Released by the test: the `wait` tool holds its run until then. */
+let release: () => void = () => {};
+const wait = defineTool({
+  name: "wait",
+  description: "Waits for the test",
+  inputSchema: z.object({}),
+  execute: () =>
+    new Promise<string>((resolve) => {
+      release = () => resolve("waited");
+    }),
+});
+
+/**
+ * Calls `wait` first; then answers what it last heard: a user message is echoed, a tool result
+ * acknowledged. The last reply streams slowly when the prompt asks for it ("slow").
+ */
+function echoModel() {
+  const reply = (options: { prompt: { role: string; content: unknown }[] }): ScriptPart[] => {
+    const prompt = options.prompt;
+    if (!prompt.some((message) => message.role === "assistant"))
+      return [script.toolCall("wait", {}, { id: "w1" })];
+    const last = prompt.at(-1);
+    if (last?.role !== "user") {
+      const slow = JSON.stringify(prompt[1]?.content).includes("slow");
+      return slow ? [script.delay(400), script.text("tool done")] : [script.text("tool done")];
+    }
+    const content = last.content as { type: string; text: string }[];
+    return [script.text(`heard: ${content.map((part) => part.text).join("")}`)];
+  };
+  return scriptedModel(Array.from({ length: 10 }, () => reply));
+}
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
+  await admin.connect();
+  await admin.query("CREATE DATABASE agent_core_messages");
+  await admin.end();
+  runtime = new DurableRuntime({
+    databaseUrl: postgres.url("agent_core_messages"),
+    agents: { echo: () => new Agent({ provider: echoModel(), tools: [wait] }) },
+  });
+  await runtime.launch();
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.shutdown();
+  postgres?.stop();
+});
+
+async function untilEvent(runId: string, type: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await runtime.events(runId)).some((event) => event.type === type)) {
+    if (Date.now() > deadline) throw new Error(`no ${type} in ${runId}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const userTexts = (messages: AgentMessage[]) =>
+  messages.flatMap((message) =>
+    message.role === "user" ? [typeof message.content === "string" ? message.content : "(parts)"] : [],
+  );
+
+describe("steering and follow-ups of a durable run", () => {
+  it("a steering message sent while a tool runs is delivered after the next model call", async () => {
+    const run = await runtime.start("echo", "Wait, then answer.", { runId: "steered" });
+    await untilEvent("steered", "tool_call");
+    await runtime.steer("steered", "Also mind the budget.");
+    release();
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    expect(result.text).toBe("heard: Also mind the budget.");
+    expect(userTexts(result.messages)).toEqual(["Wait, then answer.", "Also mind the budget."]);
+    const roles = result.messages.map((message) => message.role);
+    expect(roles).toEqual(["user", "assistant", "toolResult", "assistant", "user", "assistant"]);
+    // It entered the history with the time it was sent, and the log says it was delivered.
+    const events = await runtime.events("steered");
+    expect(events.some((event) => event.type === "steering_applied")).toBe(true);
+  });
+
+  it("a follow-up continues the run once it would stop", async () => {
+    const run = await runtime.start("echo", "Wait, then answer.", { runId: "followed" });
+    await untilEvent("followed", "tool_call");
+    await runtime.followUp("followed", "And one more thing.");
+    release();
+    const result = await run.result();
+    expect(result.text).toBe("heard: And one more thing.");
+    expect(userTexts(result.messages)).toEqual(["Wait, then answer.", "And one more thing."]);
+    expect(result.runIds).toEqual(["followed"]);
+  });
+
+  it("a message that arrives after the last model call started continues the workflow in a run of its own", async () => {
+    const run = await runtime.start("echo", "Wait, then answer slow.", { runId: "late" });
+    await untilEvent("late", "tool_call");
+    release();
+    // The last reply streams for 400 ms: the message arrives while it does.
+    await untilEvent("late", "tool_result");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await runtime.followUp("late", "Late news.");
+    const result = await run.result();
+    expect(result.runIds).toEqual(["late", "late.2"]);
+    expect(result.runId).toBe("late.2");
+    expect(result.text).toBe("heard: Late news.");
+    expect(userTexts(result.messages)).toEqual(["Wait, then answer slow.", "Late news."]);
+    const continued = await runtime.events("late.2");
+    expect(continued.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
+  it("an ended run takes no more messages: RunEndedError, nothing sent", async () => {
+    await expect(runtime.steer("steered", "Too late.")).rejects.toBeInstanceOf(RunEndedError);
+    await expect(runtime.followUp("no-such-run", "Hello?")).rejects.toThrow(
+      /has ended \(or does not exist\)/,
+    );
+  });
+
+  it("a replay of the workflow makes the same history, timestamps and all (the clock is recorded)", async () => {
+    const original = await runtime.retrieve("steered").result();
+    const steps = (await DBOS.listWorkflowSteps("steered")) ?? [];
+    expect(steps.map((step) => step.name)).toEqual(
+      expect.arrayContaining([
+        "agent-core.orchestrator",
+        "agent-core.model",
+        "agent-core.tool.wait",
+        "DBOS.recv",
+      ]),
+    );
+    // A copy of the workflow that replays every recorded step: no model call, no tool run, no
+    // message waiting; only the records.
+    const replay = await DBOS.forkWorkflow<typeof original>(
+      "steered",
+      Math.max(...steps.map((s) => s.functionID)) + 1,
+      {
+        newWorkflowID: "steered-replay",
+      },
+    );
+    const replayed = await replay.getResult();
+    expect(replayed.messages).toEqual(original.messages);
+    for (const message of replayed.messages) expect(typeof message.timestamp).toBe("number");
+    // The replay's events carry the same times as the original's.
+    const times = (runId: string) =>
+      runtime.events(runId).then((events) => events.map((event) => [event.type, event.ts]));
+    expect(await times("steered-replay")).toEqual(await times("steered"));
+  });
+});
