@@ -1,12 +1,13 @@
-import { type Agent, type AgentRun, ClientToolError } from "@agent-core/core";
+import { ClientToolError } from "@agent-core/core";
 import { z } from "zod";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { digest, HookTokens } from "./hook-tokens.js";
 import { HttpError, readJsonBody } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
+import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
-import { type RunOwner, ServerRun } from "./server-run.js";
+import { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger } from "./token-ledger.js";
 
 /** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
@@ -44,59 +45,41 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
   const runs = new Map<string, ServerRun>();
-  const conversations = new Map<string, { agent: Agent; usedAt: number }>();
+  const backend: RunBackend =
+    options.backend ??
+    memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
+      conversationTtlMs: config.conversationTtlMs,
+      now: config.now,
+      promptOptions: {
+        timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
+        clientTools: config.clientTools,
+      },
+    });
   const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
   const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
-
-  function forgetIdleConversations(): void {
-    const now = config.now();
-    for (const [key, conversation] of conversations)
-      if (!conversation.agent.busy && now - conversation.usedAt > config.conversationTtlMs)
-        conversations.delete(key);
-  }
-
-  async function agentFor(principal: Principal, body: z.output<typeof promptBody>): Promise<Agent> {
-    const request = {
-      userId: principal.userId,
-      conversationId: body.conversationId,
-      documentId: body.documentId,
-    };
-    if (body.conversationId === undefined) return options.agent(request);
-    const key = `${principal.userId}\u0000${body.conversationId}`;
-    let conversation = conversations.get(key);
-    if (conversation === undefined) {
-      conversation = { agent: await options.agent(request), usedAt: config.now() };
-      conversations.set(key, conversation);
-    }
-    conversation.usedAt = config.now();
-    return conversation.agent;
-  }
 
   async function startRun(request: Request, principal: Principal): Promise<Response> {
     await consume(startLimit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
     if (body.documentId !== undefined) mayTouch(principal, body.documentId);
-    forgetIdleConversations();
     if (runs.size >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
         headers: { "retry-after": "1" },
       });
-    const agent = await agentFor(principal, body);
-    const run = agent.prompt(body.prompt, {
-      timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
-      clientTools: config.clientTools,
-    });
-    const owner = { userId: principal.userId, documentId: body.documentId };
-    const serverRun = track(agent, run, owner, body.outliveStream ?? false);
+    const run = await backend.start(
+      { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
+      body.prompt,
+    );
+    const serverRun = track(run, body.outliveStream ?? false);
     return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */
-  function track(agent: Agent, run: AgentRun, owner: RunOwner, outliveStream: boolean): ServerRun {
-    const serverRun = new ServerRun(agent, run, owner, {
+  function track(run: BackendRun, outliveStream: boolean): ServerRun {
+    const serverRun = new ServerRun(run, {
       maxEvents: config.maxEventsPerRun,
-      outliveStream,
+      outliveStream: outliveStream || backend.runsOutliveStreams,
       tokens,
       tokenTtlMs: config.clientToolTimeoutMs,
       suspendedTtlMs: config.suspendedTtlMs,
@@ -116,16 +99,28 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return serverRun;
   }
 
-  function ownRun(runId: string, principal: Principal): ServerRun {
-    const run = runs.get(runId);
+  /** A run this process keeps, else one the backend finds (started by another process). */
+  async function anyRun(runId: string): Promise<ServerRun | undefined> {
+    const kept = runs.get(runId);
+    if (kept !== undefined) return kept;
+    const found = await backend.find(runId);
+    if (found === undefined) return undefined;
+    // Found twice at once: the first one kept is the one.
+    const run = runs.get(runId) ?? track(found, true);
+    await run.caughtUp;
+    return run;
+  }
+
+  async function ownRun(runId: string, principal: Principal): Promise<ServerRun> {
+    const run = await anyRun(runId);
     // Another user's run is as unknown as a run that never was: nothing leaks about it.
     if (run === undefined || run.owner.userId !== principal.userId)
       throw new HttpError(404, "run-not-found", `No run "${runId}".`);
     return run;
   }
 
-  function reattach(request: Request, principal: Principal, runId: string): Response {
-    const run = ownRun(runId, principal);
+  async function reattach(request: Request, principal: Principal, runId: string): Promise<Response> {
+    const run = await ownRun(runId, principal);
     const after = afterOf(request);
     if (after > run.log.end - 1)
       throw new HttpError(
@@ -151,7 +146,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
     const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
     const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
-    const run = runs.get(runId);
+    const run = await anyRun(runId);
     if (verdict === "repeat") return resumedOrDone(run);
     if (verdict === "conflict")
       throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
@@ -164,9 +159,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       );
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
       throw forbidden("it does not match the call");
-    let resumed: AgentRun | undefined;
+    let resumed: BackendRun | undefined;
     try {
-      resumed = run.agent.submitToolResult(body.toolCallId, outcome);
+      resumed = await run.run.submitToolResult(body.toolCallId, outcome);
     } catch (error) {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
@@ -174,7 +169,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     run.answered(body.toolCallId);
     if (resumed !== undefined) {
       // The last result of a suspended run: it goes on as a new run, which the client attaches to.
-      track(run.agent, resumed, run.owner, run.outliveStream);
+      track(resumed, run.outliveStream);
       run.continuedAs = resumed.runId;
     }
     return resumedOrDone(run);
@@ -192,10 +187,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     runId: string,
     queue: "steer" | "followUp",
   ): Promise<Response> {
-    const run = ownRun(runId, principal);
+    const run = await ownRun(runId, principal);
     const body = await readJsonBody(request, messageBody, config.maxBodyBytes);
     if (run.log.closed) throw new HttpError(409, "run-ended", `Run "${runId}" has ended.`);
-    run.agent[queue](body.message);
+    await run.run[queue](body.message);
     return new Response(null, { status: 202 });
   }
 
@@ -225,7 +220,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       case "follow-up":
         return queueMessage(request, principal, runId, "followUp");
       case "cancel":
-        ownRun(runId, principal).run.abort(new Error("cancelled by the client"));
+        (await ownRun(runId, principal)).run.cancel("cancelled by the client");
         return new Response(null, { status: 202 });
       default:
         throw notFound();
@@ -260,9 +255,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       return runs.size;
     },
     close() {
-      for (const run of runs.values()) run.run.abort(new Error("the server is closing"));
+      if (!backend.runsOutliveStreams)
+        for (const run of runs.values()) run.run.cancel("the server is closing");
+      for (const run of runs.values()) run.stop();
       runs.clear();
-      conversations.clear();
+      void backend.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { type Agent, InvalidConfigError } from "@agent-core/core";
 import type { HookKey } from "./hook-tokens.js";
+import type { RunBackend } from "./run-backend.js";
 import type { TokenLedger } from "./token-ledger.js";
 
 /** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
@@ -25,9 +26,15 @@ export interface RateLimit {
 export interface AgentServerOptions {
   /**
    * The agent for a conversation. Called once per `(userId, conversationId)` (the agent keeps that
-   * conversation's history) and once per run without a conversation id.
+   * conversation's history) and once per run without a conversation id. Give this or `backend`.
    */
-  agent(request: AgentRequest): Agent | Promise<Agent>;
+  agent?: (request: AgentRequest) => Agent | Promise<Agent>;
+  /**
+   * Where runs execute instead of agents in this process: a durable runtime's backend
+   * (`durableBackend` of `@agent-core/dbos`) runs them in workers, and any server process sharing
+   * its database serves any run. Give this or `agent`.
+   */
+  backend?: RunBackend;
   /** Who is asking, for every route; undefined (or a throw) answers 401. */
   authorize(request: Request): Principal | undefined | Promise<Principal | undefined>;
   /** Signs hook tokens: a secret of 32+ characters, or keys (the first signs, all verify). */
@@ -82,7 +89,9 @@ export function resolveOptions(options: AgentServerOptions) {
       );
     return value;
   };
-  if (typeof options.agent !== "function")
+  if ((options.agent === undefined) === (options.backend === undefined))
+    throw new InvalidConfigError("Give either agent (a function returning an Agent) or backend, not both.");
+  if (options.agent !== undefined && typeof options.agent !== "function")
     throw new InvalidConfigError("agent must be a function returning an Agent.");
   if (typeof options.authorize !== "function")
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");

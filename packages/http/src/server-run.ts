@@ -1,12 +1,7 @@
-import type { Agent, AgentEvent, AgentRun } from "@agent-core/core";
+import type { AgentEvent } from "@agent-core/core";
 import { EventLog } from "./event-log.js";
 import { digest, type HookTokens } from "./hook-tokens.js";
-
-/** Who a run belongs to, as `authorize` said when it started. */
-export interface RunOwner {
-  userId: string;
-  documentId: string | undefined;
-}
+import type { BackendRun, RunOwner } from "./run-backend.js";
 
 /** A client tool call the run waits for: what its token must match. */
 interface WaitingCall {
@@ -15,16 +10,18 @@ interface WaitingCall {
 }
 
 /**
- * One run as the server keeps it: the agent run, its event log (what every attached stream reads),
- * the client calls it waits for, and how many streams are attached. Its events are logged by one
- * listener, which signs a hook token into every client `tool_call` before any stream sees it.
+ * One run as the server keeps it: the backend's run, its event log (what every attached stream
+ * reads), the client calls it waits for, and how many streams are attached. Its events are logged
+ * by one subscriber, which signs a hook token into every client `tool_call` before any stream
+ * sees it.
  */
 export class ServerRun {
   readonly runId: string;
   readonly owner: RunOwner;
-  readonly agent: Agent;
-  readonly run: AgentRun;
+  readonly run: BackendRun;
   readonly log: EventLog;
+  /** Resolves once the events the run had when the server took it up are in the log. */
+  readonly caughtUp: Promise<void>;
   readonly outliveStream: boolean;
   endedAt: number | undefined;
   /** Set when it ended as `awaiting_client_tool`: its client calls wait beyond the run. */
@@ -37,9 +34,7 @@ export class ServerRun {
   #detachTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
-    agent: Agent,
-    run: AgentRun,
-    owner: RunOwner,
+    run: BackendRun,
     options: {
       maxEvents: number;
       outliveStream: boolean;
@@ -51,13 +46,11 @@ export class ServerRun {
     },
   ) {
     this.runId = run.runId;
-    this.owner = owner;
-    this.agent = agent;
+    this.owner = run.owner;
     this.run = run;
     this.outliveStream = options.outliveStream;
     this.log = new EventLog(options.maxEvents);
     const onEvent = (event: AgentEvent) => {
-      if (event.runId !== this.runId) return;
       const wire = this.#wire(event, options);
       if (wire.type === "tool_result") this.#waiting.delete(wire.toolCallId);
       this.log.append(wire, JSON.stringify(wire));
@@ -70,16 +63,22 @@ export class ServerRun {
       clearTimeout(this.#detachTimer);
       options.onEnd(this);
     };
-    // What the run emitted inside `prompt()`, then the rest as it comes: both read synchronously
-    // here, so no event falls between them. An agent runs one prompt at a time; the filter skips
-    // the events of its runs before and after this one.
-    for (const event of run.events) onEvent(event);
-    if (!this.log.closed) this.#stopListening = agent.on("*", onEvent);
+    const subscription = run.subscribe(onEvent);
+    this.caughtUp = subscription.caughtUp;
+    if (this.log.closed) subscription.stop();
+    else this.#stopListening = () => subscription.stop();
   }
 
   /** The call a posted token names, if the run still waits for it. */
   waitingCall(toolCallId: string): WaitingCall | undefined {
     return this.#waiting.get(toolCallId);
+  }
+
+  /** The server forgets the run: its log takes no more events. */
+  stop(): void {
+    this.#stopListening?.();
+    clearTimeout(this.#detachTimer);
+    this.log.close();
   }
 
   /** A stream attached: a pending abort for lack of streams is called off. */
@@ -96,7 +95,7 @@ export class ServerRun {
   detach(graceMs: number): void {
     this.#attached--;
     if (this.#attached > 0 || this.outliveStream || this.log.closed) return;
-    const abort = () => this.run.abort(new Error("the client went away"));
+    const abort = () => this.run.cancel("the client went away");
     if (graceMs <= 0) abort();
     else this.#detachTimer = setTimeout(abort, graceMs);
   }

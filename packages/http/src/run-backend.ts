@@ -1,0 +1,129 @@
+import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
+import type { AgentRequest } from "./server-options.js";
+
+/** Who a run belongs to, as `authorize` said when it started. */
+export interface RunOwner {
+  userId: string;
+  documentId: string | undefined;
+}
+
+/**
+ * Where the server's runs execute: by default agents in this process (`memoryBackend`); a durable
+ * runtime (`@agent-core/dbos`) runs them in workers, so any server process can serve any run.
+ */
+export interface RunBackend {
+  /** Starts a run of the prompt for this request. */
+  start(request: AgentRequest, prompt: string): Promise<BackendRun>;
+  /** A run this server process did not start (another process did), or undefined. */
+  find(runId: string): Promise<BackendRun | undefined>;
+  /** Whether a run goes on when no stream is attached (durable runs do: any process may serve it). */
+  readonly runsOutliveStreams: boolean;
+  close(): void | Promise<void>;
+}
+
+/** One run, wherever it executes: its events, and what clients may send it. */
+export interface BackendRun {
+  readonly runId: string;
+  readonly owner: RunOwner;
+  /** Calls `onEvent` with every event of the run, from seq 0, in order, until `agent_end`. */
+  subscribe(onEvent: (event: AgentEvent) => void): Subscription;
+  /**
+   * Delivers a client tool's result; when it was the last a suspended run waited for, the run
+   * that resumes it. Throws `ClientToolError` when the run no longer waits for the call.
+   */
+  submitToolResult(toolCallId: string, outcome: ClientToolOutcome): Promise<BackendRun | undefined>;
+  steer(message: string): Promise<void>;
+  followUp(message: string): Promise<void>;
+  cancel(reason: string): void;
+}
+
+export interface Subscription {
+  stop(): void;
+  /** Resolves once the events the run had when subscribed were passed on. */
+  caughtUp: Promise<void>;
+}
+
+/**
+ * Runs agents in this process: one per `(user, conversation)` for `conversationTtlMs` idle (it
+ * keeps the conversation's history), one per run without a conversation id.
+ */
+export function memoryBackend(
+  makeAgent: (request: AgentRequest) => Agent | Promise<Agent>,
+  options: {
+    conversationTtlMs: number;
+    now: () => number;
+    promptOptions: Parameters<Agent["prompt"]>[1];
+  },
+): RunBackend {
+  const conversations = new Map<string, { agent: Agent; usedAt: number }>();
+
+  function forgetIdleConversations(): void {
+    const now = options.now();
+    for (const [key, conversation] of conversations)
+      if (!conversation.agent.busy && now - conversation.usedAt > options.conversationTtlMs)
+        conversations.delete(key);
+  }
+
+  async function agentFor(request: AgentRequest): Promise<Agent> {
+    if (request.conversationId === undefined) return makeAgent(request);
+    const key = `${request.userId}\u0000${request.conversationId}`;
+    let conversation = conversations.get(key);
+    if (conversation === undefined) {
+      conversation = { agent: await makeAgent(request), usedAt: options.now() };
+      conversations.set(key, conversation);
+    }
+    conversation.usedAt = options.now();
+    return conversation.agent;
+  }
+
+  return {
+    runsOutliveStreams: false,
+    async start(request, prompt) {
+      forgetIdleConversations();
+      const agent = await agentFor(request);
+      const owner = { userId: request.userId, documentId: request.documentId };
+      return inProcess(agent, agent.prompt(prompt, options.promptOptions), owner);
+    },
+    // Runs live in the process that started them: there is nothing to find elsewhere.
+    find: async () => undefined,
+    close() {
+      conversations.clear();
+    },
+  };
+}
+
+function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
+  return {
+    runId: run.runId,
+    owner,
+    subscribe(onEvent) {
+      // What the run emitted inside `prompt()`, then the rest as it comes: both read synchronously
+      // here, so no event falls between them. An agent runs one prompt at a time; the filter skips
+      // the events of its runs before and after this one.
+      let ended = false;
+      let stop: (() => void) | undefined;
+      const forward = (event: AgentEvent) => {
+        if (event.runId !== run.runId || ended) return;
+        ended = event.type === "agent_end";
+        onEvent(event);
+        if (ended) stop?.();
+      };
+      for (const event of run.events) forward(event);
+      if (!ended) stop = agent.on("*", forward);
+      return { stop: () => stop?.(), caughtUp: Promise.resolve() };
+    },
+    async submitToolResult(toolCallId, outcome) {
+      const resumed = agent.submitToolResult(toolCallId, outcome);
+      return resumed && inProcess(agent, resumed, owner);
+    },
+    async steer(message) {
+      agent.steer(message);
+    },
+    async followUp(message) {
+      agent.followUp(message);
+    },
+    cancel(reason) {
+      run.abort(new Error(reason));
+    },
+  };
+}
