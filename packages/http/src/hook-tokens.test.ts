@@ -12,13 +12,19 @@ const claims = {
 const secret = "k".repeat(32);
 
 describe("HookTokens", () => {
-  it("verifies what it signed, with a fresh nonce each time", () => {
+  it("verifies what it signed, with one nonce per call whoever signs it", () => {
     const tokens = new HookTokens(secret);
     const a = tokens.sign(claims);
-    const b = tokens.sign(claims);
-    expect(a).not.toBe(b);
-    expect(tokens.verify(a)).toEqual({ ...claims, kid: "k1", nonce: expect.any(String) });
-    expect(tokens.verify(a)?.nonce).not.toBe(tokens.verify(b)?.nonce);
+    expect(tokens.verify(a)).toEqual({ ...claims, kid: "k1", nonce: expect.stringMatching(/^[\w-]{22}$/) });
+    // Signed again (later, by another process with the same key): the same call, the same nonce.
+    const again = new HookTokens(secret).sign({ ...claims, exp: claims.exp + 1 });
+    expect(tokens.verify(again)?.nonce).toBe(tokens.verify(a)?.nonce);
+    // Another call or another run: another nonce.
+    const nonceOf = (other: Partial<typeof claims>) =>
+      tokens.verify(tokens.sign({ ...claims, ...other }))?.nonce;
+    expect(nonceOf({ toolCallId: "c2" })).not.toBe(tokens.verify(a)?.nonce);
+    expect(nonceOf({ runId: "r2" })).not.toBe(tokens.verify(a)?.nonce);
+    expect(nonceOf({ runId: "r1\u0000c1", toolCallId: "" })).not.toBe(tokens.verify(a)?.nonce);
   });
 
   it("refuses edited claims, another key's signature, garbage and oversized tokens", () => {

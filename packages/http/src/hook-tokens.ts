@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { canonicalJson, InvalidConfigError } from "@agent-core/core";
 
 /** What a hook token says: which call of which run, for whom, until when. */
@@ -44,12 +44,14 @@ export class HookTokens {
     this.#keys = new Map(keys.map((key) => [key.id, Buffer.from(key.secret, "utf8")]));
   }
 
+  /**
+   * The nonce is derived from the run and the call: every token for one call, whichever server
+   * process signs it and however often, has the same one, so the ledger allows one result per call.
+   */
   sign(claims: Omit<HookClaims, "kid" | "nonce">): string {
-    const full: HookClaims = {
-      ...claims,
-      kid: this.#signing.id,
-      nonce: randomBytes(12).toString("base64url"),
-    };
+    const kid = this.#signing.id;
+    const nonce = this.#mac(kid, `nonce\u0000${claims.runId}\u0000${claims.toolCallId}`)?.slice(0, 22);
+    const full: HookClaims = { ...claims, kid, nonce: nonce as string };
     const body = Buffer.from(JSON.stringify(full), "utf8").toString("base64url");
     return `${body}.${this.#mac(this.#signing.id, body)}`;
   }
