@@ -42,6 +42,12 @@ export interface DurableRuntimeOptions {
    * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them.
    */
   queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
+  /**
+   * This worker's id (default "local", or `DBOS__VMID`). With several workers give each its own,
+   * stable across restarts: a worker that launches resumes the runs a dead worker with its id left
+   * (and never those of a worker still running).
+   */
+  executorId?: string;
   /** How long a run that waits for an approval or a client tool result waits (default 24 h). */
   answerTimeoutMs?: number;
 }
@@ -109,6 +115,7 @@ export class DurableRuntime {
       name: this.#options.name ?? "agent-core",
       systemDatabaseUrl: this.#options.databaseUrl,
       logLevel: "warn",
+      ...(this.#options.executorId === undefined ? {} : { executorID: this.#options.executorId }),
     });
     await DBOS.launch();
     await this.#store.createTable();
@@ -169,6 +176,11 @@ export class DurableRuntime {
   /** Queues a follow-up for a durable run (see `agent.followUp()`), like `steer()`. */
   followUp(workflowId: string, message: string): Promise<void> {
     return this.#message(workflowId, "followUp", message);
+  }
+
+  /** Cancels a run: it stops at its next step, wherever it executes. */
+  cancel(workflowId: string): Promise<void> {
+    return DBOS.cancelWorkflow(workflowId);
   }
 
   async #message(workflowId: string, queue: DurableMessage["queue"], content: string): Promise<void> {

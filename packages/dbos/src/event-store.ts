@@ -1,6 +1,9 @@
 import type { AgentEvent, EventSink } from "@agent-core/core";
 import type { Pool } from "pg";
 
+/** The channel `NOTIFY` names the runs with new events on. */
+export const EVENTS_CHANNEL = "agent_core_events";
+
 /**
  * The durable event log: every event of every run in PostgreSQL, keyed by `(run_id, seq)`. A run
  * replayed after a crash publishes its events again with the same seq (its model and tool steps
@@ -62,8 +65,13 @@ export class EventStore {
       return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
     });
     try {
+      // Followers in any process (`EventFollower`) are told which runs have new events.
       await this.#pool.query(
-        `INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING`,
+        `WITH stored AS (
+          INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")}
+          ON CONFLICT DO NOTHING RETURNING run_id
+        )
+        SELECT pg_notify('${EVENTS_CHANNEL}', run_id) FROM (SELECT DISTINCT run_id FROM stored) AS runs`,
         values,
       );
     } catch (error) {

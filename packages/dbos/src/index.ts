@@ -1,3 +1,9 @@
+export {
+  type DurableBackend,
+  type DurableBackendOptions,
+  type DurableRunControl,
+  durableBackend,
+} from "./durable-backend.js";
 export { type DurableAnswer, RunEndedError } from "./durable-messages.js";
 export {
   type DurableRun,
@@ -7,5 +13,7 @@ export {
   OrchestratorVersionError,
 } from "./durable-runtime.js";
 export { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
+export { EventFollower } from "./event-follower.js";
 export { EventStore } from "./event-store.js";
+export { PostgresTokenLedger } from "./postgres-token-ledger.js";
 export { DurableRunClient } from "./run-client.js";

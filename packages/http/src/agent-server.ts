@@ -1,4 +1,4 @@
-import { ClientToolError } from "@agent-core/core";
+import { ClientToolError, type ClientToolOutcome } from "@agent-core/core";
 import { z } from "zod";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
@@ -147,7 +147,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
     const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
     const run = await anyRun(runId);
-    if (verdict === "repeat") return resumedOrDone(run);
+    if (verdict === "repeat") {
+      // Taken by another server process (a shared ledger): passed again, which changes nothing, to
+      // learn the run it resumed.
+      if (run !== undefined && run.continuedAs === undefined)
+        await deliver(run, body.toolCallId, outcome).catch(() => undefined);
+      return resumedOrDone(run);
+    }
     if (verdict === "conflict")
       throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
     const waiting = run?.waitingCall(body.toolCallId);
@@ -159,20 +165,22 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       );
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
       throw forbidden("it does not match the call");
-    let resumed: BackendRun | undefined;
     try {
-      resumed = await run.run.submitToolResult(body.toolCallId, outcome);
+      await deliver(run, body.toolCallId, outcome);
     } catch (error) {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
     }
-    run.answered(body.toolCallId);
-    if (resumed !== undefined) {
-      // The last result of a suspended run: it goes on as a new run, which the client attaches to.
-      track(resumed, run.outliveStream);
-      run.continuedAs = resumed.runId;
-    }
     return resumedOrDone(run);
+  }
+
+  async function deliver(run: ServerRun, toolCallId: string, outcome: ClientToolOutcome): Promise<void> {
+    const resumed = await run.run.submitToolResult(toolCallId, outcome);
+    run.answered(toolCallId);
+    if (resumed === undefined || run.continuedAs !== undefined) return;
+    // The last result of a suspended run: it goes on as a new run, which the client attaches to.
+    track(resumed, run.outliveStream);
+    run.continuedAs = resumed.runId;
   }
 
   /** 202 with the run that resumed a suspended one (also for a repeated post), else 204. */

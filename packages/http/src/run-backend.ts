@@ -29,7 +29,9 @@ export interface BackendRun {
   subscribe(onEvent: (event: AgentEvent) => void): Subscription;
   /**
    * Delivers a client tool's result; when it was the last a suspended run waited for, the run
-   * that resumes it. Throws `ClientToolError` when the run no longer waits for the call.
+   * that resumes it. Throws `ClientToolError` when the run no longer waits for the call. The same
+   * result again (the ledger found a repeat: another server process took it) changes nothing and
+   * answers with the resumed run once it is known.
    */
   submitToolResult(toolCallId: string, outcome: ClientToolOutcome): Promise<BackendRun | undefined>;
   steer(message: string): Promise<void>;
@@ -93,6 +95,8 @@ export function memoryBackend(
 }
 
 function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
+  const taken = new Set<string>();
+  let resumedRun: BackendRun | undefined;
   return {
     runId: run.runId,
     owner,
@@ -113,8 +117,11 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
       return { stop: () => stop?.(), caughtUp: Promise.resolve() };
     },
     async submitToolResult(toolCallId, outcome) {
+      if (taken.has(toolCallId)) return resumedRun;
       const resumed = agent.submitToolResult(toolCallId, outcome);
-      return resumed && inProcess(agent, resumed, owner);
+      taken.add(toolCallId);
+      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner);
+      return resumedRun;
     },
     async steer(message) {
       agent.steer(message);

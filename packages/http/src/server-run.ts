@@ -107,16 +107,17 @@ export class ServerRun {
 
   /**
    * The event as the wire carries it: a client call the run waits for, in a `tool_call` or in the
-   * `agent_end` of a suspended run, gets its hook token.
+   * `agent_end` of a suspended run, gets its hook token. It expires a set time after the event
+   * (not after the signing): every server process signs the same token for it.
    */
   #wire(
     event: AgentEvent,
-    options: { tokens: HookTokens; tokenTtlMs: number; suspendedTtlMs: number; now: () => number },
+    options: { tokens: HookTokens; tokenTtlMs: number; suspendedTtlMs: number },
   ): AgentEvent {
     if (event.type === "tool_call" && event.execution === "client")
-      return { ...event, hookToken: this.#sign(event, options.tokens, options.now() + options.tokenTtlMs) };
+      return { ...event, hookToken: this.#sign(event, options.tokens, event.ts + options.tokenTtlMs) };
     if (event.type === "agent_end" && event.pendingClientTools !== undefined) {
-      const exp = options.now() + options.suspendedTtlMs;
+      const exp = event.ts + options.suspendedTtlMs;
       const pendingClientTools = event.pendingClientTools.map((call) => ({
         ...call,
         hookToken: this.#sign(call, options.tokens, exp),

@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import { ClientToolError } from "@agent-core/core";
+import {
+  type AgentRequest,
+  type BackendRun,
+  HttpError,
+  type RunBackend,
+  type RunOwner,
+} from "@agent-core/http";
+import pg from "pg";
+import { RunEndedError } from "./durable-messages.js";
+import type { DurableRuntime } from "./durable-runtime.js";
+import { EventFollower } from "./event-follower.js";
+import { EventStore } from "./event-store.js";
+import { PostgresTokenLedger } from "./postgres-token-ledger.js";
+
+/** What the backend needs of a `DurableRuntime` (a worker) or a `DurableRunClient` (a server only). */
+export type DurableRunControl = Pick<DurableRuntime, "answer" | "steer" | "followUp" | "cancel"> & {
+  start(agentName: string, prompt: string, options: { runId: string }): Promise<unknown>;
+};
+
+export interface DurableBackendOptions {
+  /** The database the workers' runtime uses. */
+  databaseUrl: string;
+  /** Where runs start and answers go: this process's runtime, or a `DurableRunClient`. */
+  runs: DurableRunControl;
+  /** The registered agent a request runs. */
+  agentName: string | ((request: AgentRequest) => string);
+  /** How often a followed run's log is read when no notification came (default 1 s). */
+  pollMs?: number;
+}
+
+/** A durable backend, and the hook-token ledger every server process on its database shares. */
+export interface DurableBackend extends RunBackend {
+  readonly ledger: PostgresTokenLedger;
+}
+
+/**
+ * Runs the HTTP server's runs durably (`createAgentServer({ backend, ledger: backend.ledger })`):
+ * a run starts as a workflow any worker may take; its events stream from the durable log, so any
+ * server process on the same database serves any run's stream, tool results, steering,
+ * follow-ups and cancel. Durable runs outlive their streams.
+ */
+export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+  const store = new EventStore(pool);
+  const ledger = new PostgresTokenLedger(pool);
+  await store.createTable();
+  await ledger.createTable();
+  await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_run_owners (
+    workflow_id text PRIMARY KEY,
+    user_id text NOT NULL,
+    document_id text
+  )`);
+  const follower = new EventFollower(store, options.databaseUrl, { pollMs: options.pollMs });
+  const { runs } = options;
+
+  /**
+   * One run of a workflow: the workflow's own (`<id>`), or a resumption after a wait (`<id>.2`, …).
+   * It notes from its events which client calls its suspension waits for, so the result that
+   * completes them answers with the resumed run.
+   */
+  function durableRun(workflowId: string, index: number, owner: RunOwner): BackendRun {
+    const runId = index === 1 ? workflowId : `${workflowId}.${index}`;
+    let awaiting: Set<string> | undefined;
+    return {
+      runId,
+      owner,
+      subscribe(onEvent) {
+        return follower.follow(runId, -1, (event) => {
+          // With approvals pending too, the run resumes only once they are decided (not over HTTP).
+          if (event.type === "agent_end" && event.stopReason === "awaiting_client_tool")
+            awaiting =
+              (event.pendingApprovals?.length ?? 0) > 0
+                ? undefined
+                : new Set((event.pendingClientTools ?? []).map((call) => call.toolCallId));
+          onEvent(event);
+        });
+      },
+      async submitToolResult(toolCallId, outcome) {
+        try {
+          await runs.answer(workflowId, { kind: "tool-result", toolCallId, outcome });
+        } catch (error) {
+          throw error instanceof RunEndedError ? new ClientToolError(error.message) : error;
+        }
+        if (awaiting === undefined || !awaiting.delete(toolCallId) || awaiting.size > 0) return undefined;
+        return durableRun(workflowId, index + 1, owner);
+      },
+      steer: (message) => ended(() => runs.steer(workflowId, message)),
+      followUp: (message) => ended(() => runs.followUp(workflowId, message)),
+      cancel() {
+        void runs.cancel(workflowId).catch(() => {});
+      },
+    };
+  }
+
+  return {
+    runsOutliveStreams: true,
+    ledger,
+    async start(request, prompt) {
+      if (request.conversationId !== undefined)
+        throw new HttpError(
+          400,
+          "conversations-unsupported",
+          "A durable server runs every prompt as a run of its own: conversationId is not supported.",
+        );
+      const workflowId = randomUUID();
+      const agentName =
+        typeof options.agentName === "function" ? options.agentName(request) : options.agentName;
+      await pool.query(
+        "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
+        [workflowId, request.userId, request.documentId ?? null],
+      );
+      await runs.start(agentName, prompt, { runId: workflowId });
+      return durableRun(workflowId, 1, { userId: request.userId, documentId: request.documentId });
+    },
+    async find(runId) {
+      const suffix = /^(.+)\.(\d+)$/.exec(runId);
+      const candidates: [string, number][] = [[runId, 1]];
+      if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
+      for (const [workflowId, index] of candidates) {
+        if (index < 1) continue;
+        const { rows } = await pool.query<{ user_id: string; document_id: string | null }>(
+          "SELECT user_id, document_id FROM agent_core_run_owners WHERE workflow_id = $1",
+          [workflowId],
+        );
+        const row = rows[0];
+        if (row === undefined) continue;
+        const owner = { userId: row.user_id, documentId: row.document_id ?? undefined };
+        // A resumption is known once it has begun.
+        if (index === 1) return durableRun(workflowId, index, owner);
+        const begun = await pool.query("SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1", [runId]);
+        if (begun.rowCount === 1) return durableRun(workflowId, index, owner);
+      }
+      return undefined;
+    },
+    async close() {
+      await follower.close();
+      await pool.end();
+    },
+  };
+}
+
+async function ended(send: () => Promise<void>): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    if (error instanceof RunEndedError) throw new HttpError(409, "run-ended", error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,99 @@
+import type { AgentEvent } from "@agent-core/core";
+import pg from "pg";
+import { EVENTS_CHANNEL, type EventStore } from "./event-store.js";
+
+/**
+ * Follows runs' events in the durable log from any process: one `LISTEN` connection tells which
+ * runs have new events (the store's writes `NOTIFY`), and each follower reads what came after its
+ * last seq. A poll every `pollMs` covers notifications lost while the connection was down.
+ */
+export class EventFollower {
+  readonly #store: EventStore;
+  readonly #databaseUrl: string;
+  readonly #pollMs: number;
+  readonly #waiting = new Map<string, Set<() => void>>();
+  #listener: Promise<pg.Client> | undefined;
+  #closed = false;
+
+  constructor(store: EventStore, databaseUrl: string, options: { pollMs?: number } = {}) {
+    this.#store = store;
+    this.#databaseUrl = databaseUrl;
+    this.#pollMs = options.pollMs ?? 1000;
+  }
+
+  /**
+   * Calls `onEvent` with the run's events after seq `after`, in order, until `agent_end` or
+   * `stop()`. `caughtUp` resolves once the events stored when it began were passed on.
+   */
+  follow(
+    runId: string,
+    after: number,
+    onEvent: (event: AgentEvent) => void,
+  ): { stop(): void; caughtUp: Promise<void> } {
+    let stopped = false;
+    let last = after;
+    let wake: (() => void) | undefined;
+    const waiters = this.#waiting.get(runId) ?? new Set();
+    this.#waiting.set(runId, waiters);
+    const notified = () => wake?.();
+    waiters.add(notified);
+    const stop = () => {
+      stopped = true;
+      waiters.delete(notified);
+      if (waiters.size === 0) this.#waiting.delete(runId);
+      wake?.();
+    };
+    const readMore = async (): Promise<boolean> => {
+      for (const event of await this.#store.read(runId, last)) {
+        if (stopped) return false;
+        last = event.seq;
+        onEvent(event);
+        if (event.type === "agent_end") return false;
+      }
+      return !stopped;
+    };
+    const caughtUp = this.#listen().then(readMore);
+    void caughtUp
+      .then(async (more) => {
+        while (more) {
+          await new Promise<void>((resolve) => {
+            const poll = setTimeout(woken, this.#pollMs);
+            function woken() {
+              clearTimeout(poll);
+              resolve();
+            }
+            wake = woken;
+          });
+          more = await readMore();
+        }
+      })
+      .catch(() => {})
+      .finally(stop);
+    return { stop, caughtUp: caughtUp.then(() => {}) };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const waiters of this.#waiting.values()) for (const wake of waiters) wake();
+    const listener = await this.#listener?.catch(() => undefined);
+    await listener?.end();
+  }
+
+  /** The one LISTEN connection, made when first needed. */
+  #listen(): Promise<pg.Client> {
+    this.#listener ??= (async () => {
+      const client = new pg.Client({ connectionString: this.#databaseUrl });
+      await client.connect();
+      client.on("notification", (message) => {
+        for (const wake of this.#waiting.get(message.payload ?? "") ?? []) wake();
+      });
+      // A dropped connection is made again by the next follower; the polls carry on meanwhile.
+      client.on("error", () => {
+        if (this.#listener !== undefined && !this.#closed) this.#listener = undefined;
+      });
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      return client;
+    })();
+    return this.#listener;
+  }
+}
