@@ -57,6 +57,18 @@ describe("main: usage", () => {
     expect(lines[1]).toMatch(/agent-core (run|--help)/);
   });
 
+  it.each([
+    [["serve", "--database-url", "mysql://db"], '--database-url must be a postgres:// URL, got "mysql://db"'],
+    [["serve", "--database-url", "postgres://localhost/db"], "Durable serve needs AGENT_CORE_HOOK_SECRET"],
+    [["serve", "--worker-id", "w1"], "--worker-id is for durable runs: add --database-url."],
+  ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
+    const { code, stdout, stderr } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.split("\n")[0]).toMatch(/^agent-core: /);
+    expect(stderr.split("\n")[0]).toContain(message);
+  });
+
   it("names an unknown orchestrator and lists the registered ones", async () => {
     const { code, stdout, stderr } = await cli("run", "hi", "--orchestrator", "nope");
     expect(code).toBe(2);

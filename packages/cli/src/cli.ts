@@ -29,7 +29,8 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
-const SERVE_USAGE = "agent-core serve [--port N] [--host HOST] [--static DIR]";
+const SERVE_USAGE =
+  "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -44,6 +45,8 @@ const OPTIONS = {
   port: { type: "string" },
   host: { type: "string" },
   static: { type: "string" },
+  "database-url": { type: "string" },
+  "worker-id": { type: "string" },
 } as const;
 
 interface RunCommand {
@@ -60,7 +63,7 @@ type Command = { kind: "help" } | { kind: "version" } | RunCommand | ServeComman
 /** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
 export async function main(argv: string[], io: CliIO): Promise<number> {
   try {
-    const command = parseCommand(argv);
+    const command = parseCommand(argv, io.env);
     switch (command.kind) {
       case "help":
         io.stdout.write(helpText());
@@ -81,7 +84,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-function parseCommand(argv: string[]): Command {
+function parseCommand(argv: string[], env: CliIO["env"]): Command {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   if (values.help) return { kind: "help" };
   if (values.version) return { kind: "version" };
@@ -91,7 +94,7 @@ function parseCommand(argv: string[]): Command {
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
-    return parseServeCommand(values);
+    return parseServeCommand(values, env);
   }
   if (name !== "run") throw new UsageError(`Unknown command "${name}"; the commands are "run" and "serve".`);
   // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
@@ -189,7 +192,10 @@ Usage:
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
 run in your browser; open the address it prints. --port (default 8787), --host (default
-127.0.0.1), --static (the page's folder).
+127.0.0.1), --static (the page's folder). With --database-url postgres://… runs are durable
+(docs/durable-runs.md): each is a workflow in that database that survives a restart, and several
+serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
+the same in each) and each its own --worker-id.
 
 Options:
   --json               print every event as one NDJSON line instead of the live view

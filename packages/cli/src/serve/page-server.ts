@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Agent } from "@agent-core/core";
-import { createAgentServer } from "@agent-core/http";
+import { createAgentServer, type RunBackend, type TokenLedger } from "@agent-core/http";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { pageTools } from "./page-tools.js";
 import { staticFile } from "./static-files.js";
@@ -17,6 +17,15 @@ export interface PageServerOptions {
   staticDir: string;
   /** How long a page tool may take to answer (default 60 s). */
   clientToolTimeoutMs?: number;
+  /** Where runs execute (default: agents in this process); a durable backend needs `hookSecret`. */
+  backend?: RunBackend & { ledger?: TokenLedger };
+  /** Signs hook tokens (default: random, fine for one process). */
+  hookSecret?: string;
+}
+
+/** The page's agent: its system prompt, the model, the page tools. */
+export function createPageAgent(model: LanguageModelV4): Agent {
+  return new Agent({ systemPrompt: PAGE_SYSTEM_PROMPT, provider: model, tools: pageTools });
 }
 
 /** Where `@agent-core/client`'s compiled files are: the page imports them from `/client/`. */
@@ -36,9 +45,11 @@ export function createPageServer(options: PageServerOptions): {
   close(): void;
 } {
   const agents = createAgentServer({
-    agent: () => new Agent({ systemPrompt: PAGE_SYSTEM_PROMPT, provider: options.model, tools: pageTools }),
+    ...(options.backend
+      ? { backend: options.backend, ledger: options.backend.ledger }
+      : { agent: () => createPageAgent(options.model) }),
     authorize: () => ({ userId: "local" }),
-    hookSecret: randomBytes(32).toString("hex"),
+    hookSecret: options.hookSecret ?? randomBytes(32).toString("hex"),
     basePath: "/api",
     clientToolTimeoutMs: options.clientToolTimeoutMs,
   });

@@ -2,23 +2,29 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveNode } from "@agent-core/http";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { CliIO } from "../cli-io.js";
 import { modelFromEnv } from "../provider.js";
 import { UsageError } from "../usage-error.js";
 import { createPageDemoModel } from "./page-demo-model.js";
-import { createPageServer } from "./page-server.js";
+import { createPageAgent, createPageServer } from "./page-server.js";
 
 export interface ServeCommand {
   kind: "serve";
   port: number;
   host: string;
   staticDir: string;
+  /** Runs durable in this PostgreSQL database, with the secret every serve process shares. */
+  durable?: { databaseUrl: string; hookSecret: string; workerId: string };
 }
 
 /** The page demo in this repository: from `dist/serve/` or `src/serve/` of the CLI package. */
 const EXAMPLE_PAGE = fileURLToPath(new URL("../../../../examples/http-browser/public", import.meta.url));
 
-export function parseServeCommand(values: { port?: string; host?: string; static?: string }): ServeCommand {
+export function parseServeCommand(
+  values: { port?: string; host?: string; static?: string; "database-url"?: string; "worker-id"?: string },
+  env: Record<string, string | undefined>,
+): ServeCommand {
   const port =
     values.port === undefined ? 8787 : /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!Number.isInteger(port) || port > 65_535)
@@ -29,7 +35,22 @@ export function parseServeCommand(values: { port?: string; host?: string; static
       `No index.html in ${staticDir}.`,
       "Pass the page's folder with --static, or run serve from a clone of the agent-core repository.",
     );
-  return { kind: "serve", port, host: values.host ?? "127.0.0.1", staticDir };
+  const command: ServeCommand = { kind: "serve", port, host: values.host ?? "127.0.0.1", staticDir };
+  const databaseUrl = values["database-url"];
+  if (databaseUrl === undefined) {
+    if (values["worker-id"] !== undefined)
+      throw new UsageError("--worker-id is for durable runs: add --database-url.");
+    return command;
+  }
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new UsageError(`--database-url must be a postgres:// URL, got "${databaseUrl}".`);
+  const hookSecret = env.AGENT_CORE_HOOK_SECRET ?? "";
+  if (hookSecret.length < 32)
+    throw new UsageError(
+      "Durable serve needs AGENT_CORE_HOOK_SECRET: 32+ characters of random text, the same in every serve process.",
+      'For example: export AGENT_CORE_HOOK_SECRET="$(openssl rand -hex 32)"',
+    );
+  return { ...command, durable: { databaseUrl, hookSecret, workerId: values["worker-id"] ?? "local" } };
 }
 
 /** Serves the page until `io.signal` aborts (Ctrl-C), then closes every run and connection. */
@@ -37,10 +58,15 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   const { model, label, demo } = modelFromEnv(io.env, {
     demoModel: (chunkDelayMs) => createPageDemoModel({ chunkDelayMs }),
   });
-  const page = createPageServer({ model, staticDir: command.staticDir });
+  const durable = command.durable && (await startDurable(command.durable, model));
+  const page = createPageServer({
+    model,
+    staticDir: command.staticDir,
+    ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
+  });
   const server = await serveNode(page.fetch, { port: command.port, host: command.host });
   io.stdout.write(
-    `agent-core serve: open ${server.url}/ in a browser (model: ${label}${demo ? ", offline demo" : ""}). Ctrl-C stops.\n`,
+    `agent-core serve: open ${server.url}/ in a browser (model: ${label}${demo ? ", offline demo" : ""}${durable ? `, durable runs as worker "${command.durable?.workerId}"` : ""}). Ctrl-C stops.\n`,
   );
   await new Promise<void>((done) => {
     if (io.signal === undefined || io.signal.aborted) return done();
@@ -48,5 +74,34 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   });
   page.close();
   await server.close();
+  await durable?.stop();
   return 0;
+}
+
+/**
+ * The durable runtime of this process (a worker of the run queue, which resumes what a crashed
+ * process with the same worker id left) and the server's backend on it. Loaded only when asked
+ * for: without a database nothing of DBOS is imported.
+ */
+async function startDurable(options: NonNullable<ServeCommand["durable"]>, model: LanguageModelV4) {
+  const { DurableRuntime, durableBackend } = await import("@agent-core/dbos");
+  const runtime = new DurableRuntime({
+    databaseUrl: options.databaseUrl,
+    executorId: options.workerId,
+    queue: { workerConcurrency: 16 },
+    agents: { page: () => createPageAgent(model) },
+  });
+  await runtime.launch();
+  const backend = await durableBackend({
+    databaseUrl: options.databaseUrl,
+    runs: runtime,
+    agentName: "page",
+  });
+  return {
+    backend,
+    async stop() {
+      await backend.close();
+      await runtime.shutdown();
+    },
+  };
 }
