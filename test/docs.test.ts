@@ -52,18 +52,20 @@ async function runBlock(name: string, code: string): Promise<string> {
     ["--import", "tsx", "--conditions=@agent-core/source", file],
     {
       cwd: root,
-      env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1", DATABASE_URL: await databaseUrl() },
+      env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1", DATABASE_URL: await databaseUrl(name) },
       timeout: 30_000,
     },
   );
   return stdout;
 }
 
-// The blocks of the durable runtime's docs read DATABASE_URL: a throwaway cluster, started once.
+// The blocks of the durable runtime's docs read DATABASE_URL: a throwaway cluster, started once,
+// a database per block (DBOS makes it; blocks run at once, and DBOS's first launch on a database
+// migrates it).
 let postgres: Promise<ThrowawayPostgres> | undefined;
-async function databaseUrl(): Promise<string> {
+async function databaseUrl(block: string): Promise<string> {
   postgres ??= startPostgres();
-  return (await postgres).url("agent_core_docs");
+  return (await postgres).url(`docs_${block.replace(/\W/g, "_").toLowerCase()}`);
 }
 
 afterAll(async () => {

@@ -71,6 +71,7 @@ describe("the page demo in Chromium", () => {
     await send(page, "Highlight the title");
     await statusIs(page, "completed");
     expect(await page.getAttribute("h1", "class")).toContain("highlight");
+    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator; the rendered text is what the user reads
     const transcript = () => page.locator("#transcript").innerText();
     expect(await transcript()).toContain('→ read_page({"selector":"h1"}) in your browser');
     expect(await transcript()).toContain("→ count_words");
