@@ -128,6 +128,35 @@ describe.each(["sequential", "parallel"])("a durable run killed mid-run (%s tool
   }, 90_000);
 });
 
+describe("a durable run killed while its model streams", () => {
+  it("calls the model again on resume: the log goes on without a gap or a repeat, the history is whole", async () => {
+    const runId = "crash-stream";
+    const first = worker("start", databaseUrl, runId, "stream");
+    // The answer's first half is stored; its second half comes a second later.
+    await until(
+      async () => (await events(runId)).some((event) => event.type === "text_delta"),
+      "the answer's first text",
+    );
+    first.process.kill("SIGKILL");
+    await first.output;
+    const before = await events(runId);
+    expect(before.at(-1)?.type).toBe("text_delta");
+
+    const resumed = lastLine(await worker("resume", databaseUrl, runId, "stream").output);
+    expect(resumed.stopReason).toBe("completed");
+    expect(resumed.text).toBe("3, 7 and 11.");
+    // Every tool call was recorded before the stream began: none ran again.
+    expect(await toolRuns(runId)).toEqual({ c1: 1, c2: 1, c3: 1 });
+    const log = await events(runId);
+    assertEventProtocol(log);
+    expect(log.slice(0, before.length)).toEqual(before);
+    const text = log.flatMap((event) => (event.type === "text_delta" ? [event.text] : [])).join("");
+    expect(text).toBe("3, 7 and 11.");
+    const whole = lastLine(await worker("whole", databaseUrl, `${runId}-whole`, "stream").output);
+    expect(comparable(resumed.messages)).toEqual(comparable(whole.messages));
+  }, 90_000);
+});
+
 describe("a durable run that waits for a client tool, then an approval", () => {
   it("waits as a durable message across a crash: another worker takes the answers and finishes it", async () => {
     const runId = "waiting";

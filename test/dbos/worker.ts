@@ -40,15 +40,17 @@ const add = defineTool({
 });
 
 /** Replies by the number of assistant messages so far, so a resumed process continues the script. */
-function model(parallel: boolean) {
+function model(parallel: boolean, slowAnswer: boolean) {
   const calls = [
     script.toolCall("add", { a: 1, b: 2 }, { id: "c1" }),
     script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
     script.toolCall("add", { a: 5, b: 6 }, { id: "c3" }),
   ];
-  const replies = parallel
-    ? [calls, [script.text("3, 7 ", "and 11.")]]
-    : [...calls.map((c) => [c]), [script.text("3, 7 ", "and 11.")]];
+  // `slowAnswer`: the answer streams its second half a second after its first.
+  const answer = slowAnswer
+    ? [script.text("3, 7 "), script.delay(1000), script.text("and 11.")]
+    : [script.text("3, 7 ", "and 11.")];
+  const replies = parallel ? [calls, answer] : [...calls.map((c) => [c]), answer];
   const byTurn = (options: { prompt: { role: string }[] }) =>
     replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")];
   return scriptedModel(Array.from({ length: 10 }, () => byTurn));
@@ -65,7 +67,7 @@ const runtime = new DurableRuntime({
   agents: {
     adder: () =>
       new Agent({
-        provider: model(parallel),
+        provider: model(parallel, execution === "stream"),
         tools: [add],
         toolExecution: parallel ? "parallel" : "sequential",
         ...(orchestrator ? { orchestrator } : {}),
