@@ -250,6 +250,18 @@ describe("steering and follow-ups are never lost", () => {
     expect(next.newMessages.some((m) => (m as { content?: string }).content === "change of plan")).toBe(true);
   });
 
+  it("takeQueued() removes what waits and returns it: the next run does not get it", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("Hi.")]]) });
+    agent.steer("steer me");
+    agent.followUp("follow me");
+    const taken = agent.takeQueued();
+    expect(taken.steering.map((m) => (m as { content: string }).content)).toEqual(["steer me"]);
+    expect(taken.followUps.map((m) => (m as { content: string }).content)).toEqual(["follow me"]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+    const result = await agent.prompt("hello").result();
+    expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
   it("queues again what an async getSteeringMessages returned when the run is aborted", async () => {
     const tool = defineTool({ name: "t", description: "t", inputSchema: z.object({}), execute: () => "ok" });
     let asked = 0;

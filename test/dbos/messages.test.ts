@@ -1,7 +1,7 @@
 import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, type AgentMessage, defineTool } from "agent-core";
+import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -32,7 +32,8 @@ const wait = defineTool({
 function echoModel() {
   const reply = (options: { prompt: { role: string; content: unknown }[] }): ScriptPart[] => {
     const prompt = options.prompt;
-    if (!prompt.some((message) => message.role === "assistant"))
+    const tools = (options as { tools?: unknown[] }).tools ?? [];
+    if (tools.length > 0 && !prompt.some((message) => message.role === "assistant"))
       return [script.toolCall("wait", {}, { id: "w1" })];
     const last = prompt.at(-1);
     if (last?.role !== "user") {
@@ -45,6 +46,16 @@ function echoModel() {
   return scriptedModel(Array.from({ length: 10 }, () => reply));
 }
 
+/** Answers once (the echo model echoes the prompt), then takes 400 ms more, asking for nothing. */
+const lingering: Orchestrator = {
+  name: "answer-then-linger",
+  version: "1",
+  async run(ctx) {
+    await ctx.decide();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  },
+};
+
 beforeAll(async () => {
   postgres = await startPostgres();
   const admin = new pg.Client({ connectionString: postgres.url("postgres") });
@@ -53,7 +64,10 @@ beforeAll(async () => {
   await admin.end();
   runtime = new DurableRuntime({
     databaseUrl: postgres.url("agent_core_messages"),
-    agents: { echo: () => new Agent({ provider: echoModel(), tools: [wait] }) },
+    agents: {
+      echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
+      lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
+    },
   });
   await runtime.launch();
 }, 60_000);
@@ -104,19 +118,30 @@ describe("steering and follow-ups of a durable run", () => {
     expect(result.runIds).toEqual(["followed"]);
   });
 
-  it("a message that arrives after the last model call started continues the workflow in a run of its own", async () => {
-    const run = await runtime.start("echo", "Wait, then answer slow.", { runId: "late" });
-    await untilEvent("late", "tool_call");
+  it("a follow-up sent while the last reply streams is taken by the same run", async () => {
+    const run = await runtime.start("echo", "Wait, then answer slow.", { runId: "streaming" });
+    await untilEvent("streaming", "tool_call");
     release();
     // The last reply streams for 400 ms: the message arrives while it does.
-    await untilEvent("late", "tool_result");
+    await untilEvent("streaming", "tool_result");
     await new Promise((resolve) => setTimeout(resolve, 150));
+    await runtime.followUp("streaming", "Late news.");
+    const result = await run.result();
+    expect(result.runIds).toEqual(["streaming"]);
+    expect(result.text).toBe("heard: Late news.");
+    expect(userTexts(result.messages)).toEqual(["Wait, then answer slow.", "Late news."]);
+  });
+
+  it("a message the run did not use, or that came after its last model call, continues the workflow in a run of its own", async () => {
+    // Its orchestrator answers once and lingers, asking for no follow-up: the message arrives then.
+    const run = await runtime.start("lingering", "Hello.", { runId: "late" });
+    await untilEvent("late", "text_delta");
     await runtime.followUp("late", "Late news.");
     const result = await run.result();
     expect(result.runIds).toEqual(["late", "late.2"]);
     expect(result.runId).toBe("late.2");
     expect(result.text).toBe("heard: Late news.");
-    expect(userTexts(result.messages)).toEqual(["Wait, then answer slow.", "Late news."]);
+    expect(userTexts(result.messages)).toEqual(["Hello.", "Late news."]);
     const continued = await runtime.events("late.2");
     expect(continued.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
   });

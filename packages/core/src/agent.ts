@@ -247,6 +247,11 @@ export class Agent {
     return { steering: this.#steeringQueue.peek(), followUps: this.#followUpQueue.peek() };
   }
 
+  /** Removes the queued messages and returns them (to send them yourself, or drop them). */
+  takeQueued(): { steering: AgentMessage[]; followUps: AgentMessage[] } {
+    return { steering: this.#steeringQueue.drain(), followUps: this.#followUpQueue.drain() };
+  }
+
   /** Aborts the running run and every run waiting behind it. */
   abort(reason?: unknown): void {
     for (const scope of [...this.#scopes]) scope.abort(reason);

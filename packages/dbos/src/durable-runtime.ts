@@ -224,6 +224,23 @@ export class DurableRuntime {
     return this.#durably(local.agent, local.input, local.started);
   }
 
+  /**
+   * Whether a steering message or follow-up waits for the workflow: a read of DBOS's notifications
+   * table (its system tables are documented). Should it fail, the answer is yes: a receive finds
+   * out, at the cost of its round trips.
+   */
+  async #messagesWaiting(workflowId: string): Promise<boolean> {
+    try {
+      const { rows } = await this.#pool.query(
+        "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed) AS waiting",
+        [workflowId, MESSAGES],
+      );
+      return rows[0]?.waiting === true;
+    } catch {
+      return true;
+    }
+  }
+
   /** Runs the prompt with the agent's services made durable, through every wait, to its end. */
   async #durably(agent: Agent, prompt: string, started?: (run: AgentRun) => void): Promise<DurableRunResult> {
     const workflowId = DBOS.workflowID as string;
@@ -231,15 +248,16 @@ export class DurableRuntime {
     const { container } = agent;
     // Registered on the agent's own container before its first prompt, when it resolves them.
     container.registerInstance(CLOCK, clock);
-    const modelStep = durableModelStep(container.resolve(MODEL_STEP), clock);
-    container.registerInstance(MODEL_STEP, {
-      // Model calls are one at a time, in the same order on replay: the point where steering and
-      // follow-ups sent meanwhile are received (a recorded receive) without breaking determinism.
-      run: async (request) => {
+    // Model calls are one at a time, in the same order on replay: the point where steering and
+    // follow-ups sent meanwhile are received without breaking determinism. The step records
+    // whether any waits (one read), and only then are they received (recorded receives).
+    const inbox = {
+      waiting: () => this.#messagesWaiting(workflowId),
+      receive: async () => {
         for (const { queue, message } of await receiveMessages(clock)) agent[queue](message);
-        return modelStep.run(request);
       },
-    });
+    };
+    container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), clock, inbox));
     container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), clock));
     // The prompt's run is the workflow; each resumption after a wait is a run of its own.
     const runIds: string[] = [];
@@ -265,15 +283,13 @@ export class DurableRuntime {
         continue;
       }
       if (result.stopReason !== "completed") break;
-      // Sent after the last model call: they continue the conversation in a run of their own.
+      // Received and not used (an orchestrator that did not ask for them), or sent after the last
+      // model call: they continue the conversation in a run of their own.
       const late = await receiveMessages(clock);
-      if (late.length === 0) break;
-      result = await agent
-        .prompt(
-          late.map((received) => received.message),
-          { clientTools: "suspend" },
-        )
-        .result();
+      const left = agent.takeQueued();
+      const input = [...left.steering, ...left.followUps, ...late.map((received) => received.message)];
+      if (input.length === 0) break;
+      result = await agent.prompt(input, { clientTools: "suspend" }).result();
     }
     await this.#store.flush();
     return {

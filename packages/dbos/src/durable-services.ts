@@ -15,6 +15,16 @@ interface RecordedModelCall {
   error?: { code: string; message: string; stopReason: StopReason };
   /** When it ended: the run's clock reads this from then on, live and on replay alike. */
   at: number;
+  /** Whether messages for the run were waiting when it ended (recorded: a replay receives alike). */
+  messagesWaiting?: boolean;
+}
+
+/** The run's messages as the model step sees them: checked in the step, received after it. */
+export interface StepInbox {
+  /** Inside the step: whether any message waits (a cheap read). */
+  waiting(): Promise<boolean>;
+  /** In the workflow, after a step that found messages waiting: receives them (recorded). */
+  receive(): Promise<void>;
 }
 
 /**
@@ -51,7 +61,7 @@ export class RecordedClock implements Clock {
  * serialization, its code and stop reason do). A replay after a crash does not call the model:
  * it tells the recorded chunks again, so the run publishes the same events with the same seq.
  */
-export function durableModelStep(inner: ModelStep, clock?: RecordedClock): ModelStep {
+export function durableModelStep(inner: ModelStep, clock?: RecordedClock, inbox?: StepInbox): ModelStep {
   return {
     async run(request) {
       let executed = false;
@@ -79,7 +89,7 @@ export function durableModelStep(inner: ModelStep, clock?: RecordedClock): Model
                 request.onReasoning?.(text);
               },
             });
-            return { chunks, result, at: Date.now() };
+            return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
           } catch (error) {
             const failure =
               error instanceof AgentError ? error : new AgentError("provider_error", String(error));
@@ -87,6 +97,7 @@ export function durableModelStep(inner: ModelStep, clock?: RecordedClock): Model
               chunks,
               error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
               at: Date.now(),
+              messagesWaiting: await inbox?.waiting(),
             };
           }
         },
@@ -98,6 +109,7 @@ export function durableModelStep(inner: ModelStep, clock?: RecordedClock): Model
           if (kind === "text") request.onText?.(text);
           else request.onReasoning?.(text);
       clock?.passed(recorded.at);
+      if (recorded.messagesWaiting) await inbox?.receive();
       if (recorded.error !== undefined) {
         const { code, message, stopReason } = recorded.error;
         throw new AgentError(code, message, { stopReason });
