@@ -106,10 +106,10 @@ export class ToolBatch implements FatalToolSink {
   }
 
   /**
-   * Runs the batch, deciding approvals first when `beforeToolCall` is set or a tool has
-   * `needsApproval`, then (with
-   * `clientTools: "suspend"`) suspending when client calls would wait. `resumed`: what a resumed
-   * batch runs with. Returns synchronously when every tool was synchronous.
+   * Runs the batch, deciding approvals first when `beforeToolCall` is set or a tool of the batch
+   * has `needsApproval`, then (with `clientTools: "suspend"`) suspending when client calls would
+   * wait. `resumed`: what a resumed batch runs with. Returns synchronously when every tool was
+   * synchronous.
    */
   run(concurrency: number, resumed?: Resumed): BatchOutcome | Promise<BatchOutcome> {
     this.#delivered = resumed?.results;
