@@ -12,8 +12,8 @@ import type { ModelCallSettings } from "./model/stream-step.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import type { AgentHooks } from "./run/hooks.js";
 import type { ToolTimeouts } from "./run/tool-batch.js";
-import type { Tool } from "./tools/define-tool.js";
-import type { ToolRegistry } from "./tools/registry.js";
+import type { AiSdkToolSet } from "./tools/ai-sdk-tools.js";
+import type { ToolInput, ToolRegistry } from "./tools/registry.js";
 import type { StallOptions } from "./tools/stall-detector.js";
 
 /** Context handed to the steering and follow-up callbacks. */
@@ -37,7 +37,11 @@ export interface AgentConfig extends AgentHooks {
   systemPrompt?: string;
   /** Any AI SDK language model (specification v4, as every ai@7 provider returns). */
   provider?: LanguageModelV4;
-  tools?: ToolRegistry | readonly Tool[];
+  /**
+   * Tools made with `defineTool()`, AI SDK `ToolSet`s (`{ name: tool({ … }) }`, see
+   * docs/interop.md), or an array mixing both; or a registry of them.
+   */
+  tools?: ToolRegistry | AiSdkToolSet | readonly ToolInput[];
   /** An orchestrator, or the name of a registered one; default: the registered default ("agentic"). */
   orchestrator?: Orchestrator | string;
   limits?: Partial<Limits>;

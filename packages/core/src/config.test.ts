@@ -100,7 +100,11 @@ const fields: [path: string, bad: unknown[], good: unknown[]][] = [
     ["", "  ", 3, {}, { name: "x" }, { run: fn }, { name: 1, run: fn }],
     ["agentic", { name: "mine", run: fn }],
   ],
-  ["tools", [{ name: "echo" }, "echo", 1, null, new Map()], [[], [echo], new ToolRegistry([echo])]],
+  [
+    "tools",
+    [{ name: "echo" }, "echo", 1, null, new Map()],
+    [[], [echo], new ToolRegistry([echo]), {}, { echo: { inputSchema: z.object({}), execute: () => 1 } }],
+  ],
   ["container", [1, {}, null], [rootContainer, rootContainer.createChildContainer()]],
   ...hooks.map((path): [string, unknown[], unknown[]] => [
     path,

@@ -49,7 +49,14 @@ function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an ob
 
 const isFunction = (value: unknown) => typeof value === "function";
 const isProvider = (value: unknown) => hasMethod(value, "doStream");
-const isTools = (value: unknown) => Array.isArray(value) || value instanceof ToolRegistry;
+const isTools = (value: unknown) =>
+  Array.isArray(value) || value instanceof ToolRegistry || isToolSetShaped(value);
+/** A plain object of objects: an AI SDK ToolSet, whose tools the registry checks one by one. */
+const isToolSetShaped = (value: unknown) =>
+  typeof value === "object" &&
+  value !== null &&
+  [Object.prototype, null].includes(Object.getPrototypeOf(value)) &&
+  Object.values(value).every((tool) => typeof tool === "object" && tool !== null);
 const isOrchestrator = (value: unknown) =>
   (typeof value === "string" && value.trim() !== "") ||
   (hasMethod(value, "run") && typeof (value as { name?: unknown }).name === "string");
@@ -97,9 +104,9 @@ const agentConfigSchema = z.object(
       )
       .optional(),
     tools: z
-      .union(
-        [z.array(z.unknown()), z.instanceof(ToolRegistry)],
-        expecting("an array of tools or a ToolRegistry"),
+      .custom(
+        isTools,
+        expecting("an array of tools, an AI SDK ToolSet ({ name: tool({ … }) }) or a ToolRegistry"),
       )
       .optional(),
     orchestrator: z

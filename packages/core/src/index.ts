@@ -65,6 +65,7 @@ export {
 export type { ApprovalDecision, Suspension, Wait } from "./run/suspension.js";
 export type { ToolTimeouts } from "./run/tool-batch.js";
 export { validateTranscript } from "./run/transcript.js";
+export { type AiSdkToolSet, fromAiSdkTools } from "./tools/ai-sdk-tools.js";
 export { canonicalJson } from "./tools/canonical-json.js";
 export {
   type ClientTool,
@@ -74,9 +75,11 @@ export {
   type ServerTool,
   type ServerToolDefinition,
   type Tool,
+  type ToolApprovalCheck,
   type ToolDefinition,
   type ToolExecuteOptions,
 } from "./tools/define-tool.js";
 export { SKIPPED_BY_STEERING } from "./tools/execute-tool.js";
-export { ToolRegistry } from "./tools/registry.js";
+export { type ParsedArgs, parseArgs, parseArgsNow } from "./tools/parse-args.js";
+export { type ToolInput, ToolRegistry } from "./tools/registry.js";
 export { StallDetector, type StallOptions } from "./tools/stall-detector.js";

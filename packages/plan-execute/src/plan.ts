@@ -1,4 +1,4 @@
-import type { ToolRegistry } from "@agent-core/core";
+import { parseArgsNow, type ToolRegistry } from "@agent-core/core";
 import { z } from "zod";
 
 /** What the planner replies: tool steps, optionally with ids and dependencies. */
@@ -75,8 +75,9 @@ export function validatePlan(
       if (!ids.has(dependency) && !completed.has(dependency))
         problems.push(`step ${step.id}: depends on "${dependency}", which is not a step of the plan`);
     if (refsIn(step.args).length > 0) continue;
-    const parsed = tool.inputSchema.safeParse(step.args);
-    if (!parsed.success)
+    // A schema that validates asynchronously is left to the check made when the step runs.
+    const parsed = parseArgsNow(tool.inputSchema, step.args);
+    if (parsed?.success === false)
       problems.push(
         `step ${step.id}: invalid arguments for "${step.tool}": ${parsed.error.issues
           .map((issue) =>

@@ -1,6 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import type { ToolCall } from "../messages.js";
-import { askBeforeToolCall } from "./approvals.js";
+import { defineTool } from "../tools/define-tool.js";
+import { askBeforeToolCall, mayNeedApproval } from "./approvals.js";
 import type { AgentHooks, BeforeToolCallResult, ToolCallContext } from "./hooks.js";
 import type { ApprovalDecision } from "./suspension.js";
 
@@ -103,5 +105,51 @@ describe("askBeforeToolCall", () => {
     };
     const { verdicts } = await askBeforeToolCall([call("a")], hook, undefined, contextOf, () => ended);
     expect(verdicts.size).toBe(0);
+  });
+});
+
+describe("askBeforeToolCall with tools that declare needsApproval", () => {
+  const amountOver100 = vi.fn(({ amount }: { amount: number }, _context: unknown) => amount > 100);
+  const pay = defineTool({
+    name: "pay",
+    description: "Pays",
+    inputSchema: z.object({ amount: z.number() }),
+    needsApproval: amountOver100,
+    execute: () => "paid",
+  });
+  const payCall = (id: string, args: unknown): ToolCall => ({ id, name: "pay", args });
+  const withTool = (call: ToolCall): ToolCallContext => ({ ...contextOf(call), tool: pay });
+
+  it("waits on the calls the tool's function picks, asking it only about valid arguments", async () => {
+    amountOver100.mockClear();
+    const calls = [payCall("a", { amount: 5 }), payCall("b", { amount: 500 }), payCall("c", { amount: "x" })];
+    const { suspension } = await askBeforeToolCall(calls, undefined, undefined, withTool, () => false);
+    expect([...(suspension?.waits ?? [])]).toStrictEqual([["b", { kind: "approval" }]]);
+    expect(amountOver100.mock.calls.map(([args]) => args)).toEqual([{ amount: 5 }, { amount: 500 }]);
+    expect(amountOver100.mock.calls[0]?.[1]).toMatchObject({ runId: "run", call: calls[0] });
+  });
+
+  it("lets beforeToolCall speak first: its block and its reason win", async () => {
+    const { hook } = hookOf({ a: { block: "no money" }, b: { requireApproval: true, reason: "big" } });
+    const calls = [
+      payCall("a", { amount: 500 }),
+      payCall("b", { amount: 500 }),
+      payCall("c", { amount: 500 }),
+    ];
+    const { verdicts, suspension } = await askBeforeToolCall(calls, hook, undefined, withTool, () => false);
+    expect([...verdicts]).toStrictEqual([["a", { block: "no money" }]]);
+    expect([...(suspension?.waits ?? [])]).toStrictEqual([
+      ["b", { kind: "approval", reason: "big" }],
+      ["c", { kind: "approval" }],
+    ]);
+  });
+
+  it("mayNeedApproval: only with a hook, or a tool of the batch that declares needsApproval", () => {
+    const plain = defineTool({ name: "echo", description: "e", inputSchema: z.object({}), execute: () => 1 });
+    const toolOf = (call: ToolCall) => (call.name === "pay" ? pay : plain);
+    const echo: ToolCall = { id: "e", name: "echo", args: {} };
+    expect(mayNeedApproval([echo], undefined, toolOf)).toBe(false);
+    expect(mayNeedApproval([echo, payCall("p", {})], undefined, toolOf)).toBe(true);
+    expect(mayNeedApproval([echo], () => undefined, toolOf)).toBe(true);
   });
 });

@@ -1,19 +1,21 @@
 import type { ToolCall } from "../messages.js";
-import type { AgentHooks, ToolCallContext } from "./hooks.js";
+import type { Tool } from "../tools/define-tool.js";
+import { parseArgs } from "../tools/parse-args.js";
+import type { AgentHooks, BeforeToolCallResult, ToolCallContext } from "./hooks.js";
 import type { ApprovalDecision, Suspension, Wait } from "./suspension.js";
 
 /** What a call may not do: `block`ed by `beforeToolCall`, or decided by a person. */
 export type Verdict = { block: string } | ApprovalDecision;
 
 /**
- * Asks `beforeToolCall` about every call of a batch before any runs. Calls a person already
- * decided (`decided`, when a suspended batch resumes) are not asked again. If one needs approval,
- * the whole batch waits — returned as a suspension — so no result ever gets ahead of an
- * unanswered call. Stops asking once `ended()` says the run is over.
+ * Asks `beforeToolCall` (when set) and each tool's `needsApproval` about every call of a batch
+ * before any runs. Calls a person already decided (`decided`, when a suspended batch resumes) are
+ * not asked again. If one needs approval, the whole batch waits — returned as a suspension — so no
+ * result ever gets ahead of an unanswered call. Stops asking once `ended()` says the run is over.
  */
 export async function askBeforeToolCall(
   calls: readonly ToolCall[],
-  hook: NonNullable<AgentHooks["beforeToolCall"]>,
+  hook: AgentHooks["beforeToolCall"],
   decided: ReadonlyMap<string, ApprovalDecision> | undefined,
   contextOf: (call: ToolCall) => ToolCallContext,
   ended: () => boolean,
@@ -26,7 +28,9 @@ export async function askBeforeToolCall(
       verdicts.set(call.id, decision);
       continue;
     }
-    const verdict = await hook(contextOf(call));
+    const context = contextOf(call);
+    // The hook speaks first: its block or its reason wins; the tool's own rule applies when it lets the call through.
+    const verdict = (await hook?.(context)) ?? ((await toolNeedsApproval(context)) ? APPROVAL : undefined);
     if (ended()) break;
     if (verdict === undefined) continue;
     if ("block" in verdict) verdicts.set(call.id, verdict);
@@ -37,4 +41,24 @@ export async function askBeforeToolCall(
       );
   }
   return { verdicts, suspension: waits.size > 0 && !ended() ? { calls, waits } : undefined };
+}
+
+/** Whether some call of the batch may need approval: else the batch skips asking altogether. */
+export function mayNeedApproval(
+  calls: readonly ToolCall[],
+  hook: AgentHooks["beforeToolCall"],
+  toolOf: (call: ToolCall) => Tool | undefined,
+): boolean {
+  return hook !== undefined || calls.some((call) => Boolean(toolOf(call)?.needsApproval));
+}
+
+const APPROVAL: BeforeToolCallResult = { requireApproval: true };
+
+/** The tool's `needsApproval`; a function is asked only about arguments that pass the schema. */
+async function toolNeedsApproval(context: ToolCallContext): Promise<boolean> {
+  const { tool, call } = context;
+  const needsApproval = tool?.needsApproval;
+  if (tool === undefined || typeof needsApproval !== "function") return needsApproval === true;
+  const parsed = await parseArgs(tool.inputSchema, call.args);
+  return parsed.success && Boolean(await needsApproval(parsed.data, context));
 }

@@ -10,9 +10,10 @@ import {
   SKIPPED_BY_STEERING,
   toolResult,
 } from "../tools/execute-tool.js";
+import { parseArgsNow } from "../tools/parse-args.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
-import { askBeforeToolCall, type Verdict } from "./approvals.js";
+import { askBeforeToolCall, mayNeedApproval, type Verdict } from "./approvals.js";
 import type { ClientToolCalls, ClientToolOutcome } from "./client-tools.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
@@ -105,14 +106,15 @@ export class ToolBatch implements FatalToolSink {
   }
 
   /**
-   * Runs the batch, deciding approvals first when `beforeToolCall` is set, then (with
-   * `clientTools: "suspend"`) suspending when client calls would wait. `resumed`: what a resumed
-   * batch runs with. Returns synchronously when every tool was synchronous.
+   * Runs the batch, deciding approvals first when `beforeToolCall` is set or a tool of the batch
+   * has `needsApproval`, then (with `clientTools: "suspend"`) suspending when client calls would
+   * wait. `resumed`: what a resumed batch runs with. Returns synchronously when every tool was
+   * synchronous.
    */
   run(concurrency: number, resumed?: Resumed): BatchOutcome | Promise<BatchOutcome> {
     this.#delivered = resumed?.results;
     const hook = this.#setup.hooks.beforeToolCall;
-    if (hook === undefined) {
+    if (!mayNeedApproval(this.#calls, hook, (call) => this.#setup.tools.get(call.name))) {
       if (resumed) this.#verdicts = new Map(resumed.decisions);
       return this.#suspendedForClient() ?? this.#runCalls(concurrency);
     }
@@ -373,10 +375,12 @@ export class ToolBatch implements FatalToolSink {
 /**
  * Whether the run will wait for the user's side to run this call: a client tool with arguments
  * that pass its schema. Only such a `tool_call` says `execution: "client"`, so a client never runs
- * a call that was skipped, denied or refused (it gets its `tool_result` at once).
+ * a call that was skipped, denied or refused (it gets its `tool_result` at once). A schema that
+ * validates asynchronously cannot answer now: its call is taken to wait, and the check made when
+ * it runs gives invalid arguments their error result.
  */
 function waitsForClient(call: ToolCall, tool: Tool | undefined): boolean {
-  return tool?.execution === "client" && tool.inputSchema.safeParse(call.args).success;
+  return tool?.execution === "client" && (parseArgsNow(tool.inputSchema, call.args)?.success ?? true);
 }
 
 function toolCallEvent(call: ToolCall, client: boolean): EventPayload<"tool_call"> {

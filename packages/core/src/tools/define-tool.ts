@@ -2,6 +2,7 @@ import type { JSONSchema7 } from "@ai-sdk/provider";
 import { zodSchema } from "@ai-sdk/provider-utils";
 import { z } from "zod";
 import { InvalidConfigError } from "../errors.js";
+import type { ToolCallContext } from "../run/hooks.js";
 
 export interface ToolExecuteOptions {
   /** Aborted when the run is aborted (or, later, times out). Tools should pass it on to I/O. */
@@ -25,7 +26,23 @@ interface ToolDefinitionBase<Schema extends z.ZodType> {
   sequential?: boolean;
   /** Calling it again with the same arguments is expected (a poller): stall detection skips it. */
   allowRepeats?: boolean;
+  /**
+   * Ask a person first: `true` for every call, or a function of the (validated) arguments for some.
+   * A call that needs approval ends the run as `awaiting_approval` until `agent.approve()` /
+   * `deny()`, as when `beforeToolCall` asks; a call whose arguments fail the schema is not asked
+   * about (it gets its error result).
+   */
+  needsApproval?: boolean | ToolApprovalCheck<z.output<Schema>>;
 }
+
+/**
+ * Whether a call needs a person's approval, from its arguments and the call's context. (Declared as
+ * a method so that its arguments are bivariant, like `execute`'s: a tool of a narrower schema is
+ * still a `Tool`.)
+ */
+export type ToolApprovalCheck<Args = unknown> = {
+  check(args: Args, context: ToolCallContext): boolean | PromiseLike<boolean>;
+}["check"];
 
 /** A tool the agent's process runs. */
 export interface ServerToolDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown>
@@ -79,9 +96,33 @@ export function defineTool<Schema extends z.ZodType, Result>(
 export function defineTool<Schema extends z.ZodType>(
   definition: ClientToolDefinition<Schema>,
 ): ClientTool<Schema>;
+/** A tool whose kind (server or client) is decided at run time. */
+export function defineTool<Schema extends z.ZodType, Result>(
+  definition: ToolDefinition<Schema, Result>,
+): Tool<Schema, Result>;
 export function defineTool<Schema extends z.ZodType, Result>(
   definition: ToolDefinition<Schema, Result>,
 ): Tool<Schema, Result> {
+  checkToolDefinition(definition);
+  let jsonSchema: JSONSchema7;
+  try {
+    // The AI SDK's own conversion, so a tool reaches the model exactly as `streamText` would send it
+    // (draft-7, input types, `additionalProperties: false` on every object for strict providers).
+    jsonSchema = { ...(zodSchema(definition.inputSchema).jsonSchema as JSONSchema7) };
+  } catch (error) {
+    throw new InvalidConfigError(
+      `Tool "${definition.name}": its inputSchema cannot be expressed as JSON Schema (${(error as Error).message}).`,
+    );
+  }
+  delete jsonSchema.$schema;
+  return { ...definition, jsonSchema };
+}
+
+/**
+ * Throws an `InvalidConfigError` for a definition `defineTool` would refuse; for tools whose JSON
+ * Schema comes from elsewhere (an AI SDK tool's own).
+ */
+export function checkToolDefinition(definition: Pick<ToolDefinition, "name" | "inputSchema">): void {
   if (!TOOL_NAME.test(definition.name))
     throw new InvalidConfigError(
       `Invalid tool name "${definition.name}": use 1-64 letters, digits, "_" or "-" (what model APIs accept).`,
@@ -101,16 +142,13 @@ export function defineTool<Schema extends z.ZodType, Result>(
     );
   else if (typeof execute !== "function")
     throw new InvalidConfigError(`Tool "${definition.name}": execute must be a function.`);
-  let jsonSchema: JSONSchema7;
-  try {
-    // The AI SDK's own conversion, so a tool reaches the model exactly as `streamText` would send it
-    // (draft-7, input types, `additionalProperties: false` on every object for strict providers).
-    jsonSchema = { ...(zodSchema(definition.inputSchema).jsonSchema as JSONSchema7) };
-  } catch (error) {
+  const { needsApproval } = definition as { needsApproval?: unknown };
+  if (
+    needsApproval !== undefined &&
+    typeof needsApproval !== "boolean" &&
+    typeof needsApproval !== "function"
+  )
     throw new InvalidConfigError(
-      `Tool "${definition.name}": its inputSchema cannot be expressed as JSON Schema (${(error as Error).message}).`,
+      `Tool "${definition.name}": needsApproval must be a boolean or a function of the arguments.`,
     );
-  }
-  delete jsonSchema.$schema;
-  return { ...definition, jsonSchema };
 }

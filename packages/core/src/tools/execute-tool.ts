@@ -1,7 +1,9 @@
+import type { z } from "zod";
 import { errorMessage, FatalToolError, TimeoutError } from "../errors.js";
 import type { ToolCall, ToolResultMessage, ToolResultStatus } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { RunnableTool } from "./define-tool.js";
+import { describeIssues, type ParsedArgs, parseArgs } from "./parse-args.js";
 import type { ToolRegistry } from "./registry.js";
 
 export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
@@ -33,14 +35,34 @@ export function executeToolCall(
       tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
     return toolResult(call, "error", `Unknown tool "${call.name}".${available}`);
   }
-  const parsed = tool.inputSchema.safeParse(call.args);
-  if (!parsed.success) {
-    const issues = parsed.error.issues
-      .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
-      .join("; ");
-    const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
-    return toolResult(call, "error", `Invalid arguments for tool "${call.name}": ${issues}.${sent}`);
-  }
+  const parsed = parseArgs(tool.inputSchema, call.args);
+  const run = (checked: ParsedArgs) =>
+    checked.success
+      ? runTool(tool, checked.data, call, scope, graceMs, timeoutMs, fatal, runId)
+      : invalidArguments(call, checked.error);
+  return parsed instanceof Promise ? parsed.then(run) : run(parsed);
+}
+
+function invalidArguments(call: ToolCall, error: z.ZodError): ToolResultMessage {
+  const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
+  return toolResult(
+    call,
+    "error",
+    `Invalid arguments for tool "${call.name}": ${describeIssues(error)}.${sent}`,
+  );
+}
+
+/** Runs a tool whose arguments passed its schema. */
+function runTool(
+  tool: RunnableTool,
+  args: unknown,
+  call: ToolCall,
+  scope: AbortScope,
+  graceMs: number,
+  timeoutMs: number | undefined,
+  fatal: FatalToolSink | undefined,
+  runId: string | undefined,
+): ToolResultMessage | Promise<ToolResultMessage> {
   if (scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
 
   // With a time limit the tool gets its own signal, aborted by the run or by its deadline.
@@ -50,7 +72,7 @@ export function executeToolCall(
   let then: Then | undefined;
   try {
     const idempotencyKey = runId === undefined ? call.id : `${runId}:${call.id}`;
-    returned = tool.execute(parsed.data, { signal, toolCallId: call.id, idempotencyKey });
+    returned = tool.execute(args, { signal, toolCallId: call.id, idempotencyKey });
     // Read once and inside the guard: a `then` getter that throws is the tool failing.
     then = thenOf(returned);
   } catch (error) {

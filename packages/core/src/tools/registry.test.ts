@@ -1,3 +1,4 @@
+import { tool } from "@ai-sdk/provider-utils";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AgentError, DuplicateToolError, InvalidConfigError } from "../errors.js";
@@ -117,5 +118,28 @@ describe("defineTool, schemas without a JSON Schema", () => {
     expect(() => defineTool({ name: "when", description: "d", inputSchema, execute: () => 1 })).toThrow(
       /^Tool "when": its inputSchema cannot be expressed as JSON Schema \(.+\)\.$/,
     );
+  });
+});
+
+describe("ToolRegistry with AI SDK ToolSets", () => {
+  const weather = tool({ inputSchema: z.object({ city: z.string() }), execute: ({ city }) => city });
+
+  it("takes a ToolSet as it is, or beside defineTool() tools, keeping the order", () => {
+    expect(new ToolRegistry({ weather }).names()).toEqual(["weather"]);
+    expect(new ToolRegistry([calculator, { weather }]).names()).toEqual(["calculator", "weather"]);
+    expect(new ToolRegistry().register({ weather }, time).names()).toEqual(["weather", "get_current_time"]);
+  });
+
+  it("refuses a taken name and then adds none of the tools it was given", () => {
+    const registry = new ToolRegistry([calculator]);
+    expect(() => registry.register({ weather, calculator: weather })).toThrow(DuplicateToolError);
+    expect(() => registry.register({ weather }, { weather })).toThrow(/"weather" is already registered/);
+    expect(registry.names()).toEqual(["calculator"]);
+  });
+
+  it("refuses a tool object that was not made with defineTool()", () => {
+    expect(() =>
+      new ToolRegistry().register({ name: "x", description: "d", inputSchema: z.object({}) } as never),
+    ).toThrow(/takes tools made with defineTool\(\): "x" was not/);
   });
 });

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { compileJsonSchema } from "./json-schema-validation.js";
+
+const order = {
+  type: "object",
+  properties: {
+    id: { type: "string" },
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { sku: { type: "string" }, qty: { type: "integer", minimum: 1 } },
+        required: ["sku", "qty"],
+      },
+    },
+  },
+  required: ["id"],
+  additionalProperties: false,
+} as const;
+
+describe("compileJsonSchema", () => {
+  it("passes a conforming value with no issues", () => {
+    expect(compileJsonSchema(order)({ id: "o1", items: [{ sku: "a", qty: 2 }] })).toEqual([]);
+  });
+
+  it("reports every issue at once, each at its path", () => {
+    const issues = compileJsonSchema(order)({ items: [{ sku: 5, qty: 0 }, {}], note: "x" });
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        { path: ["id"], message: "is required" },
+        { path: ["note"], message: "is not an allowed property" },
+        { path: ["items", 0, "sku"], message: "must be string" },
+        { path: ["items", 0, "qty"], message: "must be >= 1" },
+        { path: ["items", 1, "sku"], message: "is required" },
+        { path: ["items", 1, "qty"], message: "is required" },
+      ]),
+    );
+    expect(issues).toHaveLength(6);
+  });
+
+  it("reports a wrong value itself at the empty path, and unescapes JSON Pointer segments", () => {
+    expect(compileJsonSchema(order)("o1")).toEqual([{ path: [], message: "must be object" }]);
+    const slashed = compileJsonSchema({ type: "object", properties: { "a/b~c": { type: "number" } } });
+    expect(slashed({ "a/b~c": "1" })).toEqual([{ path: ["a/b~c"], message: "must be number" }]);
+  });
+
+  it("reads draft-07 by default and 2020-12 when $schema says so", () => {
+    // Array-form `items` is draft-07's tuple; 2020-12 has `prefixItems` instead and refuses it.
+    const tuple = { type: "array", items: [{ type: "string" }, { type: "number" }] } as const;
+    expect(compileJsonSchema(tuple)(["a", "b"])).toEqual([{ path: [1], message: "must be number" }]);
+    expect(() =>
+      compileJsonSchema({ $schema: "https://json-schema.org/draft/2020-12/schema", ...tuple } as never),
+    ).toThrow(/items/);
+    const prefixed = compileJsonSchema({
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "array",
+      prefixItems: [{ type: "string" }],
+    } as never);
+    expect(prefixed([1])).toEqual([{ path: [0], message: "must be string" }]);
+  });
+
+  it("ignores unknown keywords and formats, as annotations", () => {
+    const validate = compileJsonSchema({
+      type: "object",
+      "x-ui": { widget: "email" },
+      properties: { mail: { type: "string", format: "email" } },
+    } as never);
+    expect(validate({ mail: "not an address" })).toEqual([]);
+  });
+
+  it("compiles schemas that share an $id side by side", () => {
+    const first = compileJsonSchema({ $id: "https://example.com/args", type: "string" });
+    const second = compileJsonSchema({ $id: "https://example.com/args", type: "number" });
+    expect([first("a"), second(1)]).toEqual([[], []]);
+  });
+
+  it.each([
+    ["an invalid schema", { type: "nope" }],
+    ["an unknown $schema", { $schema: "http://json-schema.org/draft-04/schema#", type: "object" }],
+    ["a $ref to nowhere", { $ref: "#/definitions/missing" }],
+  ])("throws for %s", (_label, schema) => {
+    expect(() => compileJsonSchema(schema as never)).toThrow(Error);
+  });
+});

@@ -1,0 +1,89 @@
+import type { JSONSchema7 } from "@ai-sdk/provider";
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
+
+/** One way a value fails a schema: where (`["items", 0, "id"]`; empty for the value itself) and why. */
+export interface SchemaIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** Checks a value against one compiled JSON Schema: no issues when it conforms. */
+export type JsonSchemaValidator = (value: unknown) => SchemaIssue[];
+
+const AJV_OPTIONS: Options = {
+  // Every issue at once, so the model can fix all of its arguments in one retry.
+  allErrors: true,
+  // Schemas written for other tools carry keywords of their own (`x-…`, UI hints): ignored, as
+  // annotations, rather than refusing the tool.
+  strict: false,
+  // `format` is an annotation, as JSON Schema 2019-09 and later define it by default: checking
+  // formats would take a second package (ajv-formats) and refuse values the tool may accept.
+  validateFormats: false,
+  // Tools' schemas may share an `$id`: each is compiled on its own, never registered by id.
+  addUsedSchema: false,
+  logger: false,
+};
+
+/** One ajv per dialect, made when first needed; compiled validators are ajv's own cache. */
+const dialects = {
+  draft7: lazily(() => new Ajv(AJV_OPTIONS)),
+  draft2019: lazily(() => new Ajv2019(AJV_OPTIONS)),
+  draft2020: lazily(() => new Ajv2020(AJV_OPTIONS)),
+};
+
+/**
+ * Compiles `schema` once. Its dialect is the one its `$schema` names — draft 2020-12 or 2019-09 —
+ * and draft-07 without one: the dialect the AI SDK's `JSONSchema7` type, its zod and Standard
+ * Schema conversions and the providers' tool APIs use. Throws an `Error` saying why when ajv
+ * cannot compile the schema (an invalid schema, an unknown `$schema`, a `$ref` that resolves nowhere).
+ */
+export function compileJsonSchema(schema: JSONSchema7): JsonSchemaValidator {
+  const validate = ajvFor(schema).compile(schema);
+  return (value) => (validate(value) ? [] : issuesOf(validate));
+}
+
+function ajvFor(schema: JSONSchema7): Ajv {
+  const dialect = typeof schema === "object" && schema !== null ? schema.$schema : undefined;
+  if (dialect?.includes("/draft/2020-12/")) return dialects.draft2020();
+  if (dialect?.includes("/draft/2019-09/")) return dialects.draft2019();
+  return dialects.draft7();
+}
+
+function issuesOf(validate: ValidateFunction): SchemaIssue[] {
+  return (validate.errors ?? []).map(issueOf);
+}
+
+/** An ajv error as a path into the value and a message: a missing or extra property is named in the path. */
+function issueOf(error: ErrorObject): SchemaIssue {
+  const path = pathOf(error.instancePath);
+  if (error.keyword === "required")
+    return { path: [...path, String(error.params.missingProperty)], message: "is required" };
+  if (error.keyword === "additionalProperties")
+    return {
+      path: [...path, String(error.params.additionalProperty)],
+      message: "is not an allowed property",
+    };
+  return { path, message: error.message ?? `fails "${error.keyword}"` };
+}
+
+/** A JSON Pointer (`/items/0/id`) as path segments, array indexes as numbers. */
+function pathOf(pointer: string): (string | number)[] {
+  if (pointer === "") return [];
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((segment) => {
+      const key = segment.replaceAll("~1", "/").replaceAll("~0", "~");
+      return /^(0|[1-9]\d*)$/.test(key) ? Number(key) : key;
+    });
+}
+
+function lazily<T>(make: () => T): () => T {
+  let made: T | undefined;
+  return () => {
+    made ??= make();
+    return made;
+  };
+}
