@@ -1,0 +1,635 @@
+import type { AgentEvent } from "@agent-core/core";
+import type { AgentEndEvent, ClientRun } from "./agent-client.js";
+import { ClientError, type ClientErrorEvent, type ClientEvent } from "./errors.js";
+import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
+import {
+  ACCEPT,
+  type Config,
+  discard,
+  httpError,
+  ignore,
+  retryAfterMs,
+  sleep,
+  type Transport,
+} from "./transport.js";
+
+type Plan =
+  | { kind: "start"; body: Record<string, unknown>; previous: Promise<unknown> }
+  | { kind: "attach"; runId: string; after: number };
+
+/** How one connection ended, when the run goes on. */
+interface Dropped {
+  /** It delivered an event or a heartbeat: the re-attach count starts again. */
+  progress: boolean;
+  error: unknown;
+  /** A 429's or 503's `Retry-After`. */
+  retryAfterMs?: number | undefined;
+}
+
+/** Events a consumer may have waiting before the client stops reading the network. */
+const HIGH_WATER_MARK = 32;
+
+type Listener = (event: ClientEvent) => void;
+
+export class Run implements ClientRun {
+  readonly runId: Promise<string>;
+  readonly #transport: Transport;
+  readonly #config: Config;
+  /** The first run's id, once known (what `runId` resolves with). */
+  #knownRunId: string | undefined;
+  /** The run followed now: the first one, then each that resumed a suspended one. */
+  #current: string | undefined;
+  /** The `agent_end` of the current run when it suspended for client tools, until the next run is known. */
+  #suspended: AgentEndEvent | undefined;
+  #resolveRunId!: (runId: string) => void;
+  #rejectRunId!: (error: ClientError) => void;
+  readonly #result: Promise<AgentEndEvent>;
+  #resolveResult!: (event: AgentEndEvent) => void;
+  #rejectResult!: (error: ClientError) => void;
+  #end: AgentEndEvent | undefined;
+  #failure: ClientError | undefined;
+  /** Aborted when the run is cancelled or fails: the connection, the client tools, their posts. */
+  readonly #abort = new AbortController();
+  /** The last seq delivered, by run id: what re-attaches ask for, and what dedupes replays. */
+  readonly #lastSeq = new Map<string, number>();
+  /** Events not yet taken by an iterator, from `#head` on. */
+  #queue: (ClientEvent | undefined)[] = [];
+  #head = 0;
+  #iterating = false;
+  /** Settles when an event is queued or the run settles (what a waiting iterator waits for). */
+  readonly #produced = new Pulse();
+  /** Settles when an iterator takes an event or stops, or the run settles (what the reader waits for). */
+  readonly #consumed = new Pulse();
+  readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #toolCalls = new Set<string>();
+  /** The result posts of a suspended run's calls under way: each resolves with the run it resumed, if any. */
+  readonly #posting = new Set<Promise<string | undefined>>();
+  /** Aborts those posts' requests (`#abort` only ends their retries): a while after a cancel. */
+  readonly #postAbort = new AbortController();
+  readonly #onSettled: (() => void)[] = [];
+  #cancelled: Promise<void> | undefined;
+
+  constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
+    this.#transport = transport;
+    this.#config = transport.config;
+    this.runId = new Promise<string>((resolve, reject) => {
+      this.#resolveRunId = resolve;
+      this.#rejectRunId = reject;
+    });
+    this.#result = new Promise<AgentEndEvent>((resolve, reject) => {
+      this.#resolveResult = resolve;
+      this.#rejectResult = reject;
+    });
+    // Nobody has to ask for them: a failure must not be an unhandled rejection.
+    this.runId.catch(ignore);
+    this.#result.catch(ignore);
+    if (plan.kind === "attach") {
+      this.#setRunId(plan.runId);
+      this.#lastSeq.set(plan.runId, plan.after);
+    }
+    if (signal !== undefined) {
+      const onAbort = () => void this.cancel();
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.whenSettled(() => signal.removeEventListener("abort", onAbort));
+      }
+    }
+    if (!this.#settled) void this.#follow(plan);
+  }
+
+  get #settled(): boolean {
+    return this.#end !== undefined || this.#failure !== undefined;
+  }
+
+  /** Calls `callback` once the run has ended, failed or been cancelled. */
+  whenSettled(callback: () => void): void {
+    if (this.#settled) callback();
+    else this.#onSettled.push(callback);
+  }
+
+  get currentRunId(): string | undefined {
+    return this.#current;
+  }
+
+  result(): Promise<AgentEndEvent> {
+    return this.#result;
+  }
+
+  on(type: string, listener: (event: never) => void): () => void {
+    const listeners = this.#listeners.get(type) ?? new Set<Listener>();
+    this.#listeners.set(type, listeners);
+    const added = listener as Listener;
+    listeners.add(added);
+    return () => void listeners.delete(added);
+  }
+
+  steer(message: string): Promise<void> {
+    return this.#send("steer", message);
+  }
+
+  followUp(message: string): Promise<void> {
+    return this.#send("follow-up", message);
+  }
+
+  cancel(): Promise<void> {
+    if (this.#cancelled !== undefined) return this.#cancelled;
+    const runId = this.#current;
+    const ended = this.#end !== undefined;
+    const suspended = this.#suspended !== undefined;
+    const posting = [...this.#posting];
+    this.#fail(new ClientError("cancelled", "The run was cancelled."));
+    if (ended || runId === undefined) this.#cancelled = Promise.resolve();
+    // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
+    else if (suspended) this.#cancelled = this.#cancelResumed(posting);
+    else this.#cancelled = this.#postCancel(runId);
+    return this.#cancelled;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ClientEvent> {
+    if (this.#iterating)
+      throw new TypeError(
+        "A ClientRun is iterated by one consumer at a time: use run.on('*', …) to watch it too.",
+      );
+    this.#iterating = true;
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      this.#iterating = false;
+      this.#consumed.fire();
+    };
+    return {
+      next: async (): Promise<IteratorResult<ClientEvent>> => {
+        for (;;) {
+          if (stopped) return DONE;
+          if (this.#head < this.#queue.length) return { value: this.#take(), done: false };
+          if (this.#settled) {
+            stop();
+            if (this.#failure !== undefined && this.#failure.code !== "cancelled") throw this.#failure;
+            return DONE;
+          }
+          await this.#produced.next();
+        }
+      },
+      return: async (): Promise<IteratorResult<ClientEvent>> => {
+        stop();
+        this.#produced.fire();
+        return DONE;
+      },
+    };
+  }
+
+  #take(): ClientEvent {
+    const event = this.#queue[this.#head] as ClientEvent;
+    this.#queue[this.#head++] = undefined;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#consumed.fire();
+    return event;
+  }
+
+  // --- the connection -------------------------------------------------------------------------
+
+  /**
+   * Follows the run to its end, and on through the runs that resume it each time it suspends for
+   * client tools, until the last `agent_end`, a failure or a cancel.
+   */
+  async #follow(plan: Plan): Promise<void> {
+    try {
+      if (plan.kind === "start") await plan.previous;
+      let startBody = plan.kind === "start" ? plan.body : undefined;
+      // Ends the wait for a suspended run's answers (tools that ignore their signal included).
+      const cancelled = whenAborted(this.#abort.signal);
+      cancelled.catch(ignore);
+      while (!this.#settled) {
+        await this.#read(startBody);
+        startBody = undefined;
+        const suspended = this.#suspended;
+        if (this.#settled || suspended === undefined) return;
+        const next = await Promise.race([this.#answer(suspended), cancelled]);
+        if (this.#settled) return;
+        if (next === undefined) return this.#finish(suspended);
+        this.#current = next;
+        this.#suspended = undefined;
+      }
+    } catch (error) {
+      this.#fail(
+        error instanceof ClientError
+          ? error
+          : new ClientError("network", `The run failed: ${describe(error)}`, { cause: error }),
+      );
+    }
+  }
+
+  /**
+   * Reads the current run (`POST /runs` with `startBody`, else re-attaching) until its `agent_end`,
+   * re-attaching after each drop.
+   */
+  async #read(startBody: Record<string, unknown> | undefined): Promise<void> {
+    const { attempts, delayMs } = this.#config.reconnect;
+    let retries = 0;
+    for (let first = true; !this.#settled && this.#suspended === undefined; first = false) {
+      const dropped = await this.#connect(first ? startBody : undefined);
+      if (dropped === undefined || this.#settled) return;
+      if (dropped.progress) retries = 0;
+      if (this.#current === undefined)
+        throw new ClientError(
+          "network",
+          `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      if (retries >= attempts)
+        throw new ClientError(
+          "network",
+          `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#abort.signal);
+      retries++;
+    }
+  }
+
+  /**
+   * One connection: `POST /runs` with `startBody`, else `GET …/events?after=<last seq>`. Reads it
+   * to its end. Returns undefined when the run settled, how it dropped otherwise; throws a
+   * `ClientError` when the run cannot go on.
+   */
+  async #connect(startBody: Record<string, unknown> | undefined): Promise<Dropped | undefined> {
+    const connection = new AbortController();
+    const stop = () => connection.abort(this.#abort.signal.reason);
+    this.#abort.signal.addEventListener("abort", stop, { once: true });
+    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
+    // would not honour the signal.
+    const aborted = new Promise<never>((_, reject) => {
+      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
+    });
+    aborted.catch(ignore);
+    let idle = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      timer = setTimeout(() => {
+        idle = true;
+        connection.abort(new Error(`nothing came for ${this.#config.idleTimeoutMs} ms`));
+      }, this.#config.idleTimeoutMs);
+    };
+    const disarm = () => clearTimeout(timer);
+    let progress = false;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const accept = ACCEPT[this.#config.format];
+    try {
+      arm();
+      const response = await Promise.race([
+        startBody === undefined
+          ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
+          : this.#transport.request("POST", "/runs", { json: startBody, accept, signal: connection.signal }),
+        aborted,
+      ]);
+      if (!response.ok) {
+        const error = await httpError(response);
+        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try.
+        const transient = response.status >= 500 || response.status === 429 || response.status === 408;
+        if (startBody !== undefined || !transient) throw error;
+        return { progress, error, retryAfterMs: retryAfterMs(response) };
+      }
+      const headerRunId = response.headers.get("x-run-id");
+      if (headerRunId !== null && headerRunId !== "") this.#setRunId(headerRunId);
+      if (response.body === null) return { progress, error: new Error("the response had no body") };
+      const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
+      const parser = sse ? new SseParser() : new NdjsonParser();
+      reader = response.body.getReader();
+      for (;;) {
+        disarm();
+        await this.#demand();
+        if (this.#settled) return undefined;
+        arm();
+        const chunk = await Promise.race([reader.read(), aborted]);
+        disarm();
+        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
+          if (this.#deliver(item)) progress = true;
+          if (this.#settled || this.#suspended !== undefined) return undefined;
+        }
+        if (chunk.done) return { progress, error: new Error("the stream ended before agent_end") };
+      }
+    } catch (error) {
+      if (this.#settled || this.#suspended !== undefined) return undefined;
+      if (error instanceof ClientError) throw error;
+      return {
+        progress,
+        error: idle ? new Error(`no byte came for ${this.#config.idleTimeoutMs} ms`) : error,
+      };
+    } finally {
+      disarm();
+      this.#abort.signal.removeEventListener("abort", stop);
+      // Closes the connection (after agent_end, the server closes it anyway).
+      connection.abort();
+      reader?.cancel().catch(ignore);
+    }
+  }
+
+  #eventsPath(): string {
+    const runId = this.#current as string;
+    const after = this.#lastSeq.get(runId) ?? -1;
+    return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
+  }
+
+  /** Backpressure: waits while an iterator has `HIGH_WATER_MARK` events waiting. */
+  async #demand(): Promise<void> {
+    while (!this.#settled && this.#iterating && this.#queue.length - this.#head >= HIGH_WATER_MARK)
+      await this.#consumed.next();
+  }
+
+  /** Hands a parsed item on; true if the connection made progress (a new event or a heartbeat). */
+  #deliver(item: Parsed): boolean {
+    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
+    if (item.type === "client_error") {
+      this.#emit(item as ClientErrorEvent);
+      return false;
+    }
+    const event = item as AgentEvent;
+    const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    if (typeof runId === "string" && typeof seq === "number") {
+      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+      this.#lastSeq.set(runId, seq);
+      this.#setRunId(runId);
+    }
+    this.#emit(event);
+    if (event.type === "tool_call" && event.execution === "client")
+      void this.#runTool({ ...event, runId: this.#current ?? event.runId }, event);
+    if (event.type === "agent_end") {
+      // Suspended for client tools: the client answers them, and follows the run that resumes it.
+      if (event.stopReason === "awaiting_client_tool" && (event.pendingClientTools?.length ?? 0) > 0)
+        this.#suspended = event;
+      else this.#finish(event);
+    }
+    return true;
+  }
+
+  #emit(event: ClientEvent): void {
+    this.#queue.push(event);
+    this.#produced.fire();
+    for (const type of [event.type, "*"]) {
+      const listeners = this.#listeners.get(type);
+      if (listeners === undefined) continue;
+      for (const listener of [...listeners]) {
+        try {
+          listener(event);
+        } catch (error) {
+          console.error(`@agent-core/client: a "${type}" listener threw`, error);
+        }
+      }
+    }
+  }
+
+  #setRunId(runId: string): void {
+    if (this.#knownRunId !== undefined) return;
+    this.#knownRunId = runId;
+    this.#current = runId;
+    this.#resolveRunId(runId);
+  }
+
+  #finish(end: AgentEndEvent): void {
+    if (this.#settled) return;
+    this.#end = end;
+    this.#resolveResult(end);
+    this.#settle();
+  }
+
+  #fail(error: ClientError): void {
+    if (this.#settled) return;
+    this.#failure = error;
+    this.#rejectResult(error);
+    if (this.#knownRunId === undefined) this.#rejectRunId(error);
+    this.#abort.abort(error);
+    this.#settle();
+  }
+
+  #settle(): void {
+    this.#produced.fire();
+    this.#consumed.fire();
+    for (const callback of this.#onSettled.splice(0)) callback();
+  }
+
+  // --- client tools and commands --------------------------------------------------------------
+
+  /**
+   * Answers the client calls a suspended run lists, each at once. Resolves with the id of the run
+   * that resumed it (the first post answered 202 `{ runId }`), or undefined once every post ended
+   * without one.
+   */
+  #answer(end: AgentEndEvent): Promise<string | undefined> {
+    const calls = end.pendingClientTools ?? [];
+    return new Promise((resolve) => {
+      let left = calls.length;
+      for (const call of calls)
+        void this.#runTool({ ...call, runId: end.runId }, end, true).then((resumed) => {
+          if (resumed !== undefined) resolve(resumed);
+          if (--left === 0) resolve(undefined);
+        });
+    });
+  }
+
+  /**
+   * Runs a client tool once per call id and posts its outcome; problems become `client_error`
+   * events. Resolves (never rejects) with the run that the post resumed, when it answered 202
+   * `{ runId }`. `suspended`: a call of a suspended run, whose post outlives a cancel.
+   */
+  async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
+    const { toolCallId, toolName, hookToken } = call;
+    if (this.#toolCalls.has(toolCallId)) return undefined;
+    this.#toolCalls.add(toolCallId);
+    if (typeof hookToken !== "string") {
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message: `The client tool call "${toolCallId}" (${toolName}) came without a hookToken: its result cannot be posted.`,
+        line: JSON.stringify(source),
+        toolCallId,
+      });
+      return undefined;
+    }
+    const signal = this.#abort.signal;
+    const { tools } = this.#config;
+    const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+    let outcome: { result: unknown } | { error: string };
+    if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
+    else {
+      try {
+        const result = await tool(call.args, { signal, toolCallId });
+        outcome = { result: result === undefined ? null : result };
+      } catch (error) {
+        outcome = { error: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
+    const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
+    if (!suspended) return posted;
+    this.#posting.add(posted);
+    try {
+      return await posted;
+    } finally {
+      this.#posting.delete(posted);
+    }
+  }
+
+  async #postResult(
+    call: ClientCall,
+    body: Record<string, unknown>,
+    suspended: boolean,
+  ): Promise<string | undefined> {
+    const { toolCallId, toolName } = call;
+    const signal = this.#abort.signal;
+    let response: Response;
+    try {
+      response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
+        // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
+        signal: suspended ? this.#postAbort.signal : signal,
+        stop: signal,
+        retryNetwork: true,
+        retryStatus: (status) => status >= 500 || status === 429,
+      });
+    } catch (error) {
+      if (signal.aborted) return undefined;
+      this.#emit({
+        type: "client_error",
+        code: "tool-result-failed",
+        message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
+        toolCallId,
+      });
+      return undefined;
+    }
+    if (response.ok) return response.status === 202 ? resumedRunId(response) : discard(response);
+    const error = await httpError(response);
+    if (signal.aborted) return undefined;
+    const transient = response.status >= 500 || response.status === 429;
+    this.#emit({
+      type: "client_error",
+      code: transient ? "tool-result-failed" : "tool-result-rejected",
+      message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
+      status: response.status,
+      ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
+      toolCallId,
+    });
+    return undefined;
+  }
+
+  async #send(action: "steer" | "follow-up", message: string): Promise<void> {
+    if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
+    await this.runId;
+    const runId = this.#current as string;
+    let response: Response;
+    try {
+      // Not idempotent: retried only when the server said it did not take it (429).
+      response = await this.#transport.post(
+        `/runs/${encodeURIComponent(runId)}/${action}`,
+        { message },
+        {
+          signal: new AbortController().signal,
+          retryNetwork: false,
+          retryStatus: (status) => status === 429,
+        },
+      );
+    } catch (error) {
+      throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, { cause: error });
+    }
+    if (!response.ok) throw await httpError(response);
+    discard(response);
+  }
+
+  /**
+   * A cancel while a suspended run's calls were answered: waits for the result posts under way (at
+   * most `idleTimeoutMs`), and cancels the run one of them resumed.
+   */
+  async #cancelResumed(posting: Promise<string | undefined>[]): Promise<void> {
+    const timer = setTimeout(
+      () => this.#postAbort.abort(new Error("the run was cancelled")),
+      this.#config.idleTimeoutMs,
+    );
+    try {
+      const resumed = new Set((await Promise.all(posting)).filter((id) => id !== undefined));
+      await Promise.all([...resumed].map((runId) => this.#postCancel(runId)));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #postCancel(runId: string): Promise<void> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), this.#config.idleTimeoutMs);
+    try {
+      const response = await this.#transport.post(`/runs/${encodeURIComponent(runId)}/cancel`, undefined, {
+        signal: timeout.signal,
+        retryNetwork: true,
+        retryStatus: (status) => status >= 500 || status === 429,
+      });
+      discard(response);
+    } catch {
+      // Best effort: the run is cancelled here whatever the server says.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
+interface ClientCall {
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  hookToken?: string | undefined;
+}
+
+/** A promise that settles on the next `fire()`, renewed each time. */
+class Pulse {
+  #promise!: Promise<void>;
+  #resolve!: () => void;
+
+  constructor() {
+    this.#renew();
+  }
+
+  next(): Promise<void> {
+    return this.#promise;
+  }
+
+  fire(): void {
+    this.#resolve();
+    this.#renew();
+  }
+
+  #renew(): void {
+    this.#promise = new Promise<void>((resolve) => {
+      this.#resolve = resolve;
+    });
+  }
+}
+
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true });
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A never-fulfilled promise that rejects when `signal` aborts. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+/** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
+async function resumedRunId(response: Response): Promise<string | undefined> {
+  try {
+    const { runId } = (await response.json()) as { runId?: unknown };
+    return typeof runId === "string" && runId !== "" ? runId : undefined;
+  } catch {
+    return undefined;
+  }
+}

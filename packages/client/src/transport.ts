@@ -1,0 +1,125 @@
+import type { AgentClientOptions, ClientTool } from "./agent-client.js";
+import { ClientError } from "./errors.js";
+
+export interface Config {
+  baseUrl: string;
+  headers: AgentClientOptions["headers"];
+  format: "ndjson" | "sse";
+  tools: Record<string, ClientTool>;
+  fetch: typeof fetch;
+  reconnect: { attempts: number; delayMs: number };
+  postRetry: { attempts: number; delayMs: number };
+  idleTimeoutMs: number;
+}
+
+export const ACCEPT = { ndjson: "application/x-ndjson", sse: "text/event-stream" } as const;
+
+/** Requests with the configured headers, and posts retried on what is worth retrying. */
+export class Transport {
+  constructor(readonly config: Config) {}
+
+  async request(
+    method: "GET" | "POST",
+    path: string,
+    init: { json?: unknown; accept?: string; signal?: AbortSignal | undefined },
+  ): Promise<Response> {
+    const { headers } = this.config;
+    const base = typeof headers === "function" ? await headers() : headers;
+    const all = new Headers(base);
+    if (init.accept !== undefined) all.set("accept", init.accept);
+    if (init.json !== undefined) all.set("content-type", "application/json");
+    const request: RequestInit = { method, headers: all };
+    if (init.json !== undefined) request.body = JSON.stringify(init.json);
+    if (init.signal !== undefined) request.signal = init.signal;
+    return this.config.fetch(this.config.baseUrl + path, request);
+  }
+
+  /**
+   * Posts `json`, again with the same body after a network error (if `retryNetwork`) or a status
+   * `retryStatus` accepts, at most `postRetry.attempts` times. Returns the last response (whatever its
+   * status); throws the last network error, or the abort of `signal`. `signal` aborts the request
+   * under way; `stop` (default: `signal`) only ends the retries, so the request under way still
+   * gets its answer (a post the server may already have taken).
+   */
+  async post(
+    path: string,
+    json: unknown,
+    options: {
+      signal: AbortSignal;
+      stop?: AbortSignal;
+      retryNetwork: boolean;
+      retryStatus: (status: number) => boolean;
+    },
+  ): Promise<Response> {
+    const { attempts, delayMs } = this.config.postRetry;
+    const stop = options.stop ?? options.signal;
+    for (let retry = 0; ; retry++) {
+      let wait = delayMs * 2 ** retry;
+      try {
+        const response = await this.request("POST", path, { json, signal: options.signal });
+        if (retry >= attempts || stop.aborted || !options.retryStatus(response.status)) return response;
+        wait = retryAfterMs(response) ?? wait;
+        discard(response);
+      } catch (error) {
+        if (options.signal.aborted || stop.aborted || !options.retryNetwork || retry >= attempts) throw error;
+      }
+      await sleep(wait, stop);
+      if (stop.aborted) throw stop.reason;
+    }
+  }
+}
+
+export function ignore(): void {}
+
+/** Drops a response's body, so its connection is free again. */
+export function discard(response: Response): undefined {
+  response.body?.cancel().catch(ignore);
+}
+
+/** A ClientError of code "http" from an error response and its `{ error: { code, message } }` body. */
+export async function httpError(response: Response): Promise<ClientError> {
+  let serverCode: string | undefined;
+  let serverMessage: string | undefined;
+  try {
+    const text = await response.text();
+    try {
+      const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+      if (typeof error?.code === "string") serverCode = error.code;
+      if (typeof error?.message === "string") serverMessage = error.message;
+    } catch {
+      serverMessage = text.slice(0, 200) || undefined;
+    }
+  } catch {
+    // No body to read: the status says it all.
+  }
+  const what = serverCode ?? response.statusText;
+  const message = `HTTP ${response.status}${what ? ` ${what}` : ""}${serverMessage ? `: ${serverMessage}` : ""}`;
+  return new ClientError("http", message, {
+    status: response.status,
+    ...(serverCode === undefined ? {} : { serverCode }),
+  });
+}
+
+/** A `Retry-After` header (seconds, or an HTTP date) in ms; undefined without a usable one. */
+export function retryAfterMs(response: Response): number | undefined {
+  const value = response.headers.get("retry-after");
+  if (value === null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Waits `ms`, or less if `signal` aborts. Never rejects. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
