@@ -53,7 +53,7 @@ async function runBlock(name: string, code: string): Promise<string> {
     {
       cwd: root,
       env: { ...process.env, OPENAI_API_KEY: "", NO_COLOR: "1", DATABASE_URL: await databaseUrl(name) },
-      timeout: 30_000,
+      timeout: 60_000,
     },
   );
   return stdout;
@@ -157,7 +157,8 @@ describe("docs/ and the package READMEs", () => {
         const output = await runBlock(`${file.replace(/[/.]/g, "-")}-${index + 1}`, code);
         expect(output.length).toBeGreaterThan(0);
         for (const line of expected) expect(output).toContain(line);
-      });
+        // All blocks run at once, each a Node process: on two cores some wait their turn.
+      }, 60_000);
     });
   }
 

@@ -25,6 +25,15 @@ const wait = defineTool({
     }),
 });
 
+/** Waits until its signal aborts (a cancelled run). */
+const hang = defineTool({
+  name: "hang",
+  description: "Hangs until cancelled",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+});
+
 /**
  * Calls `wait` first; then answers what it last heard: a user message is echoed, a tool result
  * acknowledged. The last reply streams slowly when the prompt asks for it ("slow").
@@ -67,6 +76,11 @@ beforeAll(async () => {
     agents: {
       echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
       lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
+      hanging: () =>
+        new Agent({
+          provider: scriptedModel([[script.toolCall("hang", {}, { id: "h1" })], [script.text("never")]]),
+          tools: [hang],
+        }),
     },
   });
   await runtime.launch();
@@ -144,6 +158,17 @@ describe("steering and follow-ups of a durable run", () => {
     expect(userTexts(result.messages)).toEqual(["Hello.", "Late news."]);
     const continued = await runtime.events("late.2");
     expect(continued.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
+  it("cancel() aborts the run in the worker running it: the tool's signal, agent_end aborted", async () => {
+    const run = await runtime.start("hanging", "Hang.", { runId: "cancelled" });
+    await untilEvent("cancelled", "tool_call");
+    await runtime.cancel("cancelled");
+    const result = await run.result();
+    expect(result.stopReason).toBe("aborted");
+    const events = await runtime.events("cancelled");
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "aborted" });
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
   });
 
   it("an ended run takes no more messages: RunEndedError, nothing sent", async () => {

@@ -12,19 +12,22 @@ import type { RecordedClock } from "./durable-services.js";
 export type DurableAnswer = (
   | { kind: "approval"; toolCallId: string; approved: boolean; reason?: string }
   | { kind: "tool-result"; toolCallId: string; outcome: ClientToolOutcome }
+  /** Sent by `cancel()`: a run that waits ends there. */
+  | { kind: "cancel" }
 ) & {
   /** When it was sent (default: now): the run's recorded clock moves on to it. */
   sentAt?: number;
 };
 
-/** A steering message or follow-up for a durable run, as sent. */
-export interface DurableMessage {
-  queue: "steer" | "followUp";
-  message: UserMessage & { timestamp: number };
-}
+/** A steering message or follow-up for a durable run, as sent; or its cancellation. */
+export type DurableMessage =
+  | { queue: "steer" | "followUp"; message: UserMessage & { timestamp: number } }
+  | { queue: "cancel"; sentAt: number };
 
 export const ANSWERS = "agent-core.answer";
 export const MESSAGES = "agent-core.message";
+/** The channel `NOTIFY` names cancelled runs on: the worker running one aborts it at once. */
+export const CANCEL_CHANNEL = "agent_core_cancel";
 
 /** DBOS statuses of a workflow that takes no more messages. */
 const ENDED = new Set(["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]);
@@ -51,11 +54,27 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
 export function messageFor(
   workflowId: string,
   status: string | undefined,
-  queue: DurableMessage["queue"],
+  queue: "steer" | "followUp",
   content: string,
 ): DurableMessage {
   if (status === undefined || ENDED.has(status)) throw new RunEndedError(workflowId);
   return { queue, message: { role: "user", content, timestamp: Date.now() } };
+}
+
+/**
+ * Cancels a run wherever it is: a `NOTIFY` makes the worker running it abort it at once; two
+ * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, takes
+ * the cancel before its next model call) or if it waits for an answer.
+ */
+export async function cancelRun(
+  workflowId: string,
+  notify: (channel: string, payload: string) => Promise<unknown>,
+  send: (message: unknown, topic: string) => Promise<void>,
+): Promise<void> {
+  await notify(CANCEL_CHANNEL, workflowId);
+  const sentAt = Date.now();
+  await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
+  await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);
 }
 
 /**
@@ -67,7 +86,7 @@ export async function receiveMessages(clock: RecordedClock): Promise<DurableMess
   for (;;) {
     const message = await DBOS.recv<DurableMessage>(MESSAGES, 0);
     if (message === null) return received;
-    clock.passed(message.message.timestamp);
+    clock.passed(message.queue === "cancel" ? message.sentAt : message.message.timestamp);
     received.push(message);
   }
 }

@@ -17,8 +17,9 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import {
   ANSWERS,
+  CANCEL_CHANNEL,
+  cancelRun,
   type DurableAnswer,
-  type DurableMessage,
   MESSAGES,
   messageFor,
   receiveMessages,
@@ -88,6 +89,9 @@ export class DurableRuntime {
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
   readonly #answerTimeoutSec: number;
   readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
+  /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
+  readonly #executing = new Map<string, Agent>();
+  #cancelListener: pg.Client | undefined;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
@@ -119,6 +123,15 @@ export class DurableRuntime {
     });
     await DBOS.launch();
     await this.#store.createTable();
+    // A cancelled run stops at once in the worker that runs it (and later through its messages
+    // when none does).
+    this.#cancelListener = new pg.Client({ connectionString: this.#options.databaseUrl });
+    await this.#cancelListener.connect();
+    this.#cancelListener.on("notification", ({ payload }) => {
+      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
+    });
+    this.#cancelListener.on("error", () => {});
+    await this.#cancelListener.query(`LISTEN ${CANCEL_CHANNEL}`);
     const queue = this.#options.queue;
     if (queue)
       await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
@@ -178,18 +191,26 @@ export class DurableRuntime {
     return this.#message(workflowId, "followUp", message);
   }
 
-  /** Cancels a run: it stops at its next step, wherever it executes. */
+  /**
+   * Cancels a run wherever it executes: it ends as `aborted` (a tool running gets its signal
+   * aborted); a run that waits for an answer ends there.
+   */
   cancel(workflowId: string): Promise<void> {
-    return DBOS.cancelWorkflow(workflowId);
+    return cancelRun(
+      workflowId,
+      (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
+      (message, topic) => DBOS.send(workflowId, message, topic),
+    );
   }
 
-  async #message(workflowId: string, queue: DurableMessage["queue"], content: string): Promise<void> {
+  async #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
     const status = await DBOS.getWorkflowStatus(workflowId);
     await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
   async shutdown(): Promise<void> {
     await DBOS.shutdown();
+    await this.#cancelListener?.end().catch(() => {});
     await this.#pool.end();
   }
 
@@ -254,11 +275,13 @@ export class DurableRuntime {
     const inbox = {
       waiting: () => this.#messagesWaiting(workflowId),
       receive: async () => {
-        for (const { queue, message } of await receiveMessages(clock)) agent[queue](message);
+        for (const received of await receiveMessages(clock))
+          if (received.queue === "cancel") agent.abort(CANCELLED);
+          else agent[received.queue](received.message);
       },
     };
-    container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), clock, inbox));
-    container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), clock));
+    container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
+    container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), { clock }));
     // The prompt's run is the workflow; each resumption after a wait is a run of its own.
     const runIds: string[] = [];
     container.registerInstance(ID_SOURCE, {
@@ -269,6 +292,22 @@ export class DurableRuntime {
     });
     container.registerInstance(EVENT_SINK, this.#store.sink());
     // Client tools suspend the run (a wait is a durable message, not a process holding on).
+    this.#executing.set(workflowId, agent);
+    try {
+      return await this.#runToEnd(agent, prompt, clock, runIds, started);
+    } finally {
+      this.#executing.delete(workflowId);
+    }
+  }
+
+  /** The prompt's run, and each that resumes it after a wait or continues it with late messages. */
+  async #runToEnd(
+    agent: Agent,
+    prompt: string,
+    clock: RecordedClock,
+    runIds: string[],
+    started: ((run: AgentRun) => void) | undefined,
+  ): Promise<DurableRunResult> {
     const run = agent.prompt(prompt, { clientTools: "suspend" });
     started?.(run);
     let result = await run.result();
@@ -276,7 +315,7 @@ export class DurableRuntime {
       if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
         await this.#store.flush();
         const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);
-        if (answer === null) break;
+        if (answer === null || answer.kind === "cancel") break;
         if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
         const resumed = deliver(agent, answer);
         if (resumed !== undefined) result = await resumed.result();
@@ -286,8 +325,10 @@ export class DurableRuntime {
       // Received and not used (an orchestrator that did not ask for them), or sent after the last
       // model call: they continue the conversation in a run of their own.
       const late = await receiveMessages(clock);
+      if (late.some((received) => received.queue === "cancel")) break;
       const left = agent.takeQueued();
-      const input = [...left.steering, ...left.followUps, ...late.map((received) => received.message)];
+      const input = [...left.steering, ...left.followUps];
+      for (const received of late) if (received.queue !== "cancel") input.push(received.message);
       if (input.length === 0) break;
       result = await agent.prompt(input, { clientTools: "suspend" }).result();
     }
@@ -302,12 +343,14 @@ export class DurableRuntime {
   }
 }
 
+const CANCELLED = new Error("the durable run was cancelled");
+
 /**
  * Hands an answer to the agent: the run that resumes once every waiting call is answered, or
  * undefined. An answer for no waiting call is dropped (the same on replay: the same answers
  * arrive in the same order).
  */
-function deliver(agent: Agent, answer: DurableAnswer): AgentRun | undefined {
+function deliver(agent: Agent, answer: Exclude<DurableAnswer, { kind: "cancel" }>): AgentRun | undefined {
   try {
     if (answer.kind === "tool-result") return agent.submitToolResult(answer.toolCallId, answer.outcome);
     return answer.approved ? agent.approve(answer.toolCallId) : agent.deny(answer.toolCallId, answer.reason);

@@ -55,13 +55,23 @@ export class RecordedClock implements Clock {
   }
 }
 
+/** What the durable steps share with the run they belong to. */
+export interface DurableStepOptions {
+  /** The run's recorded clock, moved on by every step. */
+  clock?: RecordedClock;
+}
+
 /**
  * The model step as a DBOS step: the first execution streams as usual and records the chunks it
  * passed on and the result (or the failure, as a value: an `AgentError`'s class does not survive
  * serialization, its code and stop reason do). A replay after a crash does not call the model:
  * it tells the recorded chunks again, so the run publishes the same events with the same seq.
  */
-export function durableModelStep(inner: ModelStep, clock?: RecordedClock, inbox?: StepInbox): ModelStep {
+export function durableModelStep(
+  inner: ModelStep,
+  options: DurableStepOptions & { inbox?: StepInbox } = {},
+): ModelStep {
+  const { clock, inbox } = options;
   return {
     async run(request) {
       let executed = false;
@@ -125,7 +135,8 @@ export function durableModelStep(inner: ModelStep, clock?: RecordedClock, inbox?
  * that was running when the process died runs again on resume (at least once), with the same
  * `idempotencyKey`.
  */
-export function durableToolRunner(inner: ToolRunner, clock?: RecordedClock): ToolRunner {
+export function durableToolRunner(inner: ToolRunner, options: DurableStepOptions = {}): ToolRunner {
+  const { clock } = options;
   return {
     run: async (request) => {
       const message = await DBOS.runStep(async () => inner.run(request), {

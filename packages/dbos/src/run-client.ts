@@ -1,12 +1,6 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
-import {
-  ANSWERS,
-  type DurableAnswer,
-  type DurableMessage,
-  MESSAGES,
-  messageFor,
-  stamped,
-} from "./durable-messages.js";
+import pg from "pg";
+import { ANSWERS, cancelRun, type DurableAnswer, MESSAGES, messageFor, stamped } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-runtime.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
@@ -17,10 +11,14 @@ import { RUN_WORKFLOW } from "./durable-runtime.js";
 export class DurableRunClient {
   readonly #client: DBOSClient;
   readonly #queue: string;
+  readonly #databaseUrl: string;
+  /** For `cancel()`'s NOTIFY, made when first needed. */
+  #pool: pg.Pool | undefined;
 
-  private constructor(client: DBOSClient, queue: string) {
+  private constructor(client: DBOSClient, queue: string, databaseUrl: string) {
     this.#client = client;
     this.#queue = queue;
+    this.#databaseUrl = databaseUrl;
   }
 
   static async connect(options: {
@@ -32,7 +30,7 @@ export class DurableRunClient {
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
     });
-    return new DurableRunClient(client, options.queue ?? "agent-core.runs");
+    return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl);
   }
 
   /** Enqueues a run of the named agent; the same `runId` again is the same run. */
@@ -69,17 +67,24 @@ export class DurableRunClient {
     return this.#message(workflowId, "followUp", message);
   }
 
-  /** Cancels a run: it stops at its next step, wherever it executes. */
+  /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
   cancel(workflowId: string): Promise<void> {
-    return this.#client.cancelWorkflow(workflowId);
+    this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
+    const pool = this.#pool;
+    return cancelRun(
+      workflowId,
+      (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
+      (message, topic) => this.#client.send(workflowId, message, topic),
+    );
   }
 
-  async #message(workflowId: string, queue: DurableMessage["queue"], content: string): Promise<void> {
+  async #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
     const status = await this.#client.getWorkflow(workflowId);
     await this.#client.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
-  close(): Promise<void> {
-    return this.#client.destroy();
+  async close(): Promise<void> {
+    await this.#pool?.end();
+    await this.#client.destroy();
   }
 }
