@@ -51,7 +51,7 @@ const pageTools = {
     const elements = elementsOf(selector);
     for (const element of elements) element.classList.add("highlight");
     // Long enough to see, and to steer the agent while it works.
-    await sleep(500);
+    await sleep(1000);
     return `highlighted ${elements.length} element(s)`;
   },
   edit_element: ({ selector, text }) => {
