@@ -30,6 +30,8 @@ export async function runLineChat(options: ChatSessionOptions, io: ChatLines): P
     lines.close();
   };
   io.signal?.addEventListener("abort", stop, { once: true });
+  // A stdin that fails (EIO from a vanished terminal) ends the chat like one that ends.
+  io.input.on("error", stop);
   try {
     if (io.signal?.aborted) return 1;
     for await (const line of lines) {
@@ -37,6 +39,7 @@ export async function runLineChat(options: ChatSessionOptions, io: ChatLines): P
     }
   } finally {
     io.signal?.removeEventListener("abort", stop);
+    io.input.off("error", stop);
     lines.close();
   }
   return session.failures > 0 || io.signal?.aborted ? 1 : 0;

@@ -83,8 +83,12 @@ export class LineEditor {
     }
   }
 
-  /** Printable text only: a pasted newline or tab becomes a space, other control characters go. */
+  /**
+   * Printable text only: a pasted newline or tab becomes a space, other control characters go, and
+   * an escape sequence (a key without a name) is not text at all.
+   */
   #insert(input: string): boolean {
+    if (input.includes("\x1b")) return false;
     const chars = [...input.replace(/[\t\r\n]/g, " ")].filter((char) => char >= " " && char !== "\x7f");
     if (chars.length === 0) return false;
     this.#chars.splice(this.#cursor, 0, ...chars);
