@@ -173,10 +173,10 @@ Usage:
 
 run: one prompt, its live view (or --json), and the exit code says how it ended.
 
-chat: a conversation; the history carries over from prompt to prompt. At a terminal:
-${indent(CHAT_KEYS_HELP)}  --load FILE  starts from a saved conversation. Without a terminal (stdin a pipe or a file), each
-  line is a prompt or a command, taken when the run before it has ended; the exit code is 1 if a
-  run did not complete or a command failed.
+chat: a conversation; the history carries over from prompt to prompt, and --load FILE starts
+from a saved one (docs/cli.md). At a terminal:
+${indent(CHAT_KEYS_HELP)}Without a terminal (stdin a pipe or a file), each line is a prompt or a command, taken when
+the run before it has ended; the exit code is 1 if a run did not complete or a command failed.
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
 run in your browser; open the address it prints. --port (default 8787), --host (default
@@ -210,10 +210,10 @@ Examples:
   printf 'What is 6*7?\\nWhat did I ask before?\\n/save chat.json\\n' | agent-core chat
 
 A prompt starting with "-" goes after "--": agent-core run -- "-5+3?"
-Ctrl-C aborts the run. Exit codes: 0 completed, 1 the run failed or was aborted, 2 bad usage.
+Ctrl-C aborts the run. Exit codes of run: 0 completed, 1 the run failed or was aborted, 2 bad usage.
 `;
 }
 
 function indent(text: string): string {
-  return text.replace(/^/gm, "  ");
+  return text.replace(/^(?=.)/gm, "  ");
 }

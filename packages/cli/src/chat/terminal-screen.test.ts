@@ -47,12 +47,15 @@ describe("TerminalScreen", () => {
     expect(writes[1]).toBe(`${ERASE}> abcdefg\x1b[3G`);
   });
 
-  it("puts a line of its own on a fresh line, and the renderer's own line end is not doubled", () => {
+  it("holds a line of its own until the streamed line ends, so the model's text stays whole", () => {
     const { screen, writes } = screenOf();
+    screen.writeLine("first");
     screen.output.write("streaming");
     screen.writeLine("↪ queued: stop");
-    screen.output.write("\n■ completed\n");
-    expect(writes.join("")).toBe("streaming\n↪ queued: stop\n■ completed\n");
+    screen.output.write(" text");
+    screen.output.write("\n");
+    screen.output.write("■ completed\n");
+    expect(writes.join("")).toBe("first\nstreaming text\n↪ queued: stop\n■ completed\n");
   });
 
   it("close() removes the input line and leaves the cursor at the start of a line", () => {

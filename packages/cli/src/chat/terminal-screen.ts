@@ -30,8 +30,8 @@ export class TerminalScreen {
   #column = 0;
   #input: InputLine | undefined;
   #inputShown = false;
-  /** A line was written in the middle of the output's unfinished line, ending it early. */
-  #lineBroken = false;
+  /** Lines to write once the output's unfinished line ends. */
+  #waiting: string[] = [];
 
   constructor(terminal: TerminalOutput) {
     this.#terminal = terminal;
@@ -39,22 +39,21 @@ export class TerminalScreen {
 
   /** Where runs and notices write: above the input line. */
   readonly output: TextSink = {
-    write: (written: string) => {
-      // The renderer ends the line a notice already ended for it: one line break is enough.
-      const text = this.#lineBroken && written.startsWith("\n") ? written.slice(1) : written;
-      this.#lineBroken = false;
+    write: (text: string) => {
       if (text === "") return;
       const hide = this.#hideInput();
       this.#column = columnAfter(this.#column, text);
-      this.#terminal.write(hide + text + this.#showInput());
+      this.#terminal.write(hide + text + this.#takeWaiting() + this.#showInput());
     },
   };
 
-  /** Writes a whole line of output, on a line of its own. */
+  /**
+   * Writes a whole line of output on a line of its own. In the middle of a streamed line it waits
+   * for that line to end, so a notice never cuts the model's text in two.
+   */
   writeLine(text: string): void {
-    const breaking = this.#column > 0;
-    this.output.write(`${breaking ? "\n" : ""}${text}\n`);
-    this.#lineBroken = breaking;
+    this.#waiting.push(`${text}\n`);
+    if (this.#column === 0) this.output.write(this.#takeWaiting());
   }
 
   /** Shows (or replaces) the input line. */
@@ -64,12 +63,21 @@ export class TerminalScreen {
     this.#terminal.write(hide + this.#showInput());
   }
 
-  /** Removes the input line for good, leaving the cursor where output would go on. */
+  /** Removes the input line for good, leaving the cursor at the start of a line. */
   close(): void {
     const hide = this.#hideInput();
     this.#input = undefined;
-    this.#terminal.write(hide + (this.#column > 0 ? "\n" : ""));
+    const lineEnd = this.#column > 0 ? "\n" : "";
     this.#column = 0;
+    this.#terminal.write(hide + lineEnd + this.#takeWaiting());
+  }
+
+  /** The lines waiting for the output's line to end, once it has. */
+  #takeWaiting(): string {
+    if (this.#column > 0 || this.#waiting.length === 0) return "";
+    const lines = this.#waiting.join("");
+    this.#waiting = [];
+    return lines;
   }
 
   #columns(): number {
