@@ -2,7 +2,7 @@ import type { Agent, AgentMessage, MessageInput, RunResult } from "@agent-core/c
 import { type AgentOptions, createCliAgent } from "../agent-options.js";
 import type { ModelChoice } from "../provider.js";
 import { createHumanRenderer, type TextSink } from "../render.js";
-import { ConversationFileError, loadConversation, saveConversation } from "./conversation-file.js";
+import { loadConversation, saveConversation } from "./conversation-file.js";
 import { historyLines } from "./history-lines.js";
 import { CHAT_KEYS_HELP, parseSlashCommand, type SlashCommand } from "./slash-commands.js";
 
@@ -97,7 +97,7 @@ export class ChatSession {
   }
 
   async #command({ name, argument }: SlashCommand): Promise<ChatOutcome> {
-    if (name === "exit" || name === "quit") {
+    if (name === "exit") {
       this.abort();
       await this.idle();
       return "exit";
@@ -158,9 +158,10 @@ export class ChatSession {
     }
   }
 
+  /** A file the session could not use (a `ConversationFileError`, or the agent refusing the history). */
   #fileProblem(error: unknown): void {
-    if (!(error instanceof ConversationFileError)) throw error;
-    this.#fail(`${error.message} The conversation is unchanged.`);
+    const message = error instanceof Error ? error.message : String(error);
+    this.#fail(`${message} The conversation is unchanged.`);
   }
 
   #fail(text: string): void {

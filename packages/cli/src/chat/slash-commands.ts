@@ -4,8 +4,6 @@ export interface SlashCommand {
   argument: string;
 }
 
-export const CHAT_COMMANDS = ["help", "history", "save", "load", "reset", "exit"] as const;
-
 /** The help of `/help`, and of `agent-core --help` for chat. */
 export const CHAT_KEYS_HELP = `Enter sends a prompt; while a run works, Enter sends a steering message (queued, the run
 takes it at its next step) and Esc or Ctrl-C aborts the run. Ctrl-C twice or Ctrl-D on an empty
