@@ -380,6 +380,47 @@ describe("the agent", () => {
     expect(next.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 
+  it("starts from the history in config.messages: the model sees it, and its call ids stay taken", async () => {
+    const saved = await new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })], [script.text("3")]]),
+      tools: [add],
+    })
+      .prompt("1+2?")
+      .result();
+    const model = scriptedModel([[script.toolCall("add", { a: 2, b: 2 }, { id: "c1" })], [script.text("4")]]);
+    const agent = new Agent({ provider: model, tools: [add], messages: saved.messages });
+    expect(agent.messages).toEqual(saved.messages);
+    const next = await agent.prompt("and 2+2?").result();
+    expect(model.prompts[0]?.map((m) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
+    // The model repeated "c1": the keeper knows the loaded call and gives the new one a fresh id.
+    const calls = next.newMessages.flatMap((m) =>
+      m.role === "assistant"
+        ? (m.content as { type: string; id?: string }[]).filter((c) => c.type === "toolCall")
+        : [],
+    );
+    expect(calls.map((call) => call.id)).toEqual(["c1_2"]);
+    expect(next.messages).toHaveLength(saved.messages.length + 4);
+  });
+
+  it("refuses config.messages that break the transcript rules, naming the setting", () => {
+    const unanswered = [
+      { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "add", args: {} }] },
+    ];
+    expect(() => new Agent({ messages: unanswered as never })).toThrow(
+      /messages must be an array of messages/,
+    );
+    expect(() => new Agent({ messages: [{ role: "user", content: 5 }] as never })).toThrow(
+      InvalidConfigError,
+    );
+  });
+
   it("messages is a copy: changing it does not change the history", async () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("a")]]) });
     await agent.prompt("x").result();

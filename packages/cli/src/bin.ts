@@ -15,6 +15,7 @@ for (const stream of [process.stdout, process.stderr])
   });
 
 process.exitCode = await main(process.argv.slice(2), {
+  stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,

@@ -1,9 +1,13 @@
+import type { TerminalInput } from "./chat/interactive-chat.js";
+import type { TerminalOutput } from "./chat/terminal-screen.js";
 import type { TextSink } from "./render.js";
 
 /** What the CLI reads and writes instead of the process: its streams, environment and Ctrl-C. */
 export interface CliIO {
-  /** `isTTY` decides whether the live view uses colours. */
-  stdout: TextSink & { isTTY?: boolean };
+  /** `isTTY` decides whether the live view uses colours (and, with stdin's, whether chat is interactive). */
+  stdout: TerminalOutput & { isTTY?: boolean };
+  /** Where `chat` reads prompts: keys from a terminal, or lines from a pipe; none reads as empty. */
+  stdin?: TerminalInput;
   stderr: TextSink;
   env: Record<string, string | undefined>;
   /** Aborting it aborts the run (the bin wires Ctrl-C to it). */

@@ -1,14 +1,24 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import packageJson from "../package.json" with { type: "json" };
 import { main } from "./cli.js";
 
 async function cli(...argv: string[]) {
+  return cliWithInput(undefined, ...argv);
+}
+
+/** The CLI with `lines` as its stdin (a pipe, not a terminal). */
+async function cliWithInput(lines: string[] | undefined, ...argv: string[]) {
   let stdout = "";
   let stderr = "";
   const code = await main(argv, {
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+    stdin: lines && Readable.from(lines.map((line) => `${line}\n`)),
   });
   return { code, stdout, stderr };
 }
@@ -20,11 +30,16 @@ describe("main: usage", () => {
       expect(code).toBe(0);
       expect(stderr).toBe("");
       expect(stdout).toContain('agent-core run "<prompt>"');
+      expect(stdout).toContain("agent-core chat [--load FILE]");
       for (const text of [
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "AGENT_CORE_MODEL",
         "Ollama",
+        "--parallel-tools",
+        "--total-ms",
+        "/save FILE",
+        "Esc",
         "vLLM",
         "agentic",
       ])
@@ -55,6 +70,27 @@ describe("main: usage", () => {
     expect(lines[0]).toMatch(/^agent-core: /);
     expect(lines[0]).toContain(message);
     expect(lines[1]).toMatch(/agent-core (run|--help)/);
+  });
+
+  it.each([
+    [["run", "hi", "--load", "chat.json"], "--load is for chat"],
+    [["run", "hi", "--total-ms", "0"], '--total-ms must be a whole number >= 1, got "0".'],
+    [["run", "hi", "--max-concurrency", "4"], "--max-concurrency is for parallel tools"],
+    [["chat", "hello"], 'chat takes no prompt on the command line, got "hello".'],
+    [["chat", "--json"], "--json is for run"],
+    [["chat", "--load", ""], "--load needs a file name."],
+    [["chat", "--base-url", "ftp://x"], "--base-url must be an http:// or https:// URL"],
+    [["chat", "--no-stall", "--stall-calls", "3"], "--no-stall turns stall detection off"],
+    [["chat", "--load", "/no/such/chat.json"], "--load /no/such/chat.json: could not read it"],
+    [["chat", "--orchestrator", "nope"], 'Unknown orchestrator "nope"'],
+  ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
+    const { code, stdout, stderr } = await cliWithInput([], ...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^agent-core: /);
+    expect(lines[0]).toContain(message);
   });
 
   it.each([
@@ -96,5 +132,40 @@ describe("main: usage", () => {
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {
     expect((await cli("run", "What", "is", "6*7?")).stdout).toContain("6*7 = 42");
     expect((await cli("run", "--", "-5+3?")).stdout).toContain("-5+3 = -2");
+  });
+
+  it("chat reads prompts and commands line by line from a pipe, one history throughout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-core-cli-chat-"));
+    try {
+      const file = join(dir, "chat.json");
+      const piped = ["What is 6*7?", "", "What did I ask before?", `/save ${file}`, "/exit", "never read"];
+      const { code, stdout, stderr } = await cliWithInput(piped, "chat", "--max-cycles", "3");
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      expect(stdout).toContain("› What is 6*7?\n▶ [demo]");
+      expect(stdout).toContain("[demo] 6*7 = 42.");
+      expect(stdout).toContain('[demo] Before this you asked: "What is 6*7?".');
+      expect(stdout).not.toContain("never read");
+      expect(JSON.parse(readFileSync(file, "utf8")).messages).toHaveLength(6);
+
+      const loaded = await cliWithInput(
+        ["What did I ask before?", "/load nowhere.json"],
+        "chat",
+        "--load",
+        file,
+      );
+      expect(loaded.stdout).toContain('Before this you asked: "What is 6*7?" and "What did I ask before?".');
+      expect(loaded.stderr).toBe(
+        "agent-core: nowhere.json: could not read it (no such file or directory). The conversation is unchanged.\n",
+      );
+      // A failed command (or run) makes a script's chat exit 1.
+      expect(loaded.code).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("chat without any input ends at once", async () => {
+    expect(await cli("chat")).toEqual({ code: 0, stdout: "", stderr: "" });
   });
 });

@@ -4,31 +4,30 @@ import "@agent-core/agentic";
 import "@agent-core/plan-execute";
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
+import { ORCHESTRATOR_REGISTRY, rootContainer, UnknownOrchestratorError } from "@agent-core/core";
 import {
-  Agent,
-  defaultLimits,
-  ORCHESTRATOR_REGISTRY,
-  rootContainer,
-  UnknownOrchestratorError,
-} from "@agent-core/core";
-import type { LanguageModelV4 } from "@ai-sdk/provider";
+  AGENT_OPTIONS,
+  type AgentOptions,
+  agentOptionsHelp,
+  createCliAgent,
+  parseAgentOptions,
+} from "./agent-options.js";
+import { CHAT_USAGE, type ChatCommand, parseChatCommand, runChat } from "./chat/chat-command.js";
+import { CHAT_KEYS_HELP } from "./chat/slash-commands.js";
 import type { CliIO } from "./cli-io.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
-import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
+export { SYSTEM_PROMPT } from "./agent-options.js";
 export type { CliIO } from "./cli-io.js";
-
-export const SYSTEM_PROMPT =
-  "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
 
 const EXIT_COMPLETED = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
-const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
+const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
 const SERVE_USAGE =
   "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
@@ -39,9 +38,8 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
   json: { type: "boolean" },
-  orchestrator: { type: "string" },
-  system: { type: "string" },
-  "max-cycles": { type: "string" },
+  load: { type: "string" },
+  ...AGENT_OPTIONS,
   port: { type: "string" },
   host: { type: "string" },
   static: { type: "string" },
@@ -53,12 +51,10 @@ interface RunCommand {
   kind: "run";
   prompt: string;
   json: boolean;
-  orchestrator: string | undefined;
-  system: string;
-  maxCycles: number;
+  agent: AgentOptions;
 }
 
-type Command = { kind: "help" } | { kind: "version" } | RunCommand | ServeCommand;
+type Command = { kind: "help" } | { kind: "version" } | RunCommand | ChatCommand | ServeCommand;
 
 /** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
 export async function main(argv: string[], io: CliIO): Promise<number> {
@@ -73,6 +69,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         return EXIT_COMPLETED;
       case "run":
         return await runPrompt(command, io);
+      case "chat":
+        return await runChat(command, io);
       case "serve":
         return await servePage(command, io);
     }
@@ -90,37 +88,29 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
   if (values.version) return { kind: "version" };
   const [name, ...words] = positionals;
   if (name === undefined)
-    throw new UsageError("Missing command.", 'Run "agent-core --help" for the commands, run and serve.');
+    throw new UsageError(
+      "Missing command.",
+      'Run "agent-core --help" for the commands: run, chat and serve.',
+    );
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
     return parseServeCommand(values, env);
   }
-  if (name !== "run") throw new UsageError(`Unknown command "${name}"; the commands are "run" and "serve".`);
+  if (name === "chat") return parseChatCommand(words, values, parseAgentOptions(values, env));
+  if (name !== "run")
+    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat" and "serve".`);
+  if (values.load !== undefined)
+    throw new UsageError("--load is for chat: run starts a new conversation.", `Usage: ${RUN_USAGE}`);
   // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
   const prompt = words.join(" ").trim();
   if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
-  return {
-    kind: "run",
-    prompt,
-    json: values.json ?? false,
-    orchestrator: values.orchestrator,
-    system: values.system ?? SYSTEM_PROMPT,
-    maxCycles: parseMaxCycles(values["max-cycles"]),
-  };
-}
-
-function parseMaxCycles(value: string | undefined): number {
-  if (value === undefined) return defaultLimits.maxCycles;
-  const cycles = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(cycles) || cycles < 1)
-    throw new UsageError(`--max-cycles must be a whole number >= 1, got "${value}".`);
-  return cycles;
+  return { kind: "run", prompt, json: values.json ?? false, agent: parseAgentOptions(values, env) };
 }
 
 async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
-  const { model, label, demo } = modelFromEnv(io.env);
-  const agent = createAgent(command, model);
+  const { model, label, demo } = modelFromEnv(command.agent.modelEnv);
+  const agent = createCliAgent(command.agent, model);
   const render: EventRenderer = command.json
     ? createJsonRenderer(io.stdout)
     : createHumanRenderer(io.stdout, {
@@ -135,16 +125,6 @@ async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   // The NDJSON stream already holds the error event; this line is for the person watching stderr.
   if (command.json && result.error !== undefined) io.stderr.write(`agent-core: ${result.error.message}\n`);
   return result.stopReason === "completed" ? EXIT_COMPLETED : EXIT_FAILED;
-}
-
-function createAgent(command: RunCommand, model: LanguageModelV4): Agent {
-  return new Agent({
-    systemPrompt: command.system,
-    provider: model,
-    tools: createDemoAgentTools(),
-    orchestrator: command.orchestrator,
-    limits: { maxCycles: command.maxCycles },
-  });
 }
 
 /** The errors that mean "you asked for something that does not exist", as opposed to bugs. */
@@ -187,8 +167,16 @@ function helpText(): string {
 
 Usage:
   ${RUN_USAGE}
+  ${CHAT_USAGE}
   ${SERVE_USAGE}
   agent-core --help | --version
+
+run: one prompt, its live view (or --json), and the exit code says how it ended.
+
+chat: a conversation; the history carries over from prompt to prompt, and --load FILE starts
+from a saved one (docs/cli.md). At a terminal:
+${indent(CHAT_KEYS_HELP)}Without a terminal (stdin a pipe or a file), each line is a prompt or a command, taken when
+the run before it has ended; the exit code is 1 if a run did not complete or a command failed.
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
 run in your browser; open the address it prints. --port (default 8787), --host (default
@@ -197,19 +185,16 @@ run in your browser; open the address it prints. --port (default 8787), --host (
 serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
 the same in each) and each its own --worker-id.
 
-Options:
-  --json               print every event as one NDJSON line instead of the live view
-  --orchestrator NAME  how the agent loops; registered: ${orchestratorNames()}
-  --system TEXT        replace the system prompt
-  --max-cycles N       stop after N model calls (default ${defaultLimits.maxCycles})
-  -h, --help           show this help
+Options of run and chat:
+  --json               (run) print every event as one NDJSON line instead of the live view
+${agentOptionsHelp(orchestratorNames())}  -h, --help           show this help
   -v, --version        print the version
 
 Tools: calculator (arithmetic), get_current_time (date and time).
 
-Model, from the environment:
+Model, from the environment (--model and --base-url override the last two):
   OPENAI_API_KEY       use a real model through any OpenAI-compatible chat API; without it an offline
-                       demo model answers (arithmetic and time questions only, marked [demo])
+                       demo model answers (arithmetic, time and recall questions only, marked [demo])
   OPENAI_BASE_URL      the API's base URL, default ${DEFAULT_BASE_URL}; works with OpenAI,
                        Ollama (http://localhost:11434/v1), llama.cpp server (http://localhost:8080/v1),
                        vLLM (http://localhost:8000/v1) and other OpenAI-compatible servers
@@ -221,8 +206,14 @@ Examples:
   agent-core run --json "What is 2^10?" | jq -c 'select(.type == "tool_result")'
   OPENAI_API_KEY=ollama OPENAI_BASE_URL=http://localhost:11434/v1 AGENT_CORE_MODEL=llama3.2 \\
     agent-core run "What time is it in Tokyo?"
+  OPENAI_API_KEY=sk-… agent-core chat --model gpt-4o --parallel-tools --tool-ms 10000 --load chat.json
+  printf 'What is 6*7?\\nWhat did I ask before?\\n/save chat.json\\n' | agent-core chat
 
 A prompt starting with "-" goes after "--": agent-core run -- "-5+3?"
-Ctrl-C aborts the run. Exit codes: 0 completed, 1 the run failed or was aborted, 2 bad usage.
+Ctrl-C aborts the run. Exit codes of run: 0 completed, 1 the run failed or was aborted, 2 bad usage.
 `;
+}
+
+function indent(text: string): string {
+  return text.replace(/^(?=.)/gm, "  ");
 }

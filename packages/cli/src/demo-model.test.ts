@@ -231,6 +231,22 @@ describe("createDemoModel", () => {
     }
   });
 
+  it("recalls the user's earlier messages when asked about the conversation", async () => {
+    const prompt: LanguageModelV4Prompt = [
+      ...withResults(["1+1", { type: "json", value: { expression: "1+1", result: 2 } }]),
+      { role: "assistant", content: [{ type: "text", text: "[demo] 1+1 = 2." }] },
+      ...ask("Hello"),
+      { role: "assistant", content: [{ type: "text", text: "[demo] I am the offline demo model" }] },
+      ...ask("What did I ask before?"),
+    ];
+    expect(textOf(await stream({ prompt, tools }))).toBe(
+      '[demo] Before this you asked: "What is 1+1?" and "Hello".',
+    );
+    expect(textOf(await stream({ prompt: ask("What did I ask before?"), tools }))).toBe(
+      "[demo] This is the first thing you asked me in this conversation.",
+    );
+  });
+
   it("answers a planner's JSON-mode call with a plan of the tools its prompt lists", async () => {
     const system = "Plan.\nTools:\n- calculator: evaluates\n- get_current_time: the time";
     const planning = (prompt: LanguageModelV4Prompt) =>

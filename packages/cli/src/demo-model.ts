@@ -13,6 +13,7 @@ import {
   parseJson,
   resultValue,
   toolCallInputs,
+  userTexts,
 } from "./prompt-reading.js";
 
 /*
@@ -28,10 +29,13 @@ const CURRENT_TIME = "get_current_time";
 
 const HELP_TEXT =
   '[demo] I am the offline demo model of agent-core: I can do arithmetic with the calculator (try "What is ' +
-  '(2+3)*4?") and tell the time. Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, AGENT_CORE_MODEL) to ' +
-  "talk to a real model.";
+  '(2+3)*4?"), tell the time and recall what you asked before ("What did I ask before?"). Set ' +
+  "OPENAI_API_KEY (and optionally OPENAI_BASE_URL, AGENT_CORE_MODEL) to talk to a real model.";
 
 const TIME_QUESTION = /\b(time|date|day|clock|today)\b/i;
+
+// A question about the conversation itself: the demo's one way to show that it sees the history.
+const RECALL_QUESTION = /\b(earlier|before|previous|previously|so far)\b/i;
 
 // Numbers joined by at least one binary operator, with signs and parentheses; spaces are allowed only
 // around operators and parentheses, so "3*4. 5 apples" yields "3*4", not "3*4.5".
@@ -62,8 +66,18 @@ function plan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
     return [{ type: "text", text: `[demo] ${answer}` }];
   }
   const offered = new Set(call.tools?.map((tool) => tool.name));
-  const toolCalls = planToolCalls(lastUserText(call.prompt), offered, step);
-  return toolCalls.length > 0 ? toolCalls : [{ type: "text", text: HELP_TEXT }];
+  const question = lastUserText(call.prompt);
+  const toolCalls = planToolCalls(question, offered, step);
+  if (toolCalls.length > 0) return toolCalls;
+  if (RECALL_QUESTION.test(question)) return [{ type: "text", text: recall(call.prompt) }];
+  return [{ type: "text", text: HELP_TEXT }];
+}
+
+/** The user's earlier messages, read back from the prompt: what a chat's history looks like to a model. */
+function recall(prompt: LanguageModelV4CallOptions["prompt"]): string {
+  const earlier = userTexts(prompt).slice(0, -1);
+  if (earlier.length === 0) return "[demo] This is the first thing you asked me in this conversation.";
+  return `[demo] Before this you asked: ${joinList(earlier.map((text) => `"${text}"`))}.`;
 }
 
 /**

@@ -13,9 +13,16 @@ export function currentTurn(prompt: LanguageModelV4Prompt): LanguageModelV4Messa
 }
 
 export function lastUserText(prompt: LanguageModelV4Prompt): string {
-  const user = prompt.findLast((message) => message.role === "user");
-  if (user?.role !== "user") return "";
-  return user.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
+  return userTexts(prompt).at(-1) ?? "";
+}
+
+/** What the user said in each of their messages, oldest first. */
+export function userTexts(prompt: LanguageModelV4Prompt): string[] {
+  return prompt.flatMap((message) =>
+    message.role === "user"
+      ? [message.content.map((part) => (part.type === "text" ? part.text : "")).join("\n")]
+      : [],
+  );
 }
 
 export function toolCallInputs(turn: LanguageModelV4Message[]): Map<string, unknown> {

@@ -26,7 +26,7 @@ export function createJsonRenderer(out: TextSink): EventRenderer {
 // Tool results can be whole documents; a human skimming the run needs only their start.
 const MAX_VALUE_CHARS = 300;
 
-type Style = "dim" | "red" | "green" | "cyan" | "magenta" | "bold";
+export type Style = "dim" | "red" | "green" | "cyan" | "magenta" | "bold";
 
 const ANSI: Record<Style, [open: string, close: string]> = {
   dim: ["\x1b[2m", "\x1b[22m"],
@@ -172,12 +172,19 @@ class HumanRenderer {
     this.#line = "start";
   }
 
-  /** Each piece is wrapped on its own, so no colour leaks into what follows if the run dies mid-line. */
   #style(style: Style, text: string): string {
-    if (!this.#options.color) return text;
-    const [open, close] = ANSI[style];
-    return `${open}${text}${close}`;
+    return styled(this.#options.color, style, text);
   }
+}
+
+/**
+ * `text` in an ANSI style when `color` is on. Each piece is wrapped on its own, so no colour leaks
+ * into what follows if the run dies mid-line.
+ */
+export function styled(color: boolean, style: Style, text: string): string {
+  if (!color) return text;
+  const [open, close] = ANSI[style];
+  return `${open}${text}${close}`;
 }
 
 /** Compact JSON, as the model sent or received it; cut short when long. */

@@ -35,6 +35,11 @@ export interface Timeouts extends StepTimeouts, ToolTimeouts {
 
 export interface AgentConfig extends AgentHooks {
   systemPrompt?: string;
+  /**
+   * The history to start from, such as `agent.messages` of an earlier agent saved as JSON: a valid
+   * transcript (`validateTranscript`), every tool call answered.
+   */
+  messages?: readonly AgentMessage[];
   /** Any AI SDK language model (specification v4, as every ai@7 provider returns). */
   provider?: LanguageModelV4;
   /**

@@ -66,6 +66,9 @@ export class Agent {
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
     this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
     this.#listeners = new ListenerBus(config.onListenerError ?? logListenerError);
+    // Through the keeper, which learns the tool-call ids and checks them as a run's writes are checked.
+    for (const message of config.messages ?? []) this.#transcript.append(message);
+    this.#settledHistory = this.#transcript.messages.slice();
     this.#parent = config.container ?? rootContainer;
     // The root container has the default services; a container of the app's own may not.
     if (config.container) registerDefaultServices(config.container);

@@ -69,6 +69,11 @@ const hooks = [
 /** Each field with values outside its domain, and values on the edge of it. */
 const fields: [path: string, bad: unknown[], good: unknown[]][] = [
   ["systemPrompt", [1, null, ["a"]], ["", "You are helpful."]],
+  [
+    "messages",
+    ["x", null, [1], [{ content: "hi" }], [{ role: "user", content: 5 }]],
+    [[], [{ role: "user", content: "hi" }], [{ role: "app-note", text: "kept" }]],
+  ],
   ["limits", [3, "x", null, [1]], [{}]],
   ["limits.maxCycles", [0, -1, 1.5, NaN, Infinity, "3"], [1, 100]],
   ["limits.abortGraceMs", msOrZero, [0, 0.5, 250]],

@@ -1,5 +1,7 @@
 import { type core, z } from "zod";
 import { InvalidConfigError } from "./errors.js";
+import { agentMessageSchema } from "./messages.js";
+import { validateTranscript } from "./run/transcript.js";
 import { ToolRegistry } from "./tools/registry.js";
 
 /** One bad setting: its dotted path (`timeouts.toolMs`) and what is wrong with it. */
@@ -61,6 +63,10 @@ const isOrchestrator = (value: unknown) =>
   (typeof value === "string" && value.trim() !== "") ||
   (hasMethod(value, "run") && typeof (value as { name?: unknown }).name === "string");
 const isContainer = (value: unknown) => hasMethod(value, "createChildContainer");
+const isHistory = (value: unknown) =>
+  Array.isArray(value) &&
+  value.every((message) => agentMessageSchema.safeParse(message).success) &&
+  validateTranscript(value).length === 0;
 
 const fn = z.custom(isFunction, expecting("a function")).optional();
 const string = z.string(expecting("a string")).optional();
@@ -97,6 +103,12 @@ const clientTools = z.enum(["wait", "suspend"], expecting('"wait" or "suspend"')
 const agentConfigSchema = z.object(
   {
     systemPrompt: string,
+    messages: z
+      .custom(
+        isHistory,
+        expecting("an array of messages that is a valid transcript (see validateTranscript)"),
+      )
+      .optional(),
     provider: z
       .custom(
         isProvider,
@@ -201,6 +213,7 @@ const AGENT_CONFIG_FIELDS: Record<string, z.ZodType | undefined> = agentConfigSc
 
 const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined> = {
   systemPrompt: (value) => typeof value === "string",
+  messages: isHistory,
   provider: isProvider,
   tools: isTools,
   orchestrator: isOrchestrator,

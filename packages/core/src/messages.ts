@@ -73,6 +73,26 @@ export interface CustomMessage {
   [key: string]: unknown;
 }
 
+const LLM_MESSAGE_SCHEMAS = new Map<string, z.ZodType>([
+  ["user", userMessageSchema],
+  ["assistant", assistantMessageSchema],
+  ["toolResult", toolResultMessageSchema],
+]);
+
+/**
+ * Any message of the history, e.g. one read back from a saved conversation: the three roles the
+ * model understands are checked in full (their issues keep their paths), any other role is an
+ * app's own kind and needs only its `role`.
+ */
+export const agentMessageSchema: z.ZodType<AgentMessage> = z
+  .looseObject({ role: z.string() })
+  .superRefine((message, ctx) => {
+    const result = LLM_MESSAGE_SCHEMAS.get(message.role)?.safeParse(message);
+    if (result === undefined || result.success) return;
+    for (const issue of result.error.issues)
+      ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+  });
+
 /** A message the model understands. */
 export type LlmMessage = UserMessage | AssistantMessage | ToolResultMessage;
 /** A message of the history: one the model understands, or an app's own kind. */

@@ -1,0 +1,138 @@
+import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { createDemoAgentTools } from "./tools/demo-tools.js";
+import { UsageError } from "./usage-error.js";
+
+export const SYSTEM_PROMPT =
+  "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
+
+/** The options `run` and `chat` share: which model, and how the agent loops, waits and watches itself. */
+export const AGENT_OPTIONS = {
+  model: { type: "string" },
+  "base-url": { type: "string" },
+  orchestrator: { type: "string" },
+  system: { type: "string" },
+  "max-cycles": { type: "string" },
+  "total-ms": { type: "string" },
+  "step-ms": { type: "string" },
+  "first-chunk-ms": { type: "string" },
+  "chunk-ms": { type: "string" },
+  "tool-ms": { type: "string" },
+  "parallel-tools": { type: "boolean" },
+  "max-concurrency": { type: "string" },
+  "stall-calls": { type: "string" },
+  "stall-results": { type: "string" },
+  "no-stall": { type: "boolean" },
+} as const;
+
+/** The help lines of the agent options; `orchestrators` lists the registered ones. */
+export function agentOptionsHelp(orchestrators: string): string {
+  return `  --model NAME         the model name, over AGENT_CORE_MODEL (with OPENAI_API_KEY)
+  --base-url URL       the API's base URL, over OPENAI_BASE_URL (with OPENAI_API_KEY)
+  --orchestrator NAME  how the agent loops; registered: ${orchestrators}
+  --system TEXT        replace the system prompt
+  --max-cycles N       stop after N model calls (default ${defaultLimits.maxCycles})
+  --total-ms N         end a run after N milliseconds (stop reason timeout)
+  --step-ms N          end a run whose model call takes longer than N ms
+  --first-chunk-ms N   … whose model call sends nothing for its first N ms
+  --chunk-ms N         … whose model stream stalls for N ms between chunks
+  --tool-ms N          give up on a tool call after N ms (the call's result says timeout)
+  --parallel-tools     run the tool calls of one model reply at once, not one by one
+  --max-concurrency N  at most N tool calls at once with --parallel-tools (default 8)
+  --stall-calls N      stop a run after N identical tool calls in a row (default 2)
+  --stall-results N    stop a run after N identical tool results in a row (default 3)
+  --no-stall           never stop a run as stalled
+`;
+}
+
+type AgentOptionValues = { [Name in keyof typeof AGENT_OPTIONS]?: string | boolean };
+
+/** What the agent options decide: the environment the model is picked from, and the agent's settings. */
+export interface AgentOptions {
+  /** The environment with --model and --base-url over AGENT_CORE_MODEL and OPENAI_BASE_URL. */
+  modelEnv: Record<string, string | undefined>;
+  config: Pick<
+    AgentConfig,
+    "systemPrompt" | "orchestrator" | "limits" | "timeouts" | "toolExecution" | "maxConcurrency" | "stall"
+  >;
+}
+
+export function parseAgentOptions(
+  values: AgentOptionValues,
+  env: Record<string, string | undefined>,
+): AgentOptions {
+  const text = (name: keyof typeof AGENT_OPTIONS) => values[name] as string | undefined;
+  const flag = (name: keyof typeof AGENT_OPTIONS) => values[name] === true;
+  const parallel = flag("parallel-tools");
+  const maxConcurrency = whole(text("max-concurrency"), "--max-concurrency", 1);
+  if (maxConcurrency !== undefined && !parallel)
+    throw new UsageError("--max-concurrency is for parallel tools: add --parallel-tools.");
+  const stallCalls = whole(text("stall-calls"), "--stall-calls", 2);
+  const stallResults = whole(text("stall-results"), "--stall-results", 2);
+  if (flag("no-stall") && (stallCalls !== undefined || stallResults !== undefined))
+    throw new UsageError(
+      "--no-stall turns stall detection off: leave out --stall-calls and --stall-results.",
+    );
+  const timeouts = definedOnly({
+    totalMs: whole(text("total-ms"), "--total-ms", 1),
+    stepMs: whole(text("step-ms"), "--step-ms", 1),
+    firstChunkMs: whole(text("first-chunk-ms"), "--first-chunk-ms", 1),
+    chunkMs: whole(text("chunk-ms"), "--chunk-ms", 1),
+    toolMs: whole(text("tool-ms"), "--tool-ms", 1),
+  });
+  const stall = flag("no-stall")
+    ? false
+    : definedOnly({ repeatedCalls: stallCalls, repeatedResults: stallResults });
+  return {
+    modelEnv: modelEnv(env, text("model"), baseUrl(text("base-url"))),
+    config: {
+      systemPrompt: text("system") ?? SYSTEM_PROMPT,
+      orchestrator: text("orchestrator"),
+      limits: { maxCycles: whole(text("max-cycles"), "--max-cycles", 1) ?? defaultLimits.maxCycles },
+      ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+      ...(parallel ? { toolExecution: "parallel" as const } : {}),
+      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+      ...(stall === false || Object.keys(stall).length > 0 ? { stall } : {}),
+    },
+  };
+}
+
+/** The CLI's agent: the demo tools, the options' settings, and the history to start from. */
+export function createCliAgent(
+  options: AgentOptions,
+  model: LanguageModelV4,
+  messages: readonly AgentMessage[] = [],
+): Agent {
+  return new Agent({ ...options.config, provider: model, tools: createDemoAgentTools(), messages });
+}
+
+function whole(value: string | undefined, option: string, minimum: number): number | undefined {
+  if (value === undefined) return undefined;
+  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < minimum)
+    throw new UsageError(`${option} must be a whole number >= ${minimum}, got "${value}".`);
+  return number;
+}
+
+function baseUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value))
+    throw new UsageError(`--base-url must be an http:// or https:// URL, got "${value}".`);
+  return value;
+}
+
+function modelEnv(
+  env: Record<string, string | undefined>,
+  model: string | undefined,
+  url: string | undefined,
+): Record<string, string | undefined> {
+  return {
+    ...env,
+    ...(model !== undefined ? { AGENT_CORE_MODEL: model } : {}),
+    ...(url !== undefined ? { OPENAI_BASE_URL: url } : {}),
+  };
+}
+
+function definedOnly<T extends Record<string, number | undefined>>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+}

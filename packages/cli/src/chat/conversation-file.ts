@@ -1,0 +1,65 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { type AgentMessage, agentMessageSchema, validateTranscript } from "@agent-core/core";
+import { z } from "zod";
+
+/** A saved conversation: `{ version: 1, messages }`, the agent's history as `agent.messages` gives it. */
+const conversationSchema = z.object({ version: z.literal(1), messages: z.array(agentMessageSchema) });
+
+/** A conversation file that could not be written, read or used; the message names the file. */
+export class ConversationFileError extends Error {
+  constructor(file: string, problem: string) {
+    super(`${file}: ${problem}`);
+    this.name = "ConversationFileError";
+  }
+}
+
+export async function saveConversation(file: string, messages: readonly AgentMessage[]): Promise<void> {
+  const text = `${JSON.stringify({ version: 1, messages }, null, 2)}\n`;
+  try {
+    await writeFile(file, text);
+  } catch (error) {
+    throw new ConversationFileError(file, `could not write it (${systemReason(error)}).`);
+  }
+}
+
+/** The messages of a saved conversation, checked as a history an agent can go on from. */
+export async function loadConversation(file: string): Promise<AgentMessage[]> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw new ConversationFileError(file, `could not read it (${systemReason(error)}).`);
+  }
+  return parseConversation(file, text);
+}
+
+export function parseConversation(file: string, text: string): AgentMessage[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConversationFileError(
+      file,
+      "not JSON; a conversation file is { version: 1, messages: [...] }.",
+    );
+  }
+  const parsed = conversationSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+    const where = issue.path.length === 0 ? "the file" : issue.path.map(String).join(".");
+    throw new ConversationFileError(file, `not a conversation: ${where}: ${issue.message}.`);
+  }
+  // Tool calls and their results must pair up, or no provider accepts the history.
+  const problem = validateTranscript(parsed.data.messages)[0];
+  if (problem !== undefined) throw new ConversationFileError(file, `not a valid history: ${problem}.`);
+  return parsed.data.messages;
+}
+
+/** "ENOENT: no such file or directory, open 'x'" says more than the code and less than the stack. */
+function systemReason(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  if (code === "ENOENT") return "no such file or directory";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (code === "EISDIR") return "it is a directory";
+  return code ?? message;
+}

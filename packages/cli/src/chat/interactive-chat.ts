@@ -1,0 +1,117 @@
+import { emitKeypressEvents } from "node:readline";
+import { styled } from "../render.js";
+import { ChatSession, type ChatSessionOptions, type ChatView } from "./chat-session.js";
+import { type Keypress, LineEditor } from "./line-editor.js";
+import { type TerminalOutput, TerminalScreen } from "./terminal-screen.js";
+
+/** The keyboard: a terminal's stdin, which can be switched to raw mode to read single keys. */
+export interface TerminalInput extends NodeJS.ReadableStream {
+  isTTY?: boolean;
+  setRawMode?(mode: boolean): unknown;
+}
+
+export interface ChatTerminal {
+  input: TerminalInput;
+  output: TerminalOutput;
+  color: boolean;
+  /** The lines printed before the first prompt. */
+  banner: string[];
+  /** Aborting it (a SIGINT from outside: in raw mode Ctrl-C is a key) ends the chat. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The chat at a terminal: keys are read one by one (raw mode), the line being typed stays below
+ * the live view, Enter sends it (a prompt, or a steering message while a run works), Esc or
+ * Ctrl-C aborts the run, and Ctrl-C twice, Ctrl-D on an empty line or /exit leaves.
+ * Resolves with the exit code once the terminal is back as it was.
+ */
+export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTerminal): Promise<number> {
+  const { input, color } = terminal;
+  const screen = new TerminalScreen(terminal.output);
+  const editor = new LineEditor();
+  const view: ChatView = {
+    out: screen.output,
+    color,
+    echo: (line) => screen.writeLine(`${styled(color, "bold", "you ›")} ${line}`),
+    notice: (text) => screen.writeLine(styled(color, "dim", text)),
+    problem: (text) => screen.writeLine(styled(color, "red", `✗ ${text}`)),
+    runningChanged: () => redraw(),
+  };
+  const session = new ChatSession(options, view);
+  let closing = false;
+  let exitArmed = false;
+
+  function redraw(): void {
+    if (closing) return;
+    const prompt = session.running ? styled(color, "cyan", "steer › ") : styled(color, "bold", "you › ");
+    screen.setInput({ prompt, chars: editor.chars, cursor: editor.cursor });
+  }
+
+  return new Promise<number>((resolve) => {
+    const close = async () => {
+      if (closing) return;
+      closing = true;
+      session.abort();
+      await session.idle();
+      input.off("keypress", onKey);
+      input.off("end", close);
+      input.off("error", close);
+      terminal.signal?.removeEventListener("abort", close);
+      input.setRawMode?.(false);
+      input.pause();
+      screen.close();
+      resolve(0);
+    };
+
+    const submit = () => {
+      const line = editor.take();
+      redraw();
+      session.enter(line).then(
+        (outcome) => (outcome === "exit" ? close() : redraw()),
+        (error: unknown) => {
+          view.problem(error instanceof Error ? error.message : String(error));
+          redraw();
+        },
+      );
+    };
+
+    /** Ctrl-C: aborts the run; when idle, clears the line and arms, and a second Ctrl-C leaves. */
+    const interrupt = () => {
+      if (session.abort()) return;
+      if (exitArmed) return void close();
+      exitArmed = true;
+      editor.take();
+      view.notice("(Ctrl-C again to exit)");
+      redraw();
+    };
+
+    const onKey = (text: string | undefined, key: Keypress = {}) => {
+      if (closing) return;
+      if (key.ctrl && key.name === "c") return interrupt();
+      exitArmed = false;
+      if (key.name === "escape") {
+        session.abort();
+        return;
+      }
+      if (key.ctrl && key.name === "d") {
+        if (editor.empty) return void close();
+        editor.edit(undefined, { name: "delete" });
+        return redraw();
+      }
+      if (key.name === "return" || key.name === "enter") return submit();
+      if (editor.edit(text, key)) redraw();
+    };
+
+    emitKeypressEvents(input);
+    input.setRawMode?.(true);
+    input.on("keypress", onKey);
+    input.once("end", close);
+    input.once("error", close);
+    if (terminal.signal?.aborted) return void close();
+    terminal.signal?.addEventListener("abort", close, { once: true });
+    for (const line of terminal.banner) view.notice(line);
+    redraw();
+    input.resume();
+  });
+}

@@ -1,0 +1,142 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { TmuxTerminal } from "./tmux-terminal.js";
+
+// `agent-core chat` as a person uses it: the bin from its sources in a real pseudo-terminal (a
+// tmux pane), keys typed into it, the screen read back. The offline demo model streams slowly
+// enough (AGENT_CORE_DEMO_DELAY_MS) that there is time to type while a run works.
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "agent-core-chat-"));
+const BIN = ["node", "--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts", "chat"];
+
+let terminal: TmuxTerminal | undefined;
+afterEach(() => terminal?.kill());
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function startChat(delayMs: number, ...args: string[]): TmuxTerminal {
+  terminal = TmuxTerminal.start([...BIN, ...args], {
+    cwd: root,
+    env: { AGENT_CORE_DEMO_DELAY_MS: String(delayMs) },
+    unset: ["OPENAI_API_KEY", "NO_COLOR"],
+  });
+  return terminal;
+}
+
+/** The chat is idle again: the cursor is back on an empty "you ›" line. */
+const idle = (chat: TmuxTerminal) => () => chat.cursorLine() === "you ›";
+
+async function ask(chat: TmuxTerminal, prompt: string, answer: string): Promise<string> {
+  chat.type(prompt);
+  chat.press("Enter");
+  await chat.waitFor(answer);
+  return chat.waitFor(idle(chat));
+}
+
+describe("agent-core chat in a terminal", () => {
+  it("keeps the conversation across prompts, saves it, and a new chat loads it", {
+    timeout: 120_000,
+  }, async () => {
+    const file = join(dir, "chat.json");
+    const chat = startChat(10);
+    await chat.waitFor("/help lists the commands");
+
+    const first = await ask(chat, "What is 15*3 and 10+5?", "15*3 = 45 and 10+5 = 15");
+    // The live view: the prompt, the header, the reasoning, each tool call and result, the summary.
+    for (const line of [
+      "you › What is 15*3 and 10+5?",
+      "orchestrator agentic",
+      "· thinking: The question needs the calculator for 15*3 and 10+5.",
+      '→ calculator({"expression":"15*3"})',
+      '← calculator: {"expression":"10+5","result":15}',
+    ])
+      expect(first).toContain(line);
+    expect(first).toMatch(/■ completed · 2 cycles · 2 tool calls/);
+
+    // The follow-up is answered from the history: the demo model reads the earlier prompt back.
+    await ask(chat, "What did I ask before?", 'Before this you asked: "What is 15*3 and 10+5?".');
+
+    chat.type(`/save ${file}`);
+    chat.press("Enter");
+    await chat.waitFor(`saved 7 messages to ${file}`);
+    const saved = JSON.parse(readFileSync(file, "utf8"));
+    expect(saved.version).toBe(1);
+    expect(saved.messages.map((message: { role: string }) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    chat.press("C-d");
+    await chat.waitFor("[exited 0]");
+    chat.kill();
+
+    // A new chat: a bad file is refused with one line and changes nothing; the saved one loads.
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify({ version: 1, messages: [{ role: "user", content: 5 }] }));
+    const next = startChat(10);
+    await next.waitFor("/help lists the commands");
+    next.type(`/load ${bad}`);
+    next.press("Enter");
+    await next.waitFor(`✗ ${bad}: not a conversation: messages.0.content:`);
+    expect(next.screen()).toContain("The conversation is unchanged.");
+    next.type(`/load ${file}`);
+    next.press("Enter");
+    await next.waitFor(`loaded 7 messages from ${file}`);
+    await ask(
+      next,
+      "What did I ask before?",
+      'Before this you asked: "What is 15*3 and 10+5?" and "What did I ask before?".',
+    );
+    next.type("/exit");
+    next.press("Enter");
+    await next.waitFor("[exited 0]");
+  });
+
+  it("queues what is typed during a run as steering, and Esc aborts a run", {
+    timeout: 120_000,
+  }, async () => {
+    const chat = startChat(120);
+    await chat.waitFor("/help lists the commands");
+    chat.type("What is 15*3 and 10+5?");
+    chat.press("Enter");
+    await chat.waitFor("· thinking: The");
+    // Typed while the run streams: the line below the live view says it steers.
+    chat.type("what is 2+2");
+    await chat.waitFor(() => chat.cursorLine() === "steer › what is 2+2");
+    chat.press("Enter");
+    await chat.waitFor("↪ queued: what is 2+2");
+    await chat.waitFor("↪ steering: user: what is 2+2");
+    await chat.waitFor("[demo] 2+2 = 4.");
+    await chat.waitFor(idle(chat));
+
+    chat.type("What is 7*6?");
+    chat.press("Enter");
+    await chat.waitFor((screen) =>
+      screen.slice(screen.lastIndexOf("you › What is 7*6?")).includes("· thinking:"),
+    );
+    chat.press("Escape");
+    const aborted = await chat.waitFor("■ aborted");
+    expect(aborted).toContain("✗ aborted: The run was aborted.");
+    expect(aborted).not.toContain("7*6 = 42");
+    await chat.waitFor(idle(chat));
+
+    // The steering message is part of the conversation; the aborted run left its prompt.
+    chat.type("/history");
+    chat.press("Enter");
+    const history = await chat.waitFor("user: What is 7*6?");
+    expect(history).toMatch(/\d+\. user: what is 2\+2/);
+
+    // Ctrl-C when idle asks first, then leaves.
+    chat.press("C-c");
+    await chat.waitFor("(Ctrl-C again to exit)");
+    chat.press("C-c");
+    await chat.waitFor("[exited 0]");
+  });
+});
