@@ -4,10 +4,10 @@
  * bench/peers/results/latest.json and, unless --no-write, the generated part of docs/benchmarks.md's
  * "Peers" section and docs/peers-chart.svg.
  * Options: --quick (about 2 minutes; prints, writes docs only with --write), --only=w1,gc,w2,w3,heap,
- * --write / --no-write.
+ * --write / --no-write, --render (rewrite the docs from results/latest.json, measuring nothing).
  */
 import { fork } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { adapters } from "./adapters/index.js";
@@ -84,6 +84,13 @@ function inChild<R extends Result>(job: Job, extraFlags: string[] = []): Promise
 
 function describe(job: Job): string {
   return job.kind === "w1" ? `w1 ${job.entries.join(",")}` : `${job.kind} ${job.variant}`;
+}
+
+if (args.includes("--render")) {
+  // Re-renders the docs from the last full run's results without measuring anything.
+  const saved = JSON.parse(readFileSync(join(here, "..", "results", "latest.json"), "utf8")) as Report;
+  console.log(writeDocs(saved, true));
+  process.exit(0);
 }
 
 const started = Date.now();

@@ -1,5 +1,5 @@
 /** Pools the children's results into tables, a chart and the generated part of docs/benchmarks.md. */
-import { execSync } from "node:child_process";
+import { execFileSync, execSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
@@ -384,7 +384,8 @@ export function renderSvg(r: Report, s: Summary): string {
   const width = labelW + panelW + gap + panelW + 40;
   const esc = (t: string) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;");
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11" role="img" aria-labelledby="peers-chart-title">`,
+    `<title id="peers-chart-title">µs per tool cycle at 1, 10 and 50 calls, and wall time of 1,000 concurrent runs, for agent-core, its peers and the bare doStream() floor</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="10" y="18" font-size="13" font-weight="bold">agent-core and peers, same scripted model and tool (Node ${esc(r.machine.node)}, ${r.machine.cpus} cores, ${esc(r.machine.date)})</text>`,
   ];
@@ -472,6 +473,11 @@ export function writeDocs(r: Report, write: boolean): string {
       throw new Error(`docs/benchmarks.md has no ${END} markers: add the Peers section first`);
     writeFileSync(docPath, doc.slice(0, b) + md + doc.slice(e + END.length));
     writeFileSync(join(root, "docs", "peers-chart.svg"), renderSvg(r, s));
+    // The repository's formatter pads markdown tables; format the page as `pnpm lint` expects it.
+    execFileSync(join(root, "node_modules", ".bin", "biome"), ["format", "--write", docPath], {
+      cwd: root,
+      stdio: "ignore",
+    });
   }
   return md;
 }
