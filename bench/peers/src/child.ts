@@ -177,7 +177,7 @@ async function heap(job: HeapJob): Promise<HeapResult> {
     }
   });
   const plain = await checkedRun(job.variant, job.cycles, 0, false);
-  for (let i = 0; i < 30; i++) await plain.once();
+  for (let i = 0; i < job.warmRuns; i++) await plain.once();
   const result: HeapResult = { kind: "heap", allocatedKB: [], discarded: 0, liveKB: [], leakBytes: [] };
   for (let i = 0; i < job.samples; i++) {
     // Allocated: the heap's growth across a run during which no collection ran.

@@ -37,7 +37,7 @@ export interface ProbeResult {
   noRetainDeopts: number;
 }
 
-async function child(mode: string, id: string): Promise<void> {
+async function child(mode: string, id: string, quick: boolean): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc as () => void;
   const run = await (await adapter(id)).make({ cycles, latencyMs: 0, bigResults: false });
   const time = async () => {
@@ -49,7 +49,7 @@ async function child(mode: string, id: string): Promise<void> {
   if (mode === "curve") {
     // Untraced: 8 episodes of 100 steady runs, gc(), 300 runs.
     const episodes: { steady: number; buckets: number[] }[] = [];
-    for (let e = 0; e < 8; e++) {
+    for (let e = 0; e < (quick ? 2 : 8); e++) {
       const steady: number[] = [];
       for (let i = 0; i < 100; i++) steady.push(await time());
       gc();
@@ -62,7 +62,7 @@ async function child(mode: string, id: string): Promise<void> {
     }
     console.log(`RESULT ${JSON.stringify(episodes)}`);
   } else if (mode === "deopts") {
-    for (let e = 0; e < 5; e++) {
+    for (let e = 0; e < (quick ? 2 : 5); e++) {
       for (let i = 0; i < 40; i++) await time();
       console.log(`${MARK} episode ${e}`);
       gc();
@@ -70,12 +70,12 @@ async function child(mode: string, id: string): Promise<void> {
     }
   } else {
     console.log(MARK);
-    const until = performance.now() + 6000;
+    const until = performance.now() + (quick ? 2000 : 6000);
     while (performance.now() < until) await time();
   }
 }
 
-async function spawn(flags: string[], mode: string, id: string): Promise<string> {
+async function spawn(flags: string[], mode: string, id: string, quick: boolean): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [
@@ -83,21 +83,24 @@ async function spawn(flags: string[], mode: string, id: string): Promise<string>
       ...flags,
       fileURLToPath(import.meta.url),
     ],
-    { env: { ...process.env, PEERS_PROBE: `${mode}:${id}` }, maxBuffer: 256 * 2 ** 20 },
+    {
+      env: { ...process.env, PEERS_PROBE: `${mode}:${id}:${quick ? "quick" : "full"}` },
+      maxBuffer: 256 * 2 ** 20,
+    },
   );
   return stdout;
 }
 
 const weak = /<SharedFunctionInfo ?([^>]*)>.*reason: weak objects/;
 
-export async function probe(id: string): Promise<ProbeResult> {
-  const curveOut = await spawn(["--expose-gc"], "curve", id);
+export async function probe(id: string, quick = false): Promise<ProbeResult> {
+  const curveOut = await spawn(["--expose-gc"], "curve", id, quick);
   const episodes = JSON.parse(
     (curveOut.split("\n").find((l) => l.startsWith("RESULT ")) as string).slice(7),
   ) as { steady: number; buckets: number[] }[];
   const steady = median(episodes.map((e) => e.steady));
   const buckets = Array.from({ length: 10 }, (_, b) => median(episodes.map((e) => e.buckets[b] as number)));
-  const traced = await spawn(["--expose-gc", "--trace-deopt"], "deopts", id);
+  const traced = await spawn(["--expose-gc", "--trace-deopt"], "deopts", id, quick);
   const names = new Set<string>();
   const perGc = traced
     .split(/^=== measured episode \d+$/m)
@@ -114,15 +117,17 @@ export async function probe(id: string): Promise<ProbeResult> {
       return here.size;
     });
   const natural = async (flags: string[]) => {
-    const out = await spawn(["--trace-gc", "--trace-deopt", ...flags], "natural", id);
+    const out = await spawn(["--trace-gc", "--trace-deopt", ...flags], "natural", id, quick);
     const measured = out.slice(out.indexOf(MARK));
     return {
       mc: (measured.match(/Mark-Compact/g) ?? []).length,
       deopts: (measured.match(/reason: weak objects/g) ?? []).length,
     };
   };
-  const nat = await natural([]);
-  const noRetain = await natural(["--retain-maps-for-n-gc=0"]);
+  // The natural-collection runs take seconds each and are left out of a quick run.
+  const skipped = { mc: Number.NaN, deopts: Number.NaN };
+  const nat = quick ? skipped : await natural([]);
+  const noRetain = quick ? skipped : await natural(["--retain-maps-for-n-gc=0"]);
   return {
     variant: id,
     forcedDeopts: median(perGc),
@@ -139,8 +144,8 @@ export async function probe(id: string): Promise<ProbeResult> {
 
 const role = process.env.PEERS_PROBE;
 if (role) {
-  const [mode, id] = role.split(":") as [string, string];
-  await child(mode, id);
+  const [mode, id, speed] = role.split(":") as [string, string, string];
+  await child(mode, id, speed === "quick");
 } else if (import.meta.url === `file://${process.argv[1]}`) {
   const ids = process.argv.slice(2).length ? process.argv.slice(2) : ["floor", "agent-core", "pi"];
   for (const id of ids) console.log(JSON.stringify(await probe(id)));

@@ -67,6 +67,8 @@ export interface HeapJob {
   samples: number;
   /** Finished runs per leak sample. */
   leakRuns: number;
+  /** Runs before measuring. */
+  warmRuns: number;
 }
 export interface HeapResult {
   kind: "heap";

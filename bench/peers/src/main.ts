@@ -26,16 +26,16 @@ const plan = quick
   ? {
       w1Processes: 1,
       rounds: 3,
-      roundMs: 60,
-      warmMs: 200,
+      roundMs: 50,
+      warmMs: 150,
       gcProcesses: 1,
-      gcRounds: 4,
+      gcRounds: 3,
       w2Reps: 1,
       w2FastReps: 1,
       w3Processes: 1,
       w3Runs: 3,
       heapSamples: 2,
-      concurrent: 1000,
+      concurrent: 250,
     }
   : {
       w1Processes: 3,
@@ -73,9 +73,13 @@ function inChild<R extends Result>(job: Job, extraFlags: string[] = []): Promise
       result = message as R;
     });
     child.on("error", reject);
+    const startedAt = performance.now();
     child.on("exit", (code) => {
       jobsDone++;
-      process.stderr.write(`  [${jobsDone}] ${describe(job)}: ${code === 0 ? "ok" : `exit ${code}`}\n`);
+      const seconds = ((performance.now() - startedAt) / 1000).toFixed(1);
+      process.stderr.write(
+        `  [${jobsDone}] ${describe(job)}: ${code === 0 ? "ok" : `exit ${code}`} (${seconds} s)\n`,
+      );
       if (result !== undefined && code === 0) resolve(result);
       else reject(new Error(`child ${describe(job)} exited with ${code}`));
     });
@@ -142,7 +146,7 @@ if (only.includes("gc")) {
       );
   process.stderr.write("GC probe: recovery after a forced gc(), deoptimizations, natural collections\n");
   for (const id of ["floor", "agent-core", "pi"]) {
-    report.gcProbe.push(await probe(id));
+    report.gcProbe.push(await probe(id, quick));
     process.stderr.write(`  probe ${id}: ok\n`);
   }
 }
@@ -173,7 +177,7 @@ if (only.includes("w3")) {
         kind: "w3",
         variant: a.id,
         cycles: 200,
-        warmRuns: 2,
+        warmRuns: quick ? 1 : 2,
         runs: plan.w3Runs,
       });
       push(report.w3, a.id, result);
@@ -188,7 +192,8 @@ if (only.includes("heap")) {
         variant: a.id,
         cycles: 50,
         samples: plan.heapSamples,
-        leakRuns: fast.has(a.id) ? (quick ? 100 : 300) : quick ? 5 : 15,
+        leakRuns: fast.has(a.id) ? (quick ? 50 : 300) : quick ? 3 : 15,
+        warmRuns: quick ? 10 : 30,
       },
       ["--min-semi-space-size=512", "--max-semi-space-size=512"],
     );

@@ -194,7 +194,7 @@ export function summarize(report: Report): Summary {
   return s;
 }
 
-function targets(s: Summary): string[] {
+function targets(r: Report, s: Summary): string[] {
   const lines: string[] = [];
   const ac = s.w1["agent-core"];
   const others = adapters
@@ -219,7 +219,7 @@ function targets(s: Summary): string[] {
     const vsPi = (w2["agent-core"].wall ?? 0) / w2.pi.wall;
     const best = Math.min(...others.map((id) => w2[id]?.wall ?? Number.POSITIVE_INFINITY));
     lines.push(
-      `- 1,000 concurrent runs: agent-core ÷ pi = **${x(vsPi)}** wall time (${vsPi <= 1 ? "met" : "**missed**"}); ` +
+      `- ${f(r.plan.concurrent as number, 0)} concurrent runs: agent-core ÷ pi = **${x(vsPi)}** wall time (${vsPi <= 1 ? "met" : "**missed**"}); ` +
         `agent-core ÷ fastest other peer = ${x(w2["agent-core"].wall / best)} (${w2["agent-core"].wall < best ? "met" : "**missed**"}); ` +
         `CPU time: agent-core ÷ pi = ${x(w2["agent-core"].cpu / w2.pi.cpu)}, ÷ floor = ${x(w2["agent-core"].cpu / (w2.floor?.cpu ?? Number.NaN))}.`,
     );
@@ -298,7 +298,7 @@ export function renderMarkdown(r: Report, s: Summary): string {
     out.push(
       "#### After one forced `gc()` (K=50; 8 episodes of 100 steady runs, `gc()`, 300 runs; deoptimizations counted in a separate `--trace-deopt` process)",
       "",
-      '| variant | steady µs/cycle | runs 1–30 after `gc()` | runs 31–60 | runs 61–90 | ms lost per forced `gc()` | functions deoptimized per forced `gc()` ("weak objects") | natural mark-compacts in 6 s: count / weak-object deopts | the same with `--retain-maps-for-n-gc=0` |',
+      `| variant | steady µs/cycle | runs 1–30 after \`gc()\` | runs 31–60 | runs 61–90 | ms lost per forced \`gc()\` | functions deoptimized per forced \`gc()\` ("weak objects") | natural mark-compacts in ${r.mode === "quick" ? 2 : 6} s: count / weak-object deopts | the same with \`--retain-maps-for-n-gc=0\` |`,
       "|---|---|---|---|---|---|---|---|---|",
     );
     for (const p of r.gcProbe) {
@@ -312,7 +312,7 @@ export function renderMarkdown(r: Report, s: Summary): string {
   if (Object.keys(s.w2).length) {
     const floorWall = s.w2.floor?.wall ?? Number.NaN;
     out.push(
-      "#### 1,000 concurrent runs (W2): 5 tool cycles each, every model call waits 2 ms; a fresh process per variant and repetition",
+      `#### ${f(r.plan.concurrent as number, 0)} concurrent runs (W2): 5 tool cycles each, every model call waits 2 ms; a fresh process per variant and repetition`,
       "",
       "| variant | wall ms [min–max] | ÷ floor | ÷ agent-core | CPU ms | CPU ÷ floor | peak RSS MB | processes |",
       "|---|---|---|---|---|---|---|---|",
@@ -362,7 +362,7 @@ export function renderMarkdown(r: Report, s: Summary): string {
     }
     out.push("");
   }
-  const t = targets(s);
+  const t = targets(r, s);
   if (t.length) out.push("#### Targets (ratios from this run)", "", ...t, "");
   if (Object.keys(s.w1).length)
     out.push("![µs per tool cycle and 1,000 concurrent runs, per framework](peers-chart.svg)", "");
@@ -447,7 +447,7 @@ export function renderSvg(r: Report, s: Summary): string {
   if (walls.length)
     panel(
       labelW + panelW + gap,
-      "1,000 concurrent runs, wall ms (W2)",
+      `${f(r.plan.concurrent as number, 0)} concurrent runs, wall ms (W2)`,
       10 ** Math.floor(Math.log10(Math.min(...walls))),
       10 ** Math.ceil(Math.log10(Math.max(...walls) * 1.8)),
       (id) => [
