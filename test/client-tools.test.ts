@@ -365,6 +365,25 @@ describe('clientTools: "suspend"', () => {
     expect(validateTranscript(second.messages)).toEqual([]);
   });
 
+  it("keeps the prompt's mode and time limits in the run that resumes the batch", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+        [script.toolCall("read_page", { selector: "b" }, { id: "c2" })],
+        [script.delay(200), script.text("never")],
+      ]),
+      tools: [readPage],
+    });
+    const first = await agent.prompt("go", { clientTools: "suspend", timeouts: { totalMs: 100 } }).result();
+    expect(first.stopReason).toBe("awaiting_client_tool");
+    // Suspends again at the next client call, where the agent's own mode ("wait") would wait.
+    const second = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(second?.stopReason).toBe("awaiting_client_tool");
+    expect(second?.pendingClientTools?.map((call) => call.toolCallId)).toEqual(["c2"]);
+    const third = await agent.submitToolResult("c2", { result: "B" })?.result();
+    expect(third?.stopReason).toBe("timeout");
+  });
+
   it("is refused as a setting unless it is wait or suspend", () => {
     expect(() => new Agent({ clientTools: "later" as never })).toThrow(/clientTools/);
     const agent = new Agent({ provider: scriptedModel([[script.text("x")]]) });
