@@ -430,6 +430,40 @@ describe('clientTools: "suspend"', () => {
     const approved = await agent.approve("c1")?.result();
     expect(approved?.stopReason).toBe("awaiting_client_tool");
     expect(approved?.pendingClientTools?.map((call) => call.toolCallId)).toEqual(["c1"]);
+    // The approval holds when the client's result resumes the batch: nobody is asked twice.
+    const resumed = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    expect(resumed?.text).toBe("ok");
+  });
+
+  it("keeps a batch's approvals when it suspends again for a client call beside them", async () => {
+    const asked: string[] = [];
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("calculator", { a: 1, b: 2 }, { id: "s1" }),
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+        ],
+        [script.text("done")],
+      ]),
+      tools: [readPage, calculator],
+      clientTools: "suspend",
+      beforeToolCall: ({ call }) => {
+        asked.push(call.id);
+        return call.id === "s1" ? { requireApproval: true } : undefined;
+      },
+    });
+    expect((await agent.prompt("go").result()).stopReason).toBe("awaiting_approval");
+    // Decided: the batch now waits for the client call (which the approval does not decide).
+    expect(await agent.approve("s1")?.result()).toMatchObject({ stopReason: "awaiting_client_tool" });
+    const resumed = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    const results = (resumed?.messages ?? []).filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.status])).toEqual([
+      ["s1", "ok"],
+      ["c1", "ok"],
+    ]);
+    expect(asked.filter((id) => id === "s1")).toHaveLength(1);
   });
 });
 

@@ -182,7 +182,8 @@ export class Agent {
         `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
       );
     pending.decisions.set(toolCallId, decision);
-    if (pending.decisions.size < pending.suspension.waits.size) return undefined;
+    for (const [id, wait] of pending.suspension.waits)
+      if (wait.kind === "approval" && !pending.decisions.has(id)) return undefined;
     // Every call is decided: a run without a prompt resumes the batch (unless a run queued
     // before it resumes it first).
     return this.#start(RESUME_ONLY, this.#resumeOptions);
@@ -353,7 +354,9 @@ export class Agent {
     const result: RunResult = await session.execute();
     clearTimeout(total);
     const suspension = session.suspension;
-    this.#pending = suspension ? { suspension, decisions: new Map(), results: new Map() } : undefined;
+    this.#pending = suspension
+      ? { suspension, decisions: new Map(suspension.decided), results: new Map() }
+      : undefined;
     this.#resumeOptions = suspension ? { timeouts, clientTools } : {};
     this.#settledHistory = result.messages;
     abortScope.dispose();
