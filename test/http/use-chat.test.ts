@@ -323,6 +323,81 @@ describe("useChat against createUseChatHandler", () => {
   });
 });
 
+describe("a reply that waits on several calls", () => {
+  it("answers posted one at a time: the run resumes with the last", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("get_location", {}, { id: "loc1" }),
+        script.toolCall("get_location", {}, { id: "loc2" }),
+      ],
+      [script.text("Both known.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation] })));
+    await page.send("where are we?");
+    page.addToolOutput("loc1", "Oslo");
+    const waiting = await page.resend();
+    expect(toolParts(waiting).map((part) => part.state)).toEqual(["output-available", "input-available"]);
+    expect(model.doStreamCalls).toHaveLength(1);
+    page.addToolOutput("loc2", "Bergen");
+    expect(textOf(await page.resend())).toBe("Both known.");
+    expect(lastToolResults(model)).toEqual([
+      { type: "text", value: "Oslo" },
+      { type: "text", value: "Bergen" },
+    ]);
+  });
+
+  it("a client call beside a call that needs approval: approval first, then the page's tool, then the batch", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("get_location", {}, { id: "loc1" }),
+        script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" }),
+      ],
+      [script.text("Booked where you are.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation, bookTable] })));
+    const first = await page.send("book near me");
+    // Nothing of the batch runs before it is decided: not even the page's tool.
+    expect(toolParts(first).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-requested"],
+    ]);
+    page.addToolApprovalResponse("b1", true);
+    const decided = await page.resend();
+    expect(toolParts(decided).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-responded"],
+      ["loc1", "input-available"],
+    ]);
+    page.addToolOutput("loc1", "Oslo");
+    expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: page.messages })).toBe(true);
+    const resumed = await page.resend();
+    expect(toolParts(resumed).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "output-available"],
+      ["loc1", "output-available"],
+    ]);
+    expect(textOf(resumed)).toBe("Booked where you are.");
+  });
+
+  it("a client tool that needs approval: approved, it is announced again for the page to run", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("Oslo it is.")],
+    ]);
+    const page = new Page(
+      chatHandler(() => ({
+        provider: model,
+        tools: [getLocation],
+        beforeToolCall: () => ({ requireApproval: true }),
+      })),
+    );
+    await page.send("where am I?");
+    page.addToolApprovalResponse("loc1", true);
+    const approved = await page.resend();
+    expect(toolParts(approved)[0]).toMatchObject({ state: "input-available", approval: { approved: true } });
+    expect(lastAssistantMessageIsCompleteWithToolCalls({ messages: page.messages })).toBe(false);
+    page.addToolOutput("loc1", "Oslo");
+    expect(textOf(await page.resend())).toBe("Oslo it is.");
+  });
+});
+
 describe("what a page resends is checked against the server's chat", () => {
   const clientCall = () => ({
     provider: scriptedModel([

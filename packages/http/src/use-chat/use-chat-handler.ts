@@ -93,8 +93,16 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
       const call = turn.calls.get(toolCallId);
       if (call !== undefined) call.decision = { approved, ...(reason === undefined ? {} : { reason }) };
     }
-    for (const { toolCallId, outcome } of input.outputs)
+    for (const { toolCallId, outcome } of input.outputs) {
       resumed = session.agent.submitToolResult(toolCallId, outcome) ?? resumed;
+      // Taken: the page may resend it (with the rest of a batch) before the run's result says so.
+      const call = turn.calls.get(toolCallId);
+      if (call !== undefined)
+        call.outcome =
+          "error" in outcome
+            ? { state: "output-error", errorText: outcome.error }
+            : { state: "output-available", output: outcome.result };
+    }
     return [resumed, turn];
   }
 
