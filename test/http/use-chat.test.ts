@@ -398,6 +398,34 @@ describe("a reply that waits on several calls", () => {
   });
 });
 
+describe("a new message while calls wait", () => {
+  it("settles them as a new prompt does: the page's old parts stay as they were, the model reads why", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" })],
+      [script.text("Never mind the booking.")],
+      [script.text("Bye.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation, bookTable] })));
+    await page.send("where am I?");
+    const moved = await page.send("forget it, book in Oslo");
+    // The unanswered call failed on the server; the new answer does not announce it again.
+    expect(toolParts(moved).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-requested"],
+    ]);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain(
+      "no result arrived before the conversation went on",
+    );
+    const dropped = await page.send("no booking after all");
+    expect(textOf(dropped)).toBe("Never mind the booking.");
+    expect(toolParts(dropped)).toEqual([]);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain("not approved before the conversation went on");
+    // The page's parts still wait, in its eyes: it knows less than the server, which it may.
+    expect(toolParts(page.messages[1] as UIMessage)[0]?.state).toBe("input-available");
+    expect(textOf(await page.send("bye"))).toBe("Bye.");
+  });
+});
+
 describe("what a page resends is checked against the server's chat", () => {
   const clientCall = () => ({
     provider: scriptedModel([

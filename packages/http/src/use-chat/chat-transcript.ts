@@ -86,6 +86,15 @@ export class ChatTranscript {
     return answer;
   }
 
+  /** The assistant message that announced a tool call, if any did. */
+  answerWithCall(toolCallId: string): AssistantTurn | undefined {
+    for (let index = this.turns.length - 1; index >= 0; index--) {
+      const turn = this.turns[index];
+      if (turn instanceof AssistantTurn && turn.calls.has(toolCallId)) return turn;
+    }
+    return undefined;
+  }
+
   /** The assistant message a suspended run's calls are in: the last one. */
   get lastAnswer(): AssistantTurn | undefined {
     const last = this.turns.at(-1);

@@ -18,7 +18,16 @@ export function streamRun(
   signal: AbortSignal,
 ): ReadableStream<UiChunk> {
   let page: ReadableStreamDefaultController<UiChunk> | undefined;
+  const { transcript } = session;
   const send = (chunk: UiChunk) => {
+    // A call of an earlier message (one a new prompt settled: denied, or failed without its client
+    // result) ends in that message's record only: the page finds tool parts in the message it
+    // streams, and must not run that call again.
+    const owner = "toolCallId" in chunk ? transcript.answerWithCall(chunk.toolCallId) : undefined;
+    if (owner !== undefined && owner !== turn) {
+      owner.apply(chunk);
+      return;
+    }
     turn.apply(chunk);
     page?.enqueue(chunk);
   };
@@ -45,7 +54,7 @@ export function streamRun(
       send({ type: "finish", finishReason: "tool-calls" });
       return;
     }
-    const chunks = new RunChunks((toolCallId) => turn.calls.has(toolCallId));
+    const chunks = new RunChunks((toolCallId) => transcript.answerWithCall(toolCallId) !== undefined);
     for await (const event of run) for (const chunk of chunks.map(event)) send(chunk);
     const { stopReason } = await run.result();
     const { agent } = session;
