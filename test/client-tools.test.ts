@@ -365,6 +365,25 @@ describe('clientTools: "suspend"', () => {
     expect(validateTranscript(second.messages)).toEqual([]);
   });
 
+  it("keeps the prompt's mode and time limits in the run that resumes the batch", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+        [script.toolCall("read_page", { selector: "b" }, { id: "c2" })],
+        [script.delay(200), script.text("never")],
+      ]),
+      tools: [readPage],
+    });
+    const first = await agent.prompt("go", { clientTools: "suspend", timeouts: { totalMs: 100 } }).result();
+    expect(first.stopReason).toBe("awaiting_client_tool");
+    // Suspends again at the next client call, where the agent's own mode ("wait") would wait.
+    const second = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(second?.stopReason).toBe("awaiting_client_tool");
+    expect(second?.pendingClientTools?.map((call) => call.toolCallId)).toEqual(["c2"]);
+    const third = await agent.submitToolResult("c2", { result: "B" })?.result();
+    expect(third?.stopReason).toBe("timeout");
+  });
+
   it("is refused as a setting unless it is wait or suspend", () => {
     expect(() => new Agent({ clientTools: "later" as never })).toThrow(/clientTools/);
     const agent = new Agent({ provider: scriptedModel([[script.text("x")]]) });
@@ -411,6 +430,40 @@ describe('clientTools: "suspend"', () => {
     const approved = await agent.approve("c1")?.result();
     expect(approved?.stopReason).toBe("awaiting_client_tool");
     expect(approved?.pendingClientTools?.map((call) => call.toolCallId)).toEqual(["c1"]);
+    // The approval holds when the client's result resumes the batch: nobody is asked twice.
+    const resumed = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    expect(resumed?.text).toBe("ok");
+  });
+
+  it("keeps a batch's approvals when it suspends again for a client call beside them", async () => {
+    const asked: string[] = [];
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("calculator", { a: 1, b: 2 }, { id: "s1" }),
+          script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+        ],
+        [script.text("done")],
+      ]),
+      tools: [readPage, calculator],
+      clientTools: "suspend",
+      beforeToolCall: ({ call }) => {
+        asked.push(call.id);
+        return call.id === "s1" ? { requireApproval: true } : undefined;
+      },
+    });
+    expect((await agent.prompt("go").result()).stopReason).toBe("awaiting_approval");
+    // Decided: the batch now waits for the client call (which the approval does not decide).
+    expect(await agent.approve("s1")?.result()).toMatchObject({ stopReason: "awaiting_client_tool" });
+    const resumed = await agent.submitToolResult("c1", { result: "A" })?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    const results = (resumed?.messages ?? []).filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.status])).toEqual([
+      ["s1", "ok"],
+      ["c1", "ok"],
+    ]);
+    expect(asked.filter((id) => id === "s1")).toHaveLength(1);
   });
 });
 

@@ -8,11 +8,11 @@ import { clientDistDir, createPageDemoModel, createPageServer } from "@agent-cor
 import { type NodeServer, serveNode } from "@agent-core/http";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath } from "../../test/chromium.js";
 
 // The page demo as a person uses it: headless Chromium (Debian's `chromium`) on the page that
 // `agent-core serve` serves, the agent on a real HTTP server, the page tools in the browser.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ROOT_TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 
@@ -21,13 +21,7 @@ let server: NodeServer;
 let closePage: () => void;
 
 beforeAll(async () => {
-  // A fresh Debian machine has none: the same script as CI installs it (apt-get, as root or sudo).
-  if (!existsSync(CHROMIUM) && process.env.CHROMIUM_PATH === undefined)
-    execFileSync("bash", [fileURLToPath(new URL("../../scripts/install-chromium.sh", import.meta.url))], {
-      stdio: "inherit",
-    });
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH.`);
+  const executablePath = chromiumPath();
   // The page imports the client's compiled files: build them when the workspace was not built yet.
   if (!existsSync(join(clientDistDir(), "index.js")))
     execFileSync(
@@ -43,7 +37,7 @@ beforeAll(async () => {
   });
   closePage = page.close;
   server = await serveNode(page.fetch);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
 }, 300_000);
 
 afterAll(async () => {

@@ -51,6 +51,11 @@ export class Agent {
   readonly #contextBudget: ContextBudgetOptions | undefined;
   /** A batch the last run left waiting for `approve()` / `deny()`, with the decisions so far. */
   #pending: PendingDecisions | undefined;
+  /**
+   * The time limits and client-tool mode of the prompt whose run left `#pending`: the run that
+   * resumes its batch keeps them (a server that suspends for client tools keeps suspending).
+   */
+  #resumeOptions: PromptOptions = {};
   /** Client tool calls waiting for `submitToolResult()`. */
   readonly #clientTools = new ClientToolCalls();
   /** The history as the last finished run left it (`result().messages` of that run). */
@@ -168,7 +173,7 @@ export class Agent {
     pending.results.set(toolCallId, outcome);
     for (const [id, wait] of pending.suspension.waits)
       if (wait.kind === "client" && !pending.results.has(id)) return undefined;
-    return this.#start(RESUME_ONLY, {});
+    return this.#start(RESUME_ONLY, this.#resumeOptions);
   }
 
   #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
@@ -180,10 +185,11 @@ export class Agent {
         `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
       );
     pending.decisions.set(toolCallId, decision);
-    if (pending.decisions.size < pending.suspension.waits.size) return undefined;
+    for (const [id, wait] of pending.suspension.waits)
+      if (wait.kind === "approval" && !pending.decisions.has(id)) return undefined;
     // Every call is decided: a run without a prompt resumes the batch (unless a run queued
     // before it resumes it first).
-    return this.#start(RESUME_ONLY, {});
+    return this.#start(RESUME_ONLY, this.#resumeOptions);
   }
 
   /** `inputs` is `RESUME_ONLY` for the run `approve()`/`deny()` start: it only resumes the batch. */
@@ -351,7 +357,10 @@ export class Agent {
     const result: RunResult = await session.execute();
     clearTimeout(total);
     const suspension = session.suspension;
-    this.#pending = suspension ? { suspension, decisions: new Map(), results: new Map() } : undefined;
+    this.#pending = suspension
+      ? { suspension, decisions: new Map(suspension.decided), results: new Map() }
+      : undefined;
+    this.#resumeOptions = suspension ? { timeouts, clientTools } : {};
     this.#settledHistory = result.messages;
     abortScope.dispose();
     this.#scopes.delete(abortScope);

@@ -1,5 +1,6 @@
 import { ClientToolError, type ClientToolOutcome } from "@agent-core/core";
 import { z } from "zod";
+import { authorizedPrincipal } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { digest, HookTokens } from "./hook-tokens.js";
@@ -207,7 +208,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     if (!url.pathname.startsWith(config.basePath)) throw notFound();
     const parts = url.pathname.slice(config.basePath.length).split("/").filter(Boolean);
     if (parts[0] !== "runs" || parts.length > 3) throw notFound();
-    const principal = await authorized(request);
+    const principal = await authorizedPrincipal(options.authorize, request);
     const runId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1]);
     const action = parts[2];
     const method = request.method;
@@ -233,18 +234,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       default:
         throw notFound();
     }
-  }
-
-  async function authorized(request: Request): Promise<Principal> {
-    let principal: Principal | undefined;
-    try {
-      principal = await options.authorize(request);
-    } catch {
-      principal = undefined;
-    }
-    if (principal === undefined || typeof principal.userId !== "string" || principal.userId === "")
-      throw new HttpError(401, "unauthorized", "Sign in first.");
-    return principal;
   }
 
   return {

@@ -11,3 +11,8 @@ export {
 } from "./run-backend.js";
 export type { AgentRequest, AgentServerOptions, Principal, RateLimit } from "./server-options.js";
 export { type LedgerVerdict, MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
+export {
+  createUseChatHandler,
+  type UseChatHandler,
+} from "./use-chat/use-chat-handler.js";
+export type { UseChatHandlerOptions } from "./use-chat/use-chat-options.js";

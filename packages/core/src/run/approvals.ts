@@ -40,7 +40,8 @@ export async function askBeforeToolCall(
         verdict.reason ? { kind: "approval", reason: verdict.reason } : { kind: "approval" },
       );
   }
-  return { verdicts, suspension: waits.size > 0 && !ended() ? { calls, waits } : undefined };
+  const suspension = decided === undefined ? { calls, waits } : { calls, waits, decided };
+  return { verdicts, suspension: waits.size > 0 && !ended() ? suspension : undefined };
 }
 
 /** Whether some call of the batch may need approval: else the batch skips asking altogether. */

@@ -23,6 +23,11 @@ export interface Suspension {
   calls: readonly ToolCall[];
   /** The calls that wait, by id. */
   waits: ReadonlyMap<string, Wait>;
+  /**
+   * Approvals decided before the batch suspended (a resumed batch that now waits for client
+   * calls): the next resume keeps them, so nobody is asked twice.
+   */
+  decided?: ReadonlyMap<string, ApprovalDecision>;
 }
 
 /** A suspension and what was decided or delivered for it so far. */

@@ -20,7 +20,7 @@ import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks, ToolCallContext } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { ToolRunner } from "./services.js";
-import type { Resumed, Suspension, Wait } from "./suspension.js";
+import type { ApprovalDecision, Resumed, Suspension, Wait } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 
 export interface ToolTimeouts {
@@ -96,6 +96,8 @@ export class ToolBatch implements FatalToolSink {
   #verdicts: Map<string, Verdict> | undefined;
   /** Client results delivered while the batch was suspended, by call id. */
   #delivered: ReadonlyMap<string, ClientToolOutcome> | undefined;
+  /** Approvals decided while the batch was suspended, by call id. */
+  #decided: ReadonlyMap<string, ApprovalDecision> | undefined;
 
   constructor(setup: BatchSetup, calls: readonly ToolCall[], options: ExecuteToolsOptions) {
     this.#setup = setup;
@@ -113,6 +115,7 @@ export class ToolBatch implements FatalToolSink {
    */
   run(concurrency: number, resumed?: Resumed): BatchOutcome | Promise<BatchOutcome> {
     this.#delivered = resumed?.results;
+    this.#decided = resumed?.decisions;
     const hook = this.#setup.hooks.beforeToolCall;
     if (!mayNeedApproval(this.#calls, hook, (call) => this.#setup.tools.get(call.name))) {
       if (resumed) this.#verdicts = new Map(resumed.decisions);
@@ -142,7 +145,11 @@ export class ToolBatch implements FatalToolSink {
       )
         waits.set(call.id, { kind: "client" });
     }
-    return waits.size > 0 ? { kind: "suspended", suspension: { calls: this.#calls, waits } } : undefined;
+    if (waits.size === 0) return undefined;
+    const decided = this.#decided;
+    const suspension =
+      decided === undefined ? { calls: this.#calls, waits } : { calls: this.#calls, waits, decided };
+    return { kind: "suspended", suspension };
   }
 
   #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {

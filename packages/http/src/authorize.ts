@@ -1,0 +1,18 @@
+import { HttpError } from "./http-error.js";
+import type { Principal } from "./server-options.js";
+
+/** Asks the app who is asking; nobody (`undefined`, a throw, or no user id) answers 401. */
+export async function authorizedPrincipal(
+  authorize: (request: Request) => Principal | undefined | Promise<Principal | undefined>,
+  request: Request,
+): Promise<Principal> {
+  let principal: Principal | undefined;
+  try {
+    principal = await authorize(request);
+  } catch {
+    principal = undefined;
+  }
+  if (principal === undefined || typeof principal.userId !== "string" || principal.userId === "")
+    throw new HttpError(401, "unauthorized", "Sign in first.");
+  return principal;
+}

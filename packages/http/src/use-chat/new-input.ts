@@ -1,0 +1,170 @@
+import { type ClientToolOutcome, canonicalJson } from "@agent-core/core";
+import { HttpError } from "../http-error.js";
+import { isToolPart, type ToolPartIn, textOf, toolNameOf, type UiMessageIn } from "./chat-request.js";
+import type { AssistantTurn, CallRecord, ChatTranscript, Turn } from "./chat-transcript.js";
+
+/** The calls the chat's agent waits for now (a suspended run's), by id. */
+export interface Waiting {
+  clientCalls: ReadonlySet<string>;
+  approvals: ReadonlySet<string>;
+}
+
+/** What a post brings that the server has not seen: a new user message, or answers to waiting calls. */
+export type NewInput =
+  | { kind: "prompt"; messageId: string; text: string }
+  | {
+      kind: "answers";
+      decisions: { toolCallId: string; approved: boolean; reason?: string }[];
+      outputs: { toolCallId: string; outcome: ClientToolOutcome }[];
+    };
+
+/**
+ * Reads what is new in the messages a page resent, checking every earlier one against the server's
+ * transcript: the same ids and user texts, assistant texts the server streamed (or the start of
+ * them: a page that went away mid-answer has less), tool calls the server made with their inputs,
+ * and outputs and approval responses only for calls that wait for one (or the same ones the server
+ * already has). Anything else is refused with a 4xx `HttpError` saying what differs.
+ */
+export function readNewInput(
+  transcript: ChatTranscript,
+  waiting: Waiting,
+  messages: readonly UiMessageIn[],
+): NewInput {
+  const { turns } = transcript;
+  if (messages.length < turns.length || messages.length > turns.length + 1)
+    throw mismatch(
+      `The chat has ${messages.length} messages where the server's has ${turns.length} (and one new user message at most): messages were removed or added (editing and regenerating are not supported).`,
+    );
+  const answers: Extract<NewInput, { kind: "answers" }> = { kind: "answers", decisions: [], outputs: [] };
+  turns.forEach((turn, index) => {
+    checkTurn(turn, messages[index] as UiMessageIn, index, waiting, answers);
+  });
+  const next = messages[turns.length];
+  if (next === undefined) {
+    if (answers.decisions.length === 0 && answers.outputs.length === 0)
+      throw new HttpError(
+        409,
+        "nothing-new",
+        "The messages bring nothing new: no user message, tool output or approval response the server waits for.",
+      );
+    return answers;
+  }
+  if (next.role !== "user") throw mismatch("A new message must be the user's.");
+  if (answers.decisions.length > 0 || answers.outputs.length > 0)
+    throw new HttpError(
+      409,
+      "unsent-answers",
+      "Send tool outputs and approval responses on their own, before a new message (useChat's sendAutomaticallyWhen does).",
+    );
+  const unsupported = next.parts.find((part) => part.type !== "text");
+  if (unsupported !== undefined)
+    throw new HttpError(
+      422,
+      "unsupported-part",
+      `A user message may only have text parts, not "${unsupported.type}".`,
+    );
+  const text = textOf(next);
+  if (text.trim() === "") throw new HttpError(422, "empty-message", "The new message has no text.");
+  return { kind: "prompt", messageId: next.id, text };
+}
+
+function checkTurn(
+  turn: Turn,
+  message: UiMessageIn,
+  index: number,
+  waiting: Waiting,
+  answers: Extract<NewInput, { kind: "answers" }>,
+): void {
+  if (message.id !== turn.id || message.role !== turn.role)
+    throw mismatch(
+      `Message ${index} is not the server's: expected the ${turn.role} message "${turn.id}", got the ${message.role} message "${message.id}".`,
+    );
+  if (turn.role === "user") {
+    if (textOf(message) !== turn.text) throw mismatch(`Message "${turn.id}" was edited.`);
+    return;
+  }
+  if (!turn.text.startsWith(textOf(message)))
+    throw mismatch(`The text of message "${turn.id}" is not what the server streamed.`);
+  for (const part of message.parts) if (isToolPart(part)) checkToolPart(turn, part, waiting, answers);
+}
+
+function checkToolPart(
+  turn: AssistantTurn,
+  part: ToolPartIn,
+  waiting: Waiting,
+  answers: Extract<NewInput, { kind: "answers" }>,
+): void {
+  const id = part.toolCallId;
+  const call = turn.calls.get(id);
+  if (call === undefined)
+    throw new HttpError(409, "unknown-tool-call", `Message "${turn.id}" has no tool call "${id}".`);
+  const sameInput =
+    part.state === "input-streaming" ||
+    canonicalJson(part.input ?? null) === canonicalJson(call.input ?? null);
+  if (toolNameOf(part) !== call.toolName || !sameInput)
+    throw new HttpError(
+      409,
+      "tool-call-mismatch",
+      `Tool call "${id}" is not the server's: its tool or input differs.`,
+    );
+  if (part.approval !== undefined && part.approval.id !== call.approvalId)
+    throw new HttpError(
+      409,
+      "unknown-approval",
+      `Tool call "${id}" has no approval request "${part.approval.id}".`,
+    );
+  switch (part.state) {
+    case "output-available":
+    case "output-error": {
+      const outcome: ClientToolOutcome =
+        part.state === "output-available" ? { result: part.output ?? null } : { error: part.errorText ?? "" };
+      if (waiting.clientCalls.has(id)) answers.outputs.push({ toolCallId: id, outcome });
+      else if (!sameOutcome(call, part))
+        throw new HttpError(
+          409,
+          "unexpected-tool-output",
+          `Tool call "${id}" does not wait for an output, and has not this one.`,
+        );
+      return;
+    }
+    case "approval-responded": {
+      const approved = part.approval?.approved;
+      if (approved === undefined)
+        throw new HttpError(
+          422,
+          "invalid-approval",
+          `The approval response of "${id}" says neither yes nor no.`,
+        );
+      const reason = part.approval?.reason;
+      if (waiting.approvals.has(id))
+        answers.decisions.push({ toolCallId: id, approved, ...(reason === undefined ? {} : { reason }) });
+      else if (call.decision?.approved !== approved)
+        throw new HttpError(
+          409,
+          "unexpected-approval",
+          `Tool call "${id}" does not wait for an approval, and was not answered so.`,
+        );
+      return;
+    }
+    case "output-denied":
+      if (call.outcome?.state !== "output-denied")
+        throw new HttpError(409, "unexpected-tool-output", `Tool call "${id}" was not denied.`);
+      return;
+    default:
+      // Still waiting in the page's eyes: the page knows less than the server, which is fine.
+      return;
+  }
+}
+
+/** Whether the page's output is the one the server has for the call (a resent, answered call). */
+function sameOutcome(call: CallRecord, part: ToolPartIn): boolean {
+  const outcome = call.outcome;
+  if (outcome === undefined || outcome.state !== part.state) return false;
+  if (outcome.state === "output-available")
+    return canonicalJson(part.output ?? null) === canonicalJson(outcome.output ?? null);
+  return outcome.state !== "output-error" || outcome.errorText === part.errorText;
+}
+
+function mismatch(message: string): HttpError {
+  return new HttpError(409, "history-mismatch", message);
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import type { AgentRun } from "@agent-core/core";
+import { authorizedPrincipal } from "../authorize.js";
+import { HttpError, readJsonBody } from "../http-error.js";
+import { consume, limiter } from "../rate-limits.js";
+import { chatRequestBody } from "./chat-request.js";
+import { type ChatSession, ChatSessions } from "./chat-sessions.js";
+import type { AssistantTurn } from "./chat-transcript.js";
+import { type NewInput, readNewInput } from "./new-input.js";
+import { streamRun } from "./stream-run.js";
+import { uiMessageStreamResponse } from "./ui-chunks.js";
+import { resolveUseChatOptions, type UseChatHandlerOptions } from "./use-chat-options.js";
+
+/** The handler: a Fetch API handler for useChat's posts, plus what a process needs to stop it. */
+export interface UseChatHandler {
+  fetch(request: Request): Promise<Response>;
+  /** Chats kept in memory now. */
+  readonly chatCount: number;
+  /** Aborts every run and forgets every chat. */
+  close(): void;
+}
+
+/**
+ * Serves `useChat` of `@ai-sdk/react` (its `DefaultChatTransport` posts here): each post of a chat
+ * runs the chat's agent, one per `(user, chat id)` in this process, and streams the run as the AI
+ * SDK's UI message stream. A new user message is a prompt; tool outputs and approval responses
+ * answer the calls the agent's suspended run waits for (`clientTools: "suspend"`), which resumes it.
+ * The chat's state stays on the server: what a page resends is checked against it (4xx when it
+ * differs) and never becomes the model's history. Mount it on any route: it answers POST only.
+ * See docs/interop.md#usechat for the mapping and every error.
+ */
+export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHandler {
+  const config = resolveUseChatOptions(options);
+  const sessions = new ChatSessions(config.chatTtlMs, config.now);
+  const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 });
+  const body = chatRequestBody(config.maxMessages);
+
+  async function post(request: Request): Promise<Response> {
+    if (request.method !== "POST")
+      throw new HttpError(405, "method-not-allowed", "Use POST here.", { headers: { allow: "POST" } });
+    const { userId } = await authorizedPrincipal(options.authorize, request);
+    await consume(postLimit, userId);
+    const chat = await readJsonBody(request, body, config.maxBodyBytes);
+    if (chat.trigger !== "submit-message")
+      throw new HttpError(
+        422,
+        "unsupported-trigger",
+        `Only "submit-message" is supported, not "${chat.trigger}": the server keeps the chat's history, so it cannot be regenerated.`,
+      );
+    const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages.length));
+    await settled(session);
+    const input = readNewInput(session.transcript, waitingOf(session), chat.messages);
+    const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
+    return uiMessageStreamResponse(streamRun(session, run, turn, request.signal));
+  }
+
+  async function newChat(userId: string, chatId: string, messages: number): Promise<ChatSession> {
+    // A chat the server never had, or forgot: its messages cannot be checked, so it cannot go on.
+    if (messages > 1)
+      throw new HttpError(
+        404,
+        "chat-not-found",
+        `The server has no chat "${chatId}" (it was forgotten, or never was): start a new one.`,
+      );
+    const agent = await options.agent({ userId, conversationId: chatId, documentId: undefined });
+    return sessions.get(userId, chatId) ?? sessions.add(userId, chatId, agent);
+  }
+
+  function prompt(
+    session: ChatSession,
+    input: Extract<NewInput, { kind: "prompt" }>,
+  ): [AgentRun, AssistantTurn] {
+    const turn = session.transcript.addExchange(
+      { role: "user", id: input.messageId, text: input.text },
+      `msg-${randomUUID()}`,
+    );
+    const run = session.agent.prompt(input.text, {
+      clientTools: "suspend",
+      timeouts: { totalMs: config.runTimeoutMs },
+    });
+    return [run, turn];
+  }
+
+  /** Approvals first: a batch that also waits for client calls resumes on its last output. */
+  function answer(
+    session: ChatSession,
+    input: Extract<NewInput, { kind: "answers" }>,
+  ): [AgentRun | undefined, AssistantTurn] {
+    const turn = session.transcript.lastAnswer as AssistantTurn;
+    let resumed: AgentRun | undefined;
+    for (const { toolCallId, approved, reason } of input.decisions) {
+      resumed = approved ? session.agent.approve(toolCallId) : session.agent.deny(toolCallId, reason);
+      const call = turn.calls.get(toolCallId);
+      if (call !== undefined) call.decision = { approved, ...(reason === undefined ? {} : { reason }) };
+    }
+    for (const { toolCallId, outcome } of input.outputs) {
+      resumed = session.agent.submitToolResult(toolCallId, outcome) ?? resumed;
+      // Taken: the page may resend it (with the rest of a batch) before the run's result says so.
+      const call = turn.calls.get(toolCallId);
+      if (call !== undefined)
+        call.outcome =
+          "error" in outcome
+            ? { state: "output-error", errorText: outcome.error }
+            : { state: "output-available", output: outcome.result };
+    }
+    return [resumed, turn];
+  }
+
+  return {
+    async fetch(request) {
+      try {
+        return await post(request);
+      } catch (error) {
+        if (error instanceof HttpError) return error.toResponse();
+        console.error("agent-core http: a useChat request failed", error);
+        return new HttpError(500, "internal", "The server failed to answer this request.").toResponse();
+      }
+    },
+    get chatCount() {
+      return sessions.size;
+    },
+    close() {
+      sessions.close();
+    },
+  };
+}
+
+/**
+ * Waits for the chat's last run when its page went away (it ends within the abort grace) or its
+ * stream is finishing; a run still streaming to a page answers 409.
+ */
+async function settled(session: ChatSession): Promise<void> {
+  const current = session.current;
+  if (current === undefined) return;
+  if (!current.run.done && !current.abandoned)
+    throw new HttpError(409, "chat-busy", "The chat is answering; wait for the answer, or stop it first.");
+  await current.streamed;
+}
+
+function waitingOf(session: ChatSession) {
+  return {
+    clientCalls: new Set(session.agent.pendingClientTools.map((call) => call.toolCallId)),
+    approvals: new Set(session.agent.pendingApprovals.map((call) => call.toolCallId)),
+  };
+}

@@ -1,0 +1,608 @@
+import "@agent-core/agentic";
+import { Agent, type AgentConfig, defineTool } from "@agent-core/core";
+import { createUseChatHandler, type UseChatHandler, type UseChatHandlerOptions } from "@agent-core/http";
+import { type ScriptedModel, script, scriptedModel } from "@agent-core/testing";
+import {
+  isToolUIPart,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  readUIMessageStream,
+  type UIMessage,
+  type UIMessageChunk,
+} from "ai";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { addNumbers } from "./harness.js";
+
+// useChat against agent-core, in Node: the handler is driven with the requests DefaultChatTransport
+// makes, and its answers are read with the AI SDK's own readUIMessageStream, as useChat reads them.
+
+const getLocation = defineTool({
+  name: "get_location",
+  description: "Where the user is, from their browser",
+  inputSchema: z.object({}),
+  execution: "client",
+});
+
+const bookTable = defineTool({
+  name: "book_table",
+  description: "Books a table",
+  inputSchema: z.object({ city: z.string(), people: z.number() }),
+  needsApproval: true,
+  execute: ({ city, people }) => `table for ${people} in ${city}`,
+});
+
+const handlers: UseChatHandler[] = [];
+afterEach(() => {
+  for (const handler of handlers.splice(0)) handler.close();
+});
+
+function chatHandler(
+  config: () => AgentConfig,
+  options: Partial<UseChatHandlerOptions> = {},
+): UseChatHandler {
+  const handler = createUseChatHandler({
+    agent: () => new Agent(config()),
+    authorize: (request) => {
+      const user = request.headers.get("x-user");
+      return user === null ? undefined : { userId: user };
+    },
+    ...options,
+  });
+  handlers.push(handler);
+  return handler;
+}
+
+/** The request DefaultChatTransport makes for a chat's messages. */
+function chatRequest(
+  body: Record<string, unknown>,
+  { user = "alice", signal }: { user?: string; signal?: AbortSignal } = {},
+): Request {
+  return new Request("http://chat.test/api/chat", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-user": user },
+    body: JSON.stringify(body),
+    ...(signal === undefined ? {} : { signal }),
+  });
+}
+
+/** The SSE body of a UI message stream, as DefaultChatTransport parses it, to chunks. */
+function uiChunks(response: Response): ReadableStream<UIMessageChunk> {
+  if (response.body === null) throw new Error(`no body (status ${response.status})`);
+  let buffer = "";
+  return response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
+    new TransformStream<string, UIMessageChunk>({
+      transform(text, controller) {
+        buffer += text;
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const data = buffer.slice(0, end).replace(/^data: /, "");
+          buffer = buffer.slice(end + 2);
+          if (data !== "[DONE]") controller.enqueue(JSON.parse(data));
+        }
+      },
+    }),
+  );
+}
+
+/** The assistant message a response streams (continuing `message` when given), once it ended. */
+async function readAnswer(response: Response, message?: UIMessage): Promise<UIMessage> {
+  expect(response.status).toBe(200);
+  let last: UIMessage | undefined;
+  for await (const snapshot of readUIMessageStream({
+    stream: uiChunks(response),
+    message,
+    terminateOnError: true,
+  }))
+    last = snapshot;
+  return last as UIMessage;
+}
+
+/** A page's chat as useChat keeps it: its messages, posted whole every time. */
+class Page {
+  readonly messages: UIMessage[] = [];
+  #ids = 0;
+
+  constructor(
+    readonly handler: UseChatHandler,
+    readonly id = "chat-1",
+    readonly user = "alice",
+  ) {}
+
+  /** `sendMessage({ text })`: the new user message, then the answer. */
+  async send(text: string): Promise<UIMessage> {
+    this.messages.push({ id: `user-${++this.#ids}`, role: "user", parts: [{ type: "text", text }] });
+    const answer = await readAnswer(await this.post());
+    this.messages.push(answer);
+    return answer;
+  }
+
+  /** What `sendAutomaticallyWhen` does once the last answer is complete: the answer goes on. */
+  async resend(): Promise<UIMessage> {
+    const answer = await readAnswer(await this.post(), this.messages.at(-1));
+    this.messages[this.messages.length - 1] = answer;
+    return answer;
+  }
+
+  post(signal?: AbortSignal): Promise<Response> {
+    const body = { id: this.id, messages: this.messages, trigger: "submit-message" };
+    return this.handler.fetch(chatRequest(body, { user: this.user, ...(signal ? { signal } : {}) }));
+  }
+
+  /** `addToolOutput`: the call's part gets its output. */
+  addToolOutput(toolCallId: string, output: unknown): void {
+    this.#updatePart(toolCallId, (part) => ({
+      ...part,
+      state: "output-available",
+      output,
+      errorText: undefined,
+    }));
+  }
+
+  /** `addToolApprovalResponse`: the part's approval gets its answer. */
+  addToolApprovalResponse(toolCallId: string, approved: boolean, reason?: string): void {
+    this.#updatePart(toolCallId, (part) => ({
+      ...part,
+      state: "approval-responded",
+      approval: { ...part.approval, approved, reason },
+    }));
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: a tool part of any tool, edited as useChat edits it
+  #updatePart(toolCallId: string, update: (part: any) => any): void {
+    const message = this.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part) && part.toolCallId === toolCallId ? update(part) : part,
+    );
+  }
+}
+
+/** The error a refused post answers with: `[status, code]`. */
+async function refusal(response: Response): Promise<[number, string]> {
+  return [response.status, (await response.json()).error.code];
+}
+
+const toolParts = (message: UIMessage) => message.parts.filter(isToolUIPart);
+const textOf = (message: UIMessage) =>
+  message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+
+/** What the model read as tool results on its last call. */
+function lastToolResults(model: ScriptedModel): unknown[] {
+  const prompt = model.prompts.at(-1) ?? [];
+  return prompt.flatMap((message) =>
+    message.role === "tool" ? message.content.map((part) => (part as { output: unknown }).output) : [],
+  );
+}
+
+describe("useChat against createUseChatHandler", () => {
+  it("streams reasoning and text as a UI message stream, and keeps the conversation on the server", async () => {
+    const model = scriptedModel([
+      [script.reasoning("The user ", "greets."), script.text("Hello", ", Ada!")],
+      [script.text("You said hi.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model })));
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "hi, I am Ada" }] });
+    const response = await page.post();
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
+    expect((await response.clone().text()).endsWith("data: [DONE]\n\n")).toBe(true);
+    const answer = await readAnswer(response);
+    page.messages.push(answer);
+    expect(answer.role).toBe("assistant");
+    expect(answer.id).toMatch(/^msg-/);
+    expect(answer.parts).toMatchObject([
+      { type: "step-start" },
+      { type: "reasoning", text: "The user greets.", state: "done" },
+      { type: "text", text: "Hello, Ada!", state: "done" },
+    ]);
+
+    // The second post resends the whole chat; the model reads the server's history.
+    const second = await page.send("what did I say?");
+    expect(textOf(second)).toBe("You said hi.");
+    const userTexts = (model.prompts.at(-1) ?? [])
+      .filter((message) => message.role === "user")
+      .map((message) => (message.content as { text: string }[])[0]?.text);
+    expect(userTexts).toEqual(["hi, I am Ada", "what did I say?"]);
+  });
+
+  it("streams a server tool's input and output, each model call a step", async () => {
+    const model = scriptedModel([
+      [script.text("Adding."), script.toolCall("add", { a: 2, b: 3 }, { id: "a1" })],
+      [script.text("2+3 = 5")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [addNumbers] })));
+    const answer = await page.send("2+3?");
+    expect(answer.parts.map((part) => part.type)).toEqual([
+      "step-start",
+      "text",
+      "tool-add",
+      "step-start",
+      "text",
+    ]);
+    expect(toolParts(answer)[0]).toMatchObject({
+      toolCallId: "a1",
+      state: "output-available",
+      input: { a: 2, b: 3 },
+      output: 5,
+    });
+    expect(textOf(answer)).toBe("Adding.2+3 = 5");
+  });
+
+  it("runs a client tool in the page: its output, posted with the chat, resumes the run", async () => {
+    const model = scriptedModel([
+      [script.text("Let me look."), script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("You are in Oslo.")],
+    ]);
+    const handler = chatHandler(() => ({ provider: model, tools: [getLocation] }));
+    const page = new Page(handler);
+    const first = await page.send("where am I?");
+    expect(toolParts(first)).toEqual([
+      expect.objectContaining({
+        type: "tool-get_location",
+        toolCallId: "loc1",
+        state: "input-available",
+        input: {},
+      }),
+    ]);
+    // The server's run ended, suspended: nothing holds it while the page runs the tool.
+    expect(lastAssistantMessageIsCompleteWithToolCalls({ messages: page.messages })).toBe(false);
+    page.addToolOutput("loc1", { city: "Oslo" });
+    expect(lastAssistantMessageIsCompleteWithToolCalls({ messages: page.messages })).toBe(true);
+
+    const resumed = await page.resend();
+    expect(resumed.id).toBe(first.id);
+    expect(toolParts(resumed)[0]).toMatchObject({ state: "output-available", output: { city: "Oslo" } });
+    expect(textOf(resumed)).toBe("Let me look.You are in Oslo.");
+    expect(lastToolResults(model)).toEqual([{ type: "text", value: '{"city":"Oslo"}' }]);
+    expect(lastAssistantMessageIsCompleteWithToolCalls({ messages: page.messages })).toBe(false);
+  });
+
+  it("a client tool's error output reaches the model as the call's error", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("No luck.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation] })));
+    await page.send("where am I?");
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part)
+        ? { ...part, state: "output-error", errorText: "permission denied", output: undefined }
+        : part,
+    ) as UIMessage["parts"];
+    const resumed = await page.resend();
+    expect(toolParts(resumed)[0]).toMatchObject({ state: "output-error", errorText: "permission denied" });
+    expect(JSON.stringify(lastToolResults(model))).toContain("permission denied");
+  });
+
+  describe("a tool that needs approval", () => {
+    const booking = () =>
+      scriptedModel([
+        [script.toolCall("book_table", { city: "Oslo", people: 8 }, { id: "b1" })],
+        [script.text("Done.")],
+        [script.text("Anything else?")],
+      ]);
+
+    it("asks with an approval request; approved, the tool runs and the answer goes on", async () => {
+      const model = booking();
+      const page = new Page(chatHandler(() => ({ provider: model, tools: [bookTable] })));
+      const first = await page.send("a table for 8 in Oslo");
+      const [part] = toolParts(first);
+      expect(part).toMatchObject({
+        type: "tool-book_table",
+        state: "approval-requested",
+        input: { city: "Oslo", people: 8 },
+        approval: { id: expect.any(String) },
+      });
+      expect(model.doStreamCalls).toHaveLength(1);
+      page.addToolApprovalResponse("b1", true);
+      expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: page.messages })).toBe(true);
+
+      const resumed = await page.resend();
+      expect(toolParts(resumed)[0]).toMatchObject({
+        state: "output-available",
+        output: "table for 8 in Oslo",
+      });
+      expect(textOf(resumed)).toBe("Done.");
+      expect(textOf(await page.send("thanks"))).toBe("Anything else?");
+    });
+
+    it("denied, the tool does not run and the model reads the denial with its reason", async () => {
+      const model = booking();
+      const page = new Page(chatHandler(() => ({ provider: model, tools: [bookTable] })));
+      await page.send("a table for 8 in Oslo");
+      page.addToolApprovalResponse("b1", false, "too many people");
+      const resumed = await page.resend();
+      expect(toolParts(resumed)[0]).toMatchObject({
+        state: "output-denied",
+        approval: { approved: false, reason: "too many people" },
+      });
+      expect(JSON.stringify(lastToolResults(model))).toContain("too many people");
+      // The whole chat, resent with the denied call, checks out: the conversation goes on.
+      expect(textOf(await page.send("fine"))).toBe("Anything else?");
+    });
+  });
+});
+
+describe("a reply that waits on several calls", () => {
+  it("answers posted one at a time: the run resumes with the last", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("get_location", {}, { id: "loc1" }),
+        script.toolCall("get_location", {}, { id: "loc2" }),
+      ],
+      [script.text("Both known.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation] })));
+    await page.send("where are we?");
+    page.addToolOutput("loc1", "Oslo");
+    const waiting = await page.resend();
+    expect(toolParts(waiting).map((part) => part.state)).toEqual(["output-available", "input-available"]);
+    expect(model.doStreamCalls).toHaveLength(1);
+    page.addToolOutput("loc2", "Bergen");
+    expect(textOf(await page.resend())).toBe("Both known.");
+    expect(lastToolResults(model)).toEqual([
+      { type: "text", value: "Oslo" },
+      { type: "text", value: "Bergen" },
+    ]);
+  });
+
+  it("a client call beside a call that needs approval: approval first, then the page's tool, then the batch", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("get_location", {}, { id: "loc1" }),
+        script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" }),
+      ],
+      [script.text("Booked where you are.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation, bookTable] })));
+    const first = await page.send("book near me");
+    // Nothing of the batch runs before it is decided: not even the page's tool.
+    expect(toolParts(first).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-requested"],
+    ]);
+    page.addToolApprovalResponse("b1", true);
+    const decided = await page.resend();
+    expect(toolParts(decided).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-responded"],
+      ["loc1", "input-available"],
+    ]);
+    page.addToolOutput("loc1", "Oslo");
+    expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: page.messages })).toBe(true);
+    const resumed = await page.resend();
+    expect(toolParts(resumed).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "output-available"],
+      ["loc1", "output-available"],
+    ]);
+    expect(textOf(resumed)).toBe("Booked where you are.");
+  });
+
+  it("a client tool that needs approval: approved, it is announced again for the page to run", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("Oslo it is.")],
+    ]);
+    const page = new Page(
+      chatHandler(() => ({
+        provider: model,
+        tools: [getLocation],
+        beforeToolCall: () => ({ requireApproval: true }),
+      })),
+    );
+    await page.send("where am I?");
+    page.addToolApprovalResponse("loc1", true);
+    const approved = await page.resend();
+    expect(toolParts(approved)[0]).toMatchObject({ state: "input-available", approval: { approved: true } });
+    expect(lastAssistantMessageIsCompleteWithToolCalls({ messages: page.messages })).toBe(false);
+    page.addToolOutput("loc1", "Oslo");
+    expect(textOf(await page.resend())).toBe("Oslo it is.");
+  });
+});
+
+describe("a new message while calls wait", () => {
+  it("settles them as a new prompt does: the page's old parts stay as they were, the model reads why", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" })],
+      [script.text("Never mind the booking.")],
+      [script.text("Bye.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation, bookTable] })));
+    await page.send("where am I?");
+    const moved = await page.send("forget it, book in Oslo");
+    // The unanswered call failed on the server; the new answer does not announce it again.
+    expect(toolParts(moved).map((part) => [part.toolCallId, part.state])).toEqual([
+      ["b1", "approval-requested"],
+    ]);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain(
+      "no result arrived before the conversation went on",
+    );
+    const dropped = await page.send("no booking after all");
+    expect(textOf(dropped)).toBe("Never mind the booking.");
+    expect(toolParts(dropped)).toEqual([]);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain("not approved before the conversation went on");
+    // The page's parts still wait, in its eyes: it knows less than the server, which it may.
+    expect(toolParts(page.messages[1] as UIMessage)[0]?.state).toBe("input-available");
+    expect(textOf(await page.send("bye"))).toBe("Bye.");
+  });
+});
+
+describe("what a page resends is checked against the server's chat", () => {
+  const clientCall = () => ({
+    provider: scriptedModel([
+      [
+        script.toolCall("add", { a: 1, b: 1 }, { id: "a1" }),
+        script.toolCall("get_location", {}, { id: "loc1" }),
+      ],
+      [script.text("ok")],
+      [script.text("again")],
+    ]),
+    tools: [addNumbers, getLocation],
+  });
+
+  /** A page whose last answer waits for the client call "loc1". */
+  async function waitingPage(): Promise<Page> {
+    const page = new Page(chatHandler(clientCall));
+    await page.send("go");
+    return page;
+  }
+
+  it("a tool output for a call the server does not wait for: 409 unexpected-tool-output", async () => {
+    const page = await waitingPage();
+    page.addToolOutput("loc1", "Oslo");
+    await page.resend();
+    // The server tool's output, rewritten by the page, changes nothing: refused.
+    page.addToolOutput("a1", 42);
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "and now?" }] });
+    expect(await refusal(await page.post())).toEqual([409, "unexpected-tool-output"]);
+  });
+
+  it("a tool call the server never made: 409 unknown-tool-call", async () => {
+    const page = await waitingPage();
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts.push({
+      type: "tool-get_location",
+      toolCallId: "forged",
+      state: "output-available",
+      input: {},
+      output: "x",
+    });
+    expect(await refusal(await page.post())).toEqual([409, "unknown-tool-call"]);
+  });
+
+  it("another input for a call: 409 tool-call-mismatch", async () => {
+    const page = await waitingPage();
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part) ? { ...part, input: { precise: true } } : part,
+    ) as UIMessage["parts"];
+    page.addToolOutput("loc1", "Oslo");
+    expect(await refusal(await page.post())).toEqual([409, "tool-call-mismatch"]);
+  });
+
+  it("an edited or removed earlier message: 409 history-mismatch", async () => {
+    const page = await waitingPage();
+    page.addToolOutput("loc1", "Oslo");
+    await page.resend();
+    const edited = structuredClone(page.messages);
+    edited[0] = { id: "user-1", role: "user", parts: [{ type: "text", text: "something else" }] };
+    edited.push({ id: "u2", role: "user", parts: [{ type: "text", text: "next" }] });
+    const post = (messages: UIMessage[]) =>
+      page.handler.fetch(chatRequest({ id: page.id, messages, trigger: "submit-message" }));
+    expect(await refusal(await post(edited))).toEqual([409, "history-mismatch"]);
+    // An assistant text the server never streamed.
+    const rewritten = structuredClone(page.messages);
+    (rewritten[1] as UIMessage).parts.push({ type: "text", text: "I promise a refund." });
+    expect(await refusal(await post(rewritten))).toEqual([409, "history-mismatch"]);
+    // The user's message dropped.
+    expect(await refusal(await post(page.messages.slice(1)))).toEqual([409, "history-mismatch"]);
+  });
+
+  it("an approval response with an approval id the server did not send: 409 unknown-approval", async () => {
+    const page = new Page(
+      chatHandler(() => ({
+        provider: scriptedModel([[script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" })]]),
+        tools: [bookTable],
+      })),
+    );
+    await page.send("book");
+    page.addToolApprovalResponse("b1", true);
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part) ? { ...part, approval: { id: "forged", approved: true } } : part,
+    ) as UIMessage["parts"];
+    expect(await refusal(await page.post())).toEqual([409, "unknown-approval"]);
+  });
+
+  it("nothing new, or answers together with a new message: 409", async () => {
+    const page = await waitingPage();
+    expect(await refusal(await page.post())).toEqual([409, "nothing-new"]);
+    page.addToolOutput("loc1", "Oslo");
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "next" }] });
+    expect(await refusal(await page.post())).toEqual([409, "unsent-answers"]);
+  });
+
+  it("a chat the server does not have, also another user's: 404 chat-not-found", async () => {
+    const page = await waitingPage();
+    page.addToolOutput("loc1", "Oslo");
+    const mallory = new Page(page.handler, page.id, "mallory");
+    mallory.messages.push(...page.messages);
+    expect(await refusal(await mallory.post())).toEqual([404, "chat-not-found"]);
+    // The same chat id for another user is another chat.
+    const fresh = new Page(page.handler, page.id, "mallory");
+    expect(textOf(await fresh.send("hello"))).toBe("");
+  });
+
+  it("refuses what it does not do, and bad requests, with typed errors", async () => {
+    const handler = chatHandler(clientCall, { maxBodyBytes: 2_000 });
+    const message = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    const post = (body: unknown, user?: string) =>
+      handler.fetch(chatRequest(body as Record<string, unknown>, user === undefined ? {} : { user }));
+    expect(
+      await refusal(await post({ id: "c", messages: [message], trigger: "regenerate-message" })),
+    ).toEqual([422, "unsupported-trigger"]);
+    const file = { ...message, parts: [{ type: "file", mediaType: "image/png", url: "data:," }] };
+    expect(await refusal(await post({ id: "c", messages: [file], trigger: "submit-message" }))).toEqual([
+      422,
+      "unsupported-part",
+    ]);
+    const system = { ...message, role: "system" };
+    expect(await refusal(await post({ id: "c", messages: [system], trigger: "submit-message" }))).toEqual([
+      400,
+      "invalid-body",
+    ]);
+    expect(await refusal(await post({ id: "c", messages: [], trigger: "submit-message" }))).toEqual([
+      400,
+      "invalid-body",
+    ]);
+    const big = { ...message, parts: [{ type: "text", text: "x".repeat(3_000) }] };
+    expect(await refusal(await post({ id: "c", messages: [big], trigger: "submit-message" }))).toEqual([
+      413,
+      "body-too-large",
+    ]);
+    const anonymous = new Request("http://chat.test/api/chat", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(await refusal(await handler.fetch(anonymous))).toEqual([401, "unauthorized"]);
+    const get = new Request("http://chat.test/api/chat", { headers: { "x-user": "alice" } });
+    expect(await refusal(await handler.fetch(get))).toEqual([405, "method-not-allowed"]);
+  });
+});
+
+describe("a page that goes away", () => {
+  it("aborts the run at once; the chat goes on from what the server has, and a post while it streams is 409", async () => {
+    const model = scriptedModel([
+      [script.text("Chapter 1. "), script.delay(20), script.text("Chapter 2. "), script.hang()],
+      [script.text("Short, then.")],
+    ]);
+    const handler = chatHandler(() => ({ provider: model }));
+    const page = new Page(handler);
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "a long story" }] });
+    const abort = new AbortController();
+    const response = await page.post(abort.signal);
+    const snapshots = readUIMessageStream({ stream: uiChunks(response) })[Symbol.asyncIterator]();
+    let partial: UIMessage | undefined;
+    while (!textOf(partial ?? { id: "", role: "assistant", parts: [] }).includes("Chapter 1"))
+      partial = (await snapshots.next()).value as UIMessage;
+
+    // While the answer streams, the chat takes no other post.
+    expect(await refusal(await page.post())).toEqual([409, "chat-busy"]);
+
+    // useChat's stop(): the fetch is aborted. The run ends aborted, the agent is free.
+    abort.abort();
+    for (let next = await snapshots.next(); next.done !== true; next = await snapshots.next());
+    page.messages.push(partial as UIMessage, {
+      id: "u2",
+      role: "user",
+      parts: [{ type: "text", text: "shorter" }],
+    });
+    const answer = await readAnswer(await page.post());
+    expect(textOf(answer)).toBe("Short, then.");
+    // The model read the server's history, where an aborted reply is not kept: the page's copy of
+    // it (the text so far) was checked as the start of what the server streamed, and left there.
+    const history = JSON.stringify(model.prompts.at(-1));
+    expect(history).toContain("a long story");
+    expect(history).not.toContain("Chapter");
+  });
+});
