@@ -17,6 +17,7 @@ for (const stream of [process.stdout, process.stderr])
 process.exitCode = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
+  stdin: process.stdin,
   env: process.env,
   signal: interrupt.signal,
 });

@@ -27,6 +27,8 @@ describe("main: usage", () => {
         "Ollama",
         "vLLM",
         "agentic",
+        "agent-core mcp [--orchestrator NAME]",
+        "ask_agent({ prompt })",
       ])
         expect(stdout).toContain(text);
     }
@@ -55,6 +57,16 @@ describe("main: usage", () => {
     expect(lines[0]).toMatch(/^agent-core: /);
     expect(lines[0]).toContain(message);
     expect(lines[1]).toMatch(/agent-core (run|--help)/);
+  });
+
+  it.each([
+    [["mcp", "hi"], 'mcp takes no words, got "hi".'],
+    [["mcp", "--max-cycles", "0"], '--max-cycles must be a whole number >= 1, got "0".'],
+  ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
+    const { code, stdout, stderr } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.split("\n")[0]).toBe(`agent-core: ${message}`);
   });
 
   it.each([

@@ -13,6 +13,7 @@ import {
 } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { CliIO } from "./cli-io.js";
+import { type McpCommand, serveMcp } from "./mcp-command.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
@@ -29,6 +30,7 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
+const MCP_USAGE = "agent-core mcp [--orchestrator NAME] [--system TEXT] [--max-cycles N]";
 const SERVE_USAGE =
   "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
@@ -58,7 +60,7 @@ interface RunCommand {
   maxCycles: number;
 }
 
-type Command = { kind: "help" } | { kind: "version" } | RunCommand | ServeCommand;
+type Command = { kind: "help" } | { kind: "version" } | RunCommand | ServeCommand | McpCommand;
 
 /** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
 export async function main(argv: string[], io: CliIO): Promise<number> {
@@ -75,6 +77,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         return await runPrompt(command, io);
       case "serve":
         return await servePage(command, io);
+      case "mcp":
+        return await serveMcp(command, io, createAgent);
     }
   } catch (error) {
     const usage = asUsageError(error);
@@ -90,24 +94,28 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
   if (values.version) return { kind: "version" };
   const [name, ...words] = positionals;
   if (name === undefined)
-    throw new UsageError("Missing command.", 'Run "agent-core --help" for the commands, run and serve.');
+    throw new UsageError("Missing command.", 'Run "agent-core --help" for the commands, run, serve and mcp.');
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
     return parseServeCommand(values, env);
   }
-  if (name !== "run") throw new UsageError(`Unknown command "${name}"; the commands are "run" and "serve".`);
-  // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
-  const prompt = words.join(" ").trim();
-  if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
-  return {
-    kind: "run",
-    prompt,
-    json: values.json ?? false,
+  if (name !== "run" && name !== "mcp")
+    throw new UsageError(`Unknown command "${name}"; the commands are "run", "serve" and "mcp".`);
+  const agentOptions = {
     orchestrator: values.orchestrator,
     system: values.system ?? SYSTEM_PROMPT,
     maxCycles: parseMaxCycles(values["max-cycles"]),
   };
+  if (name === "mcp") {
+    if (words.length > 0)
+      throw new UsageError(`mcp takes no words, got "${words.join(" ")}".`, `Usage: ${MCP_USAGE}`);
+    return { kind: "mcp", ...agentOptions };
+  }
+  // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
+  const prompt = words.join(" ").trim();
+  if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
+  return { kind: "run", prompt, json: values.json ?? false, ...agentOptions };
 }
 
 function parseMaxCycles(value: string | undefined): number {
@@ -137,7 +145,7 @@ async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   return result.stopReason === "completed" ? EXIT_COMPLETED : EXIT_FAILED;
 }
 
-function createAgent(command: RunCommand, model: LanguageModelV4): Agent {
+function createAgent(command: RunCommand | McpCommand, model: LanguageModelV4): Agent {
   return new Agent({
     systemPrompt: command.system,
     provider: model,
@@ -188,6 +196,7 @@ function helpText(): string {
 Usage:
   ${RUN_USAGE}
   ${SERVE_USAGE}
+  ${MCP_USAGE}
   agent-core --help | --version
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
@@ -196,6 +205,11 @@ run in your browser; open the address it prints. --port (default 8787), --host (
 (docs/durable-runs.md): each is a workflow in that database that survives a restart, and several
 serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
 the same in each) and each its own --worker-id.
+
+mcp: the agent as an MCP server on stdin and stdout, for MCP clients (desktop apps, editors): one
+tool, ask_agent({ prompt }), answered by a new agent with the tools below; --orchestrator,
+--system and --max-cycles shape it as for run. In a client's configuration:
+  { "command": "agent-core", "args": ["mcp"], "env": { "OPENAI_API_KEY": "…" } }
 
 Options:
   --json               print every event as one NDJSON line instead of the live view
