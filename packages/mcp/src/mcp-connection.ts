@@ -81,7 +81,9 @@ export class McpConnection implements AsyncDisposable {
 
   #callError(name: string, error: unknown): Error {
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)
-      return new Error(`The MCP server "${this.name}" went away during the call: its connection closed.`);
+      return new Error(
+        `The MCP server "${this.name}" went away during the call: ${this.#ended ?? "its connection closed"}.`,
+      );
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
       return new Error(
         `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
