@@ -1,6 +1,6 @@
 import "@agent-core/agentic";
 import { Agent, type ToolResultMessage } from "@agent-core/core";
-import { connectMcp, type McpConnection, type McpServerConfig } from "@agent-core/mcp";
+import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
 import { script, scriptedModel } from "@agent-core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureServer, startHttpFixture } from "./servers.js";
@@ -107,7 +107,7 @@ describe.each(transports)("the fixture server over %s", (_transport, server) => 
     ]);
   });
 
-  it("gives a call whose server is killed an error result at once; the run completes, later calls fail fast", async () => {
+  it("gives a call whose server is killed an error result at once; the run completes, later calls and listing fail fast", async () => {
     // A server of its own: this one is killed.
     const own = _transport === "stdio" ? undefined : await startHttpFixture();
     try {
@@ -130,6 +130,9 @@ describe.each(transports)("the fixture server over %s", (_transport, server) => 
         ["error", 'The MCP server "doomed" went away during the call: its connection closed.'],
         ["error", 'The MCP server "doomed" is not connected: its connection closed.'],
       ]);
+      await expect(mcp.tools()).rejects.toThrow(
+        new McpServerError("doomed", "could not list its tools: Not connected"),
+      );
     } finally {
       own?.stop();
     }
