@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { TerminalInput } from "./chat/interactive-chat.js";
 import type { TerminalOutput } from "./chat/terminal-screen.js";
 import type { TextSink } from "./render.js";
@@ -6,8 +7,11 @@ import type { TextSink } from "./render.js";
 export interface CliIO {
   /** `isTTY` decides whether the live view uses colours (and, with stdin's, whether chat is interactive). */
   stdout: TerminalOutput & { isTTY?: boolean };
-  /** Where `chat` reads prompts: keys from a terminal, or lines from a pipe; none reads as empty. */
-  stdin?: TerminalInput;
+  /**
+   * The process's stdin: where `chat` reads prompts (keys from a terminal, or lines from a pipe;
+   * none reads as empty), and `mcp` the MCP client's messages.
+   */
+  stdin?: TerminalInput & Readable;
   stderr: TextSink;
   env: Record<string, string | undefined>;
   /** Aborting it aborts the run (the bin wires Ctrl-C to it). */

@@ -42,6 +42,8 @@ describe("main: usage", () => {
         "Esc",
         "vLLM",
         "agentic",
+        "agent-core mcp [--orchestrator NAME]",
+        "ask_agent({ prompt })",
       ])
         expect(stdout).toContain(text);
     }
@@ -91,6 +93,17 @@ describe("main: usage", () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^agent-core: /);
     expect(lines[0]).toContain(message);
+  });
+
+  it.each([
+    [["mcp", "hi"], 'mcp takes no words, got "hi".'],
+    [["mcp", "--max-cycles", "0"], '--max-cycles must be a whole number >= 1, got "0".'],
+    [["mcp", "--load", "chat.json"], "--load is for chat: mcp starts a new conversation."],
+  ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
+    const { code, stdout, stderr } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.split("\n")[0]).toContain(`agent-core: ${message}`);
   });
 
   it.each([

@@ -15,6 +15,7 @@ import {
 import { CHAT_USAGE, type ChatCommand, parseChatCommand, runChat } from "./chat/chat-command.js";
 import { CHAT_KEYS_HELP } from "./chat/slash-commands.js";
 import type { CliIO } from "./cli-io.js";
+import { type McpCommand, serveMcp } from "./mcp-command.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
@@ -28,6 +29,7 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
+const MCP_USAGE = "agent-core mcp [--orchestrator NAME] [--system TEXT] [--model NAME] …";
 const SERVE_USAGE =
   "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
@@ -54,7 +56,7 @@ interface RunCommand {
   agent: AgentOptions;
 }
 
-type Command = { kind: "help" } | { kind: "version" } | RunCommand | ChatCommand | ServeCommand;
+type Command = { kind: "help" } | { kind: "version" } | RunCommand | ChatCommand | ServeCommand | McpCommand;
 
 /** The whole CLI, minus the process: returns the exit code (0 completed, 1 run failed or aborted, 2 bad usage). */
 export async function main(argv: string[], io: CliIO): Promise<number> {
@@ -73,6 +75,8 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         return await runChat(command, io);
       case "serve":
         return await servePage(command, io);
+      case "mcp":
+        return await serveMcp(command, io);
     }
   } catch (error) {
     const usage = asUsageError(error);
@@ -90,7 +94,7 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
   if (name === undefined)
     throw new UsageError(
       "Missing command.",
-      'Run "agent-core --help" for the commands: run, chat and serve.',
+      'Run "agent-core --help" for the commands: run, chat, serve and mcp.',
     );
   if (name === "serve") {
     if (words.length > 0)
@@ -98,10 +102,15 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
     return parseServeCommand(values, env);
   }
   if (name === "chat") return parseChatCommand(words, values, parseAgentOptions(values, env));
-  if (name !== "run")
-    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat" and "serve".`);
+  if (name !== "run" && name !== "mcp")
+    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat", "serve" and "mcp".`);
   if (values.load !== undefined)
-    throw new UsageError("--load is for chat: run starts a new conversation.", `Usage: ${RUN_USAGE}`);
+    throw new UsageError(`--load is for chat: ${name} starts a new conversation.`, `Usage: ${RUN_USAGE}`);
+  if (name === "mcp") {
+    if (words.length > 0)
+      throw new UsageError(`mcp takes no words, got "${words.join(" ")}".`, `Usage: ${MCP_USAGE}`);
+    return { kind: "mcp", agent: parseAgentOptions(values, env) };
+  }
   // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
   const prompt = words.join(" ").trim();
   if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
@@ -169,6 +178,7 @@ Usage:
   ${RUN_USAGE}
   ${CHAT_USAGE}
   ${SERVE_USAGE}
+  ${MCP_USAGE}
   agent-core --help | --version
 
 run: one prompt, its live view (or --json), and the exit code says how it ended.
@@ -185,7 +195,12 @@ run in your browser; open the address it prints. --port (default 8787), --host (
 serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
 the same in each) and each its own --worker-id.
 
-Options of run and chat:
+mcp: the agent as an MCP server on stdin and stdout, for MCP clients (desktop apps, editors): one
+tool, ask_agent({ prompt }), answered by a new agent with the tools below, shaped by the options
+below as for run. In a client's configuration:
+  { "command": "agent-core", "args": ["mcp"], "env": { "OPENAI_API_KEY": "…" } }
+
+Options of run, chat and mcp:
   --json               (run) print every event as one NDJSON line instead of the live view
 ${agentOptionsHelp(orchestratorNames())}  -h, --help           show this help
   -v, --version        print the version

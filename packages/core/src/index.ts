@@ -80,6 +80,11 @@ export {
   type ToolExecuteOptions,
 } from "./tools/define-tool.js";
 export { SKIPPED_BY_STEERING } from "./tools/execute-tool.js";
+export {
+  compileJsonSchema,
+  type JsonSchemaValidator,
+  type SchemaIssue,
+} from "./tools/json-schema-validation.js";
 export { type ParsedArgs, parseArgs, parseArgsNow } from "./tools/parse-args.js";
 export { type ToolInput, ToolRegistry } from "./tools/registry.js";
 export { StallDetector, type StallOptions } from "./tools/stall-detector.js";

@@ -1,0 +1,46 @@
+import { Writable } from "node:stream";
+import { errorMessage } from "@agent-core/core";
+import { createAgentMcpServer } from "@agent-core/mcp";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { type AgentOptions, createCliAgent } from "./agent-options.js";
+import type { CliIO } from "./cli-io.js";
+import { modelFromEnv } from "./provider.js";
+import { UsageError } from "./usage-error.js";
+
+/** How each call's agent is made: the options `agent-core run` takes. */
+export interface McpCommand {
+  kind: "mcp";
+  agent: AgentOptions;
+}
+
+/**
+ * Serves the agent as an MCP tool, `ask_agent`, over stdin and stdout, until stdin ends (the
+ * client went away) or `io.signal` aborts (Ctrl-C). stdout carries the protocol only: what a
+ * person should read goes to stderr, which MCP clients keep as the server's log.
+ */
+export async function serveMcp(command: McpCommand, io: CliIO): Promise<number> {
+  const stdin = io.stdin;
+  if (stdin === undefined)
+    throw new UsageError("agent-core mcp speaks MCP over standard input, and this CLI was given none.");
+  const { model, label } = modelFromEnv(command.agent.modelEnv);
+  const server = createAgentMcpServer({ agent: () => createCliAgent(command.agent, model) });
+  const stdout = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      io.stdout.write(String(chunk));
+      done();
+    },
+  });
+  await server.connect(new StdioServerTransport(stdin, stdout));
+  io.stderr.write(
+    `agent-core mcp: serving the agent as the MCP tool "ask_agent" on stdin and stdout (model: ${label}).\n`,
+  );
+  await new Promise<void>((done) => {
+    stdin.once("end", done);
+    stdin.once("close", done);
+    if (io.signal?.aborted) return done();
+    io.signal?.addEventListener("abort", () => done(), { once: true });
+  });
+  // Closing cancels the calls still running: their runs are aborted.
+  await server.close().catch((error: unknown) => io.stderr.write(`agent-core mcp: ${errorMessage(error)}\n`));
+  return 0;
+}

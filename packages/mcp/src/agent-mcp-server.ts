@@ -1,0 +1,48 @@
+import { createRequire } from "node:module";
+import type { Agent } from "@agent-core/core";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+export interface AgentMcpServerOptions {
+  /**
+   * Makes the agent that answers one call: a new one for each, since an MCP client may call
+   * several times at once and each call is a conversation of its own.
+   */
+  agent: () => Agent;
+  /** The server's name, as MCP clients show it (default "agent-core"). */
+  name?: string;
+  /** The tool's name (default "ask_agent"). */
+  toolName?: string;
+  /** What the calling model reads about the tool: say what the agent is good for. */
+  description?: string;
+}
+
+// Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
+const DEFAULT_DESCRIPTION = "Asks an agent, which may use tools of its own, and returns its answer.";
+
+/**
+ * An agent as an MCP server of one tool, `ask_agent({ prompt })`, which runs the prompt and answers
+ * with the agent's text; a run that does not complete is an `isError` result saying why. The
+ * client cancelling the call (or closing the connection) aborts the run. Connect it to a transport:
+ * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does.
+ */
+export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer {
+  const server = new McpServer({ name: options.name ?? "agent-core", version });
+  server.registerTool(
+    options.toolName ?? "ask_agent",
+    {
+      description: options.description ?? DEFAULT_DESCRIPTION,
+      inputSchema: { prompt: z.string().min(1).describe("What to ask the agent, in plain words.") },
+    },
+    async ({ prompt }, { signal }): Promise<CallToolResult> => {
+      const result = await options.agent().prompt(prompt, { signal }).result();
+      if (result.stopReason === "completed") return { content: [{ type: "text", text: result.text }] };
+      const why = result.error?.message ?? `it stopped as ${result.stopReason}`;
+      return { content: [{ type: "text", text: `The agent did not answer: ${why}` }], isError: true };
+    },
+  );
+  return server;
+}

@@ -1,0 +1,32 @@
+import { InvalidConfigError } from "@agent-core/core";
+import { describe, expect, it } from "vitest";
+import { connectMcp } from "./connect-mcp.js";
+import { McpServerError } from "./mcp-server-error.js";
+import type { McpServerConfig } from "./server-config.js";
+
+describe("connectMcp", () => {
+  it("refuses a configuration with neither or both of command and url, a bad URL or callTimeoutMs", async () => {
+    for (const config of [
+      {},
+      { command: "" },
+      { command: "node", url: "http://127.0.0.1:1/mcp" },
+      { url: "not a url" },
+    ])
+      await expect(connectMcp(config as McpServerConfig)).rejects.toThrow(InvalidConfigError);
+    await expect(connectMcp({ command: "node" }, { callTimeoutMs: 0 })).rejects.toThrow(
+      "connectMcp(): callTimeoutMs must be a whole number of ms >= 1, got 0.",
+    );
+  });
+
+  it("names the server when it cannot be started or reached", async () => {
+    const missing = connectMcp({ command: "no-such-mcp-server", args: ["--flag"] });
+    await expect(missing).rejects.toThrow(McpServerError);
+    await expect(missing).rejects.toThrow(
+      /^MCP server "no-such-mcp-server --flag": could not connect: .*ENOENT/,
+    );
+    // Port 9 (discard) on loopback: nothing listens there.
+    await expect(connectMcp({ url: "http://127.0.0.1:9/mcp" }, { name: "remote" })).rejects.toThrow(
+      /^MCP server "remote": could not connect: /,
+    );
+  });
+});

@@ -1,0 +1,88 @@
+import { createRequire } from "node:module";
+import { errorMessage, InvalidConfigError } from "@agent-core/core";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { brokenStreamFetch } from "./broken-stream-fetch.js";
+import { McpConnection } from "./mcp-connection.js";
+import { McpServerError } from "./mcp-server-error.js";
+import { describeServer, isHttpServer, type McpServerConfig } from "./server-config.js";
+
+export interface ConnectMcpOptions {
+  /** How tool errors and `McpServerError`s name the server; by default the name it gives itself. */
+  name?: string;
+  /**
+   * How long a call may wait for the server's answer before it is cancelled, in ms (default
+   * 60 000, the MCP SDK's). agent-core's `timeouts.toolMs` applies as well: the first to run out
+   * cancels the call.
+   */
+  callTimeoutMs?: number;
+}
+
+// Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
+const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+/**
+ * Connects to an MCP server: starts `{ command, args }` and speaks MCP over its stdin and stdout,
+ * or reaches `{ url }` over Streamable HTTP. Throws an `InvalidConfigError` for a configuration
+ * that names neither, and an `McpServerError` when the server cannot be started or reached.
+ */
+export async function connectMcp(
+  server: McpServerConfig,
+  options: ConnectMcpOptions = {},
+): Promise<McpConnection> {
+  const callTimeoutMs = checkOptions(server, options);
+  const client = new Client({ name: "agent-core", version });
+  const transport = transportFor(server);
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    await client.close();
+    throw new McpServerError(
+      options.name ?? describeServer(server),
+      `could not connect: ${errorMessage(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const name = options.name ?? client.getServerVersion()?.name ?? describeServer(server);
+  return new McpConnection(client, name, callTimeoutMs);
+}
+
+function transportFor(server: McpServerConfig): Transport {
+  if (isHttpServer(server)) {
+    const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: server.headers ?? {} },
+      // A stream that breaks off mid-answer means the server is gone: close, so the calls waiting end now.
+      fetch: brokenStreamFetch(() => void transport.close()),
+    });
+    return transport;
+  }
+  return new StdioClientTransport({
+    command: server.command,
+    args: [...(server.args ?? [])],
+    ...(server.env === undefined ? {} : { env: server.env }),
+    ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
+    stderr: server.stderr ?? "inherit",
+  });
+}
+
+function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): number {
+  const { command, url } = (server ?? {}) as { command?: unknown; url?: unknown };
+  if ((typeof command === "string" && command !== "") === (url !== undefined))
+    throw new InvalidConfigError(
+      "connectMcp() takes { command, args } for a server to start, or { url } for one over HTTP: one of them.",
+    );
+  if (url !== undefined && !URL.canParse(String(url)))
+    throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
+  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  if (!Number.isSafeInteger(callTimeoutMs) || callTimeoutMs < 1)
+    throw new InvalidConfigError(
+      `connectMcp(): callTimeoutMs must be a whole number of ms >= 1, got ${callTimeoutMs}.`,
+    );
+  return callTimeoutMs;
+}

@@ -1,0 +1,103 @@
+import { errorMessage, type Tool } from "@agent-core/core";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { McpServerError } from "./mcp-server-error.js";
+import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
+
+/**
+ * A connected MCP server. `tools()` lists its tools as agent-core tools; `close()` ends the
+ * connection (and a stdio server's process). It is `AsyncDisposable`: `await using mcp = await
+ * connectMcp(…)` closes it when the scope that uses the agent ends.
+ */
+export class McpConnection implements AsyncDisposable {
+  /** The SDK's client, for what agent-core does not map (resources, prompts). */
+  readonly client: Client;
+  /** How tool errors and `McpServerError`s name this server. */
+  readonly name: string;
+  readonly #callTimeoutMs: number;
+  /** Why calls can no longer be made, once they cannot. */
+  #ended: string | undefined;
+
+  constructor(client: Client, name: string, callTimeoutMs: number) {
+    this.client = client;
+    this.name = name;
+    this.#callTimeoutMs = callTimeoutMs;
+    client.onclose = () => {
+      this.#ended ??= "its connection closed";
+    };
+  }
+
+  /**
+   * The server's tools now (every page of its list), as agent-core tools that call it. Tools that
+   * can only run as MCP tasks are left out. Throws an `McpServerError` when the list cannot be had
+   * or a tool cannot be offered to a model.
+   */
+  async tools(options: McpToolsOptions = {}): Promise<Tool[]> {
+    return agentToolsOf(this, await this.#listTools(), options);
+  }
+
+  async #listTools(): Promise<McpTool[]> {
+    const tools: McpTool[] = [];
+    let cursor: string | undefined;
+    try {
+      do {
+        const page = await this.client.listTools(cursor === undefined ? undefined : { cursor });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+    } catch (error) {
+      throw new McpServerError(this.name, `could not list its tools: ${errorMessage(error)}`, {
+        cause: error,
+      });
+    }
+    return tools;
+  }
+
+  /**
+   * Calls a tool by its MCP name. Aborting `signal` cancels the call (MCP's
+   * `notifications/cancelled`, with the signal's reason) and rejects with that reason; a call the
+   * server does not answer within `callTimeoutMs` is cancelled too. Rejects with an `Error` saying
+   * what happened when the connection is gone or the server answers with a protocol error.
+   */
+  async callTool(name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult> {
+    if (this.#ended !== undefined)
+      throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
+    try {
+      // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
+      return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+        signal,
+        timeout: this.#callTimeoutMs,
+      })) as CallToolResult;
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw this.#callError(name, error);
+    }
+  }
+
+  #callError(name: string, error: unknown): Error {
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)
+      return new Error(
+        `The MCP server "${this.name}" went away during the call: ${this.#ended ?? "its connection closed"}.`,
+      );
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+      return new Error(
+        `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
+      );
+    return new Error(`The MCP server "${this.name}" failed the call: ${errorMessage(error)}`);
+  }
+
+  /** Ends the connection; a stdio server's process is ended too. Calls made afterwards get an error result. */
+  async close(): Promise<void> {
+    this.#ended ??= "it was closed";
+    await this.client.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}

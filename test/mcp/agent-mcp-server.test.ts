@@ -1,0 +1,85 @@
+import "@agent-core/agentic";
+import { join } from "node:path";
+import { Agent } from "@agent-core/core";
+import { createAgentMcpServer } from "@agent-core/mcp";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { describe, expect, it } from "vitest";
+
+// The reverse: an agent served as an MCP tool, called with the SDK's own client.
+
+const root = join(import.meta.dirname, "..", "..");
+
+async function connected(agent: () => Agent): Promise<Client> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await createAgentMcpServer({ agent }).connect(serverSide);
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(clientSide);
+  return client;
+}
+
+describe("createAgentMcpServer", () => {
+  it("answers ask_agent with the agent's text, and a run that fails with isError saying why", async () => {
+    const replies = [[script.text("Hello from the agent.")], { throws: new Error("the provider is down") }];
+    const client = await connected(() => new Agent({ provider: scriptedModel([replies.shift() as never]) }));
+    const answered = await client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } });
+    expect(answered).toEqual({ content: [{ type: "text", text: "Hello from the agent." }] });
+    const failed = await client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } });
+    expect(failed.isError).toBe(true);
+    expect(failed.content).toEqual([
+      { type: "text", text: expect.stringMatching(/^The agent did not answer: .*the provider is down/) },
+    ]);
+    await client.close();
+  });
+
+  it("aborts the agent's run when the client cancels the call", async () => {
+    let ended: (stopReason: string) => void = () => {};
+    const runEnded = new Promise<string>((resolve) => (ended = resolve));
+    const client = await connected(() => {
+      const agent = new Agent({ provider: scriptedModel([[script.hang()]]) });
+      agent.on("agent_end", (event) => ended(event.stopReason));
+      return agent;
+    });
+    const cancel = new AbortController();
+    const call = client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } }, undefined, {
+      signal: cancel.signal,
+    });
+    setTimeout(() => cancel.abort("no longer needed"), 100);
+    await expect(call).rejects.toThrow("no longer needed");
+    expect(await runEnded).toBe("aborted");
+    await client.close();
+  });
+});
+
+describe("agent-core mcp", () => {
+  it("serves the CLI's agent to an MCP client over stdio: one tool, ask_agent, answered by the demo model", async () => {
+    const client = new Client({ name: "test", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts", "mcp"],
+        cwd: root,
+        // No OPENAI_API_KEY: the SDK passes the server only HOME, PATH and the like, and `env`.
+        env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+        stderr: "ignore",
+      }),
+    );
+    const { tools } = await client.listTools();
+    expect(tools).toEqual([
+      expect.objectContaining({
+        name: "ask_agent",
+        inputSchema: expect.objectContaining({
+          type: "object",
+          properties: { prompt: expect.objectContaining({ type: "string" }) },
+          required: ["prompt"],
+        }),
+      }),
+    ]);
+    const result = await client.callTool({ name: "ask_agent", arguments: { prompt: "What is 15*3?" } });
+    expect(result.isError).toBeUndefined();
+    expect(result.content).toEqual([{ type: "text", text: expect.stringContaining("15*3 = 45") }]);
+    await client.close();
+  }, 30_000);
+});

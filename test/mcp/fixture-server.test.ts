@@ -1,0 +1,140 @@
+import "@agent-core/agentic";
+import { Agent, type ToolResultMessage } from "@agent-core/core";
+import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
+import { script, scriptedModel } from "@agent-core/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixtureServer, startHttpFixture } from "./servers.js";
+
+// The fault cases, against the fixture server (the SDK's server API) over both transports:
+// cancellation on abort and on timeouts, a server killed mid-call, error results.
+
+function resultsOf(messages: readonly { role: string }[]): ToolResultMessage[] {
+  return messages.filter((message): message is ToolResultMessage => message.role === "toolResult");
+}
+
+/** What the server says it received as `notifications/cancelled`, asked over the same connection. */
+async function cancellationsSeen(mcp: McpConnection): Promise<{ tool: string; reason: string }[]> {
+  const result = await mcp.callTool("cancellations", {}, new AbortController().signal);
+  return JSON.parse((result.content[0] as { text: string }).text);
+}
+
+async function serverPid(mcp: McpConnection): Promise<number> {
+  const result = await mcp.callTool("pid", {}, new AbortController().signal);
+  return Number((result.content[0] as { text: string }).text);
+}
+
+const http = { fixture: undefined as Awaited<ReturnType<typeof startHttpFixture>> | undefined };
+beforeAll(async () => {
+  http.fixture = await startHttpFixture();
+});
+afterAll(() => http.fixture?.stop());
+
+const transports: [string, () => McpServerConfig][] = [
+  ["stdio", fixtureServer],
+  ["Streamable HTTP", () => ({ url: http.fixture?.url as string })],
+];
+
+describe.each(transports)("the fixture server over %s", (_transport, server) => {
+  it("cancels the call when the run is aborted: the server receives notifications/cancelled", async () => {
+    await using mcp = await connectMcp(server());
+    const provider = scriptedModel([[script.toolCall("wait", { ms: 30_000 })], [script.text("never")]]);
+    const agent = new Agent({ provider, tools: await mcp.tools() });
+    agent.on("tool_call", () => setTimeout(() => agent.abort("the user left"), 100));
+    const started = Date.now();
+    const result = await agent.prompt("wait").result();
+    expect(result.stopReason).toBe("aborted");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(resultsOf(result.messages)[0]?.status).toBe("aborted");
+    await expect.poll(() => cancellationsSeen(mcp)).toContainEqual({ tool: "wait", reason: "the user left" });
+  });
+
+  it("cancels the call when timeouts.toolMs runs out, and the run goes on", async () => {
+    await using mcp = await connectMcp(server());
+    const provider = scriptedModel([
+      [script.toolCall("wait", { ms: 30_000 })],
+      [script.text("It took too long.")],
+    ]);
+    const agent = new Agent({ provider, tools: await mcp.tools(), timeouts: { toolMs: 200 } });
+    const result = await agent.prompt("wait").result();
+    expect(result.stopReason).toBe("completed");
+    expect(resultsOf(result.messages)[0]).toMatchObject({
+      status: "timeout",
+      content: 'The tool "wait" timed out after 200 ms and was stopped.',
+    });
+    await expect
+      .poll(() => cancellationsSeen(mcp))
+      .toContainEqual({ tool: "wait", reason: expect.stringContaining("took longer than 200 ms") });
+  });
+
+  it("cancels a call the server does not answer within callTimeoutMs", async () => {
+    await using mcp = await connectMcp(server(), { name: "slow", callTimeoutMs: 200 });
+    const provider = scriptedModel([
+      [script.toolCall("wait", { ms: 30_000 })],
+      [script.text("The server is slow.")],
+    ]);
+    const result = await new Agent({ provider, tools: await mcp.tools() }).prompt("wait").result();
+    expect(resultsOf(result.messages)[0]).toMatchObject({
+      status: "error",
+      content:
+        'The MCP server "slow" did not answer "wait" within 200 ms (callTimeoutMs); the call was cancelled.',
+    });
+    await expect
+      .poll(() => cancellationsSeen(mcp))
+      .toContainEqual({ tool: "wait", reason: expect.stringContaining("Request timed out") });
+  });
+
+  it("maps isError, structuredContent and every kind of content block", async () => {
+    await using mcp = await connectMcp(server());
+    const provider = scriptedModel([
+      [script.toolCall("fail", {}), script.toolCall("weather", {}), script.toolCall("media", {})],
+      [script.text("done")],
+    ]);
+    const result = await new Agent({ provider, tools: await mcp.tools() }).prompt("go").result();
+    const [fail, weather, media] = resultsOf(result.messages);
+    expect(fail).toMatchObject({ status: "error", content: "the disk is full" });
+    expect(weather).toMatchObject({
+      status: "ok",
+      content: '{"city":"Oslo","celsius":3}',
+      details: { city: "Oslo", celsius: 3 },
+    });
+    expect(media?.content.split("\n")).toEqual([
+      "a logo and its notes",
+      "[image (image/png) not shown: agent-core gives the model text results]",
+      '[resource file:///notes.txt "notes.txt": the notes]',
+      "[resource file:///notes.txt]",
+      "buy milk",
+      "[resource file:///logo.png (image/png) not shown: agent-core gives the model text results]",
+    ]);
+  });
+
+  it("gives a call whose server is killed an error result at once; the run completes, later calls and listing fail fast", async () => {
+    // A server of its own: this one is killed.
+    const own = _transport === "stdio" ? undefined : await startHttpFixture();
+    try {
+      await using mcp = await connectMcp(own ? { url: own.url } : server(), { name: "doomed" });
+      const pid = await serverPid(mcp);
+      const provider = scriptedModel([
+        [script.toolCall("wait", { ms: 30_000 })],
+        [script.toolCall("add", { a: 1, b: 2 })],
+        [script.text("The server died.")],
+      ]);
+      const agent = new Agent({ provider, tools: await mcp.tools() });
+      agent.on("tool_call", (event) => {
+        if (event.toolName === "wait") setTimeout(() => process.kill(pid, "SIGKILL"), 200);
+      });
+      const started = Date.now();
+      const result = await agent.prompt("wait, then add").result();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(result.stopReason).toBe("completed");
+      expect(resultsOf(result.messages).map(({ status, content }) => [status, content])).toEqual([
+        ["error", 'The MCP server "doomed" went away during the call: its connection closed.'],
+        ["error", 'The MCP server "doomed" is not connected: its connection closed.'],
+      ]);
+      await expect(mcp.tools()).rejects.toThrow(
+        new McpServerError("doomed", "could not list its tools: Not connected"),
+      );
+    } finally {
+      own?.stop();
+    }
+  });
+});
