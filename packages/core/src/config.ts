@@ -1,5 +1,6 @@
 import { type core, z } from "zod";
 import { InvalidConfigError } from "./errors.js";
+import { isLogger } from "./observe/logger.js";
 import { ToolRegistry } from "./tools/registry.js";
 
 /** One bad setting: its dotted path (`timeouts.toolMs`) and what is wrong with it. */
@@ -165,6 +166,7 @@ const agentConfigSchema = z.object(
     getSteeringMessages: fn,
     getFollowUpMessages: fn,
     onListenerError: fn,
+    logger: z.custom(isLogger, expecting("a logger (an object with error, warn, info and debug)")).optional(),
   },
   expecting("an object"),
 );
@@ -215,6 +217,7 @@ const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined
   getSteeringMessages: isFunction,
   getFollowUpMessages: isFunction,
   onListenerError: isFunction,
+  logger: isLogger,
 };
 
 /**
