@@ -359,7 +359,11 @@ describe("the span tree", () => {
       name: "lookup",
       description: "Looks something up.",
       inputSchema: z.object({}),
-      execute: () => tracer.startActiveSpan("db.query", (span) => (span.end(), "found")),
+      execute: () =>
+        tracer.startActiveSpan("db.query", (span) => {
+          span.end();
+          return "found";
+        }),
     });
     const agent = tracedAgent({
       provider: scriptedModel([[script.toolCall("lookup", {}, { id: "l1" })], [script.text("found")]]),
