@@ -52,7 +52,19 @@ export interface AgentClientOptions {
    * bounds the wait for a response's headers.
    */
   idleTimeoutMs?: number;
+  /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
+  logger?: ClientLogger;
 }
+
+/**
+ * The part of a structured logger the client writes to: pino's shape (`logger.error(fields,
+ * message)`), so a pino logger or an `@agent-core/core` `Logger` fits.
+ */
+export interface ClientLogger {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+const silentLogger: ClientLogger = { error: () => {} };
 
 /** Options of {@link AgentClient.start}. */
 export interface StartOptions {
@@ -119,7 +131,7 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
   /**
    * Calls `listener` with each later event of that type (or every event, for `"*"`), as it is read
    * (iteration or not), `client_error` events included. Returns the function that removes it. A
-   * listener's throw is reported with `console.error` and changes nothing else.
+   * listener's throw goes to the client's `logger` and changes nothing else.
    */
   on<T extends ClientEvent["type"]>(
     type: T,
@@ -186,6 +198,7 @@ export class AgentClient {
         delayMs: options.postRetry?.delayMs ?? 200,
       },
       idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
+      logger: options.logger ?? silentLogger,
     });
   }
 
@@ -237,6 +250,7 @@ interface Config {
   reconnect: { attempts: number; delayMs: number };
   postRetry: { attempts: number; delayMs: number };
   idleTimeoutMs: number;
+  logger: ClientLogger;
 }
 
 const ACCEPT = { ndjson: "application/x-ndjson", sse: "text/event-stream" } as const;
@@ -663,7 +677,10 @@ class Run implements ClientRun {
         try {
           listener(event);
         } catch (error) {
-          console.error(`@agent-core/client: a "${type}" listener threw`, error);
+          this.#config.logger.error(
+            { runId: this.#current, eventType: event.type, listenerType: type, err: error },
+            "@agent-core/client: a listener threw",
+          );
         }
       }
     }
