@@ -41,7 +41,7 @@ describe("main: usage", () => {
     [["run"], "Missing prompt."],
     [["run", "  "], "Missing prompt."],
     [["ask", "hi"], 'Unknown command "ask"'],
-    [["run", "hi", "--verbose"], 'Unknown option "--verbose".'],
+    [["run", "hi", "--verbos"], 'Unknown option "--verbos".'],
     [["run", "hi", "--orchestrator"], "argument missing"],
     [["run", "hi", "--max-cycles", "abc"], '--max-cycles must be a whole number >= 1, got "abc"'],
     [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
@@ -91,6 +91,26 @@ describe("main: usage", () => {
     expect(code).toBe(1);
     expect(stdout).toContain("orchestrator agentic");
     expect(stdout).toContain("max_cycles");
+  });
+
+  it("--verbose writes the log lines to stderr as JSON, each with the run's id; without it stderr stays empty", async () => {
+    const { code, stdout, stderr } = await cli("run", "--json", "--verbose", "What is 6*7?");
+    expect(code).toBe(0);
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const runId = events[0].runId;
+    const lines = stderr
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining(["run started", "tool call", "run ended"]),
+    );
+    for (const line of lines)
+      expect(line).toMatchObject({ runId, level: expect.any(String), time: expect.any(Number) });
+    expect((await cli("run", "--json", "What is 6*7?")).stderr).toBe("");
   });
 
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {

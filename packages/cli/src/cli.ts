@@ -13,6 +13,7 @@ import {
 } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { CliIO } from "./cli-io.js";
+import { jsonLinesLogger } from "./json-lines-logger.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
@@ -28,9 +29,10 @@ const EXIT_COMPLETED = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
-const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
+const RUN_USAGE =
+  'agent-core run "<prompt>" [--json] [--verbose] [--orchestrator NAME] [--system TEXT] [--max-cycles N]';
 const SERVE_USAGE =
-  "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
+  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -39,6 +41,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
   json: { type: "boolean" },
+  verbose: { type: "boolean" },
   orchestrator: { type: "string" },
   system: { type: "string" },
   "max-cycles": { type: "string" },
@@ -53,6 +56,7 @@ interface RunCommand {
   kind: "run";
   prompt: string;
   json: boolean;
+  verbose: boolean;
   orchestrator: string | undefined;
   system: string;
   maxCycles: number;
@@ -104,6 +108,7 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
     kind: "run",
     prompt,
     json: values.json ?? false,
+    verbose: values.verbose ?? false,
     orchestrator: values.orchestrator,
     system: values.system ?? SYSTEM_PROMPT,
     maxCycles: parseMaxCycles(values["max-cycles"]),
@@ -120,7 +125,7 @@ function parseMaxCycles(value: string | undefined): number {
 
 async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   const { model, label, demo } = modelFromEnv(io.env);
-  const agent = createAgent(command, model);
+  const agent = createAgent(command, model, io);
   const render: EventRenderer = command.json
     ? createJsonRenderer(io.stdout)
     : createHumanRenderer(io.stdout, {
@@ -137,13 +142,14 @@ async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   return result.stopReason === "completed" ? EXIT_COMPLETED : EXIT_FAILED;
 }
 
-function createAgent(command: RunCommand, model: LanguageModelV4): Agent {
+function createAgent(command: RunCommand, model: LanguageModelV4, io: CliIO): Agent {
   return new Agent({
     systemPrompt: command.system,
     provider: model,
     tools: createDemoAgentTools(),
     orchestrator: command.orchestrator,
     limits: { maxCycles: command.maxCycles },
+    ...(command.verbose ? { logger: jsonLinesLogger(io.stderr) } : {}),
   });
 }
 
@@ -199,6 +205,7 @@ the same in each) and each its own --worker-id.
 
 Options:
   --json               print every event as one NDJSON line instead of the live view
+  --verbose            write the library's log lines (JSON, each with the runId) to stderr
   --orchestrator NAME  how the agent loops; registered: ${orchestratorNames()}
   --system TEXT        replace the system prompt
   --max-cycles N       stop after N model calls (default ${defaultLimits.maxCycles})
