@@ -353,6 +353,34 @@ describe("the span tree", () => {
     expect(nudge?.attributes).toMatchObject({ "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "n2" });
   });
 
+  it("context truncation is a span event of the turn", async () => {
+    const big = defineTool({
+      name: "fetch",
+      description: "Fetches a page.",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n}:${"x".repeat(4000)}`,
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("fetch", { n: 1 })],
+        [script.toolCall("fetch", { n: 2 })],
+        [script.toolCall("fetch", { n: 3 })],
+        [script.text("done")],
+      ]),
+      tools: [big],
+      contextBudget: { maxTokens: 2500 },
+    });
+    await agent.prompt("fetch three pages").result();
+
+    const [turn] = spansNamed("agent_core.turn");
+    const truncated = turn?.events.filter((event) => event.name === "agent_core.context_truncated") ?? [];
+    expect(truncated.length).toBeGreaterThan(0);
+    expect(truncated[0]?.attributes).toEqual({
+      "agent_core.dropped_messages": expect.any(Number),
+      "agent_core.estimated_tokens": expect.any(Number),
+    });
+  });
+
   it("what a tool traces itself nests under the tool's span", async () => {
     const tracer = provider.getTracer("app");
     const traced = defineTool({

@@ -68,12 +68,12 @@ export class RunTrace implements RunObserver {
         this.#endTurn();
         break;
       case "steering_applied":
-        this.#addEvent(names.STEERING_EVENT, { "agent_core.messages": event.messages.length });
+        this.#addEvent(names.STEERING_EVENT, { [names.MESSAGE_COUNT]: event.messages.length });
         break;
       case "context_truncated":
         this.#addEvent(names.TRUNCATION_EVENT, {
-          "agent_core.dropped_messages": event.droppedMessages,
-          "agent_core.estimated_tokens": event.estimatedTokens,
+          [names.DROPPED_MESSAGES]: event.droppedMessages,
+          [names.ESTIMATED_TOKENS]: event.estimatedTokens,
         });
         break;
       case "error":
@@ -89,7 +89,7 @@ export class RunTrace implements RunObserver {
     this.#addEvent(names.NUDGE_EVENT, {
       [names.GEN_AI_TOOL_NAME]: call.name,
       [names.GEN_AI_TOOL_CALL_ID]: call.id,
-      "agent_core.message": message,
+      [names.MESSAGE]: message,
     });
   }
 
@@ -217,7 +217,7 @@ export class RunTrace implements RunObserver {
 
   /** An `error` event: about one tool call (the run goes on), or why the run failed. */
   #failed(code: string, message: string, toolCallId: string | undefined): void {
-    const attributes: Attributes = { [names.ERROR_TYPE]: code, "agent_core.message": message };
+    const attributes: Attributes = { [names.ERROR_TYPE]: code, [names.MESSAGE]: message };
     if (toolCallId !== undefined) {
       attributes[names.GEN_AI_TOOL_CALL_ID] = toolCallId;
       this.#addEvent(isTimeout(code) ? names.TIMEOUT_EVENT : "exception", attributes);
@@ -245,7 +245,7 @@ export class RunTrace implements RunObserver {
   readonly #aborted = (): void => {
     const reason: unknown = this.#signal.reason;
     this.#runSpan.addEvent(names.ABORT_EVENT, {
-      "agent_core.reason": errorMessage(reason),
+      [names.ABORT_REASON]: errorMessage(reason),
       ...(reason instanceof AgentError ? { [names.ERROR_TYPE]: reason.code } : {}),
     });
   };

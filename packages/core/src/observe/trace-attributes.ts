@@ -34,6 +34,13 @@ export const CYCLES = "agent_core.cycles";
 export const TURN_NUMBER = "agent_core.turn";
 export const TOOL_STATUS = "agent_core.tool.status";
 
+/** On span events. */
+export const MESSAGE_COUNT = "agent_core.messages";
+export const DROPPED_MESSAGES = "agent_core.dropped_messages";
+export const ESTIMATED_TOKENS = "agent_core.estimated_tokens";
+export const ABORT_REASON = "agent_core.reason";
+export const MESSAGE = "agent_core.message";
+
 /** Span names (besides `chat {model}` and `execute_tool {tool}`). */
 export const RUN_SPAN = "invoke_agent";
 export const TURN_SPAN = "agent_core.turn";
