@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { cycleModel, scriptedCycleModel, slowCycleModel } from "./cycle-model.js";
 import { agenticLoop, bareLoop, readmeAgent, runAgent } from "./loops.js";
 import { benchOption } from "./options.js";
-import { type TracingMode, tracedRun } from "./tracing-loops.js";
+import type { TracingMode } from "./tracing-loops.js";
 
 const cycles = benchOption("BENCH_CYCLES", 50);
 const rounds = benchOption("BENCH_ROUNDS", 21);
@@ -177,12 +177,20 @@ function cycleLoops(model: string, make: () => ReturnType<typeof cycleModel>, is
   ];
 }
 
-/** One run of `runCycles` tool cycles (0: one call) per mode, per tool cycle or per run. */
+/**
+ * One run of `runCycles` tool cycles (0: one call) per mode, per tool cycle or per run. The tracing
+ * SDK is loaded only by the processes of these workloads: loaded in every process, it would be in
+ * the heap of the other comparisons too.
+ */
 function tracingLoops(runCycles: number): Loop[] {
   const model = cycleModel(runCycles);
+  const loops = import("./tracing-loops.js");
   const loop = (mode: TracingMode, label: string): Loop => ({
     label: `agentic, ${label}`,
-    sample: async () => (await timed(mode, () => tracedRun(model, runCycles, mode))) / Math.max(runCycles, 1),
+    sample: async () => {
+      const { tracedRun } = await loops;
+      return (await timed(mode, () => tracedRun(model, runCycles, mode))) / Math.max(runCycles, 1);
+    },
     ...(mode === "off" ? {} : { ratio: { label: `${mode}${runCycles === 0 ? ", one call" : ""}` } }),
   });
   return [
