@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import packageJson from "../package.json" with { type: "json" };
 import { main } from "./cli.js";
 
@@ -111,6 +111,34 @@ describe("main: usage", () => {
     for (const line of lines)
       expect(line).toMatchObject({ runId, level: expect.any(String), time: expect.any(Number) });
     expect((await cli("run", "--json", "What is 6*7?")).stderr).toBe("");
+  });
+
+  it("serve --verbose writes the log lines of the server's agents to stderr", async () => {
+    const stop = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const served = main(["serve", "--verbose", "--port", "0"], {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+      signal: stop.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain("open http"));
+      const url = /open (\S+?)\/ in a browser/.exec(stdout)?.[1];
+      const response = await fetch(`${url}/api/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "How many words are on the page?" }),
+      });
+      await vi.waitFor(() => expect(stderr).toContain('"msg":"run started"'));
+      await response.body?.cancel();
+    } finally {
+      stop.abort();
+    }
+    expect(await served).toBe(0);
+    const runId = JSON.parse(stderr.split("\n")[0] as string).runId;
+    expect(typeof runId).toBe("string");
   });
 
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {
