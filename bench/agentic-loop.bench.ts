@@ -7,7 +7,10 @@
  *   agent per run (the README's way) and on one agent reused, `reset()` before each run;
  * - concurrent runs: 1,000 runs of 5 tool cycles at once, each model call waiting 2 ms first: wall
  *   time, and the peak RSS growth of one such batch in a fresh process per loop (in a process
- *   that already ran a batch, the heap it grew to hides the next batch's growth).
+ *   that already ran a batch, the heap it grew to hides the next batch's growth);
+ * - tracing: the agentic loop (lean model) with tracing turned off against the default with no
+ *   tracer provider registered, and with tracing on into the SDK's in-memory exporter: per tool
+ *   cycle of a 50-cycle run, and per one-call run (where the run span, asked for once per run, weighs most).
  * Each comparison runs in a process of its own: sharing one would make both loops' property reads
  * see every comparison's stream parts, so each comparison would partly measure the others. Each
  * comparison runs in several such processes in turn and pools their rounds: a process's JIT and
@@ -16,13 +19,15 @@
  * Options: BENCH_CYCLES (default 50), BENCH_ROUNDS (default 21 per process), BENCH_ROUND_MS
  * (default 200; each loop warms up for four rounds' time), BENCH_PROCESSES (default 3 per
  * comparison), BENCH_CONCURRENT_RUNS (default 1000), BENCH_CONCURRENT_ROUNDS (default 7 per
- * process), BENCH_ONLY (workloads to run, comma-separated: cycles, one-call, concurrent; default all).
+ * process), BENCH_ONLY (workloads to run, comma-separated: cycles, one-call, concurrent, tracing,
+ * tracing-one-call; default all).
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { cycleModel, scriptedCycleModel, slowCycleModel } from "./cycle-model.js";
 import { agenticLoop, bareLoop, readmeAgent, runAgent } from "./loops.js";
 import { benchOption } from "./options.js";
+import type { TracingMode } from "./tracing-loops.js";
 
 const cycles = benchOption("BENCH_CYCLES", 50);
 const rounds = benchOption("BENCH_ROUNDS", 21);
@@ -132,6 +137,22 @@ const workloads: Record<string, Workload> = {
       },
     },
   },
+  tracing: {
+    title: `tracing: ${cycles} tool cycles per run (lean model), ${processes} processes × ${rounds} interleaved rounds`,
+    unit: "µs per tool cycle",
+    ratioHeader: "ratio to tracing off",
+    rounds,
+    ...timedPace,
+    comparisons: { tracing: () => tracingLoops(cycles) },
+  },
+  "tracing-one-call": {
+    title: `tracing: one-call run (lean model), ${processes} processes × ${rounds} interleaved rounds`,
+    unit: "µs per run",
+    ratioHeader: "ratio to tracing off",
+    rounds,
+    ...timedPace,
+    comparisons: { tracingOneCall: () => tracingLoops(0) },
+  },
 };
 
 const only = selectedWorkloads();
@@ -153,6 +174,29 @@ function cycleLoops(model: string, make: () => ReturnType<typeof cycleModel>, is
       sample: () => perCycle("agentic", () => agenticLoop(make(), cycles)),
       ratio: { label: model, target: isTarget },
     },
+  ];
+}
+
+/**
+ * One run of `runCycles` tool cycles (0: one call) per mode, per tool cycle or per run. The tracing
+ * SDK is loaded only by the processes of these workloads: loaded in every process, it would be in
+ * the heap of the other comparisons too.
+ */
+function tracingLoops(runCycles: number): Loop[] {
+  const model = cycleModel(runCycles);
+  const loops = import("./tracing-loops.js");
+  const loop = (mode: TracingMode, label: string): Loop => ({
+    label: `agentic, ${label}`,
+    sample: async () => {
+      const { tracedRun } = await loops;
+      return (await timed(mode, () => tracedRun(model, runCycles, mode))) / Math.max(runCycles, 1);
+    },
+    ...(mode === "off" ? {} : { ratio: { label: `${mode}${runCycles === 0 ? ", one call" : ""}` } }),
+  });
+  return [
+    loop("off", "tracing off (noTracing)"),
+    loop("no provider", "default, no provider registered"),
+    loop("in-memory exporter", "tracing on, in-memory exporter"),
   ];
 }
 

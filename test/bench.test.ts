@@ -19,6 +19,7 @@ function bench(env: Record<string, string>) {
 describe("the benchmark", () => {
   it("pools every process of each comparison and prints the ratios and each process's median", async () => {
     const { stdout } = await bench({
+      BENCH_ONLY: "cycles,one-call,concurrent",
       BENCH_CYCLES: "3",
       BENCH_ROUNDS: "2",
       BENCH_ROUND_MS: "2",
@@ -91,6 +92,38 @@ describe("the benchmark", () => {
     }
   }, 90_000); // twelve processes, each loading tsx: more than the default 15 s on a busy host
 
+  it("compares tracing off, the default with no provider, and tracing on, per tool cycle and per run", async () => {
+    const { stdout } = await bench({
+      BENCH_ONLY: "tracing,tracing-one-call",
+      BENCH_CYCLES: "3",
+      BENCH_ROUNDS: "2",
+      BENCH_ROUND_MS: "2",
+      BENCH_PROCESSES: "1",
+    });
+    const lines = stdout.split("\n");
+    let at = -1;
+    for (const [title, unit, suffix] of [
+      ["tracing: 3 tool cycles per run (lean model)", "µs per tool cycle", ""],
+      ["tracing: one-call run (lean model)", "µs per run", ", one call"],
+    ] as const) {
+      at = next(lines, at, (line) => line.startsWith(title));
+      expect(lines[++at]).toMatch(new RegExp(`^${unit} +min +median +max$`));
+      for (const label of [
+        "agentic, tracing off (noTracing)",
+        "agentic, default, no provider registered",
+        "agentic, tracing on, in-memory exporter",
+      ])
+        expect(lines[++at]).toMatch(
+          new RegExp(`^${escapeRegExp(label)} +(\\d+\\.\\d\\d +){2}\\d+\\.\\d\\d$`),
+        );
+      expect(lines[++at]).toMatch(/^ratio to tracing off +min +median +max$/);
+      for (const label of [`ratio, no provider${suffix}`, `ratio, in-memory exporter${suffix}`])
+        expect(lines[++at]).toMatch(
+          new RegExp(`^${escapeRegExp(label)} +(\\d+\\.\\d\\d +){2}\\d+\\.\\d\\d$`),
+        );
+    }
+  }, 60_000);
+
   it("runs only the workloads BENCH_ONLY names", async () => {
     const { stdout } = await bench({
       BENCH_ONLY: "one-call",
@@ -111,7 +144,7 @@ describe("the benchmark", () => {
 
   it("refuses a workload it does not have, naming the ones it has", async () => {
     expect(await failure({ BENCH_ONLY: "one-call,cycle" })).toContain(
-      'RangeError: BENCH_ONLY must list workloads among cycles, one-call, concurrent, got "one-call,cycle".',
+      'RangeError: BENCH_ONLY must list workloads among cycles, one-call, concurrent, tracing, tracing-one-call, got "one-call,cycle".',
     );
   });
 });

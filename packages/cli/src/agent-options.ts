@@ -53,7 +53,14 @@ export interface AgentOptions {
   modelEnv: Record<string, string | undefined>;
   config: Pick<
     AgentConfig,
-    "systemPrompt" | "orchestrator" | "limits" | "timeouts" | "toolExecution" | "maxConcurrency" | "stall"
+    | "systemPrompt"
+    | "orchestrator"
+    | "limits"
+    | "timeouts"
+    | "toolExecution"
+    | "maxConcurrency"
+    | "stall"
+    | "logger"
   >;
 }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import packageJson from "../package.json" with { type: "json" };
 import { main } from "./cli.js";
 
@@ -58,7 +58,7 @@ describe("main: usage", () => {
     [["run"], "Missing prompt."],
     [["run", "  "], "Missing prompt."],
     [["ask", "hi"], 'Unknown command "ask"'],
-    [["run", "hi", "--verbose"], 'Unknown option "--verbose".'],
+    [["run", "hi", "--verbos"], 'Unknown option "--verbos".'],
     [["run", "hi", "--orchestrator"], "argument missing"],
     [["run", "hi", "--max-cycles", "abc"], '--max-cycles must be a whole number >= 1, got "abc"'],
     [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
@@ -140,6 +140,54 @@ describe("main: usage", () => {
     expect(code).toBe(1);
     expect(stdout).toContain("orchestrator agentic");
     expect(stdout).toContain("max_cycles");
+  });
+
+  it("--verbose writes the log lines to stderr as JSON, each with the run's id; without it stderr stays empty", async () => {
+    const { code, stdout, stderr } = await cli("run", "--json", "--verbose", "What is 6*7?");
+    expect(code).toBe(0);
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const runId = events[0].runId;
+    const lines = stderr
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining(["run started", "tool call", "run ended"]),
+    );
+    for (const line of lines)
+      expect(line).toMatchObject({ runId, level: expect.any(String), time: expect.any(Number) });
+    expect((await cli("run", "--json", "What is 6*7?")).stderr).toBe("");
+  });
+
+  it("serve --verbose writes the log lines of the server's agents to stderr", async () => {
+    const stop = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const served = main(["serve", "--verbose", "--port", "0"], {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+      signal: stop.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain("open http"));
+      const url = /open (\S+?)\/ in a browser/.exec(stdout)?.[1];
+      const response = await fetch(`${url}/api/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "How many words are on the page?" }),
+      });
+      await vi.waitFor(() => expect(stderr).toContain('"msg":"run started"'));
+      await response.body?.cancel();
+    } finally {
+      stop.abort();
+    }
+    expect(await served).toBe(0);
+    const runId = JSON.parse(stderr.split("\n")[0] as string).runId;
+    expect(typeof runId).toBe("string");
   });
 
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {

@@ -15,6 +15,7 @@ import {
 import { CHAT_USAGE, type ChatCommand, parseChatCommand, runChat } from "./chat/chat-command.js";
 import { CHAT_KEYS_HELP } from "./chat/slash-commands.js";
 import type { CliIO } from "./cli-io.js";
+import { jsonLinesLogger } from "./json-lines-logger.js";
 import { type McpCommand, serveMcp } from "./mcp-command.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
 import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
@@ -28,10 +29,11 @@ const EXIT_COMPLETED = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
-const RUN_USAGE = 'agent-core run "<prompt>" [--json] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
+const RUN_USAGE =
+  'agent-core run "<prompt>" [--json] [--verbose] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
 const MCP_USAGE = "agent-core mcp [--orchestrator NAME] [--system TEXT] [--model NAME] …";
 const SERVE_USAGE =
-  "agent-core serve [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
+  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -40,6 +42,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
   json: { type: "boolean" },
+  verbose: { type: "boolean" },
   load: { type: "string" },
   ...AGENT_OPTIONS,
   port: { type: "string" },
@@ -54,6 +57,8 @@ interface RunCommand {
   prompt: string;
   json: boolean;
   agent: AgentOptions;
+  /** The library's log lines, as JSON, to stderr. */
+  verbose: boolean;
 }
 
 type Command = { kind: "help" } | { kind: "version" } | RunCommand | ChatCommand | ServeCommand | McpCommand;
@@ -114,12 +119,19 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
   // Unquoted words are one prompt: `agent-core run what is 2+2` asks "what is 2+2".
   const prompt = words.join(" ").trim();
   if (prompt === "") throw new UsageError("Missing prompt.", `Usage: ${RUN_USAGE}`);
-  return { kind: "run", prompt, json: values.json ?? false, agent: parseAgentOptions(values, env) };
+  return {
+    kind: "run",
+    prompt,
+    json: values.json ?? false,
+    verbose: values.verbose ?? false,
+    agent: parseAgentOptions(values, env),
+  };
 }
 
 async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   const { model, label, demo } = modelFromEnv(command.agent.modelEnv);
-  const agent = createCliAgent(command.agent, model);
+  const logger = command.verbose ? { logger: jsonLinesLogger(io.stderr) } : {};
+  const agent = createCliAgent({ ...command.agent, config: { ...command.agent.config, ...logger } }, model);
   const render: EventRenderer = command.json
     ? createJsonRenderer(io.stdout)
     : createHumanRenderer(io.stdout, {
@@ -202,6 +214,7 @@ below as for run. In a client's configuration:
 
 Options of run, chat and mcp:
   --json               (run) print every event as one NDJSON line instead of the live view
+  --verbose            (run, serve) write the library's log lines (JSON, each with the runId) to stderr
 ${agentOptionsHelp(orchestratorNames())}  -h, --help           show this help
   -v, --version        print the version
 

@@ -53,7 +53,19 @@ export interface AgentClientOptions {
    * bounds the wait for a response's headers.
    */
   idleTimeoutMs?: number;
+  /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
+  logger?: ClientLogger;
 }
+
+/**
+ * The part of a structured logger the client writes to: pino's shape (`logger.error(fields,
+ * message)`), so a pino logger or an `@agent-core/core` `Logger` fits.
+ */
+export interface ClientLogger {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+const silentLogger: ClientLogger = { error: () => {} };
 
 /** Options of {@link AgentClient.start}. */
 export interface StartOptions {
@@ -120,7 +132,7 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
   /**
    * Calls `listener` with each later event of that type (or every event, for `"*"`), as it is read
    * (iteration or not), `client_error` events included. Returns the function that removes it. A
-   * listener's throw is reported with `console.error` and changes nothing else.
+   * listener's throw goes to the client's `logger` and changes nothing else.
    */
   on<T extends ClientEvent["type"]>(
     type: T,
@@ -187,6 +199,7 @@ export class AgentClient {
         delayMs: options.postRetry?.delayMs ?? 200,
       },
       idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
+      logger: options.logger ?? silentLogger,
     });
   }
 

@@ -380,7 +380,10 @@ export class Run implements ClientRun {
         try {
           listener(event);
         } catch (error) {
-          console.error(`@agent-core/client: a "${type}" listener threw`, error);
+          this.#config.logger.error(
+            { runId: this.#current, eventType: event.type, listenerType: type, err: error },
+            "@agent-core/client: a listener threw",
+          );
         }
       }
     }

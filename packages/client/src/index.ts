@@ -3,6 +3,7 @@ export {
   type AgentClientOptions,
   type AgentEndEvent,
   type AttachOptions,
+  type ClientLogger,
   type ClientRun,
   type ClientTool,
   type ClientToolContext,

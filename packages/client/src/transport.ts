@@ -1,4 +1,4 @@
-import type { AgentClientOptions, ClientTool } from "./agent-client.js";
+import type { AgentClientOptions, ClientLogger, ClientTool } from "./agent-client.js";
 import { ClientError } from "./errors.js";
 
 export interface Config {
@@ -10,6 +10,7 @@ export interface Config {
   reconnect: { attempts: number; delayMs: number };
   postRetry: { attempts: number; delayMs: number };
   idleTimeoutMs: number;
+  logger: ClientLogger;
 }
 
 export const ACCEPT = { ndjson: "application/x-ndjson", sse: "text/event-stream" } as const;

@@ -9,6 +9,7 @@ import type { AgentMessage, MessageInput } from "./messages.js";
 import type { RetryOptions } from "./model/retry.js";
 import type { StepTimeouts } from "./model/step-watchdog.js";
 import type { ModelCallSettings } from "./model/stream-step.js";
+import type { Logger } from "./observe/logger.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import type { AgentHooks } from "./run/hooks.js";
 import type { ToolTimeouts } from "./run/tool-batch.js";
@@ -63,8 +64,13 @@ export interface AgentConfig extends AgentHooks {
   retry?: Partial<RetryOptions>;
   /** The parent of this agent's container (default: the root container holding the plug-ins). */
   container?: DependencyContainer;
-  /** Where listener errors go (default: console.error). */
+  /** Where listener errors go (default: the logger, at `error`). */
   onListenerError?: (error: unknown, event: AgentEvent) => void;
+  /**
+   * Where the agent's log lines go, each with the run's `runId` (a pino logger fits). Default: the
+   * `LOGGER` service of the agent's container, silent unless a runtime registered one.
+   */
+  logger?: Logger;
   timeouts?: Timeouts;
   /**
    * How client tool calls (`execution: "client"`) wait for their results: `"wait"` (default) keeps

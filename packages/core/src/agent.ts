@@ -17,6 +17,9 @@ import type { ContextBudgetOptions } from "./history/context-budget.js";
 import { type AgentMessage, emptyUsage, type MessageInput, toMessageAt } from "./messages.js";
 import { AbortScope } from "./model/abortable.js";
 import { defaultRetry, type RetryOptions } from "./model/retry.js";
+import { type Logger, silentLogger } from "./observe/logger.js";
+import { RunLogLines } from "./observe/run-log-lines.js";
+import { bothObservers, type RunObserver } from "./observe/run-observer.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
 import { ClientToolCalls, type ClientToolOutcome } from "./run/client-tools.js";
@@ -70,7 +73,9 @@ export class Agent {
     this.#retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
     this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
-    this.#listeners = new ListenerBus(config.onListenerError ?? logListenerError);
+    this.#listeners = new ListenerBus(
+      config.onListenerError ?? ((error, event) => this.#logListenerError(error, event)),
+    );
     // Through the keeper, which learns the tool-call ids and checks them as a run's writes are checked.
     for (const message of config.messages ?? []) this.#transcript.append(message);
     this.#settledHistory = this.#transcript.messages.slice();
@@ -219,7 +224,7 @@ export class Agent {
   #endQueued(run: AgentRun, scope: AbortScope): void {
     this.#scopes.delete(scope);
     scope.dispose();
-    const events = this.#publisher(run);
+    const events = this.#publisher(run, this.#observe(run, scope));
     const error = abortError(scope.signal.reason);
     events.publish({ type: "agent_start" });
     events.publish({ type: "error", code: error.code, message: error.message });
@@ -296,10 +301,40 @@ export class Agent {
     return this.#resolved;
   }
 
-  /** The run's one publisher: events go to the run's own stream, the listeners, then the sink. */
-  #publisher(run: AgentRun): EventPublisher {
+  /** `config.logger`, or the container's `LOGGER`. */
+  #logger(): Logger {
+    return this.#config.logger ?? this.#services().logger;
+  }
+
+  /**
+   * What observes the run: its trace (when the tracing records it) and its log lines (unless the
+   * logger is the silent one). Undefined when neither: the run then pays nothing for them.
+   */
+  #observe(run: AgentRun, scope: AbortScope): RunObserver | undefined {
+    const { runId } = run;
+    const traced = this.#services().tracing.startRun({
+      runId,
+      orchestrator: this.#orchestrator.name,
+      signal: scope.signal,
+    });
+    const logger = this.#logger();
+    return bothObservers(traced, logger === silentLogger ? undefined : new RunLogLines(logger, runId));
+  }
+
+  /**
+   * The run's one publisher: events go to the run's own stream, the listeners, the sink, then
+   * the run's observer.
+   */
+  #publisher(run: AgentRun, observer: RunObserver | undefined): EventPublisher {
     const { clock, sink } = this.#services();
-    return new EventPublisher(run.runId, clock, run, this.#listeners, sink);
+    return new EventPublisher(run.runId, clock, run, this.#listeners, sink, observer);
+  }
+
+  #logListenerError(error: unknown, event: AgentEvent): void {
+    this.#logger().error(
+      { runId: event.runId, eventType: event.type, err: error },
+      "an event listener threw",
+    );
   }
 
   async #execute(
@@ -323,6 +358,7 @@ export class Agent {
     const _container = this.container;
     const transcript = this.#transcript.writer();
     const { clock, modelStep, toolRunner } = this.#services();
+    const observer = this.#observe(run, abortScope);
     const session = new RunSession(
       {
         runId: run.runId,
@@ -345,13 +381,13 @@ export class Agent {
         owner: this,
         abortScope,
         clock,
-        modelStep,
-        toolRunner,
+        modelStep: observer ? observer.modelStep(modelStep) : modelStep,
+        toolRunner: observer ? observer.toolRunner(toolRunner) : toolRunner,
         clientTools: this.#clientTools,
         clientToolMode: clientTools ?? config.clientTools ?? "wait",
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
-      this.#publisher(run),
+      this.#publisher(run, observer),
       transcript,
     );
     const result: RunResult = await session.execute();
@@ -382,7 +418,3 @@ export class Agent {
 const RESUME_ONLY: AgentMessage[] = [];
 
 const NO_TIMEOUTS: Timeouts = Object.freeze({});
-
-function logListenerError(error: unknown): void {
-  console.error("agent-core: an event listener threw", error);
-}

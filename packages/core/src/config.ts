@@ -1,6 +1,7 @@
 import { type core, z } from "zod";
 import { InvalidConfigError } from "./errors.js";
 import { agentMessageSchema } from "./messages.js";
+import { isLogger } from "./observe/logger.js";
 import { validateTranscript } from "./run/transcript.js";
 import { ToolRegistry } from "./tools/registry.js";
 
@@ -177,6 +178,7 @@ const agentConfigSchema = z.object(
     getSteeringMessages: fn,
     getFollowUpMessages: fn,
     onListenerError: fn,
+    logger: z.custom(isLogger, expecting("a logger (an object with error, warn, info and debug)")).optional(),
   },
   expecting("an object"),
 );
@@ -228,6 +230,7 @@ const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined
   getSteeringMessages: isFunction,
   getFollowUpMessages: isFunction,
   onListenerError: isFunction,
+  logger: isLogger,
 };
 
 /**

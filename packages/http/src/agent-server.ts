@@ -244,7 +244,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         if (error instanceof HttpError) return error.toResponse();
         if (error instanceof EventsExpiredError)
           return new HttpError(410, "events-expired", error.message).toResponse();
-        console.error("agent-core http: a request failed", error);
+        config.logger.error(
+          { err: error, method: request.method, url: request.url },
+          "agent-core http: a request failed",
+        );
         return new HttpError(500, "internal", "The server failed to answer this request.").toResponse();
       }
     },

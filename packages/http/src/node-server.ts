@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
+import { type Logger, silentLogger } from "@agent-core/core";
 
 /** A running Node HTTP server around a Fetch API handler. */
 export interface NodeServer {
@@ -19,10 +20,11 @@ export interface NodeServer {
  */
 export async function serveNode(
   handler: (request: Request) => Promise<Response>,
-  options: { port?: number; host?: string } = {},
+  options: { port?: number; host?: string; logger?: Logger } = {},
 ): Promise<NodeServer> {
+  const logger = options.logger ?? silentLogger;
   const server = createServer((req, res) => {
-    void respond(handler, req, res);
+    void respond(handler, req, res, logger);
   });
   server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
   await once(server, "listening");
@@ -43,6 +45,7 @@ async function respond(
   handler: (request: Request) => Promise<Response>,
   req: IncomingMessage,
   res: ServerResponse,
+  logger: Logger,
 ): Promise<void> {
   const aborted = new AbortController();
   res.once("close", () => {
@@ -52,7 +55,7 @@ async function respond(
   try {
     response = await handler(toRequest(req, aborted.signal));
   } catch (error) {
-    console.error("agent-core http: the handler threw", error);
+    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
     response = Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
   }
   if (res.destroyed) {

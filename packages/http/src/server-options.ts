@@ -1,4 +1,4 @@
-import { type Agent, InvalidConfigError } from "@agent-core/core";
+import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { HookKey } from "./hook-tokens.js";
 import type { RunBackend } from "./run-backend.js";
 import type { TokenLedger } from "./token-ledger.js";
@@ -77,6 +77,11 @@ export interface AgentServerOptions {
   ledger?: TokenLedger;
   /** The clock (default `Date.now`); tokens expire by it. */
   now?: () => number;
+  /**
+   * Where the server's log lines go (a request that failed; a pino logger fits). Default: silent.
+   * The agents log through their own `logger`.
+   */
+  logger?: Logger;
 }
 
 /** The options with their defaults, checked once when the server is made. */
@@ -95,6 +100,8 @@ export function resolveOptions(options: AgentServerOptions) {
     throw new InvalidConfigError("agent must be a function returning an Agent.");
   if (typeof options.authorize !== "function")
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
+  if (options.logger !== undefined && !isLogger(options.logger))
+    throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   if (basePath !== "" && !basePath.startsWith("/"))
     throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
@@ -112,6 +119,7 @@ export function resolveOptions(options: AgentServerOptions) {
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
+    logger: options.logger ?? silentLogger,
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { Agent } from "@agent-core/core";
+import { Agent, type Logger } from "@agent-core/core";
 import { createAgentServer, type RunBackend, type TokenLedger } from "@agent-core/http";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { pageTools } from "./page-tools.js";
@@ -21,11 +21,13 @@ export interface PageServerOptions {
   backend?: RunBackend & { ledger?: TokenLedger };
   /** Signs hook tokens (default: random, fine for one process). */
   hookSecret?: string;
+  /** Where the server's and its agents' log lines go (default: silent). */
+  logger?: Logger;
 }
 
 /** The page's agent: its system prompt, the model, the page tools. */
-export function createPageAgent(model: LanguageModelV4): Agent {
-  return new Agent({ systemPrompt: PAGE_SYSTEM_PROMPT, provider: model, tools: pageTools });
+export function createPageAgent(model: LanguageModelV4, logger?: Logger): Agent {
+  return new Agent({ systemPrompt: PAGE_SYSTEM_PROMPT, provider: model, tools: pageTools, logger });
 }
 
 /** Where `@agent-core/client`'s compiled files are: the page imports them from `/client/`. */
@@ -47,11 +49,12 @@ export function createPageServer(options: PageServerOptions): {
   const agents = createAgentServer({
     ...(options.backend
       ? { backend: options.backend, ledger: options.backend.ledger }
-      : { agent: () => createPageAgent(options.model) }),
+      : { agent: () => createPageAgent(options.model, options.logger) }),
     authorize: () => ({ userId: "local" }),
     hookSecret: options.hookSecret ?? randomBytes(32).toString("hex"),
     basePath: "/api",
     clientToolTimeoutMs: options.clientToolTimeoutMs,
+    logger: options.logger,
   });
   const clientDir = clientDistDir();
   return {

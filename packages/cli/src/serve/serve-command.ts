@@ -1,9 +1,11 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Logger } from "@agent-core/core";
 import { serveNode } from "@agent-core/http";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { CliIO } from "../cli-io.js";
+import { jsonLinesLogger } from "../json-lines-logger.js";
 import { modelFromEnv } from "../provider.js";
 import { UsageError } from "../usage-error.js";
 import { createPageDemoModel } from "./page-demo-model.js";
@@ -14,6 +16,8 @@ export interface ServeCommand {
   port: number;
   host: string;
   staticDir: string;
+  /** Log lines of the server and its agents to stderr. */
+  verbose: boolean;
   /** Runs durable in this PostgreSQL database, with the secret every serve process shares. */
   durable?: { databaseUrl: string; hookSecret: string; workerId: string };
 }
@@ -22,7 +26,14 @@ export interface ServeCommand {
 const EXAMPLE_PAGE = fileURLToPath(new URL("../../../../examples/http-browser/public", import.meta.url));
 
 export function parseServeCommand(
-  values: { port?: string; host?: string; static?: string; "database-url"?: string; "worker-id"?: string },
+  values: {
+    port?: string;
+    host?: string;
+    static?: string;
+    verbose?: boolean;
+    "database-url"?: string;
+    "worker-id"?: string;
+  },
   env: Record<string, string | undefined>,
 ): ServeCommand {
   const port =
@@ -35,7 +46,13 @@ export function parseServeCommand(
       `No index.html in ${staticDir}.`,
       "Pass the page's folder with --static, or run serve from a clone of the agent-core repository.",
     );
-  const command: ServeCommand = { kind: "serve", port, host: values.host ?? "127.0.0.1", staticDir };
+  const command: ServeCommand = {
+    kind: "serve",
+    port,
+    host: values.host ?? "127.0.0.1",
+    staticDir,
+    verbose: values.verbose ?? false,
+  };
   const databaseUrl = values["database-url"];
   if (databaseUrl === undefined) {
     if (values["worker-id"] !== undefined)
@@ -58,13 +75,15 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   const { model, label, demo } = modelFromEnv(io.env, {
     demoModel: (chunkDelayMs) => createPageDemoModel({ chunkDelayMs }),
   });
-  const durable = command.durable && (await startDurable(command.durable, model));
+  const logger = command.verbose ? jsonLinesLogger(io.stderr) : undefined;
+  const durable = command.durable && (await startDurable(command.durable, model, logger));
   const page = createPageServer({
     model,
     staticDir: command.staticDir,
+    logger,
     ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
   });
-  const server = await serveNode(page.fetch, { port: command.port, host: command.host });
+  const server = await serveNode(page.fetch, { port: command.port, host: command.host, logger });
   io.stdout.write(
     `agent-core serve: open ${server.url}/ in a browser (model: ${label}${demo ? ", offline demo" : ""}${durable ? `, durable runs as worker "${command.durable?.workerId}"` : ""}). Ctrl-C stops.\n`,
   );
@@ -83,13 +102,17 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
  * process with the same worker id left) and the server's backend on it. Loaded only when asked
  * for: without a database nothing of DBOS is imported.
  */
-async function startDurable(options: NonNullable<ServeCommand["durable"]>, model: LanguageModelV4) {
+async function startDurable(
+  options: NonNullable<ServeCommand["durable"]>,
+  model: LanguageModelV4,
+  logger: Logger | undefined,
+) {
   const { DurableRuntime, durableBackend } = await import("@agent-core/dbos");
   const runtime = new DurableRuntime({
     databaseUrl: options.databaseUrl,
     executorId: options.workerId,
     queue: { workerConcurrency: 16 },
-    agents: { page: () => createPageAgent(model) },
+    agents: { page: () => createPageAgent(model, logger) },
   });
   await runtime.launch();
   const backend = await durableBackend({

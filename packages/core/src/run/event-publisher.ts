@@ -1,4 +1,6 @@
 import type { AgentEvent, OrchestratorEvent } from "../events/schemas.js";
+import type { ToolCall } from "../messages.js";
+import type { RunObserver } from "../observe/run-observer.js";
 import type { Clock, EventSink } from "./services.js";
 
 /** Where a run's events go first: its own stream (`AgentRun`), which also counts what was dropped. */
@@ -12,7 +14,8 @@ export interface RunEventStream {
  * and `ts` (the emit time, never decreasing). `agent_end` seals it: whatever a late writer
  * publishes afterwards is dropped and counted, never delivered. It also keeps the tool-call
  * protocol: a `tool_result` only for an announced call, once. Each event goes to the run's own
- * stream, then to the agent's listeners, then to the event sink a runtime registered (if any).
+ * stream, then to the agent's listeners, then to the event sink a runtime registered (if any),
+ * then to the run's observer (its traces and log lines), if anything observes the run.
  */
 export class EventPublisher {
   readonly runId: string;
@@ -20,6 +23,7 @@ export class EventPublisher {
   readonly #stream: RunEventStream;
   readonly #listeners: EventSink;
   readonly #sink: EventSink | undefined;
+  readonly #observer: RunObserver | undefined;
   #seq = 0;
   #lastTs = 0;
   #sealed = false;
@@ -32,12 +36,14 @@ export class EventPublisher {
     stream: RunEventStream,
     listeners: EventSink,
     sink: EventSink | undefined,
+    observer?: RunObserver,
   ) {
     this.runId = runId;
     this.#clock = clock;
     this.#stream = stream;
     this.#listeners = listeners;
     this.#sink = sink;
+    this.#observer = observer;
   }
 
   get sealed(): boolean {
@@ -63,6 +69,15 @@ export class EventPublisher {
     this.#stream.push(enveloped);
     this.#listeners.publish(enveloped);
     this.#sink?.publish(enveloped);
+    this.#observer?.publish(enveloped);
+  }
+
+  /**
+   * Tells the run's observer of a nudge: not an event of the protocol (the model reads it in the
+   * tool result), but what a trace or a log wants to show.
+   */
+  nudged(call: ToolCall, message: string): void {
+    if (!this.#sealed) this.#observer?.nudged(call, message);
   }
 
   #keepsToolProtocol(event: OrchestratorEvent): boolean {

@@ -3,6 +3,8 @@ import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import { type ModelStepRequest, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
+import { type Logger, silentLogger } from "../observe/logger.js";
+import { openTelemetryTracing, type Tracing } from "../observe/tracing.js";
 import { rootContainer } from "../orchestrator/registry.js";
 import type { RunnableTool } from "../tools/define-tool.js";
 import { executeToolCall, type FatalToolSink } from "../tools/execute-tool.js";
@@ -75,6 +77,10 @@ export const ID_SOURCE: InjectionToken<IdSource> = Symbol.for("agent-core.IdSour
 export const EVENT_SINK: InjectionToken<EventSink> = Symbol.for("agent-core.EventSink");
 export const MODEL_STEP: InjectionToken<ModelStep> = Symbol.for("agent-core.ModelStep");
 export const TOOL_RUNNER: InjectionToken<ToolRunner> = Symbol.for("agent-core.ToolRunner");
+/** How runs are traced; by default through the global `@opentelemetry/api` tracer provider. */
+export const TRACING: InjectionToken<Tracing> = Symbol.for("agent-core.Tracing");
+/** Where the library's log lines go (`config.logger` wins); silent by default. */
+export const LOGGER: InjectionToken<Logger> = Symbol.for("agent-core.Logger");
 
 // Node's global `performance` is a lazy getter on `globalThis`: read once.
 const performanceClock = globalThis.performance;
@@ -93,6 +99,9 @@ export const defaultToolRunner: ToolRunner = {
     executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal, runId),
 };
 
+/** Traces to the global tracer provider: a run costs one non-recording span while none is registered. */
+const defaultTracing: Tracing = openTelemetryTracing();
+
 /** The services an agent's runs use, resolved together. */
 export interface RunServiceSet {
   clock: Clock;
@@ -101,6 +110,8 @@ export interface RunServiceSet {
   toolRunner: ToolRunner;
   /** None unless a runtime registered one. */
   sink: EventSink | undefined;
+  tracing: Tracing;
+  logger: Logger;
 }
 
 export function resolveServices(container: DependencyContainer): RunServiceSet {
@@ -110,6 +121,8 @@ export function resolveServices(container: DependencyContainer): RunServiceSet {
     modelStep: container.resolve(MODEL_STEP),
     toolRunner: container.resolve(TOOL_RUNNER),
     sink: container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined,
+    tracing: container.resolve(TRACING),
+    logger: container.resolve(LOGGER),
   };
 }
 
@@ -120,6 +133,8 @@ export function registerDefaultServices(container: DependencyContainer): void {
     [ID_SOURCE, randomIds],
     [MODEL_STEP, streamingModelStep],
     [TOOL_RUNNER, defaultToolRunner],
+    [TRACING, defaultTracing],
+    [LOGGER, silentLogger],
   ];
   for (const [token, service] of defaults)
     if (!container.isRegistered(token, true)) container.registerInstance(token, service);

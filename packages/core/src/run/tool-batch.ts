@@ -285,7 +285,10 @@ export class ToolBatch implements FatalToolSink {
     const { stall } = this.#setup;
     if (stall && !tool?.allowRepeats) {
       const verdict = stall.checkCall(call);
-      if (verdict.kind === "nudge") return toolResult(call, "skipped", verdict.message);
+      if (verdict.kind === "nudge") {
+        this.#setup.events.nudged(call, verdict.message);
+        return toolResult(call, "skipped", verdict.message);
+      }
       if (verdict.kind === "stall") {
         const error = new StallError(verdict.message);
         this.#stop({ reason: "stall", error });
@@ -359,6 +362,7 @@ export class ToolBatch implements FatalToolSink {
     const verdict = stall.checkResult(call, result.content);
     if (verdict.kind === "ok") return result;
     if (verdict.kind === "stall") this.#stop({ reason: "stall", error: new StallError(verdict.message) });
+    else this.#setup.events.nudged(call, verdict.message);
     return { ...result, content: `${result.content}\n\n[note] ${verdict.message}` };
   }
 

@@ -1,0 +1,38 @@
+/**
+ * One level of a structured logger: the fields of the line, then its message. The shape of
+ * pino's `logger.info(obj, msg)`, so a pino logger (or one of the same shape) plugs in as is.
+ */
+export type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/**
+ * Where the library's log lines go. Every line it writes about a run carries `runId` in its
+ * fields. The default writes nothing; the library never writes to the console itself.
+ */
+export interface Logger {
+  error: LogFn;
+  warn: LogFn;
+  info: LogFn;
+  debug: LogFn;
+}
+
+const writeNothing: LogFn = () => {};
+
+/** The default logger: every level writes nothing, and a run with it logs nothing at all. */
+export const silentLogger: Logger = Object.freeze({
+  error: writeNothing,
+  warn: writeNothing,
+  info: writeNothing,
+  debug: writeNothing,
+});
+
+/** Whether a value has the four levels a `Logger` needs (config validation). */
+export function isLogger(value: unknown): value is Logger {
+  if (typeof value !== "object" || value === null) return false;
+  const logger = value as Record<string, unknown>;
+  return (
+    typeof logger.error === "function" &&
+    typeof logger.warn === "function" &&
+    typeof logger.info === "function" &&
+    typeof logger.debug === "function"
+  );
+}

@@ -1,0 +1,283 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
+import { AgentError, errorMessage } from "../errors.js";
+import type { AgentEvent } from "../events/schemas.js";
+import type { ToolCall, ToolResultMessage } from "../messages.js";
+import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
+import type { ModelStep, ToolRunner, ToolRunRequest } from "../run/services.js";
+import type { RunObserver } from "./run-observer.js";
+import * as names from "./trace-attributes.js";
+import type { TracedRun } from "./tracing.js";
+
+/**
+ * The spans of one traced run: the run span (`invoke_agent`), a span per turn, and under the turn
+ * open at the time a span per model call (`chat {model}`) and per tool call (`execute_tool {tool}`).
+ * Turns and the run's end come from the run's events; model and tool calls from decorators of the
+ * run's model step and tool runner, which also make their span the active context while the call
+ * runs, so what a provider or a tool traces itself nests under it. Steering, follow-ups, nudges,
+ * truncation, timeouts and the abort are span events; failures set the span's status to error.
+ */
+export class RunTrace implements RunObserver {
+  readonly #tracer: Tracer;
+  readonly #runId: string;
+  readonly #runSpan: Span;
+  readonly #runContext: Context;
+  readonly #signal: AbortSignal;
+  #turnSpan: Span | undefined;
+  #turnContext: Context | undefined;
+
+  /** Starts the run span; undefined when it does not record (then nothing else is made). */
+  static start(tracer: Tracer, run: TracedRun): RunTrace | undefined {
+    const parent = context.active();
+    // No attributes before we know the span records: with no provider this is the run's only cost.
+    const span = tracer.startSpan(names.RUN_SPAN, { kind: SpanKind.INTERNAL }, parent);
+    if (!span.isRecording()) return undefined;
+    return new RunTrace(tracer, run, span, parent);
+  }
+
+  private constructor(tracer: Tracer, run: TracedRun, span: Span, parent: Context) {
+    this.#tracer = tracer;
+    this.#runId = run.runId;
+    this.#runSpan = span;
+    this.#runContext = trace.setSpan(parent, span);
+    this.#signal = run.signal;
+    span.setAttributes({
+      [names.GEN_AI_OPERATION_NAME]: names.OPERATION_INVOKE_AGENT,
+      [names.RUN_ID]: run.runId,
+      [names.ORCHESTRATOR]: run.orchestrator,
+    });
+    // A run aborted while it waited behind another starts aborted.
+    if (run.signal.aborted) this.#aborted();
+    else run.signal.addEventListener("abort", this.#aborted);
+  }
+
+  publish(event: AgentEvent): void {
+    switch (event.type) {
+      case "turn_start":
+        this.#startTurn(event.turn);
+        break;
+      case "turn_end":
+        this.#endTurn();
+        break;
+      case "steering_applied":
+        this.#addEvent(names.STEERING_EVENT, { [names.MESSAGE_COUNT]: event.messages.length });
+        break;
+      case "context_truncated":
+        this.#addEvent(names.TRUNCATION_EVENT, {
+          [names.DROPPED_MESSAGES]: event.droppedMessages,
+          [names.ESTIMATED_TOKENS]: event.estimatedTokens,
+        });
+        break;
+      case "error":
+        this.#failed(event.code, event.message, event.toolCallId);
+        break;
+      case "agent_end":
+        this.#end(event);
+        break;
+    }
+  }
+
+  nudged(call: ToolCall, message: string): void {
+    this.#addEvent(names.NUDGE_EVENT, {
+      [names.GEN_AI_TOOL_NAME]: call.name,
+      [names.GEN_AI_TOOL_CALL_ID]: call.id,
+      [names.MESSAGE]: message,
+    });
+  }
+
+  modelStep(inner: ModelStep): ModelStep {
+    return { run: (request) => this.#traceModelCall(inner, request) };
+  }
+
+  toolRunner(inner: ToolRunner): ToolRunner {
+    return { run: (request) => this.#traceToolCall(inner, request) };
+  }
+
+  #traceModelCall(inner: ModelStep, request: ModelStepRequest): Promise<ModelStepResult> {
+    const { model, settings } = request;
+    const attributes: Attributes = {
+      [names.GEN_AI_OPERATION_NAME]: names.OPERATION_CHAT,
+      [names.GEN_AI_PROVIDER_NAME]: providerName(model.provider),
+      [names.GEN_AI_REQUEST_MODEL]: model.modelId,
+      [names.RUN_ID]: this.#runId,
+    };
+    if (settings?.temperature !== undefined)
+      attributes[names.GEN_AI_REQUEST_TEMPERATURE] = settings.temperature;
+    if (settings?.maxOutputTokens !== undefined)
+      attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = settings.maxOutputTokens;
+    const parent = this.#parentContext();
+    const span = this.#tracer.startSpan(
+      `${names.OPERATION_CHAT} ${model.modelId}`,
+      { kind: SpanKind.CLIENT, attributes },
+      parent,
+    );
+    let step: Promise<ModelStepResult>;
+    try {
+      step = context.with(trace.setSpan(parent, span), () => inner.run(request));
+    } catch (error) {
+      step = Promise.reject(error);
+    }
+    return step.then(
+      (result) => {
+        const { usage } = result;
+        span.setAttributes({
+          [names.GEN_AI_RESPONSE_MODEL]: result.modelId,
+          [names.GEN_AI_RESPONSE_FINISH_REASONS]: [result.finishReason],
+          [names.GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
+          [names.GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
+        });
+        if (usage.reasoningTokens !== undefined)
+          span.setAttribute(names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoningTokens);
+        if (usage.cachedInputTokens !== undefined)
+          span.setAttribute(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cachedInputTokens);
+        span.end();
+        return result;
+      },
+      (error: unknown) => {
+        recordFailure(span, error);
+        span.end();
+        throw error;
+      },
+    );
+  }
+
+  #traceToolCall(inner: ToolRunner, request: ToolRunRequest): ToolResultMessage | Promise<ToolResultMessage> {
+    const { call, tool } = request;
+    const parent = this.#parentContext();
+    const span = this.#tracer.startSpan(
+      `${names.OPERATION_EXECUTE_TOOL} ${call.name}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [names.GEN_AI_OPERATION_NAME]: names.OPERATION_EXECUTE_TOOL,
+          [names.GEN_AI_TOOL_NAME]: call.name,
+          [names.GEN_AI_TOOL_CALL_ID]: call.id,
+          // A client tool runs on the user's side: an "extension" of the agent, not its own function.
+          [names.GEN_AI_TOOL_TYPE]: tool?.execution === "client" ? "extension" : "function",
+          [names.RUN_ID]: this.#runId,
+        },
+      },
+      parent,
+    );
+    let result: ToolResultMessage | Promise<ToolResultMessage>;
+    try {
+      result = context.with(trace.setSpan(parent, span), () => inner.run(request));
+    } catch (error) {
+      recordFailure(span, error);
+      span.end();
+      throw error;
+    }
+    // A synchronous tool stays synchronous: its span ends now.
+    if (!(result instanceof Promise)) return endToolSpan(span, result);
+    return result.then(
+      (message) => endToolSpan(span, message),
+      (error: unknown) => {
+        recordFailure(span, error);
+        span.end();
+        throw error;
+      },
+    );
+  }
+
+  #startTurn(turn: number): void {
+    this.#endTurn();
+    const span = this.#tracer.startSpan(
+      names.TURN_SPAN,
+      { kind: SpanKind.INTERNAL, attributes: { [names.RUN_ID]: this.#runId, [names.TURN_NUMBER]: turn } },
+      this.#runContext,
+    );
+    // A run has one turn, plus one per follow-up round (the event protocol's rule).
+    if (turn > 1) span.addEvent(names.FOLLOW_UP_EVENT);
+    this.#turnSpan = span;
+    this.#turnContext = trace.setSpan(this.#runContext, span);
+  }
+
+  #endTurn(): void {
+    this.#turnSpan?.end();
+    this.#turnSpan = undefined;
+    this.#turnContext = undefined;
+  }
+
+  /** Model and tool calls belong to the turn open at the time, or to the run outside turns. */
+  #parentContext(): Context {
+    return this.#turnContext ?? this.#runContext;
+  }
+
+  #addEvent(name: string, attributes?: Attributes): void {
+    (this.#turnSpan ?? this.#runSpan).addEvent(name, attributes);
+  }
+
+  /** An `error` event: about one tool call (the run goes on), or why the run failed. */
+  #failed(code: string, message: string, toolCallId: string | undefined): void {
+    const attributes: Attributes = { [names.ERROR_TYPE]: code, [names.MESSAGE]: message };
+    if (toolCallId !== undefined) {
+      attributes[names.GEN_AI_TOOL_CALL_ID] = toolCallId;
+      this.#addEvent(isTimeout(code) ? names.TIMEOUT_EVENT : "exception", attributes);
+    }
+    const span = this.#runSpan;
+    if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT, attributes);
+    span.recordException({ name: code, message });
+    span.setAttribute(names.ERROR_TYPE, code);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
+
+  #end(event: AgentEvent & { type: "agent_end" }): void {
+    this.#endTurn();
+    this.#signal.removeEventListener("abort", this.#aborted);
+    this.#runSpan.setAttributes({
+      [names.STOP_REASON]: event.stopReason,
+      [names.CYCLES]: event.metrics?.cycles,
+      [names.GEN_AI_USAGE_INPUT_TOKENS]: event.usage.inputTokens,
+      [names.GEN_AI_USAGE_OUTPUT_TOKENS]: event.usage.outputTokens,
+    });
+    this.#runSpan.end();
+  }
+
+  /** When the abort happens (the run ends up to `abortGraceMs` later, with status error). */
+  readonly #aborted = (): void => {
+    const reason: unknown = this.#signal.reason;
+    this.#runSpan.addEvent(names.ABORT_EVENT, {
+      [names.ABORT_REASON]: errorMessage(reason),
+      ...(reason instanceof AgentError ? { [names.ERROR_TYPE]: reason.code } : {}),
+    });
+  };
+}
+
+function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
+  const { status } = result;
+  span.setAttribute(names.TOOL_STATUS, status);
+  if (status === "timeout") span.addEvent(names.TIMEOUT_EVENT);
+  if (status === "error" || status === "timeout" || status === "aborted") {
+    span.setAttribute(names.ERROR_TYPE, status);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: result.content });
+  }
+  span.end();
+  return result;
+}
+
+function recordFailure(span: Span, error: unknown): void {
+  const code = error instanceof AgentError ? error.code : error instanceof Error ? error.name : "error";
+  const message = errorMessage(error);
+  if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT);
+  span.recordException(error instanceof Error ? error : { name: code, message });
+  span.setAttribute(names.ERROR_TYPE, code);
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+function isTimeout(code: string): boolean {
+  return code === "timeout" || code === "tool-timeout";
+}
+
+/** `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". */
+function providerName(provider: string): string {
+  const dot = provider.indexOf(".");
+  return dot < 0 ? provider : provider.slice(0, dot);
+}

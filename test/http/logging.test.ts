@@ -1,0 +1,83 @@
+import { createAgentServer, serveNode } from "@agent-core/http";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { SECRET } from "./harness.js";
+
+// The server's failures go to its logger (silent by default), never to the console.
+
+function recordingLogger() {
+  const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => {
+    lines.push({ level, fields, message });
+  };
+  return { lines, error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") };
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("the server's logger", () => {
+  it("gets a request that failed, with its method and url; the console gets nothing", async () => {
+    const consoleError = vi.spyOn(console, "error").mockImplementation(() => {});
+    const logger = recordingLogger();
+    const server = createAgentServer({
+      agent: () => {
+        throw new Error("no agent today");
+      },
+      authorize: () => ({ userId: "alice" }),
+      hookSecret: SECRET,
+      logger,
+    });
+    const response = await server.fetch(
+      new Request("http://localhost/runs", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "hi" }),
+      }),
+    );
+    server.close();
+    expect(response.status).toBe(500);
+    expect(logger.lines).toEqual([
+      {
+        level: "error",
+        message: "agent-core http: a request failed",
+        fields: { err: new Error("no agent today"), method: "POST", url: "http://localhost/runs" },
+      },
+    ]);
+    expect(consoleError).not.toHaveBeenCalled();
+  });
+
+  it("serveNode logs a handler that threw", async () => {
+    const logger = recordingLogger();
+    const node = await serveNode(
+      () => {
+        throw new Error("broken handler");
+      },
+      { logger },
+    );
+    try {
+      const response = await fetch(`${node.url}/anything`);
+      expect(response.status).toBe(500);
+    } finally {
+      await node.close();
+    }
+    expect(logger.lines).toMatchObject([
+      {
+        level: "error",
+        message: "agent-core http: the handler threw",
+        fields: { method: "GET", url: "/anything" },
+      },
+    ]);
+  });
+
+  it("refuses a logger without the four levels", () => {
+    expect(() =>
+      createAgentServer({
+        agent: () => {
+          throw new Error("unused");
+        },
+        authorize: () => undefined,
+        hookSecret: SECRET,
+        logger: { error() {} } as never,
+      }),
+    ).toThrow(/logger must have/);
+  });
+});

@@ -1,0 +1,144 @@
+import "@agent-core/agentic";
+import { Writable } from "node:stream";
+import {
+  Agent,
+  AgentConfigError,
+  defineTool,
+  LOGGER,
+  type Logger,
+  rootContainer,
+  silentLogger,
+} from "@agent-core/core";
+import { script, scriptedModel } from "@agent-core/testing";
+import { pino } from "pino";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+
+/** A logger that keeps every line: its level, fields and message. */
+function recordingLogger(): Logger & {
+  lines: { level: string; fields: Record<string, unknown>; message: string }[];
+} {
+  const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+  const at =
+    (level: string) =>
+    (fields: Record<string, unknown>, message: string): void => {
+      lines.push({ level, fields, message });
+    };
+  return { lines, error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") };
+}
+
+const add = defineTool({
+  name: "add",
+  description: "Adds two numbers.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: ({ a, b }) => a + b,
+});
+
+const twoToolsThenAnswer = () =>
+  scriptedModel([
+    [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+    [script.toolCall("add", { a: 3, b: 4 }, { id: "c2" })],
+    [script.text("3 and 7")],
+  ]);
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("the logger", () => {
+  it("every line of a run has its runId", async () => {
+    const logger = recordingLogger();
+    const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger });
+    agent.on("turn_end", () => {
+      throw new Error("a broken listener");
+    });
+    const { runId } = await agent.prompt("add them").result();
+
+    expect(logger.lines.length).toBeGreaterThan(5);
+    for (const line of logger.lines) expect(line.fields.runId).toBe(runId);
+    expect(logger.lines.map((line) => `${line.level} ${line.message}`)).toEqual(
+      expect.arrayContaining([
+        "info run started",
+        "debug tool call",
+        "debug tool result",
+        "error an event listener threw",
+        "info run ended",
+      ]),
+    );
+    expect(logger.lines.at(-1)?.fields).toMatchObject({ stopReason: "completed", cycles: 3 });
+  });
+
+  it("a failed run logs its error; an aborted one a warning", async () => {
+    const logger = recordingLogger();
+    const failing = new Agent({ logger });
+    await failing.prompt("no provider").result();
+    expect(logger.lines).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        message: "run failed",
+        fields: expect.objectContaining({ code: "no_provider" }),
+      }),
+    );
+
+    const aborted = new Agent({ provider: scriptedModel([[script.hang()]]), logger });
+    const run = aborted.prompt("hang");
+    setTimeout(() => aborted.abort(), 5);
+    await run.result();
+    expect(logger.lines).toContainEqual(expect.objectContaining({ level: "warn", message: "run aborted" }));
+  });
+
+  it("the LOGGER service of the agent's container, unless config.logger is set", async () => {
+    const registered = recordingLogger();
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(LOGGER, registered);
+    await new Agent({ provider: scriptedModel([[script.text("hi")]]), container }).prompt("hi").result();
+    expect(registered.lines.map((line) => line.message)).toContain("run ended");
+
+    const own = recordingLogger();
+    const before = registered.lines.length;
+    await new Agent({ provider: scriptedModel([[script.text("hi")]]), container, logger: own })
+      .prompt("hi")
+      .result();
+    expect(registered.lines).toHaveLength(before);
+    expect(own.lines.map((line) => line.message)).toContain("run ended");
+  });
+
+  it("is silent by default, and the library never writes to the console", async () => {
+    expect(rootContainer.resolve(LOGGER)).toBe(silentLogger);
+    const consoleCalls = (["log", "info", "warn", "error", "debug"] as const).map((method) =>
+      vi.spyOn(console, method).mockImplementation(() => {}),
+    );
+    const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add] });
+    agent.on("tool_result", () => {
+      throw new Error("a broken listener");
+    });
+    await agent.prompt("add them").result();
+    await new Agent().prompt("no provider").result();
+    for (const call of consoleCalls) expect(call).not.toHaveBeenCalled();
+  });
+
+  it("a pino logger plugs in as is: JSON lines with runId", async () => {
+    const written: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        written.push(String(chunk));
+        done();
+      },
+    });
+    const logger = pino({ level: "debug" }, destination);
+    const { runId } = await new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger })
+      .prompt("add them")
+      .result();
+
+    const lines = written
+      .join("")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.length).toBeGreaterThan(5);
+    for (const line of lines) expect(line.runId).toBe(runId);
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: "run ended", stopReason: "completed" });
+  });
+
+  it("a logger without the four levels is refused", () => {
+    expect(() => new Agent({ logger: { info() {} } as never })).toThrow(AgentConfigError);
+  });
+});

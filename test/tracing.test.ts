@@ -1,0 +1,450 @@
+import "@agent-core/agentic";
+import {
+  Agent,
+  type AgentConfig,
+  defineTool,
+  noTracing,
+  openTelemetryTracing,
+  rootContainer,
+  TRACING,
+} from "@agent-core/core";
+import { planExecute } from "@agent-core/plan-execute";
+import { script, scriptedModel } from "@agent-core/testing";
+import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+
+// The span tree of runs of each orchestrator, read back from the SDK's in-memory exporter. The
+// agents get the provider through the TRACING service of their container (no global state); one
+// test registers it globally, as an app would.
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+
+beforeAll(() => {
+  // Without a context manager spans still nest (the trace passes its parents explicitly); with one,
+  // what a tool or provider traces itself nests under the tool's or model call's span.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+});
+afterAll(() => context.disable());
+beforeEach(() => exporter.reset());
+
+function tracedAgent(config: AgentConfig): Agent {
+  const container = rootContainer.createChildContainer();
+  container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: provider }));
+  return new Agent({ ...config, container });
+}
+
+const add = defineTool({
+  name: "add",
+  description: "Adds two numbers.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: ({ a, b }) => a + b,
+});
+
+const slowAdd = defineTool({
+  name: "slow_add",
+  description: "Adds two numbers, slowly.",
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: async ({ a, b }) => {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return a + b;
+  },
+});
+
+const failing = defineTool({
+  name: "failing",
+  description: "Always fails.",
+  inputSchema: z.object({}),
+  execute: () => {
+    throw new Error("the disk is full");
+  },
+});
+
+/** A span and its children, ordered by start time: `name` and the children's trees. */
+interface Node {
+  span: ReadableSpan;
+  children: Node[];
+}
+
+function spanTree(spans: readonly ReadableSpan[] = exporter.getFinishedSpans()): Node[] {
+  const nodes = new Map(spans.map((span) => [span.spanContext().spanId, { span, children: [] as Node[] }]));
+  const roots: Node[] = [];
+  for (const node of nodes.values()) {
+    const parent = node.span.parentSpanContext && nodes.get(node.span.parentSpanContext.spanId);
+    (parent ? parent.children : roots).push(node);
+  }
+  const byStart = (a: Node, b: Node) => hrNanos(a.span.startTime) - hrNanos(b.span.startTime);
+  for (const node of nodes.values()) node.children.sort(byStart);
+  return roots.sort(byStart);
+}
+
+const hrNanos = ([seconds, nanos]: [number, number]) => seconds * 1e9 + nanos;
+
+/** The tree as indented span names, to compare whole. */
+function outline(nodes: Node[], depth = 0): string[] {
+  return nodes.flatMap((node) => [
+    `${"  ".repeat(depth)}${node.span.name}`,
+    ...outline(node.children, depth + 1),
+  ]);
+}
+
+function spansNamed(prefix: string): ReadableSpan[] {
+  return exporter.getFinishedSpans().filter((span) => span.name.startsWith(prefix));
+}
+
+function eventNames(span: ReadableSpan): string[] {
+  return span.events.map((event) => event.name);
+}
+
+describe("the span tree", () => {
+  it("agentic, two sequential tool calls: run → turn → model calls and tool calls, GenAI attributes on each", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+        [script.toolCall("add", { a: 3, b: 4 }, { id: "c2" })],
+        [script.text("3 and 7")],
+      ]),
+      tools: [add],
+    });
+    const { runId } = await agent.prompt("add them").result();
+
+    expect(outline(spanTree())).toEqual([
+      "invoke_agent",
+      "  agent_core.turn",
+      "    chat scripted-model",
+      "    execute_tool add",
+      "    chat scripted-model",
+      "    execute_tool add",
+      "    chat scripted-model",
+    ]);
+    for (const span of exporter.getFinishedSpans()) expect(span.attributes["agent_core.run.id"]).toBe(runId);
+
+    const [run] = spansNamed("invoke_agent");
+    expect(run?.attributes).toMatchObject({
+      "gen_ai.operation.name": "invoke_agent",
+      "agent_core.orchestrator": "agentic",
+      "agent_core.stop_reason": "completed",
+      "agent_core.cycles": 3,
+      "gen_ai.usage.input_tokens": 30,
+      "gen_ai.usage.output_tokens": 15,
+    });
+    expect(run?.status.code).toBe(SpanStatusCode.UNSET);
+
+    const chats = spansNamed("chat");
+    expect(chats[0]?.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": "scripted-model",
+      "gen_ai.response.model": "scripted-model",
+      "gen_ai.response.finish_reasons": ["tool-calls"],
+      "gen_ai.usage.input_tokens": 10,
+      "gen_ai.usage.output_tokens": 5,
+    });
+    expect(chats[2]?.attributes["gen_ai.response.finish_reasons"]).toEqual(["stop"]);
+
+    const tools = spansNamed("execute_tool");
+    expect(tools.map((span) => span.attributes)).toEqual([
+      expect.objectContaining({
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "agent_core.tool.status": "ok",
+      }),
+      expect.objectContaining({ "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "c2" }),
+    ]);
+  });
+
+  it("a parallel batch: one span per call under the turn, running at the same time", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [
+          script.toolCall("slow_add", { a: 1, b: 1 }, { id: "p1" }),
+          script.toolCall("slow_add", { a: 2, b: 2 }, { id: "p2" }),
+          script.toolCall("slow_add", { a: 3, b: 3 }, { id: "p3" }),
+        ],
+        [script.text("2, 4, 6")],
+      ]),
+      tools: [slowAdd],
+      toolExecution: "parallel",
+    });
+    await agent.prompt("add them all").result();
+
+    const [run] = spanTree();
+    const turn = run?.children[0];
+    expect(turn?.span.name).toBe("agent_core.turn");
+    const tools = turn?.children.filter((node) => node.span.name === "execute_tool slow_add") ?? [];
+    expect(tools.map((node) => node.span.attributes["gen_ai.tool.call.id"]).sort()).toEqual([
+      "p1",
+      "p2",
+      "p3",
+    ]);
+    // Each started before any of them ended.
+    const firstEnd = Math.min(...tools.map((node) => hrNanos(node.span.endTime)));
+    for (const node of tools) expect(hrNanos(node.span.startTime)).toBeLessThan(firstEnd);
+  });
+
+  it("plan-execute: the planner's call, the steps' tool calls and the synthesis under one turn", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [
+          script.text(
+            JSON.stringify({
+              steps: [
+                { tool: "add", args: { a: 1, b: 2 } },
+                { tool: "add", args: { a: 3, b: 4 } },
+              ],
+            }),
+          ),
+        ],
+        [script.text("3 and 7")],
+      ]),
+      tools: [add],
+      orchestrator: planExecute(),
+    });
+    const { runId, stopReason } = await agent.prompt("add them").result();
+    expect(stopReason).toBe("completed");
+
+    expect(outline(spanTree())).toEqual([
+      "invoke_agent",
+      "  agent_core.turn",
+      "    chat scripted-model",
+      "    execute_tool add",
+      "    execute_tool add",
+      "    chat scripted-model",
+    ]);
+    expect(spansNamed("invoke_agent")[0]?.attributes["agent_core.orchestrator"]).toBe("plan-execute");
+    for (const span of exporter.getFinishedSpans()) expect(span.attributes["agent_core.run.id"]).toBe(runId);
+  });
+
+  it("an aborted run: the abort as a span event, error status on the run and on the call it cut short", async () => {
+    let agent: Agent | undefined;
+    const waiting = defineTool({
+      name: "wait",
+      description: "Waits until aborted.",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener("abort", () => reject(signal.reason));
+          agent?.abort();
+        }),
+    });
+    agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("wait", {}, { id: "w1" })]]),
+      tools: [waiting],
+    });
+    const { stopReason } = await agent.prompt("wait").result();
+    expect(stopReason).toBe("aborted");
+
+    const [run] = spansNamed("invoke_agent");
+    expect(eventNames(run as ReadableSpan)).toContain("agent_core.abort");
+    expect(run?.status).toMatchObject({ code: SpanStatusCode.ERROR });
+    expect(run?.attributes).toMatchObject({ "agent_core.stop_reason": "aborted", "error.type": "aborted" });
+    const [tool] = spansNamed("execute_tool");
+    expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(tool?.attributes["agent_core.tool.status"]).toBe("aborted");
+  });
+
+  it("a model call aborted mid-stream ends its span with the error", async () => {
+    const agent = tracedAgent({ provider: scriptedModel([[script.text("Thinking…"), script.hang()]]) });
+    const run = agent.prompt("hang");
+    setTimeout(() => agent.abort(), 10);
+    await run.result();
+
+    const [chat] = spansNamed("chat");
+    expect(chat?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(chat?.attributes["error.type"]).toBe("aborted");
+    expect(eventNames(chat as ReadableSpan)).toContain("exception");
+  });
+
+  it("steering is a span event of the turn", async () => {
+    let agent: Agent | undefined;
+    const steeredAdd = defineTool({
+      name: "add",
+      description: "Adds two numbers.",
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      execute: ({ a, b }) => {
+        if (a === 1) agent?.steer("Actually, use 16 instead of 15");
+        return a + b;
+      },
+    });
+    agent = tracedAgent({
+      provider: scriptedModel([
+        [
+          script.toolCall("add", { a: 1, b: 2 }, { id: "c1" }),
+          script.toolCall("add", { a: 3, b: 4 }, { id: "c2" }),
+        ],
+        [script.text("ok")],
+      ]),
+      tools: [steeredAdd],
+    });
+    await agent.prompt("add").result();
+
+    const [turn] = spansNamed("agent_core.turn");
+    const steering = turn?.events.find((event) => event.name === "agent_core.steering_applied");
+    expect(steering?.attributes).toEqual({ "agent_core.messages": 1 });
+    // The skipped call never ran: it has no span.
+    expect(spansNamed("execute_tool").map((span) => span.attributes["gen_ai.tool.call.id"])).toEqual(["c1"]);
+  });
+
+  it("a tool error sets the tool span's status; the run goes on", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("failing", {}, { id: "f1" })], [script.text("It failed.")]]),
+      tools: [failing],
+    });
+    await agent.prompt("try").result();
+
+    const [tool] = spansNamed("execute_tool");
+    expect(tool?.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: expect.stringContaining("the disk is full"),
+    });
+    expect(tool?.attributes).toMatchObject({ "agent_core.tool.status": "error", "error.type": "error" });
+    expect(spansNamed("invoke_agent")[0]?.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it("a tool past its time limit: status error and a timeout span event", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("slow_add", { a: 1, b: 2 }, { id: "t1" })],
+        [script.text("slow")],
+      ]),
+      tools: [slowAdd],
+      timeouts: { toolMs: 1 },
+    });
+    await agent.prompt("add").result();
+
+    const [tool] = spansNamed("execute_tool");
+    expect(tool?.attributes["agent_core.tool.status"]).toBe("timeout");
+    expect(eventNames(tool as ReadableSpan)).toContain("agent_core.timeout");
+    expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it("a follow-up opens a second turn span, with a follow-up event", async () => {
+    const agent = tracedAgent({ provider: scriptedModel([[script.text("one")], [script.text("two")]]) });
+    agent.followUp("and then?");
+    await agent.prompt("first").result();
+
+    const turns = spansNamed("agent_core.turn");
+    expect(turns.map((span) => span.attributes["agent_core.turn"])).toEqual([1, 2]);
+    expect(eventNames(turns[1] as ReadableSpan)).toEqual(["agent_core.follow_up"]);
+  });
+
+  it("a stall nudge is a span event of the turn", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("add", { a: 1, b: 2 }, { id: "n1" })],
+        [script.toolCall("add", { a: 1, b: 2 }, { id: "n2" })],
+        [script.text("3")],
+      ]),
+      tools: [add],
+    });
+    await agent.prompt("add").result();
+
+    const [turn] = spansNamed("agent_core.turn");
+    const nudge = turn?.events.find((event) => event.name === "agent_core.nudge");
+    expect(nudge?.attributes).toMatchObject({ "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "n2" });
+  });
+
+  it("context truncation is a span event of the turn", async () => {
+    const big = defineTool({
+      name: "fetch",
+      description: "Fetches a page.",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n}:${"x".repeat(4000)}`,
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("fetch", { n: 1 })],
+        [script.toolCall("fetch", { n: 2 })],
+        [script.toolCall("fetch", { n: 3 })],
+        [script.text("done")],
+      ]),
+      tools: [big],
+      contextBudget: { maxTokens: 2500 },
+    });
+    await agent.prompt("fetch three pages").result();
+
+    const [turn] = spansNamed("agent_core.turn");
+    const truncated = turn?.events.filter((event) => event.name === "agent_core.context_truncated") ?? [];
+    expect(truncated.length).toBeGreaterThan(0);
+    expect(truncated[0]?.attributes).toEqual({
+      "agent_core.dropped_messages": expect.any(Number),
+      "agent_core.estimated_tokens": expect.any(Number),
+    });
+  });
+
+  it("what a tool traces itself nests under the tool's span", async () => {
+    const tracer = provider.getTracer("app");
+    const traced = defineTool({
+      name: "lookup",
+      description: "Looks something up.",
+      inputSchema: z.object({}),
+      execute: () =>
+        tracer.startActiveSpan("db.query", (span) => {
+          span.end();
+          return "found";
+        }),
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("lookup", {}, { id: "l1" })], [script.text("found")]]),
+      tools: [traced],
+    });
+    await agent.prompt("look").result();
+
+    const [query] = spansNamed("db.query");
+    const [tool] = spansNamed("execute_tool");
+    expect(query?.parentSpanContext?.spanId).toBe(tool?.spanContext().spanId);
+  });
+});
+
+describe("enabling tracing", () => {
+  it("by default the runs trace to the global tracer provider, once one is registered", async () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    await agent().prompt("before").result();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+
+    trace.setGlobalTracerProvider(provider);
+    try {
+      await agent().prompt("during").result();
+      expect(outline(spanTree())).toEqual(["invoke_agent", "  agent_core.turn", "    chat scripted-model"]);
+    } finally {
+      trace.disable();
+    }
+    exporter.reset();
+    await agent().prompt("after").result();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it("noTracing turns it off for an agent", async () => {
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(TRACING, noTracing);
+    trace.setGlobalTracerProvider(provider);
+    try {
+      await new Agent({ provider: scriptedModel([[script.text("hi")]]), container }).prompt("hi").result();
+    } finally {
+      trace.disable();
+    }
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it("a run under an active span (an HTTP request's) is its child", async () => {
+    const agent = tracedAgent({ provider: scriptedModel([[script.text("hi")]]) });
+    const request = provider.getTracer("app").startSpan("POST /runs");
+    await context.with(trace.setSpan(context.active(), request), () => agent.prompt("hi").result());
+    request.end();
+    expect(outline(spanTree())).toEqual([
+      "POST /runs",
+      "  invoke_agent",
+      "    agent_core.turn",
+      "      chat scripted-model",
+    ]);
+  });
+});
