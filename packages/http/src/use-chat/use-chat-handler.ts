@@ -112,7 +112,10 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         return await post(request);
       } catch (error) {
         if (error instanceof HttpError) return error.toResponse();
-        console.error("agent-core http: a useChat request failed", error);
+        config.logger.error(
+          { err: error, method: request.method, url: request.url },
+          "agent-core http: a useChat request failed",
+        );
         return new HttpError(500, "internal", "The server failed to answer this request.").toResponse();
       }
     },

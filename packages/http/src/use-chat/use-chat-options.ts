@@ -1,4 +1,4 @@
-import { type Agent, InvalidConfigError } from "@agent-core/core";
+import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { AgentRequest, Principal, RateLimit } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
@@ -21,6 +21,8 @@ export interface UseChatHandlerOptions {
   rateLimit?: RateLimit | false;
   /** The clock (default `Date.now`). */
   now?: () => number;
+  /** Where the handler's log lines go (a post that failed; a pino logger fits). Default: silent. */
+  logger?: Logger;
 }
 
 /** The options with their defaults, checked once when the handler is made. */
@@ -29,6 +31,8 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
     throw new InvalidConfigError("agent must be a function returning an Agent.");
   if (typeof options.authorize !== "function")
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
+  if (options.logger !== undefined && !isLogger(options.logger))
+    throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
   const positive = (name: string, value: number | undefined, fallback: number) => {
     if (value === undefined) return fallback;
     if (typeof value !== "number" || !(value > 0))
@@ -41,5 +45,6 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
     maxMessages: positive("maxMessages", options.maxMessages, 1_000),
     now: options.now ?? Date.now,
+    logger: options.logger ?? silentLogger,
   };
 }
