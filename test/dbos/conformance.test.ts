@@ -15,10 +15,7 @@ let runtime: DurableRuntime;
 
 beforeAll(async () => {
   postgres = await startPostgres();
-  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
-  await admin.connect();
-  await admin.query("CREATE DATABASE agent_core_conformance");
-  await admin.end();
+  await postgres.createDatabase("agent_core_conformance");
   runtime = new DurableRuntime({ databaseUrl: postgres.url("agent_core_conformance"), agents: {} });
   await runtime.launch();
 }, 60_000);

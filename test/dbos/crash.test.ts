@@ -18,10 +18,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   postgres = await startPostgres();
   databaseUrl = postgres.url("agent_core_test");
-  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
-  await admin.connect();
-  await admin.query("CREATE DATABASE agent_core_test");
-  await admin.end();
+  await postgres.createDatabase("agent_core_test");
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   // Made by the workers too; made here first so the test can watch it from the start.
   await new EventStore(pool).createTable();

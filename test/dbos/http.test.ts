@@ -48,10 +48,7 @@ function startServer(executorId: string): Promise<Server> {
 beforeAll(async () => {
   postgres = await startPostgres();
   databaseUrl = postgres.url("agent_core_http");
-  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
-  await admin.connect();
-  await admin.query("CREATE DATABASE agent_core_http");
-  await admin.end();
+  await postgres.createDatabase("agent_core_http");
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   await new EventStore(pool).createTable();
 }, 60_000);

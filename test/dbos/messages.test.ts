@@ -2,7 +2,6 @@ import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
@@ -67,10 +66,7 @@ const lingering: Orchestrator = {
 
 beforeAll(async () => {
   postgres = await startPostgres();
-  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
-  await admin.connect();
-  await admin.query("CREATE DATABASE agent_core_messages");
-  await admin.end();
+  await postgres.createDatabase("agent_core_messages");
   runtime = new DurableRuntime({
     databaseUrl: postgres.url("agent_core_messages"),
     agents: {

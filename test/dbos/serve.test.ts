@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { AgentEvent } from "@agent-core/core";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
@@ -15,10 +14,7 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   postgres = await startPostgres();
   databaseUrl = postgres.url("agent_core_serve");
-  const admin = new pg.Client({ connectionString: postgres.url("postgres") });
-  await admin.connect();
-  await admin.query("CREATE DATABASE agent_core_serve");
-  await admin.end();
+  await postgres.createDatabase("agent_core_serve");
 }, 60_000);
 
 afterAll(() => {

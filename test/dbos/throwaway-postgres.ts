@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 
 // A PostgreSQL cluster of the tests' own, in a temp folder, on a free loopback port: Debian's
 // server binaries (`initdb`, `pg_ctl`), fsync off. As root, the cluster runs as `postgres`.
@@ -14,6 +15,8 @@ const binDir = () => BIN_DIRS.find((dir) => existsSync(join(dir, "initdb")));
 export interface ThrowawayPostgres {
   /** `postgres://postgres@127.0.0.1:<port>/<database>` */
   url(database: string): string;
+  /** Creates an empty database; returns its URL. */
+  createDatabase(name: string): Promise<string>;
   stop(): void;
 }
 
@@ -57,8 +60,19 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
     "-w",
     "start",
   ]);
+  const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   return {
-    url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    url,
+    async createDatabase(name) {
+      const admin = new pg.Client({ connectionString: url("postgres") });
+      await admin.connect();
+      try {
+        await admin.query(`CREATE DATABASE ${name}`);
+      } finally {
+        await admin.end();
+      }
+      return url(name);
+    },
     stop: () => {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
