@@ -467,6 +467,38 @@ describe('clientTools: "suspend"', () => {
   });
 });
 
+describe("a new prompt while a batch waits for an approval, with a client call in it", () => {
+  // Found by the race suite (client tools in its timelines): the resumed batch suspended again for
+  // the client call the approval had held back, and the new prompt never reached the history.
+  it("fails the held-back client call and goes on with the prompt", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("calculator", { a: 1, b: 2 }, { id: "s1" }),
+        script.toolCall("read_page", { selector: "h1" }, { id: "c1" }),
+      ],
+      [script.text("Noted.")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [readPage, calculator],
+      clientTools: "suspend",
+      beforeToolCall: ({ call }) => (call.name === "calculator" ? { requireApproval: true } : undefined),
+    });
+    const first = await agent.prompt("add, then read").result();
+    expect(first.stopReason).toBe("awaiting_approval");
+    const next = await agent.prompt("never mind").result();
+    expect(next.stopReason).toBe("completed");
+    expect(next.text).toBe("Noted.");
+    const results = next.messages.filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.status, m.content])).toEqual([
+      ["s1", "denied", expect.stringContaining("not approved before the conversation went on")],
+      ["c1", "error", expect.stringContaining("no result arrived before the conversation went on")],
+    ]);
+    expect(next.messages.some((m) => m.role === "user" && m.content === "never mind")).toBe(true);
+    expect(validateTranscript(next.messages)).toEqual([]);
+  });
+});
+
 describe("what stays as it was for server tools", () => {
   it("a server tool that times out gets its timeout result and no error event", async () => {
     const slow = defineTool({

@@ -20,7 +20,8 @@ export type ToolAct =
 export type HookDelay = "none" | "slow" | "hang";
 
 export interface CallSpec {
-  tool: "work" | "serial" | "missing";
+  /** `page`: a client tool, answered by a `submit` of the timeline (or not at all). */
+  tool: "work" | "serial" | "missing" | "page";
   act: ToolAct;
   ms: number;
   thrown: number;
@@ -62,7 +63,9 @@ export type Action =
   | { kind: "steer"; at: number }
   | { kind: "followUp"; at: number }
   | { kind: "approve"; at: number; which: number }
-  | { kind: "deny"; at: number; which: number };
+  | { kind: "deny"; at: number; which: number }
+  /** `agent.submitToolResult()` for one of `agent.pendingClientTools`: a result, or an error. */
+  | { kind: "submit"; at: number; which: number; error: boolean };
 
 export interface Setup {
   maxConcurrency: number;
@@ -76,6 +79,9 @@ export interface Setup {
   hooks: boolean;
   /** Every run still going is aborted here, so every case ends (a tool may hang forever). */
   finalAbortAt: number;
+  /** How runs wait for client (`page`) tools, and for how long (`timeouts.clientToolMs`). */
+  clientTools: "wait" | "suspend";
+  clientToolMs: number | undefined;
 }
 
 export interface RaceCase {
@@ -101,7 +107,12 @@ const weighted = <T>(...choices: [number, T][]): fc.Arbitrary<T> =>
 
 const callSpec = (mode: Mode): fc.Arbitrary<CallSpec> =>
   fc.record({
-    tool: weighted<CallSpec["tool"]>([8, "work"], [mode === "sequential" ? 1 : 3, "serial"], [1, "missing"]),
+    tool: weighted<CallSpec["tool"]>(
+      [8, "work"],
+      [mode === "sequential" ? 1 : 3, "serial"],
+      [1, "missing"],
+      [2, "page"],
+    ),
     act: weighted<ToolAct>(
       [4, "ok"],
       [4, "slow"],
@@ -190,6 +201,15 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("followUp" as const), at }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("approve" as const), at, which: fc.nat(3) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("deny" as const), at, which: fc.nat(3) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("submit" as const),
+      at,
+      which: fc.nat(3),
+      error: weighted([4, false], [1, true]),
+    }),
+  },
 );
 
 const setup: fc.Arbitrary<Setup> = fc.record({
@@ -202,6 +222,8 @@ const setup: fc.Arbitrary<Setup> = fc.record({
   stall: weighted([3, true], [1, false]),
   hooks: weighted([3, true], [1, false]),
   finalAbortAt: fc.integer({ min: TIMELINE_MS + 1, max: TIMELINE_MS + 20 }),
+  clientTools: fc.constantFrom("wait" as const, "suspend" as const),
+  clientToolMs: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined, freq: 2 }),
 });
 
 export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {

@@ -38,7 +38,7 @@ export const DRAIN_TEXT = "[drain]";
 export interface RunRecord {
   /** `prompt 2`, `approval 1`, `drain`. */
   label: string;
-  kind: "prompt" | "approval" | "drain";
+  kind: "prompt" | "approval" | "resumed" | "drain";
   /** The prompt's text (unique in the case). */
   text: string | undefined;
   run: AgentRun;
@@ -257,6 +257,7 @@ function buildTools(raceCase: RaceCase, state: CaseState) {
   return [
     defineTool({ name: "work", description, inputSchema: toolArgs, execute }),
     defineTool({ name: "serial", description, inputSchema: toolArgs, execute, sequential: true }),
+    defineTool({ name: "page", description, inputSchema: toolArgs, execution: "client" }),
   ];
 }
 
@@ -294,7 +295,8 @@ function buildAgent(raceCase: RaceCase, state: CaseState, provider: ReturnType<t
     provider,
     tools: buildTools(raceCase, state),
     limits: { maxCycles: setup.maxCycles, abortGraceMs: setup.abortGraceMs },
-    timeouts: { toolMs: setup.toolMs, chunkMs: setup.chunkMs },
+    timeouts: { toolMs: setup.toolMs, chunkMs: setup.chunkMs, clientToolMs: setup.clientToolMs },
+    clientTools: setup.clientTools,
     stall: setup.stall ? {} : false,
     ...(setup.hooks ? buildHooks(state) : {}),
     ...(mode === "parallel" ? { toolExecution: "parallel", maxConcurrency: setup.maxConcurrency } : {}),
@@ -358,7 +360,7 @@ async function drive(raceCase: RaceCase): Promise<Observation> {
     const record = observation.runs.find((candidate) => candidate.run.runId === event.runId);
     if (record) record.startedAt = Date.now();
   });
-  const counters = { prompt: 0, approval: 0, steer: 0, followUp: 0 };
+  const counters = { prompt: 0, approval: 0, resumed: 0, steer: 0, followUp: 0 };
   const now = () => Date.now() - EPOCH;
 
   const track = (run: AgentRun, kind: RunRecord["kind"], label: string, text?: string, totalMs?: number) => {
@@ -431,6 +433,16 @@ async function drive(raceCase: RaceCase): Promise<Observation> {
           const next =
             action.kind === "approve" ? agent.approve(id) : agent.deny(id, "the fuzz case says no");
           if (next) track(next, "approval", `approval ${++counters.approval}`);
+          return;
+        }
+        case "submit": {
+          const pending = agent.pendingClientTools;
+          const id = pending[action.which % Math.max(1, pending.length)]?.toolCallId;
+          if (id === undefined) return log("submit: nothing pending");
+          const outcome = action.error ? { error: "the page failed" } : { result: "from the page" };
+          log(`submitToolResult(${JSON.stringify(id)}, ${JSON.stringify(outcome)})`);
+          const next = agent.submitToolResult(id, outcome);
+          if (next) track(next, "resumed", `resumed ${++counters.resumed}`);
           return;
         }
       }

@@ -36,6 +36,8 @@ const calmCase: RaceCase = {
     stall: true,
     hooks: false,
     finalAbortAt: 41,
+    clientTools: "wait",
+    clientToolMs: undefined,
   },
   replies: [
     { chunks: [{ text: "Let me look", pauseMs: 1 }], calls: [call("ok"), call("slow", 3)], ending: "finish" },

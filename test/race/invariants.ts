@@ -116,14 +116,15 @@ export const oneResultPerCall: Check = (observation) =>
   });
 
 /**
- * The history an ended run leaves: whole, except the calls waiting for approval (by design). A run
+ * The history an ended run leaves: whole, except the calls waiting for approval or for a client
+ * tool's result (by design). A run
  * aborted while queued reports the history as the last finished run left it, which may be such a
  * wait too: its trailing unanswered calls are exempt as well (it added nothing itself).
  */
 function endedHistory(result: RunResult): { messages: AgentMessage[]; problems: string[] } {
   const neverRan = result.stopReason === "aborted" && result.newMessages.length === 0;
-  if (result.stopReason !== "awaiting_approval" && !neverRan)
-    return { messages: result.messages, problems: [] };
+  const waits = result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool";
+  if (!waits && !neverRan) return { messages: result.messages, problems: [] };
   const last = result.messages.findLastIndex((message) => message.role === "assistant");
   if (neverRan) {
     const tail = result.messages.slice(last + 1);
@@ -132,13 +133,15 @@ function endedHistory(result: RunResult): { messages: AgentMessage[]; problems: 
   }
   const content = (result.messages[last]?.content ?? []) as { type: string; id?: string }[];
   const ids = new Set(content.filter((part) => part.type === "toolCall").map((part) => part.id));
-  const pending = result.pendingApprovals ?? [];
+  const pending = [...(result.pendingApprovals ?? []), ...(result.pendingClientTools ?? [])];
   const problems = pending
     .filter((call) => !ids.has(call.toolCallId))
     .map((call) => `pending call "${call.toolCallId}" is not one of the last assistant message's calls`);
-  if (pending.length === 0) problems.push("awaiting_approval without pendingApprovals");
+  const listed =
+    result.stopReason === "awaiting_approval" ? result.pendingApprovals : result.pendingClientTools;
+  if ((listed ?? []).length === 0) problems.push(`${result.stopReason} without its pending calls`);
   if (result.messages.slice(last + 1).some((message) => message.role !== "toolResult"))
-    problems.push("messages follow the calls waiting for approval");
+    problems.push("messages follow the calls waiting for approval or a client tool");
   return { messages: result.messages.slice(0, last), problems };
 }
 

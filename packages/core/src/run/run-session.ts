@@ -108,7 +108,13 @@ export class RunSession {
 
   async #resumeThenRun(resume: PendingDecisions): Promise<void> {
     const { calls } = resume.suspension;
-    const outcome = await this.#services.runBatch(calls, { interruptOnSteering: false }, resumeWith(resume));
+    // A prompt's run (not one that only resumes) takes the conversation on past the batch.
+    const goesOn = this.#start.input.length > 0;
+    const outcome = await this.#services.runBatch(
+      calls,
+      { interruptOnSteering: false },
+      resumeWith(resume, goesOn),
+    );
     if (outcome.kind === "suspended") this.suspended(outcome.suspension);
     else await this.#runOrchestrator();
   }

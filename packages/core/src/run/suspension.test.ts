@@ -72,6 +72,17 @@ describe("resumeWith: client calls", () => {
     expect([...clientWaits.results.keys()]).toEqual(["b"]);
   });
 
+  it("when the conversation goes on, every call of the batch still without a result fails", () => {
+    const { results } = resumeWith(clientWaits, true);
+    expect([...results]).toEqual([
+      ["b", { result: "B" }],
+      ["a", { error: "no result arrived before the conversation went on" }],
+      ["free", { error: "no result arrived before the conversation went on" }],
+    ]);
+    // Only resuming (approve(), submitToolResult()): a call no wait names keeps no outcome.
+    expect(resumeWith(clientWaits, false).results.has("free")).toBe(false);
+  });
+
   it("names the ending: awaiting_client_tool for client waits, awaiting_approval once any approval waits", () => {
     expect(awaitingOf(clientWaits.suspension)).toBe("awaiting_client_tool");
     expect(awaitingOf(pending([]).suspension)).toBe("awaiting_approval");

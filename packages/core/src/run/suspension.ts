@@ -44,17 +44,26 @@ export interface Resumed {
   results: ReadonlyMap<string, ClientToolOutcome>;
 }
 
-/** Every wait gets its answer: undecided approvals are denied, unanswered client calls fail. */
-export function resumeWith(pending: PendingDecisions): Resumed {
+/**
+ * Every wait gets its answer: undecided approvals are denied, unanswered client calls fail. When
+ * the conversation goes on (a new prompt resumes the batch), every call of the batch still without
+ * a result fails too: a client call the approvals held back must not suspend the batch again, or
+ * the new prompt would never reach the history.
+ */
+export function resumeWith(pending: PendingDecisions, conversationGoesOn = false): Resumed {
   const decisions = new Map(pending.decisions);
   const results = new Map(pending.results);
   for (const [id, wait] of pending.suspension.waits)
     if (wait.kind === "approval" && !decisions.has(id))
       decisions.set(id, { approved: false, reason: "not approved before the conversation went on" });
-    else if (wait.kind === "client" && !results.has(id))
-      results.set(id, { error: "no result arrived before the conversation went on" });
+    else if (wait.kind === "client" && !results.has(id)) results.set(id, NO_RESULT);
+  // A server tool's call ignores its entry; a client tool's takes it as its outcome.
+  if (conversationGoesOn)
+    for (const call of pending.suspension.calls) if (!results.has(call.id)) results.set(call.id, NO_RESULT);
   return { decisions, results };
 }
+
+const NO_RESULT: ClientToolOutcome = { error: "no result arrived before the conversation went on" };
 
 /** The kind of ending a suspension makes. */
 export function awaitingOf(suspension: Suspension): "awaiting_approval" | "awaiting_client_tool" {
