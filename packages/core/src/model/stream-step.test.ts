@@ -1,7 +1,8 @@
-import type {
-  LanguageModelV4,
-  LanguageModelV4CallOptions,
-  LanguageModelV4StreamPart,
+import {
+  APICallError,
+  type LanguageModelV4,
+  type LanguageModelV4CallOptions,
+  type LanguageModelV4StreamPart,
 } from "@ai-sdk/provider";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AbortedError, ProviderError, TimeoutError } from "../errors.js";
@@ -275,5 +276,198 @@ describe("streamModelStep with a provider that breaks the v4 contract", () => {
     expect(error).toMatchObject({ kind: "firstChunk" });
     respond({ notAStream: true });
     await expectNoUnhandledRejection();
+  });
+});
+
+describe("streamModelStep reads the v4 stream part by part", () => {
+  const text = (delta: string): LanguageModelV4StreamPart => ({ type: "text-delta", id: "t", delta });
+  const reasoning = (delta: string): LanguageModelV4StreamPart => ({
+    type: "reasoning-delta",
+    id: "r",
+    delta,
+  });
+  const toolCall = (id: string, input: string, providerExecuted?: boolean): LanguageModelV4StreamPart => ({
+    type: "tool-call",
+    toolCallId: id,
+    toolName: "t",
+    input,
+    ...(providerExecuted ? { providerExecuted } : {}),
+  });
+  const run = (
+    parts: LanguageModelV4StreamPart[],
+    request: Partial<Parameters<typeof streamModelStep>[0]> = {},
+  ) =>
+    streamModelStep({
+      model: modelOf(async () => ({ stream: closedStream(parts) })),
+      prompt: [],
+      tools: [],
+      abortScope: new AbortScope(),
+      retry: noRetry,
+      ...request,
+    });
+
+  it("offers the tools, with or without settings, and no `tools` key when there are none", async () => {
+    const tool = { type: "function" as const, name: "t", description: "t", inputSchema: {} };
+    const seen: LanguageModelV4CallOptions[] = [];
+    const model = modelOf(async (options) => {
+      seen.push(options);
+      return { stream: closedStream([finish]) };
+    });
+    const scope = new AbortScope();
+    const base = { model, prompt: [], abortScope: scope, retry: noRetry };
+    await streamModelStep({ ...base, tools: [tool], settings: { temperature: 0.5 } });
+    await streamModelStep({ ...base, tools: [], settings: { temperature: 0.5 } });
+    await streamModelStep({ ...base, tools: [tool] });
+    await streamModelStep({ ...base, tools: [] });
+    expect(seen.map((options) => [options.temperature, options.tools])).toEqual([
+      [0.5, [tool]],
+      [0.5, undefined],
+      [undefined, [tool]],
+      [undefined, undefined],
+    ]);
+    expect(seen.map((options) => "tools" in options)).toEqual([true, false, true, false]);
+    for (const options of seen) expect(options.abortSignal).toBe(scope.signal);
+  });
+
+  it("reads tool arguments: JSON parsed, blank as no arguments, anything else kept as text", async () => {
+    const result = await run([
+      toolCall("a", '{"x":1}'),
+      toolCall("b", ""),
+      toolCall("c", "   "),
+      toolCall("d", "not json"),
+      toolCall("e", "[1,2]"),
+      toolCall("server", "{}", true),
+      finish,
+    ]);
+    expect(result.toolCalls.map((call) => [call.id, call.args])).toEqual([
+      ["a", { x: 1 }],
+      ["b", {}],
+      ["c", {}],
+      ["d", "not json"],
+      ["e", [1, 2]],
+    ]);
+    // A call the provider ran itself is neither a call to run nor a block of the message.
+    expect(result.content.map((block) => (block.type === "toolCall" ? block.id : block.type))).toEqual([
+      "a",
+      "b",
+      "c",
+      "d",
+      "e",
+    ]);
+  });
+
+  it("keeps reasoning and text apart, in their order, skipping empty deltas, and passes them on", async () => {
+    const onText = vi.fn();
+    const onReasoning = vi.fn();
+    const result = await run(
+      [
+        reasoning(""),
+        reasoning("Let me "),
+        reasoning("think."),
+        text(""),
+        text("Hi"),
+        reasoning("More."),
+        text("!"),
+        finish,
+      ],
+      { onText, onReasoning },
+    );
+    expect(result.content).toEqual([
+      { type: "thinking", text: "Let me think." },
+      { type: "text", text: "Hi" },
+      { type: "thinking", text: "More." },
+      { type: "text", text: "!" },
+    ]);
+    expect(onReasoning.mock.calls.map(([delta]) => delta)).toEqual(["Let me ", "think.", "More."]);
+    expect(onText.mock.calls.map(([delta]) => delta)).toEqual(["Hi", "!"]);
+  });
+
+  it("reports no usage as zeros when the stream ends without a finish part", async () => {
+    const result = await run([text("cut short")]);
+    expect(result.usage).toEqual({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+  });
+
+  it("reads any stream with getReader and cancel, and refuses one without cancel", async () => {
+    const web = closedStream([text("ok"), finish]);
+    const lookalike = { getReader: () => web.getReader(), cancel: () => Promise.resolve() };
+    const read = await streamModelStep({
+      model: modelOf(async () => ({ stream: lookalike })),
+      prompt: [],
+      tools: [],
+      abortScope: new AbortScope(),
+      retry: noRetry,
+    });
+    expect(read.content).toEqual([{ type: "text", text: "ok" }]);
+    for (const stream of [{ getReader: () => web.getReader() }, { getReader: "no", cancel: () => {} }]) {
+      const error = await outcome(
+        streamModelStep({
+          model: modelOf(async () => ({ stream })),
+          prompt: [],
+          tools: [],
+          abortScope: new AbortScope(),
+          retry: noRetry,
+        }),
+      );
+      expect(error).toMatchObject({ message: expect.stringContaining("without a readable `stream`") });
+    }
+  });
+
+  it("an abort while the stream is read ends the call as aborted, not as a provider failure", async () => {
+    const feed = openStream([text("Hel")]);
+    const scope = new AbortScope();
+    const call = outcome(
+      step(
+        modelOf(async () => ({ stream: feed.stream })),
+        scope,
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    scope.abort(new Error("stop"));
+    expect(await call).toBeInstanceOf(AbortedError);
+  });
+
+  it("retries a retryable failure before anything was passed on, and says how often in its error", async () => {
+    const failing = (): LanguageModelV4StreamPart => ({
+      type: "error",
+      error: new APICallError({
+        message: "busy",
+        url: "u",
+        requestBodyValues: {},
+        statusCode: 503,
+        isRetryable: true,
+      }),
+    });
+    const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
+    let calls = 0;
+    const model = modelOf(async () => {
+      calls++;
+      return { stream: closedStream([failing()]) };
+    });
+    const error = await outcome(
+      streamModelStep({ model, prompt: [], tools: [], abortScope: new AbortScope(), retry }),
+    );
+    expect(calls).toBe(3);
+    expect(error).toMatchObject({ message: "The model call failed (after 2 retries): busy" });
+    calls = 0;
+    const once = await outcome(
+      streamModelStep({
+        model,
+        prompt: [],
+        tools: [],
+        abortScope: new AbortScope(),
+        retry: { ...retry, maxRetries: 1 },
+      }),
+    );
+    expect(once).toMatchObject({ message: "The model call failed (after 1 retry): busy" });
+    // Reasoning already passed on: the call is not made again (the listener saw its start).
+    calls = 0;
+    const forwarded = modelOf(async () => {
+      calls++;
+      return { stream: closedStream([reasoning("Hmm"), failing()]) };
+    });
+    await outcome(
+      streamModelStep({ model: forwarded, prompt: [], tools: [], abortScope: new AbortScope(), retry }),
+    );
+    expect(calls).toBe(1);
   });
 });
