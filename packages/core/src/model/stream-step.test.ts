@@ -9,7 +9,7 @@ import { AbortedError, ProviderError, TimeoutError } from "../errors.js";
 import { AbortScope } from "./abortable.js";
 import type { RetryOptions } from "./retry.js";
 import type { StepTimeouts } from "./step-watchdog.js";
-import { streamModelStep } from "./stream-step.js";
+import { type ModelStepResult, streamModelStep } from "./stream-step.js";
 
 const noRetry: RetryOptions = { maxRetries: 0, initialDelayMs: 0, maxDelayMs: 0 };
 
@@ -295,9 +295,9 @@ describe("streamModelStep reads the v4 stream part by part", () => {
   });
   const run = (
     parts: LanguageModelV4StreamPart[],
-    request: Partial<Parameters<typeof streamModelStep>[0]> = {},
+    request: { onText?: (delta: string) => void; onReasoning?: (delta: string) => void } = {},
   ) =>
-    streamModelStep({
+    streamModelStep<ModelStepResult>({
       model: modelOf(async () => ({ stream: closedStream(parts) })),
       prompt: [],
       tools: [],
