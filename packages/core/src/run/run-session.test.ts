@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { AbortedError, AwaitingApprovalError, OrchestratorError } from "../errors.js";
+import {
+  AbortedError,
+  AwaitingApprovalError,
+  AwaitingClientToolError,
+  OrchestratorError,
+} from "../errors.js";
 import { InvalidEventError } from "../events/event-registry.js";
 import type { AgentMessage } from "../messages.js";
 import type { ModelStepRequest } from "../model/stream-step.js";
@@ -419,6 +424,32 @@ describe("RunSession and its services, what the measured survivors showed untest
     expect(result.stopReason).toBe("awaiting_approval");
     expect(thrown).toBeInstanceOf(AwaitingApprovalError);
     expect((thrown as AwaitingApprovalError).calls).toEqual([{ id: "b", name: "echo", args: { text: "b" } }]);
+  });
+
+  it("tells the orchestrator which calls wait for their client (suspend mode), and only those", async () => {
+    const page = defineTool({
+      name: "page",
+      description: "Runs in the page",
+      inputSchema: z.object({ text: z.string() }),
+      execution: "client",
+    });
+    let thrown: unknown;
+    const catching = orchestrator(async (ctx) => {
+      await ctx.executeTools([call("a"), { id: "p", name: "page", args: { text: "p" } }]).catch((error) => {
+        thrown = error;
+      });
+    });
+    const s = sessionOf(
+      { orchestrator: catching },
+      { setup: { clientToolMode: "suspend", tools: new ToolRegistry([echoTool, page]) } },
+    );
+    s.transcript.append(assistantCalling([call("a"), { id: "p", name: "page", args: { text: "p" } }]));
+    const result = await s.session.execute();
+    expect(result.stopReason).toBe("awaiting_client_tool");
+    expect(thrown).toBeInstanceOf(AwaitingClientToolError);
+    expect((thrown as AwaitingClientToolError).calls).toEqual([
+      { id: "p", name: "page", args: { text: "p" } },
+    ]);
   });
 
   it("a run that suspends is not failed by an abort that came while it asked", async () => {
