@@ -12,16 +12,29 @@ import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 let postgres: ThrowawayPostgres;
 let runtime: DurableRuntime;
 
-/** Released by the test: the `wait` tool holds its run until then. */
-let release: () => void = () => {};
+/**
+ * The `wait` tool holds its run until the test calls `release()`, whether the tool started before
+ * or after (its `tool_call` is stored before it runs); `hold()` arms it for the next run.
+ */
+let released = false;
+let wake: () => void = () => {};
+const hold = () => {
+  released = false;
+};
+const release = () => {
+  released = true;
+  wake();
+};
 const wait = defineTool({
   name: "wait",
   description: "Waits for the test",
   inputSchema: z.object({}),
   execute: () =>
-    new Promise<string>((resolve) => {
-      release = () => resolve("waited");
-    }),
+    released
+      ? "waited"
+      : new Promise<string>((resolve) => {
+          wake = () => resolve("waited");
+        }),
 });
 
 /** Waits until its signal aborts (a cancelled run). */
@@ -102,6 +115,7 @@ const userTexts = (messages: AgentMessage[]) =>
 
 describe("steering and follow-ups of a durable run", () => {
   it("a steering message sent while a tool runs is delivered after the next model call", async () => {
+    hold();
     const run = await runtime.start("echo", "Wait, then answer.", { runId: "steered" });
     await untilEvent("steered", "tool_call");
     await runtime.steer("steered", "Also mind the budget.");
@@ -118,6 +132,7 @@ describe("steering and follow-ups of a durable run", () => {
   });
 
   it("a follow-up continues the run once it would stop", async () => {
+    hold();
     const run = await runtime.start("echo", "Wait, then answer.", { runId: "followed" });
     await untilEvent("followed", "tool_call");
     await runtime.followUp("followed", "And one more thing.");
@@ -129,6 +144,7 @@ describe("steering and follow-ups of a durable run", () => {
   });
 
   it("a follow-up sent while the last reply streams is taken by the same run", async () => {
+    hold();
     const run = await runtime.start("echo", "Wait, then answer slow.", { runId: "streaming" });
     await untilEvent("streaming", "tool_call");
     release();
