@@ -59,6 +59,37 @@ describe("compileJsonSchema", () => {
     expect(prefixed([1])).toEqual([{ path: [0], message: "must be string" }]);
   });
 
+  it("reads 2019-09 when $schema says so: its own keywords apply", () => {
+    // `dependentRequired` is 2019-09's; draft-07 does not know it and would ignore it.
+    const schema = {
+      type: "object",
+      properties: { card: { type: "string" }, cvc: { type: "string" } },
+      dependentRequired: { card: ["cvc"] },
+    };
+    const issue = [{ path: [], message: "must have property cvc when property card is present" }];
+    expect(
+      compileJsonSchema({ $schema: "https://json-schema.org/draft/2019-09/schema", ...schema } as never)({
+        card: "4111",
+      }),
+    ).toEqual(issue);
+    expect(compileJsonSchema(schema as never)({ card: "4111" })).toEqual([]);
+  });
+
+  it("turns array indexes in a path into numbers, and only those", () => {
+    const keyed = compileJsonSchema({
+      type: "object",
+      additionalProperties: { type: "array", items: { type: "number" } },
+    });
+    // A segment of digits without a leading zero reads as an index (a key "10" too: a pointer
+    // does not say which); "01", "1x" and "x1" stay keys. (Integer-like keys come first in an object.)
+    expect(keyed({ "01": ["x"], "1x": ["x"], x1: ["x"], "10": ["x"] })).toEqual([
+      { path: [10, 0], message: "must be number" },
+      { path: ["01", 0], message: "must be number" },
+      { path: ["1x", 0], message: "must be number" },
+      { path: ["x1", 0], message: "must be number" },
+    ]);
+  });
+
   it("ignores unknown keywords and formats, as annotations", () => {
     const validate = compileJsonSchema({
       type: "object",
