@@ -355,7 +355,6 @@ export class Agent {
         ? undefined
         : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
     const config = this.#config;
-    const _container = this.container;
     const transcript = this.#transcript.writer();
     const { clock, modelStep, toolRunner } = this.#services();
     const observer = this.#observe(run, abortScope);
