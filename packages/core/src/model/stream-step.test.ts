@@ -253,6 +253,17 @@ describe("streamModelStep with a provider that breaks the v4 contract", () => {
       "The model's doStream() resolved to undefined, not an object with a readable `stream`.",
     ],
     [
+      "a promise of null",
+      async () => null,
+      "The model's doStream() resolved to null, not an object with a readable `stream`.",
+    ],
+    ["null", () => null, "The model's doStream() returned a non-promise value of type null."],
+    [
+      "a promise of an object whose stream is null",
+      async () => ({ stream: null }),
+      "The model's doStream() returned an object without a readable `stream` (keys: stream).",
+    ],
+    [
       "a synchronous throw",
       () => {
         throw new Error("boom");
@@ -380,6 +391,21 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     ]);
     expect(onReasoning.mock.calls.map(([delta]) => delta)).toEqual(["Let me ", "think.", "More."]);
     expect(onText.mock.calls.map(([delta]) => delta)).toEqual(["Hi", "!"]);
+  });
+
+  it("keeps reasoning without an onReasoning callback, and text without onText", async () => {
+    const result = await run([reasoning("Hmm."), text("Yes."), finish]);
+    expect(result.content).toEqual([
+      { type: "thinking", text: "Hmm." },
+      { type: "text", text: "Yes." },
+    ]);
+  });
+
+  it("reports the model id the response names, else the model's own", async () => {
+    const served = await run([{ type: "response-metadata", id: "resp-1", modelId: "served-model" }, finish]);
+    expect(served.modelId).toBe("served-model");
+    const unnamed = await run([{ type: "response-metadata", id: "resp-2" }, finish]);
+    expect(unnamed.modelId).toBe("test-model");
   });
 
   it("reports no usage as zeros when the stream ends without a finish part", async () => {

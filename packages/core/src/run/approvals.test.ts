@@ -77,6 +77,15 @@ describe("askBeforeToolCall", () => {
     expect(suspension).toBeUndefined();
   });
 
+  it("a resumed batch whose undecided call now needs approval suspends again, keeping the decisions", async () => {
+    const { hook } = hookOf({ c: { requireApproval: true } });
+    const decided = new Map<string, ApprovalDecision>([["a", { approved: true }]]);
+    const calls = [call("a"), call("c")];
+    const { suspension } = await askBeforeToolCall(calls, hook, decided, contextOf, () => false);
+    expect([...(suspension?.waits ?? [])]).toStrictEqual([["c", { kind: "approval" }]]);
+    expect(suspension?.decided).toBe(decided);
+  });
+
   it("stops asking once the run has ended, and then suspends nothing", async () => {
     let ended = false;
     const asked: string[] = [];
@@ -127,6 +136,18 @@ describe("askBeforeToolCall with tools that declare needsApproval", () => {
     expect([...(suspension?.waits ?? [])]).toStrictEqual([["b", { kind: "approval" }]]);
     expect(amountOver100.mock.calls.map(([args]) => args)).toEqual([{ amount: 5 }, { amount: 500 }]);
     expect(amountOver100.mock.calls[0]?.[1]).toMatchObject({ runId: "run", call: calls[0] });
+  });
+
+  it("waits on every call of a tool whose needsApproval is true, and on none when it is false", async () => {
+    const always = defineTool({ ...pay, name: "always", needsApproval: true });
+    const never = defineTool({ ...pay, name: "never", needsApproval: false });
+    const calls = [payCall("a", { amount: 1 }), payCall("b", { amount: 1 })];
+    const toolOf = (call: ToolCall): ToolCallContext => ({
+      ...contextOf(call),
+      tool: call.id === "a" ? always : never,
+    });
+    const { suspension } = await askBeforeToolCall(calls, undefined, undefined, toolOf, () => false);
+    expect([...(suspension?.waits ?? [])]).toStrictEqual([["a", { kind: "approval" }]]);
   });
 
   it("lets beforeToolCall speak first: its block and its reason win", async () => {

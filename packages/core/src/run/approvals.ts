@@ -58,8 +58,10 @@ const APPROVAL: BeforeToolCallResult = { requireApproval: true };
 /** The tool's `needsApproval`; a function is asked only about arguments that pass the schema. */
 async function toolNeedsApproval(context: ToolCallContext): Promise<boolean> {
   const { tool, call } = context;
-  const needsApproval = tool?.needsApproval;
-  if (tool === undefined || typeof needsApproval !== "function") return needsApproval === true;
+  // A call of a tool the registry does not know is answered with an error, never run.
+  if (tool === undefined) return false;
+  const { needsApproval } = tool;
+  if (typeof needsApproval !== "function") return needsApproval === true;
   const parsed = await parseArgs(tool.inputSchema, call.args);
   return parsed.success && Boolean(await needsApproval(parsed.data, context));
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent, OrchestratorEvent } from "../events/schemas.js";
+import type { RunObserver } from "../observe/run-observer.js";
 import { EventPublisher } from "./event-publisher.js";
 import type { Clock, EventSink } from "./services.js";
 
@@ -105,6 +106,25 @@ describe("EventPublisher", () => {
     ]);
     expect(["a", "b", "c"].some((id) => events.announced(id))).toBe(false);
     expect(dropped).toEqual([]);
+  });
+
+  it("tells the observer of nudges until agent_end seals it; without an observer a nudge is a no-op", () => {
+    const nudges: string[] = [];
+    const observer: RunObserver = {
+      publish() {},
+      nudged: (call, message) => nudges.push(`${call.id}: ${message}`),
+      modelStep: (inner) => inner,
+      toolRunner: (inner) => inner,
+    };
+    const stream = { push() {}, dropped() {} };
+    const events = new EventPublisher("run-1", clockOf(1), stream, { publish() {} }, undefined, observer);
+    const stalled = { id: "a", name: "t", args: {} };
+    events.nudged(stalled, "you already called this");
+    events.publish(agentEnd);
+    events.nudged(stalled, "too late");
+    expect(nudges).toEqual(["a: you already called this"]);
+    const unobserved = new EventPublisher("run-2", clockOf(1), stream, { publish() {} });
+    expect(() => unobserved.nudged(stalled, "nobody hears")).not.toThrow();
   });
 
   it("delivers to the run's stream, then the listeners, then the sink", () => {

@@ -562,3 +562,36 @@ describe("ToolBatch, what the measured survivors showed untested", () => {
     expect(shape(outcome.results)).toEqual(["a ok remote answer"]);
   });
 });
+
+describe("ToolBatch suspending for client calls", () => {
+  const asyncClient = defineTool({
+    name: "ask_user",
+    description: "Asks the user.",
+    inputSchema: z.object({ text: z.string() }).refine(async () => true),
+    execution: "client",
+  });
+
+  it("takes a client call whose schema checks asynchronously to wait (it cannot be checked now)", async () => {
+    const h = harnessWith([asyncClient], { suspendForClientTools: true });
+    const outcome = await batchOf(h, [call("a", "ask_user")]).run(1);
+    expect(outcome.kind).toBe("suspended");
+    if (outcome.kind !== "suspended") return;
+    expect([...outcome.suspension.waits]).toEqual([["a", { kind: "client" }]]);
+  });
+
+  it("a resumed batch that suspends for a client call keeps the decisions it resumed with", async () => {
+    const h = harnessWith([echoTool, asyncClient], {
+      suspendForClientTools: true,
+      hooks: { beforeToolCall: ({ call }) => (call.id === "a" ? { requireApproval: true } : undefined) },
+    });
+    const decided = new Map<string, ApprovalDecision>([["a", { approved: true }]]);
+    const outcome = await batchOf(h, [call("a"), call("b", "ask_user")]).run(1, {
+      decisions: decided,
+      results: new Map(),
+    });
+    expect(outcome.kind).toBe("suspended");
+    if (outcome.kind !== "suspended") return;
+    expect([...outcome.suspension.waits]).toEqual([["b", { kind: "client" }]]);
+    expect(outcome.suspension.decided).toBe(decided);
+  });
+});
