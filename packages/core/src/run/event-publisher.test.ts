@@ -123,7 +123,7 @@ describe("EventPublisher", () => {
     events.publish(agentEnd);
     events.nudged(stalled, "too late");
     expect(nudges).toEqual(["a: you already called this"]);
-    const unobserved = new EventPublisher("run-2", clockOf(1), stream, { publish() {} });
+    const unobserved = new EventPublisher("run-2", clockOf(1), stream, { publish() {} }, undefined);
     expect(() => unobserved.nudged(stalled, "nobody hears")).not.toThrow();
   });
 

@@ -134,6 +134,52 @@ describe("fromAiSdkTools, input schemas", () => {
     expect((await run(greet, {})).status).toBe("error");
   });
 
+  it("reads a failed validate's issues only when every one has a message, else its message", async () => {
+    const failWith = (cause: unknown) => () => ({
+      success: false as const,
+      error: Object.assign(new Error("bad input"), { cause }),
+    });
+    const weatherFailing = (cause: unknown) =>
+      only({
+        weather: tool({
+          inputSchema: jsonSchema(weatherSchema, { validate: failWith(cause) }),
+          execute: () => 1,
+        }),
+      });
+    expect((await run(weatherFailing([{ message: "a city, please", path: ["city"] }]), {})).content).toBe(
+      'Invalid arguments for tool "weather": city: a city, please.',
+    );
+    for (const cause of [[{ message: "a city, please" }, null], [null], ["junk"]])
+      expect((await run(weatherFailing(cause), {})).content).toBe(
+        'Invalid arguments for tool "weather": bad input.',
+      );
+  });
+
+  it("places a Standard Schema issue without a path on the arguments, and names any key", async () => {
+    const objectSchema = () => ({ type: "object" });
+    const failingWith = (issue: StandardSchemaV1.Issue) =>
+      only({
+        odd: tool({
+          inputSchema: {
+            "~standard": {
+              version: 1,
+              vendor: "test",
+              validate: () => ({ issues: [issue] }),
+              jsonSchema: { input: objectSchema, output: objectSchema },
+            },
+          } as StandardSchemaV1<unknown, unknown>,
+          execute: () => 1,
+        }),
+      });
+    expect((await run(failingWith({ message: "is wrong" }), {})).content).toBe(
+      'Invalid arguments for tool "odd": is wrong.',
+    );
+    const path = [Symbol("tag"), { key: 0 }, "x"];
+    expect((await run(failingWith({ message: "is wrong", path }), {})).content).toBe(
+      'Invalid arguments for tool "odd": Symbol(tag).0.x: is wrong.',
+    );
+  });
+
   it("gives a validator that throws an error result, not an exception", async () => {
     const validate = () => {
       throw new Error("validator broke");
@@ -272,6 +318,21 @@ describe("fromAiSdkTools, tools agent-core cannot take", () => {
       { odd: { inputSchema: { type: "object" }, execute: () => 1 } as never },
       /^Tool "odd": inputSchema must be a zod schema, a jsonSchema\(\) schema or a Standard Schema/,
     ],
+    [
+      "a lazy schema that returns no schema",
+      { lazy: tool({ inputSchema: (() => ({ type: "object" })) as never, execute: () => 1 }) },
+      /^Tool "lazy": its lazy inputSchema did not return a schema\.$/,
+    ],
+    ...[null, "text", [{ type: "object" }]].map((value): [string, ToolSet, RegExp] => [
+      `a JSON Schema that is ${JSON.stringify(value)}`,
+      { odd: tool({ inputSchema: jsonSchema(value as never), execute: () => 1 }) },
+      /^Tool "odd": its JSON Schema is not an object\.$/,
+    ]),
+    ...[null, undefined].map((value): [string, ToolSet, RegExp] => [
+      `an inputSchema that is ${value}`,
+      { odd: { inputSchema: value, execute: () => 1 } as never },
+      /^Tool "odd": inputSchema must be a zod schema, a jsonSchema\(\) schema or a Standard Schema/,
+    ]),
     [
       "a lazy schema that throws",
       {

@@ -319,6 +319,23 @@ describe("executeToolCall: calls that cannot run", () => {
     expect(none).toMatchObject({ content: 'Unknown tool "gamma". No tools are registered.' });
   });
 
+  it.each([
+    ["synchronous", (check: () => boolean) => z.object({ city: z.string().refine(check) })],
+    ["asynchronous", (check: () => boolean) => z.object({ city: z.string().refine(async () => check()) })],
+  ])("a %s refinement that throws gives an error result; the tool does not run", async (_kind, schemaOf) => {
+    const execute = vi.fn();
+    const broken = () => {
+      throw Symbol("broken");
+    };
+    const tool = defineTool({ name: "weather", description: "w", inputSchema: schemaOf(broken), execute });
+    const result = await run(tool, { call: callOf("weather", { city: "Oslo" }) });
+    expect(result).toMatchObject({
+      status: "error",
+      content: 'Invalid arguments for tool "weather": the input schema threw: Symbol(broken).',
+    });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
   it("invalid arguments give the schema issues with their paths", () => {
     const execute = vi.fn();
     const tool = defineTool({

@@ -112,4 +112,11 @@ describe("compileJsonSchema", () => {
   ])("throws for %s", (_label, schema) => {
     expect(() => compileJsonSchema(schema as never)).toThrow(Error);
   });
+
+  it("takes the boolean schemas: true accepts anything, false nothing", () => {
+    expect(compileJsonSchema(true as never)("anything")).toEqual([]);
+    expect(compileJsonSchema(false as never)("anything")).toEqual([
+      { path: [], message: "boolean schema is false" },
+    ]);
+  });
 });

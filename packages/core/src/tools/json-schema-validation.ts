@@ -45,7 +45,7 @@ export function compileJsonSchema(schema: JSONSchema7): JsonSchemaValidator {
 }
 
 function ajvFor(schema: JSONSchema7): Ajv {
-  const dialect = typeof schema === "object" && schema !== null ? schema.$schema : undefined;
+  const dialect = schema.$schema;
   if (dialect?.includes("/draft/2020-12/")) return dialects.draft2020();
   if (dialect?.includes("/draft/2019-09/")) return dialects.draft2019();
   return dialects.draft7();

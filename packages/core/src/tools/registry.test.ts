@@ -93,6 +93,34 @@ describe("defineTool", () => {
       /inputSchema must be a zod schema/,
     );
     expect(() => defineTool({ ...base, name: "ok", execute: undefined as never })).toThrow(AgentError);
+    expect(() => defineTool({ ...base, name: "ok", execute: undefined as never })).toThrow(
+      /^Tool "ok": execute must be a function\.$/,
+    );
+  });
+
+  it('takes execution "server" with an execute, and "client" only without one', () => {
+    const base = { name: "page", description: "d", inputSchema: z.object({}) };
+    expect(defineTool({ ...base, execution: "server", execute: () => 1 }).execution).toBe("server");
+    expect(defineTool({ ...base, execution: "client" }).execution).toBe("client");
+    expect(() => defineTool({ ...base, execution: "client", execute: () => 1 } as never)).toThrow(
+      /^Tool "page": a client tool runs where the user is and has no execute\.$/,
+    );
+    expect(() => defineTool({ ...base, execution: "browser", execute: () => 1 } as never)).toThrow(
+      /^Tool "page": execution must be "server" or "client", got "browser"\.$/,
+    );
+  });
+
+  it("takes needsApproval as a boolean or a function, and refuses anything else", () => {
+    const base = { name: "pay", description: "d", inputSchema: z.object({}), execute: () => 1 };
+    for (const needsApproval of [true, false, () => true])
+      expect(defineTool({ ...base, needsApproval }).needsApproval).toBe(needsApproval);
+    for (const needsApproval of ["yes", 1, null]) {
+      const defining = () => defineTool({ ...base, needsApproval } as never);
+      expect(defining).toThrow(InvalidConfigError);
+      expect(defining).toThrow(
+        /^Tool "pay": needsApproval must be a boolean or a function of the arguments\.$/,
+      );
+    }
   });
 });
 
