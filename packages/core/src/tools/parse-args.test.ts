@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { parseArgs, parseArgsNow } from "./parse-args.js";
 
@@ -28,5 +28,38 @@ describe("parseArgsNow", () => {
     const async = z.string().refine(async () => broken());
     expect(parseArgsNow(async, "x")).toBeUndefined();
     expect(await parseArgs(async, "x")).toMatchObject({ success: false, error: { issues } });
+  });
+
+  describe("an async refinement that rejects", () => {
+    const unhandled = vi.fn();
+    afterEach(() => {
+      process.off("unhandledRejection", unhandled);
+    });
+
+    it("leaves no unhandled rejection, whether the answer is wanted now or later", async () => {
+      process.on("unhandledRejection", unhandled);
+      const schema = z.object({
+        city: z.string().refine(async () => Promise.reject(new Error("lookup failed"))),
+      });
+      expect(parseArgsNow(schema, { city: "Oslo" })).toBeUndefined();
+      expect(await parseArgs(schema, { city: "Oslo" })).toMatchObject({
+        success: false,
+        error: { issues: [{ message: "the input schema threw: lookup failed" }] },
+      });
+      // Unhandled rejections are reported once the microtasks of a macrotask have run.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).not.toHaveBeenCalled();
+    });
+  });
+
+  it("reports issues as zod's safeParse does, synchronously, and the transformed value", () => {
+    const schema = z.object({ a: z.string().min(2), n: z.string().transform(Number) });
+    const failed = parseArgsNow(schema, { a: "x", n: "1" });
+    const expected = schema.safeParse({ a: "x", n: "1" });
+    expect(failed?.success).toBe(false);
+    expect(failed?.error?.issues).toEqual(expected.error?.issues);
+    expect(failed?.error).toBeInstanceOf(z.ZodError);
+    expect(parseArgs(schema, { a: "xy", n: "7" })).toEqual({ success: true, data: { a: "xy", n: 7 } });
   });
 });
