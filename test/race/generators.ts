@@ -21,7 +21,8 @@ export type HookDelay = "none" | "slow" | "hang";
 
 export interface CallSpec {
   /** `page`: a client tool, answered by a `submit` of the timeline (or not at all). */
-  tool: "work" | "serial" | "missing" | "page";
+  /** `checked`: `work` behind a schema that validates asynchronously (and rejects for an odd `thrown`). */
+  tool: "work" | "serial" | "missing" | "page" | "checked";
   act: ToolAct;
   ms: number;
   thrown: number;
@@ -112,6 +113,7 @@ const callSpec = (mode: Mode): fc.Arbitrary<CallSpec> =>
       [mode === "sequential" ? 1 : 3, "serial"],
       [1, "missing"],
       [2, "page"],
+      [1, "checked"],
     ),
     act: weighted<ToolAct>(
       [4, "ok"],

@@ -258,6 +258,16 @@ function buildTools(raceCase: RaceCase, state: CaseState) {
     defineTool({ name: "work", description, inputSchema: toolArgs, execute }),
     defineTool({ name: "serial", description, inputSchema: toolArgs, execute, sequential: true }),
     defineTool({ name: "page", description, inputSchema: toolArgs, execution: "client" }),
+    // Its schema answers asynchronously, and for an odd `thrown` rejects with that thrown value: the
+    // call gets an error result and the tool never runs.
+    defineTool({
+      name: "checked",
+      description,
+      inputSchema: toolArgs.refine(async ({ thrown }) =>
+        thrown % 2 === 0 ? true : Promise.reject(thrownValue(thrown)),
+      ),
+      execute,
+    }),
   ];
 }
 
