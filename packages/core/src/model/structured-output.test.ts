@@ -77,6 +77,25 @@ describe("extractJson, where the value is looked for", () => {
   });
 });
 
+describe("parseStructured with a schema that validates asynchronously", () => {
+  it("answers with a promise: the value, or what the schema said or threw", async () => {
+    const known = z.object({ city: z.string().refine(async (city) => city !== "Atlantis", "is not a city") });
+    expect(await parseStructured(known, '{"city":"Oslo"}')).toEqual({
+      success: true,
+      value: { city: "Oslo" },
+    });
+    expect(await parseStructured(known, '{"city":"Atlantis"}')).toEqual({
+      success: false,
+      error: "The JSON does not match the schema: city: is not a city.",
+    });
+    const broken = z.object({ city: z.string().refine(async () => Promise.reject(new Error("no map"))) });
+    expect(await parseStructured(broken, '{"city":"Oslo"}')).toEqual({
+      success: false,
+      error: "The JSON does not match the schema: the input schema threw: no map.",
+    });
+  });
+});
+
 describe("parseStructured, the error for a retry", () => {
   it("lists every issue, a whole-value one without a path", () => {
     const schema = z.object({ a: z.string(), b: z.number() });

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { describeIssues, type ParsedArgs, parseArgs } from "../tools/parse-args.js";
 
 /**
  * Finds the JSON value in a model's text: the whole text, else the first fenced block
@@ -20,20 +21,27 @@ export function extractJson(text: string): unknown {
 
 export type StructuredParse<T> = { success: true; value: T } | { success: false; error: string };
 
-/** Extracts JSON from the text and validates it; the error says what to fix, for a retry prompt. */
-export function parseStructured<T>(schema: z.ZodType<T>, text: string): StructuredParse<T> {
+/**
+ * Extracts JSON from the text and validates it; the error says what to fix, for a retry prompt.
+ * A schema that validates asynchronously (an async refinement) answers with a promise.
+ */
+export function parseStructured<T>(
+  schema: z.ZodType<T>,
+  text: string,
+): StructuredParse<T> | Promise<StructuredParse<T>> {
   let json: unknown;
   try {
     json = extractJson(text);
   } catch (error) {
     return { success: false, error: `Not valid JSON: ${(error as Error).message}.` };
   }
-  const parsed = schema.safeParse(json);
-  if (parsed.success) return { success: true, value: parsed.data };
-  const issues = parsed.error.issues.map((issue) =>
-    issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message,
-  );
-  return { success: false, error: `The JSON does not match the schema: ${issues.join("; ")}.` };
+  const parsed = parseArgs(schema, json);
+  return parsed instanceof Promise ? parsed.then(structuredOf<T>) : structuredOf<T>(parsed);
+}
+
+function structuredOf<T>(parsed: ParsedArgs): StructuredParse<T> {
+  if (parsed.success) return { success: true, value: parsed.data as T };
+  return { success: false, error: `The JSON does not match the schema: ${describeIssues(parsed.error)}.` };
 }
 
 function fencedBlocks(text: string): string[] {

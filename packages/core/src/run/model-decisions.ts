@@ -149,7 +149,7 @@ export class ModelDecisions {
       const spec = { system: options.system, tools: false as const, settings, extraMessages: extra };
       const step = await this.#callModel(spec, false, this.#accounted);
       text = textOf({ role: "assistant", content: step.content });
-      const parsed = parseStructured(schema, text);
+      const parsed = await parseStructured(schema, text);
       if (parsed.success) {
         this.#log.assertOpen();
         // A structured reply is a model decision too: a plan decides on calls, a verdict responds.
