@@ -229,6 +229,15 @@ describe("fromAiSdkTools, execute", () => {
     expect(await run(weather, { city: "Oslo" })).toMatchObject({ status: "error", content: "stream broke" });
   });
 
+  it("takes a tool whose type says function, and an execute that returns nothing", async () => {
+    const ping = only({
+      ping: { type: "function", inputSchema: z.object({}), execute: () => null } as never,
+    });
+    expect(await run(ping, {})).toMatchObject({ status: "ok" });
+    const quiet = only({ quiet: tool({ inputSchema: z.object({}), execute: () => undefined }) });
+    expect(await run(quiet, {})).toMatchObject({ status: "ok" });
+  });
+
   it("makes a tool without execute a client tool", () => {
     const confirm = only({
       confirm: tool({ inputSchema: z.object({ question: z.string() }), outputSchema: z.boolean() }),
@@ -345,7 +354,8 @@ describe("fromAiSdkTools, tools agent-core cannot take", () => {
       },
       /^Tool "lazy": its lazy inputSchema threw: boom$/,
     ],
-    ["a tool that is not an object", { nothing: null as never }, /^Tool "nothing": expected an AI SDK tool/],
+    ["a tool that is null", { nothing: null as never }, /^Tool "nothing": expected an AI SDK tool/],
+    ["a tool that is a string", { text: "search" as never }, /^Tool "text": expected an AI SDK tool/],
     [
       "an unknown tool type",
       { odd: { type: "mcp", inputSchema: z.object({}) } as never },
@@ -373,7 +383,10 @@ describe("fromAiSdkTools, tools agent-core cannot take", () => {
     expect(() => fromAiSdkTools(set)).toThrow(message);
   });
 
-  it.each([[null], [[]], ["tools"]])("refuses %j as a ToolSet", (value) => {
+  it.each([[null], [[]], ["tools"], [7]])("refuses %j as a ToolSet", (value) => {
     expect(() => fromAiSdkTools(value as never)).toThrow(InvalidConfigError);
+    expect(() => fromAiSdkTools(value as never)).toThrow(
+      /^fromAiSdkTools\(\) takes an AI SDK ToolSet: \{ name: tool\(\{ … \}\) \}\.$/,
+    );
   });
 });

@@ -48,13 +48,8 @@ function fromAiSdkTool(name: string, tool: AiSdkTool): Tool {
     throw refuse(`unknown tool type ${JSON.stringify(type)}.`);
   if (description !== undefined && typeof description !== "string")
     throw refuse("description must be a string: agent-core has no tool context to compute one from.");
+  // A non-function `execute` would otherwise make a client tool.
   if (execute !== undefined && typeof execute !== "function") throw refuse("execute must be a function.");
-  if (
-    needsApproval !== undefined &&
-    typeof needsApproval !== "boolean" &&
-    typeof needsApproval !== "function"
-  )
-    throw refuse("needsApproval must be a boolean or a function.");
 
   const { inputSchema, jsonSchema } = aiSdkInput(name, tool.inputSchema);
   const common = {
@@ -67,7 +62,8 @@ function fromAiSdkTool(name: string, tool: AiSdkTool): Tool {
           needsApproval:
             typeof needsApproval === "function"
               ? approvalCheckOf(needsApproval as ToolNeedsApprovalFunction<unknown, unknown>)
-              : needsApproval,
+              : // Any other type is refused by checkToolDefinition below.
+                (needsApproval as boolean),
         }),
   };
   // Without `execute` the AI SDK leaves the call to the app: in agent-core, to the user's side.
