@@ -161,6 +161,17 @@ describe("services by token", () => {
     expect(EVENT_SINK).toBe(Symbol.for("agent-core.EventSink"));
   });
 
+  it("finds an event sink registered on a parent of the agent's container", async () => {
+    const sunk: string[] = [];
+    const parent = rootContainer.createChildContainer();
+    parent.registerInstance(EVENT_SINK, { publish: (event: { type: string }) => sunk.push(event.type) });
+    const model = scriptedModel([[script.text("Hi.")]]);
+    const agent = new Agent({ provider: model, container: parent.createChildContainer() });
+    await agent.prompt("Hello").result();
+    expect(sunk[0]).toBe("agent_start");
+    expect(sunk.at(-1)).toBe("agent_end");
+  });
+
   it("finds services registered under the tokens' global names, as another copy of the package would", async () => {
     const log = await eventLog(script3(), {
       Clock: steppingClock(42_000),

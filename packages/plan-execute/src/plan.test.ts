@@ -49,6 +49,17 @@ describe("validatePlan", () => {
     ]);
   });
 
+  it("leaves the arguments of a tool whose schema validates asynchronously to the check when it runs", () => {
+    const lookup = defineTool({
+      name: "lookup",
+      description: "finds a city",
+      inputSchema: z.object({ city: z.string().refine(async (city) => city.length > 0) }),
+      execute: ({ city }) => city,
+    });
+    const steps = normalizePlan({ steps: [{ id: "a", tool: "lookup", args: { city: "" } }] });
+    expect(validatePlan(steps, new ToolRegistry([lookup]), new Set())).toEqual([]);
+  });
+
   it("accepts references to steps completed by an earlier plan", () => {
     const steps = normalizePlan(
       { steps: [{ tool: "add", args: { a: { $ref: "steps.old.result" }, b: 1 } }] },

@@ -132,6 +132,13 @@ describe("ToolRegistry.register, values that are not tools", () => {
     ["a number", 7],
   ])("rejects %s with an InvalidConfigError", (_label, value) => {
     expect(() => new ToolRegistry().register(value as never)).toThrow(InvalidConfigError);
+    expect(() => new ToolRegistry().register(value as never)).toThrow(
+      "ToolRegistry.register() takes tools made with defineTool() or AI SDK ToolSets ({ name: tool({ … }) }).",
+    );
+  });
+
+  it("rejects null given to the constructor the same way", () => {
+    expect(() => new ToolRegistry(null as never)).toThrow(InvalidConfigError);
   });
 });
 
