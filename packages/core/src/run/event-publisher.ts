@@ -55,13 +55,15 @@ export class EventPublisher {
     return this.#announced.includes(toolCallId);
   }
 
-  /** Envelopes the event (every caller passes a fresh object) and delivers it. */
-  publish(event: OrchestratorEvent): void {
+  /**
+   * Envelopes the event (every caller passes a fresh object) and delivers it. `now`: the clock's
+   * time, when the caller has just read it for the state the event reports (a turn's start).
+   */
+  publish(event: OrchestratorEvent, now = this.#clock.now()): void {
     if (this.#sealed || !this.#keepsToolProtocol(event)) {
       this.#stream.dropped(event);
       return;
     }
-    const now = this.#clock.now();
     const ts = Math.max(now, this.#lastTs);
     this.#lastTs = ts;
     const enveloped = envelope(event, this.runId, this.#seq++, ts);

@@ -36,8 +36,8 @@ export class MetricsRecorder {
     const modelMs = this.modelMs - start.modelMs;
     const toolMs = this.toolMs - start.toolMs;
     const toolCalls: Record<string, number> = {};
-    for (const [status, count] of Object.entries(this.toolCalls)) {
-      const delta = count - (start.toolCalls[status] ?? 0);
+    for (const status in this.toolCalls) {
+      const delta = (this.toolCalls[status] as number) - (start.toolCalls[status] ?? 0);
       if (delta > 0) toolCalls[status] = delta;
     }
     return {

@@ -88,20 +88,20 @@ export class ModelDecisions {
     // A reply cut off by the length limit may carry truncated arguments: its calls are not run.
     if (step.finishReason === "length") for (const call of calls) this.cutOffCalls.add(call.id);
     const steer = calls.length > 0;
+    const now = this.#setup.clock.now();
     const message: AssistantMessage = {
       role: "assistant",
       content: step.content,
       model: step.modelId,
       stopReason: steer ? "toolUse" : assistantStopReason(step.finishReason),
       usage: step.usage,
-      timestamp: this.#setup.clock.now(),
+      timestamp: now,
     };
     this.#log.append(message);
-    this.#events.publish({
-      type: "steering_mode",
-      mode: steer ? "steer" : "respond",
-      queueSize: calls.length,
-    });
+    this.#events.publish(
+      { type: "steering_mode", mode: steer ? "steer" : "respond", queueSize: calls.length },
+      now,
+    );
     return steer
       ? { mode: "steer", message, toolCalls: calls }
       : { mode: "respond", message, text: textOf(message) };

@@ -87,7 +87,7 @@ export class RunSession {
 
   /** Runs the orchestrator to its end; never rejects. */
   async execute(): Promise<RunResult> {
-    this.#events.publish({ type: "agent_start" });
+    this.#events.publish({ type: "agent_start" }, this.#startedAt);
     let failure: AgentError | undefined;
     try {
       await this.#untilEnded(this.#body());
@@ -170,7 +170,8 @@ export class RunSession {
       );
     services.turns.endOpen(assistantStop(stopReason));
     if (reported) this.#events.publish({ type: "error", code: reported.code, message: reported.message });
-    const durationMs = this.#setup.clock.now() - this.#startedAt;
+    const now = this.#setup.clock.now();
+    const durationMs = now - this.#startedAt;
     const metrics = this.#metrics.since(MetricsRecorder.zero(), durationMs);
     const usage = this.#metrics.usage;
     const pending = suspension && pendingCalls(suspension);
@@ -178,6 +179,7 @@ export class RunSession {
       pending === undefined
         ? { type: "agent_end", stopReason, usage, durationMs, metrics }
         : { type: "agent_end", stopReason, usage, durationMs, metrics, ...pending },
+      now,
     );
     const history = this.#transcript.keeper.messages;
     const last = lastAssistantFrom(services.log, this.#firstMessage);

@@ -27,19 +27,21 @@ export class TurnTracker {
     this.#log.assertOpen();
     this.endOpen("stop");
     this.#turn++;
-    this.#startedAt = this.#clock.now();
+    const now = this.#clock.now();
+    this.#startedAt = now;
     this.#firstMessage = this.#log.history.length;
     this.#metricsAtStart = this.#metrics.snapshot();
-    this.#events.publish({ type: "turn_start", turn: this.#turn });
+    this.#events.publish({ type: "turn_start", turn: this.#turn }, now);
     return this.#turn;
   }
 
   end(message: AssistantMessage): void {
     if (this.#startedAt === undefined || this.#events.sealed) return;
-    const durationMs = this.#clock.now() - this.#startedAt;
+    const now = this.#clock.now();
+    const durationMs = now - this.#startedAt;
     this.#startedAt = undefined;
     const metrics = this.#metrics.since(this.#metricsAtStart as MetricsSnapshot, durationMs);
-    this.#events.publish({ type: "turn_end", message, durationMs, metrics });
+    this.#events.publish({ type: "turn_end", message, durationMs, metrics }, now);
   }
 
   /** Closes a turn still open, with its last answer (or an empty one that says why it stopped). */

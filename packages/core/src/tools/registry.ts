@@ -12,8 +12,9 @@ export class ToolRegistry {
   #modelTools: LanguageModelV4FunctionTool[] | undefined;
 
   constructor(tools: Iterable<ToolInput> | AiSdkToolSet = []) {
-    if (isIterable(tools)) for (const tool of tools) this.register(tool);
-    else this.register(tools);
+    // An empty registry has nothing to undo: each tool is added as soon as it is checked.
+    if (isIterable(tools)) for (const tool of tools) this.#add(toolsOf(tool));
+    else this.#add(toolsOf(tools));
   }
 
   /**
@@ -31,6 +32,13 @@ export class ToolRegistry {
     for (const tool of tools) this.#tools.set(tool.name, tool);
     this.#modelTools = undefined;
     return this;
+  }
+
+  #add(tools: Tool[]): void {
+    for (const tool of tools) {
+      if (this.#tools.has(tool.name)) throw new DuplicateToolError(tool.name);
+      this.#tools.set(tool.name, tool);
+    }
   }
 
   get(name: string): Tool | undefined {
