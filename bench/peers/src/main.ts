@@ -1,19 +1,19 @@
 /**
  * `pnpm bench:peers`: agent-core side by side with its peers on one scripted model and one `add` tool.
  * Runs every workload in child processes (one at a time: 2 cores), pools them, writes
- * bench/peers/results/latest.json and, unless --no-write, the generated part of docs/benchmarks.md's
- * "Peers" section and docs/peers-chart.svg.
+ * bench/peers/results/latest-node<major>.json and, unless --no-write, the Node version's generated block
+ * of docs/benchmarks.md's "Peers" section and docs/peers-chart-node<major>.svg.
  * Options: --quick (about 2 minutes; prints, writes docs only with --write), --only=w1,gc,w2,w3,heap,
- * --write / --no-write, --render (rewrite the docs from results/latest.json, measuring nothing).
+ * --write / --no-write, --render (rewrite the docs from every results/latest-node*.json, measuring nothing).
  */
 import { fork } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { adapters } from "./adapters/index.js";
 import { probe } from "./gc-probe.js";
 import type { HeapResult, Job, Result, W1Result, W2Result, W3Result } from "./jobs.js";
-import { collectMachine, type Report, writeDocs } from "./report.js";
+import { collectMachine, nodeKey, type Report, writeDocs } from "./report.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -91,9 +91,10 @@ function describe(job: Job): string {
 }
 
 if (args.includes("--render")) {
-  // Re-renders the docs from the last full run's results without measuring anything.
-  const saved = JSON.parse(readFileSync(join(here, "..", "results", "latest.json"), "utf8")) as Report;
-  console.log(writeDocs(saved, true));
+  // Re-renders the docs from the last full run's results on each Node version, measuring nothing.
+  const resultsDir = join(here, "..", "results");
+  for (const file of readdirSync(resultsDir).filter((f) => /^latest-node\d+\.json$/.test(f)))
+    console.log(writeDocs(JSON.parse(readFileSync(join(resultsDir, file), "utf8")) as Report, true));
   process.exit(0);
 }
 
@@ -205,6 +206,7 @@ report.machine.loadAfter = (await import("node:os")).loadavg().map((l) => Number
 
 const resultsDir = join(here, "..", "results");
 mkdirSync(resultsDir, { recursive: true });
-writeFileSync(join(resultsDir, quick ? "quick.json" : "latest.json"), `${JSON.stringify(report, null, 1)}\n`);
+const saved = quick ? "quick.json" : `latest-${nodeKey(report.machine.node)}.json`;
+writeFileSync(join(resultsDir, saved), `${JSON.stringify(report, null, 1)}\n`);
 const text = writeDocs(report, write);
 console.log(text);
