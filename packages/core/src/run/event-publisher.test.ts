@@ -61,6 +61,15 @@ describe("EventPublisher", () => {
     expect(stream.map((e) => e.ts)).toEqual([2000, 2000, 2500, 2500]);
   });
 
+  it("takes a time the caller has just read instead of reading the clock, and still never goes back", () => {
+    const { publisher: events, stream } = publisher(clockOf(3000, 3100));
+    events.publish({ type: "turn_start", turn: 1 }, 2000);
+    events.publish({ type: "turn_start", turn: 2 });
+    events.publish({ type: "turn_start", turn: 3 }, 2500);
+    events.publish({ type: "turn_start", turn: 4 });
+    expect(stream.map((e) => e.ts)).toEqual([2000, 3000, 3000, 3100]);
+  });
+
   it("is sealed by agent_end: later events go to the stream's dropped(), and seq stays gapless", () => {
     const { publisher: events, stream, dropped } = publisher();
     events.publish({ type: "agent_start" });

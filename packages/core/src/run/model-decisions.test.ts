@@ -61,6 +61,20 @@ describe("ModelDecisions.decide", () => {
     expect(eventsOf(d.events, "steering_mode")[0]).toMatchObject({ mode: "respond", queueSize: 0 });
   });
 
+  it("stamps the reply and its steering_mode event with the same reading of the clock", async () => {
+    // A clock that moves at every reading: two readings would differ.
+    class TickingClock extends FakeClock {
+      override now(): number {
+        this.advance(1);
+        return super.now();
+      }
+    }
+    const d = decisionsWith([callsReply([call("a")])], { clock: new TickingClock() });
+    const decision = await d.decisions.decide({});
+    const [steeringMode] = eventsOf(d.events, "steering_mode");
+    expect(steeringMode?.ts).toBe(decision.message.timestamp);
+  });
+
   it("publishes steering_mode steer with the number of calls", async () => {
     const calls = [call("a"), call("b")];
     const d = decisionsWith([callsReply(calls)]);
