@@ -1,6 +1,6 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent, ClientRun } from "./agent-client.js";
-import { ClientToolCalls } from "./client-tool-calls.js";
+import { ClientToolRunner } from "./client-tool-runner.js";
 import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
 import {
@@ -63,14 +63,14 @@ export class Run implements ClientRun {
   readonly #consumed = new Pulse();
   readonly #listeners = new Map<string, Set<Listener>>();
   /** Runs the client tools the events ask for; their `client_error` events come back through `#emit`. */
-  readonly #clientTools: ClientToolCalls;
+  readonly #clientTools: ClientToolRunner;
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
 
   constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
     this.#transport = transport;
     this.#config = transport.config;
-    this.#clientTools = new ClientToolCalls(transport, this.#abort.signal, (event) => this.#emit(event));
+    this.#clientTools = new ClientToolRunner(transport, this.#abort.signal, (event) => this.#emit(event));
     this.runId = new Promise<string>((resolve, reject) => {
       this.#resolveRunId = resolve;
       this.#rejectRunId = reject;

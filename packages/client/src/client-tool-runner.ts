@@ -18,7 +18,7 @@ export interface ClientCall {
  * fails: the tools, and the posts' retries) and `emit`, which delivers the `client_error` events the
  * problems become. The run's events and its settlement stay the run's.
  */
-export class ClientToolCalls {
+export class ClientToolRunner {
   readonly #transport: Transport;
   readonly #config: Config;
   readonly #signal: AbortSignal;
