@@ -1,6 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent, ClientRun } from "./agent-client.js";
-import { ClientError, type ClientErrorEvent, type ClientEvent } from "./errors.js";
+import { ClientToolRunner } from "./client-tool-runner.js";
+import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
 import {
   ACCEPT,
@@ -61,17 +62,15 @@ export class Run implements ClientRun {
   /** Settles when an iterator takes an event or stops, or the run settles (what the reader waits for). */
   readonly #consumed = new Pulse();
   readonly #listeners = new Map<string, Set<Listener>>();
-  readonly #toolCalls = new Set<string>();
-  /** The result posts of a suspended run's calls under way: each resolves with the run it resumed, if any. */
-  readonly #posting = new Set<Promise<string | undefined>>();
-  /** Aborts those posts' requests (`#abort` only ends their retries): a while after a cancel. */
-  readonly #postAbort = new AbortController();
+  /** Runs the client tools the events ask for; their `client_error` events come back through `#emit`. */
+  readonly #clientTools: ClientToolRunner;
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
 
   constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
     this.#transport = transport;
     this.#config = transport.config;
+    this.#clientTools = new ClientToolRunner(transport, this.#abort.signal, (event) => this.#emit(event));
     this.runId = new Promise<string>((resolve, reject) => {
       this.#resolveRunId = resolve;
       this.#rejectRunId = reject;
@@ -137,11 +136,11 @@ export class Run implements ClientRun {
     const runId = this.#current;
     const ended = this.#end !== undefined;
     const suspended = this.#suspended !== undefined;
-    const posting = [...this.#posting];
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
     if (ended || runId === undefined) this.#cancelled = Promise.resolve();
     // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
-    else if (suspended) this.#cancelled = this.#cancelResumed(posting);
+    else if (suspended)
+      this.#cancelled = this.#clientTools.cancelResumed((resumed) => this.#postCancel(resumed));
     else this.#cancelled = this.#postCancel(runId);
     return this.#cancelled;
   }
@@ -212,7 +211,7 @@ export class Run implements ClientRun {
         startBody = undefined;
         const suspended = this.#suspended;
         if (this.#settled || suspended === undefined) return;
-        const next = await Promise.race([this.#answer(suspended), cancelled]);
+        const next = await Promise.race([this.#clientTools.answer(suspended), cancelled]);
         if (this.#settled) return;
         if (next === undefined) return this.#finish(suspended);
         this.#current = next;
@@ -360,7 +359,7 @@ export class Run implements ClientRun {
     }
     this.#emit(event);
     if (event.type === "tool_call" && event.execution === "client")
-      void this.#runTool({ ...event, runId: this.#current ?? event.runId }, event);
+      this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
     if (event.type === "agent_end") {
       // Suspended for client tools: the client answers them, and follows the run that resumes it.
       if (event.stopReason === "awaiting_client_tool" && (event.pendingClientTools?.length ?? 0) > 0)
@@ -418,108 +417,7 @@ export class Run implements ClientRun {
     for (const callback of this.#onSettled.splice(0)) callback();
   }
 
-  // --- client tools and commands --------------------------------------------------------------
-
-  /**
-   * Answers the client calls a suspended run lists, each at once. Resolves with the id of the run
-   * that resumed it (the first post answered 202 `{ runId }`), or undefined once every post ended
-   * without one.
-   */
-  #answer(end: AgentEndEvent): Promise<string | undefined> {
-    const calls = end.pendingClientTools ?? [];
-    return new Promise((resolve) => {
-      let left = calls.length;
-      for (const call of calls)
-        void this.#runTool({ ...call, runId: end.runId }, end, true).then((resumed) => {
-          if (resumed !== undefined) resolve(resumed);
-          if (--left === 0) resolve(undefined);
-        });
-    });
-  }
-
-  /**
-   * Runs a client tool once per call id and posts its outcome; problems become `client_error`
-   * events. Resolves (never rejects) with the run that the post resumed, when it answered 202
-   * `{ runId }`. `suspended`: a call of a suspended run, whose post outlives a cancel.
-   */
-  async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
-    const { toolCallId, toolName, hookToken } = call;
-    if (this.#toolCalls.has(toolCallId)) return undefined;
-    this.#toolCalls.add(toolCallId);
-    if (typeof hookToken !== "string") {
-      this.#emit({
-        type: "client_error",
-        code: "malformed-event",
-        message: `The client tool call "${toolCallId}" (${toolName}) came without a hookToken: its result cannot be posted.`,
-        line: JSON.stringify(source),
-        toolCallId,
-      });
-      return undefined;
-    }
-    const signal = this.#abort.signal;
-    const { tools } = this.#config;
-    const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
-    let outcome: { result: unknown } | { error: string };
-    if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
-    else {
-      try {
-        const result = await tool(call.args, { signal, toolCallId });
-        outcome = { result: result === undefined ? null : result };
-      } catch (error) {
-        outcome = { error: error instanceof Error ? error.message : String(error) };
-      }
-    }
-    if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
-    const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
-    if (!suspended) return posted;
-    this.#posting.add(posted);
-    try {
-      return await posted;
-    } finally {
-      this.#posting.delete(posted);
-    }
-  }
-
-  async #postResult(
-    call: ClientCall,
-    body: Record<string, unknown>,
-    suspended: boolean,
-  ): Promise<string | undefined> {
-    const { toolCallId, toolName } = call;
-    const signal = this.#abort.signal;
-    let response: Response;
-    try {
-      response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
-        // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
-        signal: suspended ? this.#postAbort.signal : signal,
-        stop: signal,
-        retryNetwork: true,
-        retryStatus: (status) => status >= 500 || status === 429,
-      });
-    } catch (error) {
-      if (signal.aborted) return undefined;
-      this.#emit({
-        type: "client_error",
-        code: "tool-result-failed",
-        message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
-        toolCallId,
-      });
-      return undefined;
-    }
-    if (response.ok) return response.status === 202 ? resumedRunId(response) : discard(response);
-    const error = await httpError(response);
-    if (signal.aborted) return undefined;
-    const transient = response.status >= 500 || response.status === 429;
-    this.#emit({
-      type: "client_error",
-      code: transient ? "tool-result-failed" : "tool-result-rejected",
-      message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
-      status: response.status,
-      ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
-      toolCallId,
-    });
-    return undefined;
-  }
+  // --- commands -------------------------------------------------------------------------------
 
   async #send(action: "steer" | "follow-up", message: string): Promise<void> {
     if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
@@ -544,23 +442,6 @@ export class Run implements ClientRun {
     discard(response);
   }
 
-  /**
-   * A cancel while a suspended run's calls were answered: waits for the result posts under way (at
-   * most `idleTimeoutMs`), and cancels the run one of them resumed.
-   */
-  async #cancelResumed(posting: Promise<string | undefined>[]): Promise<void> {
-    const timer = setTimeout(
-      () => this.#postAbort.abort(new Error("the run was cancelled")),
-      this.#config.idleTimeoutMs,
-    );
-    try {
-      const resumed = new Set((await Promise.all(posting)).filter((id) => id !== undefined));
-      await Promise.all([...resumed].map((runId) => this.#postCancel(runId)));
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   async #postCancel(runId: string): Promise<void> {
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), this.#config.idleTimeoutMs);
@@ -577,15 +458,6 @@ export class Run implements ClientRun {
       clearTimeout(timer);
     }
   }
-}
-
-/** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
-interface ClientCall {
-  runId: string;
-  toolCallId: string;
-  toolName: string;
-  args: unknown;
-  hookToken?: string | undefined;
 }
 
 /** A promise that settles on the next `fire()`, renewed each time. */
@@ -615,24 +487,10 @@ class Pulse {
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true });
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** A never-fulfilled promise that rejects when `signal` aborts. */
 function whenAborted(signal: AbortSignal): Promise<never> {
   return new Promise<never>((_, reject) => {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
   });
-}
-
-/** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
-async function resumedRunId(response: Response): Promise<string | undefined> {
-  try {
-    const { runId } = (await response.json()) as { runId?: unknown };
-    return typeof runId === "string" && runId !== "" ? runId : undefined;
-  } catch {
-    return undefined;
-  }
 }

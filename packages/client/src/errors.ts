@@ -62,3 +62,8 @@ export interface ClientErrorEvent {
 
 /** What a `ClientRun` yields: the run's events, and the client's own {@link ClientErrorEvent}s. */
 export type ClientEvent = AgentEvent | ClientErrorEvent;
+
+/** What was thrown, for a message: an `Error`'s message, or `String(thrown)`. */
+export function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,174 @@
+import type { AgentEvent } from "@agent-core/core";
+import type { AgentEndEvent } from "./agent-client.js";
+import { type ClientErrorEvent, describe } from "./errors.js";
+import { type Config, discard, httpError, type Transport } from "./transport.js";
+
+/** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
+export interface ClientCall {
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  hookToken?: string | undefined;
+}
+
+/**
+ * The client tools of one `Run`: runs each call's tool once per call id and posts its outcome
+ * (`POST …/tool-results`). The run gives what it needs: its `signal` (aborted when it is cancelled or
+ * fails: the tools, and the posts' retries) and `emit`, which delivers the `client_error` events the
+ * problems become. The run's events and its settlement stay the run's.
+ */
+export class ClientToolRunner {
+  readonly #transport: Transport;
+  readonly #config: Config;
+  readonly #signal: AbortSignal;
+  readonly #emit: (event: ClientErrorEvent) => void;
+  /** The ids of the calls whose tool ran: a call may be seen again (a replay, a suspended run's list). */
+  readonly #toolCalls = new Set<string>();
+  /** The result posts of a suspended run's calls under way: each resolves with the run it resumed, if any. */
+  readonly #posting = new Set<Promise<string | undefined>>();
+  /** Aborts those posts' requests (`#signal` only ends their retries): a while after a cancel. */
+  readonly #postAbort = new AbortController();
+
+  constructor(transport: Transport, signal: AbortSignal, emit: (event: ClientErrorEvent) => void) {
+    this.#transport = transport;
+    this.#config = transport.config;
+    this.#signal = signal;
+    this.#emit = emit;
+  }
+
+  /** Runs the call a client `tool_call` event (`source`) asked for, and posts its outcome. */
+  run(call: ClientCall, source: AgentEvent): void {
+    void this.#runTool(call, source);
+  }
+
+  /**
+   * Answers the client calls a suspended run lists, each at once. Resolves with the id of the run
+   * that resumed it (the first post answered 202 `{ runId }`), or undefined once every post ended
+   * without one.
+   */
+  answer(end: AgentEndEvent): Promise<string | undefined> {
+    const calls = end.pendingClientTools ?? [];
+    return new Promise((resolve) => {
+      let left = calls.length;
+      for (const call of calls)
+        void this.#runTool({ ...call, runId: end.runId }, end, true).then((resumed) => {
+          if (resumed !== undefined) resolve(resumed);
+          if (--left === 0) resolve(undefined);
+        });
+    });
+  }
+
+  /**
+   * A cancel while a suspended run's calls were answered: waits for the result posts under way (at
+   * most `idleTimeoutMs`), and cancels (with `cancel`) the run one of them resumed.
+   */
+  async cancelResumed(cancel: (runId: string) => Promise<void>): Promise<void> {
+    // The run's signal has aborted: no post starts any more, so these are all there will be.
+    const posting = [...this.#posting];
+    const timer = setTimeout(
+      () => this.#postAbort.abort(new Error("the run was cancelled")),
+      this.#config.idleTimeoutMs,
+    );
+    try {
+      const resumed = new Set((await Promise.all(posting)).filter((id) => id !== undefined));
+      await Promise.all([...resumed].map((runId) => cancel(runId)));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Runs a client tool once per call id and posts its outcome; problems become `client_error`
+   * events. Resolves (never rejects) with the run that the post resumed, when it answered 202
+   * `{ runId }`. `suspended`: a call of a suspended run, whose post outlives a cancel.
+   */
+  async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
+    const { toolCallId, toolName, hookToken } = call;
+    if (this.#toolCalls.has(toolCallId)) return undefined;
+    this.#toolCalls.add(toolCallId);
+    if (typeof hookToken !== "string") {
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message: `The client tool call "${toolCallId}" (${toolName}) came without a hookToken: its result cannot be posted.`,
+        line: JSON.stringify(source),
+        toolCallId,
+      });
+      return undefined;
+    }
+    const signal = this.#signal;
+    const { tools } = this.#config;
+    const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+    let outcome: { result: unknown } | { error: string };
+    if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
+    else {
+      try {
+        const result = await tool(call.args, { signal, toolCallId });
+        outcome = { result: result === undefined ? null : result };
+      } catch (error) {
+        outcome = { error: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
+    const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
+    if (!suspended) return posted;
+    this.#posting.add(posted);
+    try {
+      return await posted;
+    } finally {
+      this.#posting.delete(posted);
+    }
+  }
+
+  async #postResult(
+    call: ClientCall,
+    body: Record<string, unknown>,
+    suspended: boolean,
+  ): Promise<string | undefined> {
+    const { toolCallId, toolName } = call;
+    const signal = this.#signal;
+    let response: Response;
+    try {
+      response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
+        // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
+        signal: suspended ? this.#postAbort.signal : signal,
+        stop: signal,
+        retryNetwork: true,
+        retryStatus: (status) => status >= 500 || status === 429,
+      });
+    } catch (error) {
+      if (signal.aborted) return undefined;
+      this.#emit({
+        type: "client_error",
+        code: "tool-result-failed",
+        message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
+        toolCallId,
+      });
+      return undefined;
+    }
+    if (response.ok) return response.status === 202 ? resumedRunId(response) : discard(response);
+    const error = await httpError(response);
+    if (signal.aborted) return undefined;
+    const transient = response.status >= 500 || response.status === 429;
+    this.#emit({
+      type: "client_error",
+      code: transient ? "tool-result-failed" : "tool-result-rejected",
+      message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
+      status: response.status,
+      ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
+      toolCallId,
+    });
+    return undefined;
+  }
+}
+
+/** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
+async function resumedRunId(response: Response): Promise<string | undefined> {
+  try {
+    const { runId } = (await response.json()) as { runId?: unknown };
+    return typeof runId === "string" && runId !== "" ? runId : undefined;
+  } catch {
+    return undefined;
+  }
+}
