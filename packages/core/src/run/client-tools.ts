@@ -17,16 +17,11 @@ interface Waiter {
  * machinery gives the wait its deadline (`timeouts.clientToolMs`) and its end on abort.
  */
 export class ClientToolCalls {
-  /** Made with the first waiting call: most agents have none, and every run of an agent holds this. */
-  #waiting: Map<string, Waiter> | undefined;
+  readonly #waiting = new Map<string, Waiter>();
 
   /** The calls waiting now, in the order they were reached. */
   get waiting(): { toolCallId: string; toolName: string; args: unknown }[] {
-    return [...(this.#waiting ?? [])].map(([toolCallId, { toolName, args }]) => ({
-      toolCallId,
-      toolName,
-      args,
-    }));
+    return [...this.#waiting].map(([toolCallId, { toolName, args }]) => ({ toolCallId, toolName, args }));
   }
 
   /**
@@ -50,10 +45,10 @@ export class ClientToolCalls {
 
   /** Delivers a call's outcome; throws `ClientToolError` when no call with that id waits. */
   deliver(toolCallId: string, outcome: ClientToolOutcome): void {
-    const waiter = this.#waiting?.get(toolCallId);
+    const waiter = this.#waiting.get(toolCallId);
     if (waiter === undefined)
       throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
-    this.#waiting?.delete(toolCallId);
+    this.#waiting.delete(toolCallId);
     if ("error" in outcome) waiter.reject(new Error(String(outcome.error)));
     else waiter.resolve(outcome.result);
   }
@@ -63,7 +58,7 @@ export class ClientToolCalls {
       // Its deadline or the run's abort ends the wait: the call no longer takes a result.
       // (A delivered result removes this listener first, so `stop` only ever ends a waiting call.)
       const stop = () => {
-        this.#waiting?.delete(toolCallId);
+        this.#waiting.delete(toolCallId);
         reject(signal.reason);
       };
       const waiter: Waiter = {
@@ -79,7 +74,6 @@ export class ClientToolCalls {
         },
       };
       if (signal.aborted) return reject(signal.reason);
-      this.#waiting ??= new Map();
       this.#waiting.set(toolCallId, waiter);
       signal.addEventListener("abort", stop, { once: true });
     });
