@@ -38,8 +38,8 @@ describe("ToolRegistry (Go tools tests)", () => {
   });
 
   it("rejects a duplicate name instead of overwriting", () => {
+    expect(() => new ToolRegistry([calculator, calculator])).toThrow(DuplicateToolError);
     expect(() => new ToolRegistry([calculator, calculator])).toThrow(/"calculator" is already registered/);
-    expect(() => new ToolRegistry([calculator, { calculator }])).toThrow(DuplicateToolError);
     const registry = new ToolRegistry([calculator]);
     expect(() => registry.register(calculator)).toThrow(DuplicateToolError);
     expect(() => registry.register(calculator)).toThrow(/"calculator" is already registered/);
