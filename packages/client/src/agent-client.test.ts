@@ -6,7 +6,8 @@ import { type AgentServerOptions, createAgentServer, serveNode } from "@agent-co
 import { script as model, scriptedModel } from "@agent-core/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { AgentClient, type ClientRun } from "./agent-client.js";
+import { AgentClient } from "./agent-client.js";
+import type { ClientRun } from "./client-types.js";
 import { ClientError, type ClientEvent } from "./errors.js";
 
 // --- a scriptable HTTP server on 127.0.0.1, port 0 -----------------------------------------------

@@ -1,6 +1,6 @@
 import type { AgentEvent } from "@agent-core/core";
-import type { AgentEndEvent, ClientRun } from "./agent-client.js";
 import { ClientToolRunner } from "./client-tool-runner.js";
+import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
 import {

@@ -1,5 +1,5 @@
 import type { AgentEvent } from "@agent-core/core";
-import type { AgentEndEvent } from "./agent-client.js";
+import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
 import { type Config, discard, httpError, type Transport } from "./transport.js";
 

@@ -1,13 +1,13 @@
-export {
-  AgentClient,
-  type AgentClientOptions,
-  type AgentEndEvent,
-  type AttachOptions,
-  type ClientLogger,
-  type ClientRun,
-  type ClientTool,
-  type ClientToolContext,
-  type StartOptions,
-} from "./agent-client.js";
+export { AgentClient } from "./agent-client.js";
+export type {
+  AgentClientOptions,
+  AgentEndEvent,
+  AttachOptions,
+  ClientLogger,
+  ClientRun,
+  ClientTool,
+  ClientToolContext,
+  StartOptions,
+} from "./client-types.js";
 export { ClientError, type ClientErrorCode, type ClientErrorEvent, type ClientEvent } from "./errors.js";
 export { type Heartbeat, NdjsonParser, type Parsed, SseParser } from "./parsers.js";

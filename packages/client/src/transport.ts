@@ -1,4 +1,4 @@
-import type { AgentClientOptions, ClientLogger, ClientTool } from "./agent-client.js";
+import type { AgentClientOptions, ClientLogger, ClientTool } from "./client-types.js";
 import { ClientError } from "./errors.js";
 
 export interface Config {

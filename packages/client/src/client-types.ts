@@ -1,0 +1,156 @@
+import type { AgentEventOf } from "@agent-core/core";
+import type { ClientEvent } from "./errors.js";
+
+/** The last event of a run: `stopReason` says how it ended. */
+export type AgentEndEvent = AgentEventOf<"agent_end">;
+
+/** What a client tool gets besides its arguments. */
+export interface ClientToolContext {
+  /** Aborted when the run is cancelled (or fails): stop working, the result will not be posted. */
+  signal: AbortSignal;
+  toolCallId: string;
+}
+
+/**
+ * A tool the server's agent asks the client to run (a `tool_call` event with `execution: "client"`).
+ * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
+ * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`).
+ */
+export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
+
+/** How an {@link AgentClient} talks to an agent-core HTTP server. */
+export interface AgentClientOptions {
+  /** The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored). */
+  baseUrl: string;
+  /**
+   * Headers sent with every request (e.g. `Authorization`). A function is called again for every
+   * request, re-attaches and tool-result posts included, so it can hand out a fresh token.
+   */
+  headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+  /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */
+  format?: "ndjson" | "sse";
+  /** Client tools by name. A client tool call with no handler here is answered with an error. */
+  tools?: Record<string, ClientTool>;
+  /** The `fetch` to use (default `globalThis.fetch`). */
+  fetch?: typeof fetch;
+  /**
+   * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
+   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
+   * starts again once a connection delivers an event or a heartbeat.
+   */
+  reconnect?: { attempts?: number; delayMs?: number };
+  /**
+   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
+   * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
+   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says.
+   */
+  postRetry?: { attempts?: number; delayMs?: number };
+  /**
+   * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
+   * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
+   * bounds the wait for a response's headers.
+   */
+  idleTimeoutMs?: number;
+  /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
+  logger?: ClientLogger;
+}
+
+/**
+ * The part of a structured logger the client writes to: pino's shape (`logger.error(fields,
+ * message)`), so a pino logger or an `@agent-core/core` `Logger` fits.
+ */
+export interface ClientLogger {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Options of {@link AgentClient.start}. */
+export interface StartOptions {
+  /** Continue this conversation. */
+  conversationId?: string;
+  /** The document the run works on (the server checks the caller may touch it). */
+  documentId?: string;
+  /** Ask the server to go on with the run when the stream goes away (re-attach later with `attach`). */
+  outliveStream?: boolean;
+  /** Aborting it cancels the run, like `run.cancel()`. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link AgentClient.attach}. */
+export interface AttachOptions {
+  /** The seq of the last event already seen: the run's events after it come (default: all of them). */
+  after?: number;
+  /** Aborting it cancels the run, like `run.cancel()`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One run on the server, as the client follows it: its events (as an async iterable, or to
+ * listeners), its result, and the ways to steer it.
+ *
+ * The client reads the run's events as soon as it is created, whether or not anybody iterates:
+ * client tools run, listeners are called and `result()` settles on their own.
+ *
+ * **Iteration and backpressure.** One consumer iterates at a time (a second concurrent
+ * `[Symbol.asyncIterator]()` throws a `TypeError`; use `on("*")` to watch from elsewhere). While a
+ * consumer iterates, the client reads the network only while fewer than 32 events wait for it, so a
+ * slow consumer slows the download (and the idle timeout does not count the time it is paused).
+ * When nobody iterates, every event is buffered, so a consumer that starts late (or again, after a
+ * `break`) still gets each event once, from where the previous one stopped. Breaking out of the loop
+ * does not cancel the run: call `cancel()` for that. A consumer that waits for `result()` inside the
+ * loop may wait until it pulls more events, since the run only reads on as the loop drains it.
+ *
+ * Iteration ends after the last `agent_end`, and also, quietly, when the run is cancelled (like a
+ * cancelled `ReadableStream`); it throws the run's {@link ClientError} when the run failed
+ * (`"http"`, `"network"`). Heartbeats are never yielded.
+ *
+ * **Suspended runs.** A server with `clientTools: "suspend"` ends a run that calls client tools with
+ * an `agent_end` whose `stopReason` is `"awaiting_client_tool"` and whose `pendingClientTools` lists
+ * the calls. That event is yielded like any other, but the ClientRun goes on: it runs each listed
+ * call's tool (once per call id, as for a `tool_call`), posts the results, and when the post of the
+ * last one answers 202 `{ runId }`, it follows that new run from its `agent_start` (its events are
+ * yielded next; `currentRunId` names it). That run may suspend again, and so on: `result()` resolves
+ * with the first `agent_end` of the chain that is not such a suspension. When every post ended
+ * without a 202 (one was rejected, say: a `client_error` event tells why), `result()` resolves with
+ * the suspended run's `agent_end` (`stopReason: "awaiting_client_tool"`).
+ */
+export interface ClientRun extends AsyncIterable<ClientEvent> {
+  /**
+   * The run's id: from the `X-Run-Id` header or the first event. Rejects if the run fails before.
+   * It stays the first run's id when a suspended run resumes as another (see `currentRunId`).
+   */
+  readonly runId: Promise<string>;
+  /**
+   * The id of the run followed now: undefined until `runId` is known, then `runId`'s, then (after
+   * a suspension for client tools) the id of the run that resumed it. `steer()`, `followUp()` and
+   * `cancel()` act on it.
+   */
+  readonly currentRunId: string | undefined;
+  /**
+   * Calls `listener` with each later event of that type (or every event, for `"*"`), as it is read
+   * (iteration or not), `client_error` events included. Returns the function that removes it. A
+   * listener's throw goes to the client's `logger` and changes nothing else.
+   */
+  on<T extends ClientEvent["type"]>(
+    type: T,
+    listener: (event: Extract<ClientEvent, { type: T }>) => void,
+  ): () => void;
+  on(type: "*", listener: (event: ClientEvent) => void): () => void;
+  /**
+   * Resolves with the `agent_end` event (the last of the chain, when the run suspended for client
+   * tools and resumed); rejects with a {@link ClientError} if the run failed or was cancelled first.
+   */
+  result(): Promise<AgentEndEvent>;
+  /** Sends a steering message (`POST …/steer`). Rejects with a {@link ClientError} if it was not accepted. */
+  steer(message: string): Promise<void>;
+  /** Queues a follow-up message (`POST …/follow-up`). Rejects with a {@link ClientError} if it was not accepted. */
+  followUp(message: string): Promise<void>;
+  /**
+   * Cancels the run: stops reading, aborts the client tools' signals, makes `result()` reject with
+   * code `"cancelled"` (unless the last `agent_end` came first) and, once the run's id is known,
+   * posts `…/cancel` for the current run (retried like a tool result). While a suspended run's
+   * calls are answered there is no run to cancel; but a result post under way is let finish, and
+   * if it resumed the run, that new run is cancelled. Resolves once that post is answered or given
+   * up on; never rejects. Calling it again returns the same promise.
+   */
+  cancel(): Promise<void>;
+}
