@@ -38,15 +38,10 @@ export { toModelPrompt } from "./model/prompt.js";
 export { defaultRetry, type RetryOptions } from "./model/retry.js";
 export type { StepTimeouts } from "./model/step-watchdog.js";
 export type { ModelCallSettings, ModelStepResult } from "./model/stream-step.js";
-export { isLogger, type LogFn, type Logger, silentLogger } from "./observe/logger.js";
+export { isLogger, LOGGER, type LogFn, type Logger, silentLogger } from "./observe/logger.js";
+export { type OpenTelemetryTracingOptions, openTelemetryTracing } from "./observe/open-telemetry-tracing.js";
 export { bothObservers, type RunObserver } from "./observe/run-observer.js";
-export {
-  noTracing,
-  type OpenTelemetryTracingOptions,
-  openTelemetryTracing,
-  type TracedRun,
-  type Tracing,
-} from "./observe/tracing.js";
+export { noTracing, TRACING, type TracedRun, type Tracing } from "./observe/tracing.js";
 export type * from "./orchestrator/contract.js";
 export {
   ORCHESTRATOR_REGISTRY,
@@ -65,13 +60,11 @@ export {
   type EventSink,
   ID_SOURCE,
   type IdSource,
-  LOGGER,
   MODEL_STEP,
   type ModelStep,
   TOOL_RUNNER,
   type ToolRunner,
   type ToolRunRequest,
-  TRACING,
 } from "./run/services.js";
 export type { ApprovalDecision, Suspension, Wait } from "./run/suspension.js";
 export type { ToolTimeouts } from "./run/tool-batch.js";
@@ -87,6 +80,7 @@ export {
   type ServerToolDefinition,
   type Tool,
   type ToolApprovalCheck,
+  type ToolCallContext,
   type ToolDefinition,
   type ToolExecuteOptions,
 } from "./tools/define-tool.js";

@@ -3,13 +3,14 @@ export type { HookClaims, HookKey } from "./hook-tokens.js";
 export { HttpError } from "./http-error.js";
 export { type NodeServer, serveNode } from "./node-server.js";
 export {
+  type AgentRequest,
   type BackendRun,
   memoryBackend,
   type RunBackend,
   type RunOwner,
   type Subscription,
 } from "./run-backend.js";
-export type { AgentRequest, AgentServerOptions, Principal, RateLimit } from "./server-options.js";
+export type { AgentServerOptions, Principal, RateLimit } from "./server-options.js";
 export { type LedgerVerdict, MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
 export {
   createUseChatHandler,

@@ -1,5 +1,11 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
-import type { AgentRequest } from "./server-options.js";
+
+/** What the server knows when it needs an agent for a conversation. */
+export interface AgentRequest {
+  userId: string;
+  conversationId: string | undefined;
+  documentId: string | undefined;
+}
 
 /** Who a run belongs to, as `authorize` said when it started. */
 export interface RunOwner {

@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { HookKey } from "./hook-tokens.js";
-import type { RunBackend } from "./run-backend.js";
+import type { AgentRequest, RunBackend } from "./run-backend.js";
 import type { TokenLedger } from "./token-ledger.js";
 
 /** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
@@ -8,13 +8,6 @@ export interface Principal {
   userId: string;
   /** The document ids this user may run agents on; absent: any. */
   documents?: readonly string[];
-}
-
-/** What the server knows when it needs an agent for a conversation. */
-export interface AgentRequest {
-  userId: string;
-  conversationId: string | undefined;
-  documentId: string | undefined;
 }
 
 /** A limit of `points` requests per `durationSec` seconds, per user. */

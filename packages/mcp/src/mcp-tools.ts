@@ -5,10 +5,9 @@ import {
   type ServerTool,
   type Tool,
 } from "@agent-core/core";
-import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { toolValueOf } from "./call-result.js";
-import type { McpConnection } from "./mcp-connection.js";
 import { McpServerError } from "./mcp-server-error.js";
 
 export interface McpToolsOptions {
@@ -17,6 +16,12 @@ export interface McpToolsOptions {
    * servers whose tools share names, or a name an agent's own tool has.
    */
   prefix?: string;
+}
+
+/** What a tool needs of its server's connection (an `McpConnection`): its name for errors, and `tools/call`. */
+export interface McpToolCaller {
+  readonly name: string;
+  callTool(name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult>;
 }
 
 /** What model APIs accept as a tool name, as agent-core checks it. */
@@ -31,7 +36,7 @@ const MCP_DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema";
  * must run as MCP tasks are left out: `tools/call` cannot run them, and agent-core does not use tasks.
  */
 export function agentToolsOf(
-  connection: McpConnection,
+  connection: McpToolCaller,
   tools: readonly McpTool[],
   options: McpToolsOptions,
 ): Tool[] {
@@ -59,7 +64,7 @@ function agentToolName(mcpName: string, prefix: string | undefined): string {
 }
 
 function agentToolOf(
-  connection: McpConnection,
+  connection: McpToolCaller,
   tool: McpTool,
   name: string,
   refuse: (why: string) => McpServerError,

@@ -1,3 +1,5 @@
+import type { InjectionToken } from "tsyringe";
+
 /**
  * One level of a structured logger: the fields of the line, then its message. The shape of
  * pino's `logger.info(obj, msg)`, so a pino logger (or one of the same shape) plugs in as is.
@@ -14,6 +16,9 @@ export interface Logger {
   info: LogFn;
   debug: LogFn;
 }
+
+/** Where the library's log lines go (`config.logger` wins); silent by default. */
+export const LOGGER: InjectionToken<Logger> = Symbol.for("agent-core.Logger");
 
 const writeNothing: LogFn = () => {};
 

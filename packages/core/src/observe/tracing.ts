@@ -1,6 +1,5 @@
-import { type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
+import type { InjectionToken } from "tsyringe";
 import type { RunObserver } from "./run-observer.js";
-import { RunTrace } from "./run-trace.js";
 
 /** What a run's tracing knows of it when it starts. */
 export interface TracedRun {
@@ -20,42 +19,8 @@ export interface Tracing {
   startRun(run: TracedRun): RunObserver | undefined;
 }
 
+/** How runs are traced; by default through the global `@opentelemetry/api` tracer provider. */
+export const TRACING: InjectionToken<Tracing> = Symbol.for("agent-core.Tracing");
+
 /** Traces nothing (register it as `TRACING` to turn tracing off). */
 export const noTracing: Tracing = { startRun: () => undefined };
-
-export interface OpenTelemetryTracingOptions {
-  /**
-   * Where the spans go. Default: the global tracer provider of `@opentelemetry/api`, looked up
-   * at each run, so a provider registered after the agent was made is used.
-   */
-  tracerProvider?: TracerProvider;
-}
-
-const TRACER_NAME = "agent-core";
-
-/**
- * Traces through `@opentelemetry/api`: a span per run, turn, model call and tool call (the GenAI
- * semantic conventions, see docs/observability.md). Each run asks for its run span first; when it
- * does not record (no provider registered, or the sampler dropped it) the run is left untraced.
- */
-export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}): Tracing {
-  const { tracerProvider } = options;
-  if (tracerProvider !== undefined) {
-    const tracer = tracerProvider.getTracer(TRACER_NAME);
-    return { startRun: (run) => RunTrace.start(tracer, run) };
-  }
-  // The global provider is a proxy that `trace.disable()` replaces: the tracer is asked for again
-  // only when it was replaced (asking makes a tracer object while no provider is registered).
-  let globalProvider: TracerProvider | undefined;
-  let globalTracer: Tracer | undefined;
-  return {
-    startRun(run) {
-      const provider = trace.getTracerProvider();
-      if (provider !== globalProvider || globalTracer === undefined) {
-        globalProvider = provider;
-        globalTracer = provider.getTracer(TRACER_NAME);
-      }
-      return RunTrace.start(globalTracer, run);
-    },
-  };
-}

@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import type { ToolCall } from "../messages.js";
-import { defineTool } from "../tools/define-tool.js";
+import { defineTool, type ToolCallContext } from "../tools/define-tool.js";
 import { askBeforeToolCall, mayNeedApproval } from "./approvals.js";
-import type { AgentHooks, BeforeToolCallResult, ToolCallContext } from "./hooks.js";
+import type { AgentHooks, BeforeToolCallResult } from "./hooks.js";
 import type { ApprovalDecision } from "./suspension.js";
 
 const call = (id: string): ToolCall => ({ id, name: "pay", args: { id } });

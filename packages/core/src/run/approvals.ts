@@ -1,7 +1,7 @@
 import type { ToolCall } from "../messages.js";
-import type { Tool } from "../tools/define-tool.js";
+import type { Tool, ToolCallContext } from "../tools/define-tool.js";
 import { parseArgs } from "../tools/parse-args.js";
-import type { AgentHooks, BeforeToolCallResult, ToolCallContext } from "./hooks.js";
+import type { AgentHooks, BeforeToolCallResult } from "./hooks.js";
 import type { ApprovalDecision, Suspension, Wait } from "./suspension.js";
 
 /** What a call may not do: `block`ed by `beforeToolCall`, or decided by a person. */

@@ -1,14 +1,6 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { AgentMessage, LlmMessage, ToolCall, ToolResultMessage } from "../messages.js";
-import type { Tool } from "../tools/define-tool.js";
-
-export interface ToolCallContext {
-  runId: string;
-  call: ToolCall;
-  /** Undefined when the model named a tool that is not registered. */
-  tool: Tool | undefined;
-  messages: readonly AgentMessage[];
-}
+import type { Tool, ToolCallContext } from "../tools/define-tool.js";
 
 /** `block`: do not run it (status `denied`); `requireApproval`: end the run until `agent.approve`/`deny`. */
 export type BeforeToolCallResult = undefined | { block: string } | { requireApproval: true; reason?: string };

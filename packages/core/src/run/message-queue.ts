@@ -1,6 +1,7 @@
 import { type AgentMessage, type MessageInput, toMessageAt } from "../messages.js";
 import type { MessageSource } from "../orchestrator/contract.js";
-import { type Clock, systemClock } from "./services.js";
+import { systemClock } from "./default-services.js";
+import type { Clock } from "./services.js";
 
 /** A FIFO of messages waiting for a run boundary (steering or follow-up). */
 export class MessageQueue {

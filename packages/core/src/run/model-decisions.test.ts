@@ -8,6 +8,7 @@ import {
   StructuredOutputError,
 } from "../errors.js";
 import type { AssistantMessage } from "../messages.js";
+import { streamingModelStep } from "./default-services.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { ModelDecisions } from "./model-decisions.js";
 import {
@@ -25,7 +26,6 @@ import {
   trace,
   usage,
 } from "./run-fixtures.test-support.js";
-import { streamingModelStep } from "./services.js";
 
 /** Model decisions over a fresh harness whose model step answers with `replies`. */
 function decisionsWith(replies: ScriptedReply[], overrides: HarnessOverrides = {}) {

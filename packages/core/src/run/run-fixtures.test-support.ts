@@ -8,12 +8,13 @@ import { rootContainer } from "../orchestrator/registry.js";
 import { defineTool, type Tool } from "../tools/define-tool.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { ClientToolCalls } from "./client-tools.js";
+import { defaultToolRunner } from "./default-services.js";
 import { EventPublisher } from "./event-publisher.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { MetricsRecorder } from "./metrics.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
-import { type Clock, defaultToolRunner, type ModelStep } from "./services.js";
+import type { Clock, ModelStep } from "./services.js";
 import { TranscriptKeeper } from "./transcript-keeper.js";
 
 /**

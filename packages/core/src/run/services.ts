@@ -1,19 +1,17 @@
-import type { DependencyContainer, InjectionToken } from "tsyringe";
+import type { InjectionToken } from "tsyringe";
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
-import { type ModelStepRequest, type ModelStepResult, streamModelStep } from "../model/stream-step.js";
-import { type Logger, silentLogger } from "../observe/logger.js";
-import { openTelemetryTracing, type Tracing } from "../observe/tracing.js";
-import { rootContainer } from "../orchestrator/registry.js";
+import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
 import type { RunnableTool } from "../tools/define-tool.js";
-import { executeToolCall, type FatalToolSink } from "../tools/execute-tool.js";
+import type { FatalToolSink } from "../tools/execute-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 
 /**
- * The services a run is assembled from. Each agent's child container holds the defaults below; a
- * runtime (a durable one, a tracer, a test) registers its own under the same token, and every
- * orchestrator gets them without a change.
+ * The services a run is assembled from, and their tokens. Each agent's child container holds the
+ * defaults (`default-services.ts`); a runtime (a durable one, a tracer, a test) registers its own
+ * under the same token, and every orchestrator gets them without a change. The tokens of the
+ * tracing and the logger stand beside their interfaces, in `observe/`.
  */
 
 /**
@@ -77,75 +75,3 @@ export const ID_SOURCE: InjectionToken<IdSource> = Symbol.for("agent-core.IdSour
 export const EVENT_SINK: InjectionToken<EventSink> = Symbol.for("agent-core.EventSink");
 export const MODEL_STEP: InjectionToken<ModelStep> = Symbol.for("agent-core.ModelStep");
 export const TOOL_RUNNER: InjectionToken<ToolRunner> = Symbol.for("agent-core.ToolRunner");
-/** How runs are traced; by default through the global `@opentelemetry/api` tracer provider. */
-export const TRACING: InjectionToken<Tracing> = Symbol.for("agent-core.Tracing");
-/** Where the library's log lines go (`config.logger` wins); silent by default. */
-export const LOGGER: InjectionToken<Logger> = Symbol.for("agent-core.Logger");
-
-// Node's global `performance` is a lazy getter on `globalThis`: read once.
-const performanceClock = globalThis.performance;
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  monotonic: () => performanceClock.now(),
-};
-
-export const randomIds: IdSource = {
-  runId() {
-    const id = crypto.randomUUID();
-    // Node builds the UUID by concatenation, a tree of ~20 strings that every event and message
-    // of the run would keep alive; converting it to a number makes V8 flatten it into one string.
-    Number(id);
-    return id;
-  },
-};
-
-export const streamingModelStep: ModelStep = { run: (request) => streamModelStep(request) };
-
-export const defaultToolRunner: ToolRunner = {
-  run: ({ tool, tools, call, scope, graceMs, timeoutMs, fatal, runId }) =>
-    executeToolCall(tool, tools, call, scope, graceMs, timeoutMs, fatal, runId),
-};
-
-/** Traces to the global tracer provider: a run costs one non-recording span while none is registered. */
-const defaultTracing: Tracing = openTelemetryTracing();
-
-/** The services an agent's runs use, resolved together. */
-export interface RunServiceSet {
-  clock: Clock;
-  ids: IdSource;
-  modelStep: ModelStep;
-  toolRunner: ToolRunner;
-  /** None unless a runtime registered one. */
-  sink: EventSink | undefined;
-  tracing: Tracing;
-  logger: Logger;
-}
-
-export function resolveServices(container: DependencyContainer): RunServiceSet {
-  return {
-    clock: container.resolve(CLOCK),
-    ids: container.resolve(ID_SOURCE),
-    modelStep: container.resolve(MODEL_STEP),
-    toolRunner: container.resolve(TOOL_RUNNER),
-    sink: container.isRegistered(EVENT_SINK, true) ? container.resolve(EVENT_SINK) : undefined,
-    tracing: container.resolve(TRACING),
-    logger: container.resolve(LOGGER),
-  };
-}
-
-/** Registers the default of every service the container cannot resolve yet. */
-export function registerDefaultServices(container: DependencyContainer): void {
-  const defaults: [InjectionToken<unknown>, unknown][] = [
-    [CLOCK, systemClock],
-    [ID_SOURCE, randomIds],
-    [MODEL_STEP, streamingModelStep],
-    [TOOL_RUNNER, defaultToolRunner],
-    [TRACING, defaultTracing],
-    [LOGGER, silentLogger],
-  ];
-  for (const [token, service] of defaults)
-    if (!container.isRegistered(token, true)) container.registerInstance(token, service);
-}
-
-registerDefaultServices(rootContainer);

@@ -3,7 +3,7 @@ import type { EventPayload } from "../events/schemas.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
-import type { Tool } from "../tools/define-tool.js";
+import type { Tool, ToolCallContext } from "../tools/define-tool.js";
 import {
   type FatalToolSink,
   NOT_RUN_ABORTED,
@@ -17,7 +17,7 @@ import { askBeforeToolCall, mayNeedApproval, type Verdict } from "./approvals.js
 import type { ClientToolCalls, ClientToolOutcome } from "./client-tools.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
-import type { AgentHooks, ToolCallContext } from "./hooks.js";
+import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { ToolRunner } from "./services.js";
 import type { ApprovalDecision, Resumed, Suspension, Wait } from "./suspension.js";

@@ -8,7 +8,6 @@ import type {
 import { InvalidConfigError } from "../errors.js";
 import { isLlmMessage } from "../messages.js";
 import { toModelPrompt } from "../model/prompt.js";
-import type { ToolCallContext } from "../run/hooks.js";
 import { aiSdkInput } from "./ai-sdk-input-schema.js";
 import {
   checkToolDefinition,
@@ -16,6 +15,7 @@ import {
   type ServerToolDefinition,
   type Tool,
   type ToolApprovalCheck,
+  type ToolCallContext,
   type ToolDefinition,
 } from "./define-tool.js";
 

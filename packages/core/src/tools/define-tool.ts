@@ -2,7 +2,7 @@ import type { JSONSchema7 } from "@ai-sdk/provider";
 import { zodSchema } from "@ai-sdk/provider-utils";
 import { z } from "zod";
 import { InvalidConfigError } from "../errors.js";
-import type { ToolCallContext } from "../run/hooks.js";
+import type { AgentMessage, ToolCall } from "../messages.js";
 
 export interface ToolExecuteOptions {
   /** Aborted when the run is aborted (or, later, times out). Tools should pass it on to I/O. */
@@ -15,6 +15,15 @@ export interface ToolExecuteOptions {
    * payment API's idempotency key) so that the side effect happens once.
    */
   idempotencyKey: string;
+}
+
+/** One tool call about to run: what an approval check and the `beforeToolCall`/`afterToolCall` hooks get. */
+export interface ToolCallContext {
+  runId: string;
+  call: ToolCall;
+  /** Undefined when the model named a tool that is not registered. */
+  tool: Tool | undefined;
+  messages: readonly AgentMessage[];
 }
 
 interface ToolDefinitionBase<Schema extends z.ZodType> {

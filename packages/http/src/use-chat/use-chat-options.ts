@@ -1,5 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
-import type { AgentRequest, Principal, RateLimit } from "../server-options.js";
+import type { AgentRequest } from "../run-backend.js";
+import type { Principal, RateLimit } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
