@@ -5,6 +5,7 @@ export {
   eventsOf,
   eventTypes,
 } from "./assertions.js";
+export { type ChatMessage, validateChatMessages } from "./chat-messages.js";
 export { type ConformanceModelOptions, conformanceModel, PROBE_TOOL } from "./conformance-model.js";
 export * from "./fake-openai-server.js";
 export {
