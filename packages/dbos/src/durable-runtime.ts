@@ -1,18 +1,5 @@
 import { randomUUID } from "node:crypto";
-import {
-  type Agent,
-  AgentError,
-  type AgentEvent,
-  type AgentMessage,
-  type AgentRun,
-  CLOCK,
-  EVENT_SINK,
-  ID_SOURCE,
-  InvalidConfigError,
-  MODEL_STEP,
-  type StopReason,
-  TOOL_RUNNER,
-} from "@agent-core/core";
+import { type Agent, type AgentEvent, type AgentRun, InvalidConfigError } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import {
@@ -22,10 +9,9 @@ import {
   type DurableAnswer,
   MESSAGES,
   messageFor,
-  receiveMessages,
   stamped,
 } from "./durable-messages.js";
-import { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
+import { CANCELLED, type DurableRunHost, type DurableRunResult, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 
 export interface DurableRuntimeOptions {
@@ -57,17 +43,6 @@ export interface DurableRuntimeOptions {
 export const RUN_WORKFLOW = "agent-core.run";
 const DEFAULT_QUEUE = "agent-core.runs";
 
-/** How a durable run ended: what `run.result()` gives in process, minus what does not serialize. */
-export interface DurableRunResult {
-  /** The run that ended it: the workflow's id, or `<id>.2`, `.3`, … after each wait. */
-  runId: string;
-  /** Every run of the workflow, in order: the prompt's, then one per resumption. */
-  runIds: string[];
-  stopReason: StopReason;
-  text: string;
-  messages: AgentMessage[];
-}
-
 /** A durable run, wherever it runs now. */
 export interface DurableRun {
   readonly runId: string;
@@ -87,10 +62,11 @@ export class DurableRuntime {
   readonly #pool: pg.Pool;
   readonly #store: EventStore;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
-  readonly #answerTimeoutSec: number;
   readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
   /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
   readonly #executing = new Map<string, Agent>();
+  /** What the runs executing in this process use of the runtime. */
+  readonly #host: DurableRunHost;
   #cancelListener: pg.Client | undefined;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
@@ -103,7 +79,12 @@ export class DurableRuntime {
     this.#options = options;
     this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
     this.#store = new EventStore(this.#pool);
-    this.#answerTimeoutSec = (options.answerTimeoutMs ?? 86_400_000) / 1000;
+    this.#host = {
+      store: this.#store,
+      pool: this.#pool,
+      answerTimeoutSec: (options.answerTimeoutMs ?? 86_400_000) / 1000,
+      executing: this.#executing,
+    };
     this.#workflow = DBOS.registerWorkflow(
       (agentName: string, prompt: string) => this.#run(agentName, prompt),
       { name: RUN_WORKFLOW },
@@ -234,7 +215,7 @@ export class DurableRuntime {
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
     const make = this.#options.agents[agentName];
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
-    return this.#durably(make(), prompt);
+    return runDurably(make(), prompt, this.#host);
   }
 
   async #runLocal(key: string): Promise<DurableRunResult> {
@@ -242,143 +223,6 @@ export class DurableRuntime {
     if (local === undefined)
       throw new InvalidConfigError("This run's agent lived in a process that has ended.");
     this.#local.delete(key);
-    return this.#durably(local.agent, local.input, local.started);
-  }
-
-  /**
-   * Whether a steering message or follow-up waits for the workflow: a read of DBOS's notifications
-   * table (its system tables are documented). Should it fail, the answer is yes: a receive finds
-   * out, at the cost of its round trips.
-   */
-  async #messagesWaiting(workflowId: string): Promise<boolean> {
-    try {
-      const { rows } = await this.#pool.query(
-        "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed) AS waiting",
-        [workflowId, MESSAGES],
-      );
-      return rows[0]?.waiting === true;
-    } catch {
-      return true;
-    }
-  }
-
-  /** Runs the prompt with the agent's services made durable, through every wait, to its end. */
-  async #durably(agent: Agent, prompt: string, started?: (run: AgentRun) => void): Promise<DurableRunResult> {
-    const workflowId = DBOS.workflowID as string;
-    const clock = new RecordedClock(await checkOrchestrator(agent));
-    const { container } = agent;
-    // Registered on the agent's own container before its first prompt, when it resolves them.
-    container.registerInstance(CLOCK, clock);
-    // Model calls are one at a time, in the same order on replay: the point where steering and
-    // follow-ups sent meanwhile are received without breaking determinism. The step records
-    // whether any waits (one read), and only then are they received (recorded receives).
-    const inbox = {
-      waiting: () => this.#messagesWaiting(workflowId),
-      receive: async () => {
-        for (const received of await receiveMessages(clock))
-          if (received.queue === "cancel") agent.abort(CANCELLED);
-          else agent[received.queue](received.message);
-      },
-    };
-    container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
-    container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), { clock }));
-    // The prompt's run is the workflow; each resumption after a wait is a run of its own.
-    const runIds: string[] = [];
-    container.registerInstance(ID_SOURCE, {
-      runId: () => {
-        runIds.push(runIds.length === 0 ? workflowId : `${workflowId}.${runIds.length + 1}`);
-        return runIds.at(-1) as string;
-      },
-    });
-    container.registerInstance(EVENT_SINK, this.#store.sink());
-    // Client tools suspend the run (a wait is a durable message, not a process holding on).
-    this.#executing.set(workflowId, agent);
-    try {
-      return await this.#runToEnd(agent, prompt, clock, runIds, started);
-    } finally {
-      this.#executing.delete(workflowId);
-    }
-  }
-
-  /** The prompt's run, and each that resumes it after a wait or continues it with late messages. */
-  async #runToEnd(
-    agent: Agent,
-    prompt: string,
-    clock: RecordedClock,
-    runIds: string[],
-    started: ((run: AgentRun) => void) | undefined,
-  ): Promise<DurableRunResult> {
-    const run = agent.prompt(prompt, { clientTools: "suspend" });
-    started?.(run);
-    let result = await run.result();
-    for (;;) {
-      if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
-        await this.#store.flush();
-        const answer = await DBOS.recv<DurableAnswer>(ANSWERS, this.#answerTimeoutSec);
-        if (answer === null || answer.kind === "cancel") break;
-        if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
-        const resumed = deliver(agent, answer);
-        if (resumed !== undefined) result = await resumed.result();
-        continue;
-      }
-      if (result.stopReason !== "completed") break;
-      // Received and not used (an orchestrator that did not ask for them), or sent after the last
-      // model call: they continue the conversation in a run of their own.
-      const late = await receiveMessages(clock);
-      if (late.some((received) => received.queue === "cancel")) break;
-      const left = agent.takeQueued();
-      const input = [...left.steering, ...left.followUps];
-      for (const received of late) if (received.queue !== "cancel") input.push(received.message);
-      if (input.length === 0) break;
-      result = await agent.prompt(input, { clientTools: "suspend" }).result();
-    }
-    await this.#store.flush();
-    return {
-      runId: result.runId,
-      runIds,
-      stopReason: result.stopReason,
-      text: result.text,
-      messages: result.messages,
-    };
-  }
-}
-
-const CANCELLED = new Error("the durable run was cancelled");
-
-/**
- * Hands an answer to the agent: the run that resumes once every waiting call is answered, or
- * undefined. An answer for no waiting call is dropped (the same on replay: the same answers
- * arrive in the same order).
- */
-function deliver(agent: Agent, answer: Exclude<DurableAnswer, { kind: "cancel" }>): AgentRun | undefined {
-  try {
-    if (answer.kind === "tool-result") return agent.submitToolResult(answer.toolCallId, answer.outcome);
-    return answer.approved ? agent.approve(answer.toolCallId) : agent.deny(answer.toolCallId, answer.reason);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Records the orchestrator a run starts with and when (a step: a resumed run reads the record, and
- * its clock starts there) and refuses to go on with another orchestrator: a changed loop could
- * take another path through the recorded steps.
- */
-async function checkOrchestrator(agent: Agent): Promise<number> {
-  const current = `${agent.orchestrator.name}@${agent.orchestrator.version ?? "unversioned"}`;
-  const started = await DBOS.runStep(async () => ({ orchestrator: current, at: Date.now() }), {
-    name: "agent-core.orchestrator",
-  });
-  if (started.orchestrator !== current) throw new OrchestratorVersionError(started.orchestrator, current);
-  return started.at;
-}
-
-/** A durable run resumed by a process whose orchestrator is not the one the run started with. */
-export class OrchestratorVersionError extends AgentError {
-  constructor(started: string, current: string) {
-    super(
-      "orchestrator_version",
-      `This run started with orchestrator ${started}; this process has ${current}. Resume it with a worker that still has ${started} (see docs/durable-runs.md, "Upgrading").`,
-    );
+    return runDurably(local.agent, local.input, this.#host, local.started);
   }
 }

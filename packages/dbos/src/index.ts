@@ -5,13 +5,8 @@ export {
   durableBackend,
 } from "./durable-backend.js";
 export { type DurableAnswer, RunEndedError } from "./durable-messages.js";
-export {
-  type DurableRun,
-  type DurableRunResult,
-  DurableRuntime,
-  type DurableRuntimeOptions,
-  OrchestratorVersionError,
-} from "./durable-runtime.js";
+export { type DurableRunResult, OrchestratorVersionError } from "./durable-run.js";
+export { type DurableRun, DurableRuntime, type DurableRuntimeOptions } from "./durable-runtime.js";
 export { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
 export { EventFollower } from "./event-follower.js";
 export { EventStore } from "./event-store.js";

@@ -1,7 +1,7 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import { ANSWERS, cancelRun, type DurableAnswer, MESSAGES, messageFor, stamped } from "./durable-messages.js";
-import type { DurableRunResult } from "./durable-runtime.js";
+import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
 /**
