@@ -219,10 +219,7 @@ describe("a run resumed by a process with another orchestrator version", () => {
 
 describe("several workers on one database", () => {
   it("spread the runs of the queue between them, and a client that runs none follows every run", async () => {
-    const workers = [
-      worker("work", databaseUrl, "-", "sequential"),
-      worker("work", databaseUrl, "-", "sequential"),
-    ];
+    const workers = [worker("work", databaseUrl, "-", "sequential", "worker-a")];
     const client = await DurableRunClient.connect({ databaseUrl });
     try {
       const runIds = await Promise.all(
@@ -230,6 +227,16 @@ describe("several workers on one database", () => {
           client.start("adder", "Add 1+2, 3+4 and 5+6.", { runId: `queued-${i}` }),
         ),
       );
+      // The second worker launches while the first runs queued runs. Under its own executor id it
+      // leaves them alone; under the same id it would recover them as a dead worker's and run their
+      // tool calls again (this test counted 20 calls then).
+      await until(async () => {
+        const { rows } = await pool.query(
+          "SELECT count(*)::int AS calls FROM tool_runs WHERE run_id LIKE 'queued-%'",
+        );
+        return rows[0].calls > 0;
+      }, "the first worker running a queued run");
+      workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b"));
       const results = await Promise.all(runIds.map((runId) => client.result(runId)));
       expect(results.map((result) => result.stopReason)).toEqual(Array(6).fill("completed"));
       const { rows } = await pool.query(

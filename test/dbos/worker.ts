@@ -7,10 +7,17 @@ import { z } from "zod";
 
 // A worker process of the durable-run tests: `start` begins a run and waits to be killed, `resume`
 // launches (DBOS recovers the run) and prints its result, `whole` runs one to the end and prints
-// it, `work` serves the run queue until killed.
+// it, `work` serves the run queue until killed. An optional fifth argument is the worker's
+// `executorId` (several workers at once need one each, as docs/durable-runs.md says).
 // Every tool call is logged in the `tool_runs` table, so the test can count how often each ran.
 
-const [mode, databaseUrl, runId, execution] = process.argv.slice(2) as [string, string, string, string];
+const [mode, databaseUrl, runId, execution, executorId] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string | undefined,
+];
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 await pool.query(
   "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, pid integer, at timestamptz DEFAULT now())",
@@ -62,6 +69,7 @@ const orchestrator =
   execution === "v2" ? Object.assign(new AgenticOrchestrator(), { version: "2" }) : undefined;
 const runtime = new DurableRuntime({
   databaseUrl,
+  ...(executorId === undefined ? {} : { executorId }),
   // `work`: a worker of the queue, taking at most two runs at once.
   ...(mode === "work" ? { queue: { workerConcurrency: 2 } } : {}),
   agents: {
