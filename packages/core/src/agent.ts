@@ -10,7 +10,7 @@ import {
 } from "./agent-config.js";
 import { AgentRun } from "./agent-run.js";
 import { validateAgentConfig, validatePromptOptions } from "./config.js";
-import { AgentBusyError, abortError, ClientToolError, InvalidConfigError, TimeoutError } from "./errors.js";
+import { AgentBusyError, abortError, TimeoutError } from "./errors.js";
 import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
@@ -22,14 +22,14 @@ import { RunLogLines } from "./observe/run-log-lines.js";
 import { bothObservers, type RunObserver } from "./observe/run-observer.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
-import { ClientToolCalls, type ClientToolOutcome } from "./run/client-tools.js";
+import type { ClientToolOutcome } from "./run/client-tools.js";
 import { type RunServiceSet, registerDefaultServices, resolveServices } from "./run/default-services.js";
 import { EventPublisher } from "./run/event-publisher.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
 import { type RunResult, RunSession } from "./run/run-session.js";
 import type { Clock } from "./run/services.js";
-import type { ApprovalDecision, PendingDecisions } from "./run/suspension.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
+import { WaitingCalls } from "./run/waiting-calls.js";
 import { ToolRegistry } from "./tools/registry.js";
 
 /**
@@ -53,15 +53,8 @@ export class Agent {
   /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
   readonly #scopes = new Set<AbortScope>();
   readonly #contextBudget: ContextBudgetOptions | undefined;
-  /** A batch the last run left waiting for `approve()` / `deny()`, with the decisions so far. */
-  #pending: PendingDecisions | undefined;
-  /**
-   * The time limits and client-tool mode of the prompt whose run left `#pending`: the run that
-   * resumes its batch keeps them (a server that suspends for client tools keeps suspending).
-   */
-  #resumeOptions: PromptOptions = {};
-  /** Client tool calls waiting for `submitToolResult()`. */
-  readonly #clientTools = new ClientToolCalls();
+  /** What runs wait for from outside: a suspended batch's approvals and client results, live client calls. */
+  readonly #waiting = new WaitingCalls<PromptOptions>();
   /** The history as the last finished run left it (`result().messages` of that run). */
   #settledHistory: readonly AgentMessage[] = [];
   #tail: Promise<void> = Promise.resolve();
@@ -126,26 +119,18 @@ export class Agent {
 
   /** Tool calls the last run stopped for (`stopReason: "awaiting_approval"`). */
   get pendingApprovals(): { toolCallId: string; toolName: string; args: unknown; reason?: string }[] {
-    const pending = this.#pending;
-    if (!pending) return [];
-    const { calls, waits } = pending.suspension;
-    return calls
-      .filter((call) => waits.get(call.id)?.kind === "approval" && !pending.decisions.has(call.id))
-      .map((call) => {
-        const wait = waits.get(call.id);
-        const reason = wait?.kind === "approval" ? wait.reason : undefined;
-        return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
-      });
+    return this.#waiting.approvals;
   }
 
   /** Approves a call the run is waiting for; once every call is decided, the run continues (returned). */
   approve(toolCallId: string): AgentRun | undefined {
-    return this.#decide(toolCallId, { approved: true });
+    return this.#resume(this.#waiting.decide(toolCallId, { approved: true }));
   }
 
   /** Denies a call the run is waiting for (the model sees the reason); once all are decided, it continues. */
   deny(toolCallId: string, reason?: string): AgentRun | undefined {
-    return this.#decide(toolCallId, reason === undefined ? { approved: false } : { approved: false, reason });
+    const decision = reason === undefined ? { approved: false } : { approved: false, reason };
+    return this.#resume(this.#waiting.decide(toolCallId, decision));
   }
 
   /**
@@ -153,12 +138,7 @@ export class Agent {
    * reached them, or (after a run ended as `awaiting_client_tool`) those its batch is suspended on.
    */
   get pendingClientTools(): { toolCallId: string; toolName: string; args: unknown }[] {
-    const pending = this.#pending;
-    if (!pending) return this.#clientTools.waiting;
-    const { calls, waits } = pending.suspension;
-    return calls
-      .filter((call) => waits.get(call.id)?.kind === "client" && !pending.results.has(call.id))
-      .map((call) => ({ toolCallId: call.id, toolName: call.name, args: call.args }));
+    return this.#waiting.clientCalls;
   }
 
   /**
@@ -169,33 +149,15 @@ export class Agent {
    * waits (unknown id, answered, timed out, run ended).
    */
   submitToolResult(toolCallId: string, outcome: ClientToolOutcome): AgentRun | undefined {
-    const pending = this.#pending;
-    if (pending?.suspension.waits.get(toolCallId)?.kind !== "client") {
-      this.#clientTools.deliver(toolCallId, outcome);
-      return undefined;
-    }
-    if (pending.results.has(toolCallId))
-      throw new ClientToolError(`Client tool call "${toolCallId}" already has its result.`);
-    pending.results.set(toolCallId, outcome);
-    for (const [id, wait] of pending.suspension.waits)
-      if (wait.kind === "client" && !pending.results.has(id)) return undefined;
-    return this.#start(RESUME_ONLY, this.#resumeOptions);
+    return this.#resume(this.#waiting.submit(toolCallId, outcome));
   }
 
-  #decide(toolCallId: string, decision: ApprovalDecision): AgentRun | undefined {
-    const pending = this.#pending;
-    if (pending?.suspension.waits.get(toolCallId)?.kind !== "approval")
-      throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
-    if (pending.decisions.has(toolCallId))
-      throw new InvalidConfigError(
-        `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
-      );
-    pending.decisions.set(toolCallId, decision);
-    for (const [id, wait] of pending.suspension.waits)
-      if (wait.kind === "approval" && !pending.decisions.has(id)) return undefined;
-    // Every call is decided: a run without a prompt resumes the batch (unless a run queued
-    // before it resumes it first).
-    return this.#start(RESUME_ONLY, this.#resumeOptions);
+  /**
+   * Once every call of a suspended batch is answered (`options` given: its prompt's), a run without
+   * a prompt resumes the batch (unless a run queued before it resumes it first).
+   */
+  #resume(options: PromptOptions | undefined): AgentRun | undefined {
+    return options === undefined ? undefined : this.#start(RESUME_ONLY, options);
   }
 
   /** `inputs` is `RESUME_ONLY` for the run `approve()`/`deny()` start: it only resumes the batch. */
@@ -277,7 +239,7 @@ export class Agent {
     if (this.busy) throw new AgentBusyError("reset the agent");
     this.#transcript.clear();
     this.#settledHistory = [];
-    this.#pending = undefined;
+    this.#waiting.dropBatch();
     this.#steeringQueue.clear();
     this.#followUpQueue.clear();
   }
@@ -346,8 +308,7 @@ export class Agent {
     clientTools: "wait" | "suspend" | undefined,
   ): Promise<void> {
     // A batch the last run left waiting is resumed first, with the decisions made so far.
-    const resume = this.#pending;
-    this.#pending = undefined;
+    const resume = this.#waiting.takeBatch();
     // A run that only resumes, when a run queued before it has resumed the batch: nothing to do.
     const idle = input === RESUME_ONLY && resume === undefined;
     const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools, clientToolMs } = timeouts;
@@ -383,7 +344,7 @@ export class Agent {
         clock,
         modelStep: observer ? observer.modelStep(modelStep) : modelStep,
         toolRunner: observer ? observer.toolRunner(toolRunner) : toolRunner,
-        clientTools: this.#clientTools,
+        clientTools: this.#waiting.clientTools,
         clientToolMode: clientTools ?? config.clientTools ?? "wait",
       },
       { orchestrator: this.#orchestrator, input, resume, idle },
@@ -392,11 +353,7 @@ export class Agent {
     );
     const result: RunResult = await session.execute();
     clearTimeout(total);
-    const suspension = session.suspension;
-    this.#pending = suspension
-      ? { suspension, decisions: new Map(suspension.decided), results: new Map() }
-      : undefined;
-    this.#resumeOptions = suspension ? { timeouts, clientTools } : {};
+    this.#waiting.settle(session.suspension, { timeouts, clientTools });
     this.#settledHistory = result.messages;
     abortScope.dispose();
     this.#scopes.delete(abortScope);
