@@ -2,6 +2,7 @@ import type { AgentEvent } from "@agent-core/core";
 import { ClientToolRunner } from "./client-tool-runner.js";
 import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
+import { EventQueue } from "./event-queue.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
 import {
   ACCEPT,
@@ -53,14 +54,8 @@ export class Run implements ClientRun {
   readonly #abort = new AbortController();
   /** The last seq delivered, by run id: what re-attaches ask for, and what dedupes replays. */
   readonly #lastSeq = new Map<string, number>();
-  /** Events not yet taken by an iterator, from `#head` on. */
-  #queue: (ClientEvent | undefined)[] = [];
-  #head = 0;
-  #iterating = false;
-  /** Settles when an event is queued or the run settles (what a waiting iterator waits for). */
-  readonly #produced = new Pulse();
-  /** Settles when an iterator takes an event or stops, or the run settles (what the reader waits for). */
-  readonly #consumed = new Pulse();
+  /** The events on their way to the iterating consumer; the connection waits on its `demand()`. */
+  readonly #events = new EventQueue<ClientEvent>(HIGH_WATER_MARK);
   readonly #listeners = new Map<string, Set<Listener>>();
   /** Runs the client tools the events ask for; their `client_error` events come back through `#emit`. */
   readonly #clientTools: ClientToolRunner;
@@ -146,51 +141,12 @@ export class Run implements ClientRun {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ClientEvent> {
-    if (this.#iterating)
+    const reader = this.#events.reader();
+    if (reader === undefined)
       throw new TypeError(
         "A ClientRun is iterated by one consumer at a time: use run.on('*', …) to watch it too.",
       );
-    this.#iterating = true;
-    let stopped = false;
-    const stop = () => {
-      if (stopped) return;
-      stopped = true;
-      this.#iterating = false;
-      this.#consumed.fire();
-    };
-    return {
-      next: async (): Promise<IteratorResult<ClientEvent>> => {
-        for (;;) {
-          if (stopped) return DONE;
-          if (this.#head < this.#queue.length) return { value: this.#take(), done: false };
-          if (this.#settled) {
-            stop();
-            if (this.#failure !== undefined && this.#failure.code !== "cancelled") throw this.#failure;
-            return DONE;
-          }
-          await this.#produced.next();
-        }
-      },
-      return: async (): Promise<IteratorResult<ClientEvent>> => {
-        stop();
-        this.#produced.fire();
-        return DONE;
-      },
-    };
-  }
-
-  #take(): ClientEvent {
-    const event = this.#queue[this.#head] as ClientEvent;
-    this.#queue[this.#head++] = undefined;
-    if (this.#head === this.#queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
-    }
-    this.#consumed.fire();
-    return event;
+    return reader;
   }
 
   // --- the connection -------------------------------------------------------------------------
@@ -304,7 +260,7 @@ export class Run implements ClientRun {
       reader = response.body.getReader();
       for (;;) {
         disarm();
-        await this.#demand();
+        await this.#events.demand();
         if (this.#settled) return undefined;
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
@@ -337,12 +293,6 @@ export class Run implements ClientRun {
     return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
   }
 
-  /** Backpressure: waits while an iterator has `HIGH_WATER_MARK` events waiting. */
-  async #demand(): Promise<void> {
-    while (!this.#settled && this.#iterating && this.#queue.length - this.#head >= HIGH_WATER_MARK)
-      await this.#consumed.next();
-  }
-
   /** Hands a parsed item on; true if the connection made progress (a new event or a heartbeat). */
   #deliver(item: Parsed): boolean {
     if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
@@ -370,8 +320,7 @@ export class Run implements ClientRun {
   }
 
   #emit(event: ClientEvent): void {
-    this.#queue.push(event);
-    this.#produced.fire();
+    this.#events.push(event);
     for (const type of [event.type, "*"]) {
       const listeners = this.#listeners.get(type);
       if (listeners === undefined) continue;
@@ -412,8 +361,9 @@ export class Run implements ClientRun {
   }
 
   #settle(): void {
-    this.#produced.fire();
-    this.#consumed.fire();
+    // A cancel was asked for: the iteration just ends (result() says why); other failures are thrown to it.
+    if (this.#failure === undefined || this.#failure.code === "cancelled") this.#events.close();
+    else this.#events.fail(this.#failure);
     for (const callback of this.#onSettled.splice(0)) callback();
   }
 
@@ -459,33 +409,6 @@ export class Run implements ClientRun {
     }
   }
 }
-
-/** A promise that settles on the next `fire()`, renewed each time. */
-class Pulse {
-  #promise!: Promise<void>;
-  #resolve!: () => void;
-
-  constructor() {
-    this.#renew();
-  }
-
-  next(): Promise<void> {
-    return this.#promise;
-  }
-
-  fire(): void {
-    this.#resolve();
-    this.#renew();
-  }
-
-  #renew(): void {
-    this.#promise = new Promise<void>((resolve) => {
-      this.#resolve = resolve;
-    });
-  }
-}
-
-const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true });
 
 /** A never-fulfilled promise that rejects when `signal` aborts. */
 function whenAborted(signal: AbortSignal): Promise<never> {
