@@ -141,6 +141,19 @@ describe("EventQueue", () => {
     expect(await drain(reader(queue))).toEqual([2]);
   });
 
+  it("keeps the next reader the only one when a finished reader is returned again", async () => {
+    const queue = new EventQueue<number>(32);
+    const first = reader(queue);
+    await first.return?.();
+    const second = reader(queue);
+    // A loop that breaks after its iterator ended calls return() once more: that must not free the
+    // queue for a third reader while the second reads.
+    await first.return?.();
+    expect(queue.reader()).toBeUndefined();
+    queue.push(1);
+    expect(await second.next()).toEqual({ value: 1, done: false });
+  });
+
   describe("demand()", () => {
     it("does not hold the writer back while nobody reads", async () => {
       const queue = new EventQueue<number>(2);

@@ -31,13 +31,12 @@ export class WaitingCalls<ResumeOptions> {
     const pending = this.#suspended?.pending;
     if (!pending) return [];
     const { calls, waits } = pending.suspension;
-    return calls
-      .filter((call) => waits.get(call.id)?.kind === "approval" && !pending.decisions.has(call.id))
-      .map((call) => {
-        const wait = waits.get(call.id);
-        const reason = wait?.kind === "approval" ? wait.reason : undefined;
-        return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
-      });
+    return calls.flatMap((call) => {
+      const wait = waits.get(call.id);
+      if (wait?.kind !== "approval" || pending.decisions.has(call.id)) return [];
+      const { reason } = wait;
+      return [{ toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) }];
+    });
   }
 
   /** The batch's client calls still without a result; with no batch, those the run in progress waits for. */
@@ -60,9 +59,10 @@ export class WaitingCalls<ResumeOptions> {
     if (suspended?.pending.suspension.waits.get(toolCallId)?.kind !== "approval")
       throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
     const { pending } = suspended;
-    if (pending.decisions.has(toolCallId))
+    const earlier = pending.decisions.get(toolCallId);
+    if (earlier !== undefined)
       throw new InvalidConfigError(
-        `Tool call "${toolCallId}" was already ${pending.decisions.get(toolCallId)?.approved ? "approved" : "denied"}.`,
+        `Tool call "${toolCallId}" was already ${earlier.approved ? "approved" : "denied"}.`,
       );
     pending.decisions.set(toolCallId, decision);
     for (const [id, wait] of pending.suspension.waits)
