@@ -109,16 +109,7 @@ describe("WaitingCalls: client results", () => {
 
   it("delivers a result the batch does not wait for to the run in progress, once", async () => {
     const waiting = suspended();
-    const page = defineTool({
-      name: "read_page",
-      description: "r",
-      inputSchema: z.object({}),
-      execution: "client",
-    });
-    const signal = new AbortController().signal;
-    const result = waiting.clientTools
-      .bind(page)
-      .execute({}, { signal, toolCallId: "live", idempotencyKey: "k" });
+    const result = callClientTool(waiting, "live");
     // While a batch is suspended, the calls listed are the batch's.
     expect(ids(waiting.clientCalls)).toEqual(["c", "d"]);
     expect(waiting.submit("live", { result: "Hello" })).toBeUndefined();
@@ -130,14 +121,7 @@ describe("WaitingCalls: client results", () => {
 
   it("lists the calls the run in progress waits for when no batch is suspended", () => {
     const waiting = suspended();
-    const page = defineTool({
-      name: "read_page",
-      description: "r",
-      inputSchema: z.object({}),
-      execution: "client",
-    });
-    const signal = new AbortController().signal;
-    void waiting.clientTools.bind(page).execute({}, { signal, toolCallId: "live", idempotencyKey: "k" });
+    void callClientTool(waiting, "live");
     waiting.dropBatch();
     expect(waiting.clientCalls).toEqual([{ toolCallId: "live", toolName: "read_page", args: {} }]);
     expect(waiting.approvals).toEqual([]);
@@ -163,3 +147,17 @@ describe("WaitingCalls: the batch", () => {
     expect(waiting.takeBatch()).toBeUndefined();
   });
 });
+
+/** A client call of the run in progress (`read_page`, as a run's batch would start it): settles with its result. */
+function callClientTool(waiting: WaitingCalls<unknown>, toolCallId: string): Promise<unknown> {
+  const page = defineTool({
+    name: "read_page",
+    description: "r",
+    inputSchema: z.object({}),
+    execution: "client",
+  });
+  const signal = new AbortController().signal;
+  return Promise.resolve(
+    waiting.clientTools.bind(page).execute({}, { signal, toolCallId, idempotencyKey: "k" }),
+  );
+}
