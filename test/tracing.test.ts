@@ -244,7 +244,11 @@ describe("the span tree", () => {
     expect(stopReason).toBe("aborted");
 
     const [run] = spansNamed("invoke_agent");
-    expect(eventNames(run as ReadableSpan)).toContain("agent_core.abort");
+    const abort = run?.events.find((event) => event.name === "agent_core.abort");
+    expect(abort?.attributes).toEqual({
+      "agent_core.reason": "This operation was aborted",
+      "error.type": "aborted",
+    });
     expect(run?.status).toMatchObject({ code: SpanStatusCode.ERROR });
     expect(run?.attributes).toMatchObject({ "agent_core.stop_reason": "aborted", "error.type": "aborted" });
     const [tool] = spansNamed("execute_tool");

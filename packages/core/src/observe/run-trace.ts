@@ -246,7 +246,8 @@ export class RunTrace implements RunObserver {
     const reason: unknown = this.#signal.reason;
     this.#runSpan.addEvent(names.ABORT_EVENT, {
       [names.ABORT_REASON]: errorMessage(reason),
-      ...(reason instanceof AgentError ? { [names.ERROR_TYPE]: reason.code } : {}),
+      // The code the run will end with: a timeout's own, "aborted" for any other reason.
+      [names.ERROR_TYPE]: reason instanceof AgentError ? reason.code : "aborted",
     });
   };
 }

@@ -242,6 +242,11 @@ describe("ModelDecisions.generateObject", () => {
     expect(correction).toMatch(/answer/);
     expect(correction).toMatch(/Reply with only the corrected JSON\.$/);
     expect(d.metrics.usage).toEqual(usage(20, 10));
+    // Every model call reports its decision: the invalid reply was a response, sent back.
+    expect(eventsOf(d.events, "steering_mode").map((e) => [e.mode, e.queueSize])).toEqual([
+      ["respond", 0],
+      ["respond", 0],
+    ]);
   });
 
   it("gives up with StructuredOutputError after maxAttempts", async () => {
@@ -250,14 +255,17 @@ describe("ModelDecisions.generateObject", () => {
     await expect(failure).rejects.toBeInstanceOf(StructuredOutputError);
     await expect(failure).rejects.toMatchObject({ attempts: 2, text: "still nope" });
     expect(d.step.requests).toHaveLength(2);
-    expect(eventsOf(d.events, "steering_mode")).toEqual([]);
+    expect(eventsOf(d.events, "steering_mode")).toHaveLength(2);
   });
 
   it("reports the calls an object decides on as steering_mode steer", async () => {
     const plan = z.object({ steps: z.array(z.string()) });
-    const d = decisionsWith([textReply('{"steps":["a","b","c"]}')]);
+    const d = decisionsWith([textReply("no plan"), textReply('{"steps":["a","b","c"]}')]);
     await d.decisions.generateObject(plan, { toolCallsOf: (object) => object.steps.length });
-    expect(eventsOf(d.events, "steering_mode")[0]).toMatchObject({ mode: "steer", queueSize: 3 });
+    expect(eventsOf(d.events, "steering_mode").map((e) => [e.mode, e.queueSize])).toEqual([
+      ["respond", 0],
+      ["steer", 3],
+    ]);
   });
 });
 

@@ -150,13 +150,14 @@ export class ModelDecisions {
       const step = await this.#callModel(spec, false, this.#accounted);
       text = textOf({ role: "assistant", content: step.content });
       const parsed = await parseStructured(schema, text);
-      if (parsed.success) {
-        this.#log.assertOpen();
-        // A structured reply is a model decision too: a plan decides on calls, a verdict responds.
-        const queueSize = Math.max(0, Math.floor(options.toolCallsOf?.(parsed.value) ?? 0));
-        this.#events.publish({ type: "steering_mode", mode: queueSize > 0 ? "steer" : "respond", queueSize });
-        return { object: parsed.value, text };
-      }
+      this.#log.assertOpen();
+      // A structured reply is a model decision too: a plan decides on calls, a verdict responds, and
+      // an invalid reply is a response (sent back), so that every model call has its `steering_mode`.
+      const queueSize = parsed.success
+        ? Math.max(0, Math.floor(options.toolCallsOf?.(parsed.value) ?? 0))
+        : 0;
+      this.#events.publish({ type: "steering_mode", mode: queueSize > 0 ? "steer" : "respond", queueSize });
+      if (parsed.success) return { object: parsed.value, text };
       problem = parsed.error;
       extra.push(
         { role: "assistant", content: [{ type: "text", text }] },
