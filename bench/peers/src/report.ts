@@ -126,6 +126,8 @@ export interface Summary {
 }
 
 const CYCLES = [1, 10, 50];
+/** agent-core and its own variants: not peers in the targets. */
+const OWN = new Set(["floor", "agent-core", "agent-core-on"]);
 
 export function summarize(report: Report): Summary {
   const s: Summary = { w1: {}, w2: {}, w3: {}, heap: {} };
@@ -204,16 +206,24 @@ export function summarize(report: Report): Summary {
 function targets(r: Report, s: Summary): string[] {
   const lines: string[] = [];
   const ac = s.w1["agent-core"];
-  const others = adapters
-    .map((a) => a.id)
-    .filter((id) => id !== "floor" && id !== "agent-core" && id !== "pi");
-  if (ac && s.w1.pi) {
+  const others = adapters.map((a) => a.id).filter((id) => !OWN.has(id) && id !== "pi");
+  const pi = s.w1.pi;
+  if (ac && pi) {
     for (const k of CYCLES) {
-      const vsPi = s.w1.pi[k]?.toAgentCore ?? Number.NaN;
+      const vsPi = pi[k]?.toAgentCore ?? Number.NaN;
       const worstOther = Math.max(...others.map((id) => s.w1[id]?.[k]?.toAgentCore ?? Number.NaN));
       lines.push(
         `- ${k} call${k > 1 ? "s" : ""}: agent-core ÷ pi = **${x(vsPi)}** (${vsPi <= 1 ? "met" : "**missed**"}: at or below pi); ` +
           `agent-core ÷ the nearest other peer = ${x(worstOther)} (${worstOther < 1 ? "met" : "**missed**"}: below every other peer).`,
+      );
+    }
+    const listener = s.w1["agent-core-on"];
+    if (listener) {
+      // Each runs in processes with agent-core, not with each other: (agent-core ÷ pi) ÷ (agent-core ÷ it).
+      const onVsPi = (k: number) =>
+        (pi[k]?.toAgentCore ?? Number.NaN) / (listener[k]?.toAgentCore ?? Number.NaN);
+      lines.push(
+        `- For comparison only, the events read through \`agent.on\` instead of \`for await\` (as pi's harness reads pi): ÷ pi = ${CYCLES.map((k) => x(onVsPi(k))).join(" / ")} at 1 / 10 / 50 calls; agent-core with \`for await\` ÷ this = ${CYCLES.map((k) => x(listener[k]?.toAgentCore ?? Number.NaN)).join(" / ")}.`,
       );
     }
     const k50 = ac[50]?.toFloor ?? Number.NaN;
@@ -231,6 +241,10 @@ function targets(r: Report, s: Summary): string[] {
         `CPU time: agent-core ÷ pi = ${x(w2["agent-core"].cpu / w2.pi.cpu)}, ÷ floor = ${x(w2["agent-core"].cpu / (w2.floor?.cpu ?? Number.NaN))}.`,
     );
   }
+  if (w2["agent-core-on"] && w2.pi)
+    lines.push(
+      `- ${f(r.plan.concurrent as number, 0)} concurrent runs read through \`agent.on\`, for comparison only: ÷ pi = ${x(w2["agent-core-on"].wall / w2.pi.wall)} wall time.`,
+    );
   const g = s.w3["agent-core"];
   if (g !== undefined)
     lines.push(

@@ -9,7 +9,7 @@ export interface Variant {
   load: () => Promise<Adapter>;
 }
 
-/** Every variant, in report order: the floor first, agent-core second. */
+/** Every variant, in report order: the floor first, agent-core second (then its listener-read variant). */
 export const adapters: Variant[] = [
   {
     id: "floor",
@@ -22,6 +22,12 @@ export const adapters: Variant[] = [
     label: "agent-core",
     packages: [],
     load: async () => (await import("./agent-core.js")).agentCore,
+  },
+  {
+    id: "agent-core-on",
+    label: "agent-core, agent.on listener",
+    packages: [],
+    load: async () => (await import("./agent-core.js")).agentCoreListener,
   },
   {
     id: "pi",
