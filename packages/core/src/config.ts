@@ -255,6 +255,14 @@ export function validatePromptOptions(options: unknown): void {
   validate(promptOptionsSchema, options, "prompt options", "options");
 }
 
+/**
+ * Checks a plug-in's options against its zod schema; throws an `AgentConfigError` (an
+ * `InvalidConfigError`) naming each bad field, as `new Agent()` does for its config.
+ */
+export function validateOptions(schema: z.ZodType, options: unknown, what: string): void {
+  validate(schema, options, what, "options");
+}
+
 function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
   const result = schema.safeParse(input);
   if (result.success) return;

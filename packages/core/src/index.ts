@@ -10,7 +10,13 @@ export {
   type Timeouts,
 } from "./agent-config.js";
 export { AgentRun } from "./agent-run.js";
-export { AgentConfigError, type ConfigIssue, validateAgentConfig, validatePromptOptions } from "./config.js";
+export {
+  AgentConfigError,
+  type ConfigIssue,
+  validateAgentConfig,
+  validateOptions,
+  validatePromptOptions,
+} from "./config.js";
 export * from "./errors.js";
 export {
   type EventSchema,
