@@ -66,6 +66,27 @@ describe("the logger", () => {
     expect(logger.lines.at(-1)?.fields).toMatchObject({ stopReason: "completed", cycles: 3 });
   });
 
+  it("a logger that throws, and a listener error reported to it, leave the run to end as it would", async () => {
+    const fails = () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: fails, warn: fails, info: fails, debug: fails };
+    const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger });
+    agent.on("agent_start", () => {
+      throw new Error("a broken listener");
+    });
+    const first = await agent.prompt("add them").result();
+    expect(first).toMatchObject({ stopReason: "completed", text: "3 and 7" });
+    // Not left busy: the next prompt runs.
+    const onceMore = new Agent({
+      provider: scriptedModel([[script.text("hi")]]),
+      onListenerError: fails,
+    });
+    onceMore.on("agent_end", fails);
+    expect((await onceMore.prompt("hello").result()).stopReason).toBe("completed");
+    expect(onceMore.busy).toBe(false);
+  });
+
   it("a failed run logs its error; an aborted one a warning", async () => {
     const logger = recordingLogger();
     const failing = new Agent({ logger });

@@ -44,6 +44,29 @@ describe("ListenerBus", () => {
     ]);
   });
 
+  it("keeps calling the other listeners when onError throws too", () => {
+    const listeners = new ListenerBus(() => {
+      throw new Error("the error handler fails as well");
+    });
+    const after = vi.fn();
+    listeners.on("turn_start", () => {
+      throw new Error("listener bug");
+    });
+    listeners.on("*", after);
+    expect(() => listeners.publish(turn)).not.toThrow();
+    expect(after).toHaveBeenCalledWith(turn);
+  });
+
+  it("hands an async listener's rejection to onError", async () => {
+    const { bus: listeners, onError } = bus();
+    const failure = new Error("async listener bug");
+    listeners.on("turn_start", async () => {
+      throw failure;
+    });
+    listeners.publish(turn);
+    await vi.waitFor(() => expect(onError).toHaveBeenCalledWith(failure, turn));
+  });
+
   it("stops delivering after off() or the function on() returned", () => {
     const { bus: listeners } = bus();
     const typed = vi.fn();

@@ -61,9 +61,26 @@ export class ListenerBus {
 
   #call(listener: Listener, event: AgentEvent): void {
     try {
-      (listener as (event: AgentEvent) => void)(event);
+      const returned: unknown = (listener as (event: AgentEvent) => unknown)(event);
+      // An async listener's rejection would otherwise go unhandled (and end a default Node process).
+      if (isThenable(returned)) returned.then(undefined, (error: unknown) => this.#report(error, event));
     } catch (error) {
-      this.#onError(error, event);
+      this.#report(error, event);
     }
   }
+
+  #report(error: unknown, event: AgentEvent): void {
+    try {
+      this.#onError(error, event);
+    } catch {
+      // The error handler (or the logger it writes to) threw too: there is nowhere left to report
+      // it, and a listener's failure must not end the run.
+    }
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
+  );
 }

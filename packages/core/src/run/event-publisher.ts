@@ -71,7 +71,16 @@ export class EventPublisher {
     this.#stream.push(enveloped);
     this.#listeners.publish(enveloped);
     this.#sink?.publish(enveloped);
-    this.#observer?.publish(enveloped);
+    if (this.#observer !== undefined) this.#observe(this.#observer, enveloped);
+  }
+
+  #observe(observer: RunObserver, event: AgentEvent): void {
+    try {
+      observer.publish(event);
+    } catch {
+      // A logger or tracer that throws: the run goes on unobserved rather than failing for it, and
+      // there is nowhere left to report it.
+    }
   }
 
   /**
