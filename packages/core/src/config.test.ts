@@ -51,6 +51,10 @@ function issuesOf(validate: () => void): AgentConfigError["issues"] {
 const fn = () => undefined;
 const ms = [NaN, -1, 0, Infinity, -Infinity, "5", null];
 const msOrZero = [NaN, -1, Infinity, "5", null];
+/** Node fires a timer longer than 2^31 − 1 ms at once: a delay past it is refused. */
+const longestTimer = 2 ** 31 - 1;
+const delays = [...ms, longestTimer + 1, 3e9];
+const delaysOrZero = [...msOrZero, longestTimer + 1];
 const hooks = [
   "beforeToolCall",
   "afterToolCall",
@@ -76,13 +80,13 @@ const fields: [path: string, bad: unknown[], good: unknown[]][] = [
   ],
   ["limits", [3, "x", null, [1]], [{}]],
   ["limits.maxCycles", [0, -1, 1.5, NaN, Infinity, "3"], [1, 100]],
-  ["limits.abortGraceMs", msOrZero, [0, 0.5, 250]],
+  ["limits.abortGraceMs", delaysOrZero, [0, 0.5, 250, longestTimer]],
   ["timeouts", [30, "x", null], [{}]],
   ...["totalMs", "stepMs", "firstChunkMs", "chunkMs", "toolMs"].map(
-    (name): [string, unknown[], unknown[]] => [`timeouts.${name}`, ms, [1, 0.5, 60_000]],
+    (name): [string, unknown[], unknown[]] => [`timeouts.${name}`, delays, [1, 0.5, 60_000, longestTimer]],
   ),
   ["timeouts.tools", [5, "x", null], [{}, { search: 500 }]],
-  ["timeouts.tools.search", ms, [1, 500]],
+  ["timeouts.tools.search", delays, [1, 500, longestTimer]],
   ["toolExecution", ["concurrent", "", 1, true], ["sequential", "parallel"]],
   ["maxConcurrency", [0, -2, 2.5, NaN, Infinity, "4"], [1, 8]],
   ["stall", [true, 0, "off", null], [false, {}]],
@@ -90,8 +94,8 @@ const fields: [path: string, bad: unknown[], good: unknown[]][] = [
   ["stall.repeatedResults", [1, -3, 3.5, NaN, "3"], [2, 3]],
   ["retry", [2, "x"], [{}]],
   ["retry.maxRetries", [-1, 1.5, NaN, Infinity, "2"], [0, 2]],
-  ["retry.initialDelayMs", msOrZero, [0, 500]],
-  ["retry.maxDelayMs", msOrZero, [0, 10_000]],
+  ["retry.initialDelayMs", delaysOrZero, [0, 500, longestTimer]],
+  ["retry.maxDelayMs", delaysOrZero, [0, 10_000, longestTimer]],
   ["retry.retryTimeouts", [1, "yes", null], [true, false]],
   ["contextBudget", [1000, "x"], [{ maxTokens: 1 }]],
   ["contextBudget.maxTokens", ms, [1, 2500]],
@@ -140,10 +144,10 @@ describe("validateAgentConfig", () => {
     const bad = () => validateAgentConfig({ timeouts: { toolMs: -5 } });
     expect(bad).toThrow(InvalidConfigError);
     expect(bad).toThrow(
-      /^Invalid agent config: timeouts\.toolMs must be a number > 0 \(milliseconds\), got -5\.$/,
+      /^Invalid agent config: timeouts\.toolMs must be a number > 0 and <= 2147483647 \(milliseconds\), got -5\.$/,
     );
     expect(() => validateAgentConfig({ timeouts: { totalMs: NaN } })).toThrow(
-      "timeouts.totalMs must be a number > 0 (milliseconds), got NaN.",
+      "timeouts.totalMs must be a number > 0 and <= 2147483647 (milliseconds), got NaN.",
     );
   });
 
@@ -156,8 +160,8 @@ describe("validateAgentConfig", () => {
     expect(() => validateAgentConfig(config)).toThrow(
       [
         "Invalid agent config:",
-        "- timeouts.toolMs must be a number > 0 (milliseconds), got -5.",
-        "- timeouts.tools.search must be a number > 0 (milliseconds), got 0.",
+        "- timeouts.toolMs must be a number > 0 and <= 2147483647 (milliseconds), got -5.",
+        "- timeouts.tools.search must be a number > 0 and <= 2147483647 (milliseconds), got 0.",
         "- maxConcurrency must be a whole number >= 1, got 0.",
         '- stall.repeatedCalls must be a whole number >= 2, got "x".',
       ].join("\n"),
@@ -258,7 +262,7 @@ describe("validatePromptOptions", () => {
 
   it("checks timeouts like the agent's", () => {
     expect(() => validatePromptOptions({ timeouts: { toolMs: -5 } })).toThrow(
-      "Invalid prompt options: timeouts.toolMs must be a number > 0 (milliseconds), got -5.",
+      "Invalid prompt options: timeouts.toolMs must be a number > 0 and <= 2147483647 (milliseconds), got -5.",
     );
     for (const value of ms)
       expect(

@@ -71,7 +71,21 @@ const isHistory = (value: unknown) =>
 
 const fn = z.custom(isFunction, expecting("a function")).optional();
 const string = z.string(expecting("a string")).optional();
-const ms = numberAbove(0, "a number > 0 (milliseconds)").optional();
+/** Node fires a longer timer at once (after 1 ms): a longer delay would end a run at its start. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+const TIMER_DOMAIN = `<= ${LONGEST_TIMER_MS} (milliseconds)`;
+
+function delayAbove(minimum: number) {
+  const domain = `a number > ${minimum} and ${TIMER_DOMAIN}`;
+  return numberAbove(minimum, domain).lte(LONGEST_TIMER_MS, expecting(domain));
+}
+
+function delayAtLeast(minimum: number) {
+  const domain = `a number >= ${minimum} and ${TIMER_DOMAIN}`;
+  return numberAtLeast(minimum, domain).lte(LONGEST_TIMER_MS, expecting(domain));
+}
+
+const ms = delayAbove(0).optional();
 
 function hasMethod(value: unknown, method: string): boolean {
   return (
@@ -88,13 +102,7 @@ const timeouts = object({
   chunkMs: ms,
   toolMs: ms,
   clientToolMs: ms,
-  tools: z
-    .record(
-      z.string(),
-      numberAbove(0, "a number > 0 (milliseconds)"),
-      expecting("an object of tool name → milliseconds"),
-    )
-    .optional(),
+  tools: z.record(z.string(), delayAbove(0), expecting("an object of tool name → milliseconds")).optional(),
 });
 
 const clientTools = z.enum(["wait", "suspend"], expecting('"wait" or "suspend"')).optional();
@@ -132,7 +140,7 @@ const agentConfigSchema = z.object(
       .optional(),
     limits: object({
       maxCycles: wholeAtLeast(1).optional(),
-      abortGraceMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
+      abortGraceMs: delayAtLeast(0).optional(),
     }),
     timeouts,
     toolExecution: z.enum(["sequential", "parallel"], expecting('"sequential" or "parallel"')).optional(),
@@ -152,8 +160,8 @@ const agentConfigSchema = z.object(
       .optional(),
     retry: object({
       maxRetries: wholeAtLeast(0).optional(),
-      initialDelayMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
-      maxDelayMs: numberAtLeast(0, "a number >= 0 (milliseconds)").optional(),
+      initialDelayMs: delayAtLeast(0).optional(),
+      maxDelayMs: delayAtLeast(0).optional(),
       retryTimeouts: z.boolean(expecting("a boolean")).optional(),
     }),
     contextBudget: object({
