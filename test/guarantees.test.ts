@@ -76,6 +76,27 @@ function stuckBeforeStream(): { model: LanguageModelV4; release(): void; cancell
   return { model, release, cancelled };
 }
 
+describe("bad messages", () => {
+  it("a malformed prompt, steering or follow-up message is refused at once and leaves the agent as it was", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    for (const bad of [{ role: "user" }, 42, null, { role: "user", content: 5 }])
+      expect(() => agent.prompt(bad as never)).toThrow(InvalidConfigError);
+    expect(() => agent.prompt(["fine", { role: "assistant" }] as never)).toThrow(
+      /^Invalid prompt: message must be a string or an AgentMessage .*, got \{"role":"assistant"\}\.$/,
+    );
+    expect(() => agent.steer(null as never)).toThrow(/^Invalid steering message: /);
+    expect(() => agent.followUp({} as never)).toThrow(/^Invalid follow-up message: /);
+    expect(agent.messages).toEqual([]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+    expect(agent.busy).toBe(false);
+    const result = await agent.prompt("hello").result();
+    expect(result).toMatchObject({ stopReason: "completed", text: "hi" });
+    // An app's own kind of message needs only its role.
+    agent.followUp({ role: "app-note", text: "kept" });
+    expect(agent.queued.followUps).toEqual([{ role: "app-note", text: "kept" }]);
+  });
+});
+
 describe("a provider that ignores its signal before its stream arrives", () => {
   it("abort ends the run at once (not after the grace period), and the late stream is cancelled", async () => {
     const { model, release, cancelled } = stuckBeforeStream();

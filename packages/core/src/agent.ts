@@ -9,7 +9,7 @@ import {
   type Timeouts,
 } from "./agent-config.js";
 import { AgentRun } from "./agent-run.js";
-import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import { validateAgentConfig, validateMessageInput, validatePromptOptions } from "./config.js";
 import { AgentBusyError, abortError, TimeoutError } from "./errors.js";
 import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
@@ -109,8 +109,9 @@ export class Agent {
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
     validatePromptOptions(options);
-    const now = this.#services().clock.now();
     const inputs = Array.isArray(input) ? input : [input];
+    for (const message of inputs) validateMessageInput(message, "prompt");
+    const now = this.#services().clock.now();
     return this.#start(
       inputs.map((message: MessageInput) => toMessageAt(message, now)),
       options,
@@ -211,11 +212,13 @@ export class Agent {
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
   steer(message: MessageInput): void {
+    validateMessageInput(message, "steering message");
     this.#steeringQueue.push(message, this.#services().clock.now());
   }
 
   /** Queues a message that continues the run when it would otherwise stop. */
   followUp(message: MessageInput): void {
+    validateMessageInput(message, "follow-up message");
     this.#followUpQueue.push(message, this.#services().clock.now());
   }
 

@@ -263,6 +263,20 @@ export function validatePromptOptions(options: unknown): void {
   validate(promptOptionsSchema, options, "prompt options", "options");
 }
 
+const messageInputSchema = z.custom(
+  (value) => typeof value === "string" || agentMessageSchema.safeParse(value).success,
+  expecting('a string or an AgentMessage (e.g. { role: "user", content: "…" })'),
+);
+
+/**
+ * Checks one message given to `prompt()`, `steer()` or `followUp()` (`what` names it in the error),
+ * as `new Agent()` checks `config.messages`: a bad one must not enter the history or the queues.
+ */
+export function validateMessageInput(input: unknown, what: string): void {
+  if (typeof input === "string") return;
+  validate(messageInputSchema, input, what, "message");
+}
+
 /**
  * Checks a plug-in's options against its zod schema; throws an `AgentConfigError` (an
  * `InvalidConfigError`) naming each bad field, as `new Agent()` does for its config.
