@@ -459,6 +459,41 @@ describe("hooks", () => {
     ]);
   });
 
+  it("afterToolCall turning a result into an error: the event, the history and the model all say so", async () => {
+    const model = scriptedModel([[script.toolCall("echo", { text: "hi" })], [script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      afterToolCall: () => ({ content: "policy: result withheld", status: "error" }),
+    });
+    const run = agent.prompt("x");
+    const { messages } = await finished(run);
+    expect(eventsOf(run.events, "tool_result")[0]).toMatchObject({
+      status: "error",
+      error: "policy: result withheld",
+    });
+    expect(eventsOf(run.events, "tool_result")[0]).not.toHaveProperty("result");
+    expect(toolResults(messages)[0]).toMatchObject({
+      status: "error",
+      isError: true,
+      content: "policy: result withheld",
+    });
+  });
+
+  it("afterToolCall returning an invalid override fails like a hook that throws, the history valid", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("echo", { text: "hi" })], [script.text("ok")]]),
+      tools: [echo],
+      afterToolCall: () => ({ status: "bogus" }) as never,
+    });
+    const result = await agent.prompt("x").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error?.message).toMatch(
+      /afterToolCall returned an invalid override: status must be one of/,
+    );
+    expect(() => new Agent({ messages: result.messages })).not.toThrow();
+  });
+
   it("prepareStep changes the tools, the system prompt and the model of a call", async () => {
     const first = scriptedModel([[script.text("unused")]]);
     const second = scriptedModel([[script.text("from the second model")]]);

@@ -19,6 +19,7 @@ import type { EventPublisher } from "./event-publisher.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
+import { withOverride } from "./result-override.js";
 import type { ToolRunner } from "./services.js";
 import type { ApprovalDecision, Resumed, Suspension, Wait } from "./suspension.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
@@ -313,7 +314,7 @@ export class ToolBatch implements FatalToolSink {
     const after = this.#setup.hooks.afterToolCall;
     if (after)
       return Promise.resolve(after({ ...this.#context(call), result: produced })).then((override) =>
-        this.#record(index, call, override ? { ...produced, ...override } : produced),
+        this.#record(index, call, withOverride(produced, override)),
       );
     return this.#record(index, call, produced);
   }
