@@ -147,7 +147,8 @@ export class Agent {
    * gives the call an error result. A call the run in progress waits for: the run goes on with it
    * (returns undefined). A call of a run that ended as `awaiting_client_tool`: once every such call
    * has its result, a run resumes the batch (returned). Throws `ClientToolError` when no such call
-   * waits (unknown id, answered, timed out, run ended).
+   * waits (unknown id, answered, timed out, run ended), or for an outcome that is not `{ result }` or
+   * `{ error: string }` (the call still waits).
    */
   submitToolResult(toolCallId: string, outcome: ClientToolOutcome): AgentRun | undefined {
     return this.#resume(this.#waiting.submit(toolCallId, outcome));

@@ -4,6 +4,27 @@ import type { RunnableTool, Tool, ToolExecuteOptions } from "../tools/define-too
 /** What the user's side answers for a client-executed tool call: its result, or why it failed. */
 export type ClientToolOutcome = { result: unknown } | { error: string };
 
+/**
+ * Throws a `ClientToolError` unless `outcome` is `{ result }` or `{ error: string }`: checked before
+ * anything is taken, so that a bad outcome leaves the call waiting for a good one.
+ */
+export function checkOutcome(toolCallId: string, outcome: unknown): void {
+  const problem = outcomeProblem(outcome);
+  if (problem !== undefined)
+    throw new ClientToolError(
+      `The outcome for client tool call "${toolCallId}" must be { result } or { error: string }: ${problem}.`,
+    );
+}
+
+function outcomeProblem(outcome: unknown): string | undefined {
+  if (typeof outcome !== "object" || outcome === null)
+    return `got ${outcome === null ? "null" : typeof outcome}`;
+  if ("result" in outcome === "error" in outcome) return "give either result or error";
+  if ("error" in outcome && typeof outcome.error !== "string")
+    return `error must be a string, got ${typeof outcome.error}`;
+  return undefined;
+}
+
 interface Waiter {
   toolName: string;
   args: unknown;

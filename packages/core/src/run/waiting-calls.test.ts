@@ -119,6 +119,30 @@ describe("WaitingCalls: client results", () => {
     expectError(() => waiting.submit("free", { result: 1 }), ClientToolError, gone.replace("live", "free"));
   });
 
+  it("refuses a malformed outcome before taking anything: the call still waits for a good one", async () => {
+    const waiting = suspended();
+    const live = callClientTool(waiting, "live");
+    const bad: [unknown, string][] = [
+      [null, "got null"],
+      ["Ada", "got string"],
+      [{}, "give either result or error"],
+      [{ result: 1, error: "x" }, "give either result or error"],
+      [{ error: 42 }, "error must be a string, got number"],
+    ];
+    for (const id of ["live", "c"])
+      for (const [outcome, problem] of bad)
+        expectError(
+          () => waiting.submit(id, outcome as never),
+          ClientToolError,
+          `The outcome for client tool call "${id}" must be { result } or { error: string }: ${problem}.`,
+        );
+    expect(ids(waiting.clientCalls)).toEqual(["c", "d"]);
+    expect(waiting.submit("live", { result: "Ada" })).toBeUndefined();
+    await expect(live).resolves.toBe("Ada");
+    expect(waiting.submit("c", { result: undefined })).toBeUndefined();
+    expect(ids(waiting.clientCalls)).toEqual(["d"]);
+  });
+
   it("lists the calls the run in progress waits for when no batch is suspended", () => {
     const waiting = suspended();
     void callClientTool(waiting, "live");
