@@ -278,6 +278,67 @@ describe("executeToolCall: abort, deadline and grace period", () => {
   });
 });
 
+describe("executeToolCall: a schema that checks the arguments asynchronously", () => {
+  function checkedBy(
+    check: () => Promise<boolean>,
+    execute = vi.fn((_args: unknown, _options: ToolExecuteOptions): unknown => "ran"),
+  ) {
+    const tool = defineTool({
+      name: "t",
+      description: "a test tool",
+      inputSchema: z.object({ city: z.string().refine(check) }),
+      execute,
+    });
+    return { tool, execute, call: callOf("t", { city: "Paris" }) };
+  }
+
+  it("its check counts toward timeoutMs: a check that never settles ends as a timeout", async () => {
+    vi.useFakeTimers();
+    const { tool, execute, call } = checkedBy(() => new Promise(() => {}));
+    let result: ToolResultMessage | undefined;
+    void Promise.resolve(run(tool, { call, timeoutMs: 100 })).then((r) => {
+      result = r;
+    });
+    await vi.advanceTimersByTimeAsync(99);
+    expect(result).toBeUndefined();
+    // The deadline, then the check abandoned on the next timer turn (it has no grace period).
+    await vi.advanceTimersByTimeAsync(2);
+    expect(result).toMatchObject({
+      status: "timeout",
+      content: 'The tool "t" timed out after 100 ms and was stopped.',
+    });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it("the tool gets what is left of the limit after its check, on the same deadline", async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const { tool, call } = checkedBy(
+      () => new Promise((resolve) => setTimeout(() => resolve(true), 60)),
+      vi.fn((_args: unknown, options: ToolExecuteOptions) => {
+        signal = options.signal;
+        return new Promise(() => {});
+      }),
+    );
+    const result = run(tool, { call, timeoutMs: 100 });
+    await vi.advanceTimersByTimeAsync(60);
+    expect(signal?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(40);
+    expect(signal?.reason).toMatchObject({ kind: "tool", ms: 100 });
+    await vi.advanceTimersByTimeAsync(GRACE_MS);
+    expect(await result).toMatchObject({ status: "timeout" });
+  });
+
+  it("an abort during its check ends the call at once, not run", async () => {
+    const scope = new AbortScope();
+    const { tool, execute, call } = checkedBy(() => new Promise(() => {}));
+    const result = run(tool, { call, scope });
+    scope.abort();
+    expect(await result).toMatchObject({ status: "aborted", content: NOT_RUN_ABORTED });
+    expect(execute).not.toHaveBeenCalled();
+  });
+});
+
 describe("executeToolCall: returned values", () => {
   it.each([
     ["undefined", undefined, ""],

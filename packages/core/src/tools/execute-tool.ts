@@ -36,14 +36,42 @@ export function executeToolCall(
     return toolResult(call, "error", `Unknown tool "${call.name}".${available}`);
   }
   const parsed = parseArgs(tool.inputSchema, call.args);
-  const run = (checked: ParsedArgs) =>
-    checked.success
-      ? runTool(tool, checked.data, call, scope, graceMs, timeoutMs, fatal, runId)
-      : invalidArguments(call, checked.error);
-  return parsed instanceof Promise ? parsed.then(run) : run(parsed);
+  // With a time limit the call gets its own signal, aborted by the run or by its deadline.
+  const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
+  if (!(parsed instanceof Promise))
+    return parsed.success
+      ? runTool(tool, parsed.data, call, scope, graceMs, deadline, fatal, runId)
+      : invalidArguments(call, parsed.error, deadline);
+  // An async schema's check is part of the call: it counts toward the call's time limit, and an
+  // abort abandons it at once (it has no signal to stop on).
+  return settleOrAbandon(parsed, parsed.then, scope, 0, deadline).then((outcome) => {
+    if (outcome.kind === "abandoned") {
+      deadline?.dispose();
+      return deadline?.expired ? timedOut(call, deadline) : toolResult(call, "aborted", NOT_RUN_ABORTED);
+    }
+    // parseArgs settles without rejecting: the outcome is the check's result.
+    const checked = (outcome as { value: ParsedArgs }).value;
+    return checked.success
+      ? runTool(tool, checked.data, call, scope, graceMs, deadline, fatal, runId)
+      : invalidArguments(call, checked.error, deadline);
+  });
 }
 
-function invalidArguments(call: ToolCall, error: z.ZodError): ToolResultMessage {
+function timedOut(call: ToolCall, deadline: ToolDeadline): ToolResultMessage {
+  const { timeoutMs } = deadline;
+  return toolResult(
+    call,
+    "timeout",
+    `The tool "${call.name}" timed out after ${timeoutMs} ms and was stopped.`,
+  );
+}
+
+function invalidArguments(
+  call: ToolCall,
+  error: z.ZodError,
+  deadline: ToolDeadline | undefined,
+): ToolResultMessage {
+  deadline?.dispose();
   const sent = typeof call.args === "string" ? ` The arguments were not valid JSON: ${call.args}` : "";
   return toolResult(
     call,
@@ -59,14 +87,15 @@ function runTool(
   call: ToolCall,
   scope: AbortScope,
   graceMs: number,
-  timeoutMs: number | undefined,
+  deadline: ToolDeadline | undefined,
   fatal: FatalToolSink | undefined,
   runId: string | undefined,
 ): ToolResultMessage | Promise<ToolResultMessage> {
-  if (scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+  if (scope.aborted) {
+    deadline?.dispose();
+    return toolResult(call, "aborted", NOT_RUN_ABORTED);
+  }
 
-  // With a time limit the tool gets its own signal, aborted by the run or by its deadline.
-  const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
   const signal = deadline?.signal ?? scope.signal;
   let returned: unknown;
   let then: Then | undefined;
@@ -87,12 +116,7 @@ function runTool(
   }
   return settleOrAbandon(returned, then, scope, graceMs, deadline).then((outcome) => {
     deadline?.dispose();
-    if (deadline?.expired)
-      return toolResult(
-        call,
-        "timeout",
-        `The tool "${call.name}" timed out after ${timeoutMs} ms and was stopped.`,
-      );
+    if (deadline?.expired) return timedOut(call, deadline);
     if (outcome.kind === "abandoned")
       return toolResult(call, "aborted", `aborted: the tool did not stop within ${graceMs} ms of the abort`);
     if (outcome.kind === "rejected") {
@@ -108,6 +132,7 @@ function runTool(
 
 /** A tool's own deadline: aborts its signal when the time is up, or when the run aborts. */
 class ToolDeadline {
+  readonly timeoutMs: number;
   readonly #controller = new AbortController();
   readonly #timer: ReturnType<typeof setTimeout>;
   readonly #unlink: () => void;
@@ -115,6 +140,7 @@ class ToolDeadline {
   expired = false;
 
   constructor(scope: AbortScope, timeoutMs: number) {
+    this.timeoutMs = timeoutMs;
     this.#unlink = scope.onAbort(() => this.#controller.abort(scope.signal.reason));
     this.#timer = setTimeout(() => {
       this.expired = true;
