@@ -235,6 +235,8 @@ export class RunServices implements RunContext {
 class RunMessageLog implements MessageLog {
   readonly #log: RunLog;
   readonly append: (...messages: AgentMessage[]) => void;
+  /** The history as `all` last gave it: a frozen copy, so a plug-in cannot edit the history behind the log's back. */
+  #snapshot: readonly AgentMessage[] = NO_MESSAGES;
 
   constructor(log: RunLog) {
     this.#log = log;
@@ -242,13 +244,18 @@ class RunMessageLog implements MessageLog {
   }
 
   get all(): readonly AgentMessage[] {
-    return this.#log.history;
+    // During a run the history only grows: its length says whether the copy is current.
+    const history = this.#log.history;
+    if (this.#snapshot.length !== history.length) this.#snapshot = Object.freeze(history.slice());
+    return this.#snapshot;
   }
 
   get length(): number {
     return this.#log.history.length;
   }
 }
+
+const NO_MESSAGES: readonly AgentMessage[] = Object.freeze([]);
 
 function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   log.assertOpen();

@@ -553,6 +553,22 @@ describe("RunSession and its services, what the measured survivors showed untest
     expect(seen).toEqual([s.setup.owner.container, 1]);
   });
 
+  it("hands the orchestrator the history as a frozen copy: it cannot edit the history, only append", async () => {
+    let first: readonly AgentMessage[] = [];
+    let again: readonly AgentMessage[] = [];
+    const editing = orchestrator(async (ctx) => {
+      first = ctx.messages.all;
+      expect(() => (ctx.messages.all as AgentMessage[]).pop()).toThrow(TypeError);
+      again = ctx.messages.all;
+      ctx.messages.append(user("noted"));
+    });
+    const s = sessionOf({ orchestrator: editing });
+    const result = await s.session.execute();
+    expect(again).toBe(first);
+    expect(first.map((m) => m.role)).toEqual(["user"]);
+    expect(result.messages.map((m) => (m as { content: string }).content)).toEqual(["hi", "noted"]);
+  });
+
   it("ends a turn left open with an empty answer saying why the run stopped", async () => {
     const stopReasonOf = async (run: (ctx: RunContext) => Promise<void>, abort = false) => {
       const s = sessionOf({ orchestrator: orchestrator(run) });
