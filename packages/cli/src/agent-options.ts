@@ -39,9 +39,10 @@ export function agentOptionsHelp(orchestrators: string): string {
   --tool-ms N          give up on a tool call after N ms (the call's result says timeout)
   --parallel-tools     run the tool calls of one model reply at once, not one by one
   --max-concurrency N  at most N tool calls at once with --parallel-tools (default 8)
-  --stall-calls N      stop a run after N identical tool calls in a row (default 2)
-  --stall-results N    stop a run after N identical tool results in a row (default 3)
-  --no-stall           never stop a run as stalled
+  --stall-calls N      the same tool call in N replies is a stall (default 2)
+  --stall-results N    the same tool result N times in a row is a stall (default 3);
+                       a stall first nudges the model, then stops the run if it goes on
+  --no-stall           never nudge or stop a run as stalled
 `;
 }
 
