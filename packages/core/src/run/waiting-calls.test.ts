@@ -69,6 +69,16 @@ describe("WaitingCalls: approvals", () => {
     ]);
   });
 
+  it("refuses a denial whose reason is not text, and leaves the call undecided", () => {
+    const waiting = suspended();
+    expectError(
+      () => waiting.decide("a", { approved: false, reason: 42 as never }),
+      InvalidConfigError,
+      "A denial's reason must be a string, got number.",
+    );
+    expect(ids(waiting.approvals)).toEqual(["a", "b"]);
+  });
+
   it("refuses a decision on a call that does not wait for approval", () => {
     const waiting = suspended();
     for (const id of ["c", "free", "unknown"])

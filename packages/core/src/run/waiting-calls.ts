@@ -55,6 +55,9 @@ export class WaitingCalls<ResumeOptions> {
    * for approval, or it was decided already.
    */
   decide(toolCallId: string, decision: ApprovalDecision): ResumeOptions | undefined {
+    // The model reads the reason: anything but text would reach it as "[object Object]" or worse.
+    if (decision.reason !== undefined && typeof decision.reason !== "string")
+      throw new InvalidConfigError(`A denial's reason must be a string, got ${typeof decision.reason}.`);
     const suspended = this.#suspended;
     if (suspended?.pending.suspension.waits.get(toolCallId)?.kind !== "approval")
       throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
