@@ -512,6 +512,40 @@ describe("hooks", () => {
     expect(second.prompts[0]?.[0]).toEqual({ role: "system", content: "Be brief." });
   });
 
+  it.each([
+    [{ system: 42 }, "system must be a string, got number"],
+    [{ tools: ["echo", "nope"] }, "tools names no registered tool: nope"],
+    [{ model: {} }, "model must be an AI SDK LanguageModel (an object with a doStream method)"],
+    [{ messages: "hi" }, "messages must be an array"],
+    ["skip", "expected an object, got string"],
+  ])(
+    "prepareStep returning %j fails the run saying what is wrong, the model never called",
+    async (prepared, problem) => {
+      const model = scriptedModel([[script.text("never")]]);
+      const agent = new Agent({ provider: model, tools: [echo], prepareStep: () => prepared as never });
+      const result = await agent.prompt("x").result();
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.message).toContain(`prepareStep returned an invalid result: ${problem}.`);
+      expect(model.doStreamCalls).toHaveLength(0);
+    },
+  );
+
+  it("a transform that parts a tool call from its result fails the model call, never reaching the provider", async () => {
+    const model = scriptedModel([[script.toolCall("echo", { text: "a" })], [script.text("never")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      transformContext: (messages) => messages.filter((m) => m.role !== "toolResult"),
+    });
+    const result = await agent.prompt("x").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error?.code).toBe("invalid_history");
+    expect(result.error?.message).toMatch(/after transformContext, convertToLlm and prepareStep.*"call-1-1"/);
+    expect(model.doStreamCalls).toHaveLength(1);
+    // The stored history is whole: only what the model was to be sent was wrong.
+    expect(() => new Agent({ messages: result.messages })).not.toThrow();
+  });
+
   it("shouldStop ends the run as completed, without an error", async () => {
     const model = scriptedModel([[script.toolCall("echo", { text: "a" })], [script.text("never")]]);
     const agent = new Agent({

@@ -1,5 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
-import { NoProviderError } from "../errors.js";
+import { InvalidHistoryError, NoProviderError } from "../errors.js";
 import { type ContextBudgetOptions, contextBudget, estimateTokens } from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import type { AgentMessage, LlmMessage } from "../messages.js";
@@ -9,6 +9,7 @@ import type { DecideOptions } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { AgentHooks } from "./hooks.js";
+import { validateTranscript } from "./transcript.js";
 
 /** What a `decide` or `generateObject` call asks for, before the pipeline builds the prompt. */
 export interface ModelCallSpec {
@@ -97,7 +98,8 @@ export class ModelRequestBuilder {
     let model = this.#provider();
     let system = spec.system ?? this.#setup.systemPrompt;
     let tools = this.tools(spec.tools);
-    if (!hooks.prepareStep) return this.#request(spec, model, this.#prompts.build(system, messages), tools);
+    if (!hooks.prepareStep)
+      return this.#request(spec, model, this.#prompts.build(system, sent(messages)), tools);
     const prepared = await hooks.prepareStep({
       runId: this.#setup.runId,
       step,
@@ -106,10 +108,17 @@ export class ModelRequestBuilder {
       system,
       model,
     });
+    const problem = preparedProblem(prepared, this.#setup.tools);
+    if (problem !== undefined) throw new TypeError(`prepareStep returned an invalid result: ${problem}.`);
     system = prepared?.system ?? system;
     model = prepared?.model ?? model;
     if (prepared?.tools) tools = this.tools(prepared.tools);
-    return this.#request(spec, model, this.#prompts.build(system, prepared?.messages ?? messages), tools);
+    return this.#request(
+      spec,
+      model,
+      this.#prompts.build(system, sent(prepared?.messages ?? messages)),
+      tools,
+    );
   }
 
   /** The registered tools the model is offered. */
@@ -140,4 +149,33 @@ export class ModelRequestBuilder {
     if (provider === undefined) throw new NoProviderError();
     return provider;
   }
+}
+
+/**
+ * The messages a pipeline or `prepareStep` hands the model, checked as a strict provider would:
+ * a transform that parted a tool call from its result fails the call here, saying so, instead of
+ * reaching the provider.
+ */
+function sent(messages: readonly LlmMessage[]): readonly LlmMessage[] {
+  const problems = validateTranscript(messages);
+  if (problems.length > 0)
+    throw new InvalidHistoryError(
+      `the messages for the model (after transformContext, convertToLlm and prepareStep) break the tool-call rules: ${problems.join("; ")}`,
+    );
+  return messages;
+}
+
+function preparedProblem(prepared: unknown, registry: ToolRegistry): string | undefined {
+  if (prepared === undefined || prepared === null) return undefined;
+  if (typeof prepared !== "object") return `expected an object, got ${typeof prepared}`;
+  const { messages, tools, system, model } = prepared as Record<string, unknown>;
+  if (system !== undefined && typeof system !== "string")
+    return `system must be a string, got ${typeof system}`;
+  if (model !== undefined && typeof (model as { doStream?: unknown } | null)?.doStream !== "function")
+    return "model must be an AI SDK LanguageModel (an object with a doStream method)";
+  if (messages !== undefined && !Array.isArray(messages)) return "messages must be an array";
+  if (tools === undefined) return undefined;
+  if (!Array.isArray(tools)) return "tools must be an array of tool names";
+  const unknown = tools.find((name) => typeof name !== "string" || registry.get(name) === undefined);
+  return unknown === undefined ? undefined : `tools names no registered tool: ${String(unknown)}`;
 }
