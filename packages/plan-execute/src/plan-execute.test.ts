@@ -263,6 +263,55 @@ describe("execution", () => {
     expect(result.text).toBe("Partial answer.");
   });
 
+  it("never hands a tool an inherited property: a $ref to __proto__ or constructor is not run", async () => {
+    const patch = defineTool({
+      name: "patch",
+      description: "Sets record[key] = value",
+      inputSchema: z.object({ record: z.any(), key: z.string(), value: z.unknown() }),
+      execute: ({ record, key, value }) => {
+        record[key] = value;
+        return "patched";
+      },
+    });
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Oslo" } },
+        {
+          id: "b",
+          tool: "patch",
+          args: { record: { $ref: "steps.a.result.__proto__" }, key: "polluted", value: true },
+        },
+        {
+          id: "c",
+          tool: "patch",
+          args: { record: { $ref: "steps.a.result.constructor" }, key: "k", value: 1 },
+        },
+      ]),
+      answer("Done."),
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [failing, patch],
+      orchestrator: planExecute({ maxReplans: 0, maxConcurrency: 1 }),
+    });
+    try {
+      const agentRun = agent.prompt("go");
+      const result = await agentRun.result();
+      assertEventProtocol(agentRun.events);
+      assertValidTranscript(result.messages);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(eventsOf(agentRun.events, "tool_call").map((e) => e.toolName)).toEqual(["lookup"]);
+      expect(eventsOf(agentRun.events, "plan_step_end").map((e) => e.error ?? "ok")).toEqual([
+        "ok",
+        "not run: refers to steps.a.result.__proto__, which does not exist",
+        "not run: refers to steps.a.result.constructor, which does not exist",
+      ]);
+      expect(result.stopReason).toBe("completed");
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
+  });
+
   it("replans when the user steers between steps, with the steering message in the history", async () => {
     let agent: Agent | undefined;
     const steer = defineTool({

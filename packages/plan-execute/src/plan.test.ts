@@ -317,4 +317,29 @@ describe("refsIn and resolveRefs", () => {
         `refers to steps.a.result.${path}, which does not exist`,
       );
   });
+
+  it("follows only own properties: an inherited one (__proto__, constructor) does not exist", () => {
+    const results = new Map<string, unknown>([["a", { list: [1], nested: { x: 1 } }]]);
+    for (const path of ["__proto__", "constructor", "hasOwnProperty", "nested.__proto__", "list.map"])
+      expect(() => resolveRefs({ $ref: `steps.a.result.${path}` }, results)).toThrow(
+        `refers to steps.a.result.${path}, which does not exist`,
+      );
+  });
+
+  it("follows an own property whatever its name, in objects without a prototype too", () => {
+    const results = new Map<string, unknown>([
+      ["a", JSON.parse('{"__proto__":{"x":1},"constructor":"c"}')],
+      ["b", Object.assign(Object.create(null), { x: 2 })],
+    ]);
+    expect(
+      resolveRefs(
+        {
+          proto: { $ref: "steps.a.result.__proto__.x" },
+          ctor: { $ref: "steps.a.result.constructor" },
+          bare: { $ref: "steps.b.result.x" },
+        },
+        results,
+      ),
+    ).toEqual({ proto: 1, ctor: "c", bare: 2 });
+  });
 });

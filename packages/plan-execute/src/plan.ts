@@ -118,7 +118,11 @@ export function refsIn(value: unknown): StepRef[] {
   return [];
 }
 
-/** Replaces every `$ref` with the value it points to; throws with a clear message when it cannot. */
+/**
+ * Replaces every `$ref` with the value it points to; throws with a clear message when it cannot.
+ * A path follows only the result's own properties: a plan is model output, and an inherited one
+ * (`__proto__`, `constructor`) would hand a tool `Object.prototype` or a built-in function.
+ */
 export function resolveRefs(value: unknown, results: ReadonlyMap<string, unknown>): unknown {
   const ref = parseRef(value);
   if (ref) {
@@ -126,7 +130,7 @@ export function resolveRefs(value: unknown, results: ReadonlyMap<string, unknown
       throw new Error(`refers to the result of step ${ref.stepId}, which has none`);
     let current = results.get(ref.stepId);
     for (const key of ref.path) {
-      if (current === null || typeof current !== "object" || !(key in current))
+      if (current === null || typeof current !== "object" || !Object.hasOwn(current, key))
         throw new Error(`refers to steps.${ref.stepId}.result.${ref.path.join(".")}, which does not exist`);
       current = (current as Record<string, unknown>)[key];
     }
