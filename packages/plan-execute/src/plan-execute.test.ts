@@ -175,6 +175,32 @@ describe("planning", () => {
     expect(eventsOf(events, "plan_created")).toHaveLength(1);
   });
 
+  it("sends back a plan that gives two steps the same id, rather than guess which one a $ref means", async () => {
+    const duplicated = plan([
+      { id: "a", tool: "calculator", args: { expression: "2*3" } },
+      { id: "a", tool: "calculator", args: { expression: "4*5" } },
+      { id: "b", tool: "add", args: { a: { $ref: "steps.a.result.result" }, b: 1 } },
+    ]);
+    const model = scriptedModel([
+      duplicated,
+      plan([
+        { id: "a", tool: "calculator", args: { expression: "2*3" } },
+        { id: "b", tool: "add", args: { a: { $ref: "steps.a.result.result" }, b: 1 } },
+      ]),
+      answer("7"),
+    ]);
+    const { events } = await run(model);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain(
+      'more than one step has the id \\"a\\"; give every step its own id',
+    );
+    expect(eventsOf(events, "plan_created")).toHaveLength(1);
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([{ expression: "2*3" }, { a: 6, b: 1 }]);
+
+    const { result } = await run(scriptedModel([duplicated, duplicated]));
+    expect(result.error).toMatchObject({ code: "invalid_plan" });
+    expect(result.error?.message).toContain('more than one step has the id "a"');
+  });
+
   it("ends with invalid_plan when the correction is still invalid", async () => {
     const bad = plan([{ tool: "add", args: { a: "one", b: 2 } }]);
     const { result } = await run(scriptedModel([bad, bad]));

@@ -188,6 +188,51 @@ describe("normalizePlan ids", () => {
   });
 });
 
+describe("duplicate step ids", () => {
+  it("are kept, not renamed, so the plan is sent back instead of its $refs silently changing", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "a", tool: "add", args: { a: 3, b: 4 } },
+        { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["a", "a", "b"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "a"; give every step its own id',
+    ]);
+  });
+
+  it("are reported once each, without a made-up cycle through the shared id", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "a", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "c", tool: "add", args: { a: 1, b: 2 } },
+        { id: "c", tool: "add", args: { a: 1, b: 2 } },
+      ],
+    });
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "a"; give every step its own id',
+      'more than one step has the id "c"; give every step its own id',
+    ]);
+  });
+
+  it("are told apart from ids that only become equal once cleaned or cut, which are renamed", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "lookup_population_oslo", tool: "add", args: { a: 1, b: 2 } },
+        { id: "lookup_population_bergen", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: { $ref: "steps.lookup_population_bergen.result" }, b: 1 } },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["lookup_populatio", "s2", "sum"]);
+    expect(steps[2]?.dependsOn).toEqual(["s2"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([]);
+  });
+});
+
 describe("validatePlan, each problem alone", () => {
   it("lists every available tool, or says there are none", () => {
     const [unknown] = normalizePlan({ steps: [{ id: "a", tool: "nope" }] });
