@@ -1,5 +1,12 @@
 import "@agent-core/agentic";
-import { Agent, defineTool, NoProviderError, type ToolResultMessage } from "@agent-core/core";
+import {
+  Agent,
+  AgentConfigError,
+  defineTool,
+  InvalidConfigError,
+  NoProviderError,
+  type ToolResultMessage,
+} from "@agent-core/core";
 import {
   assertEventProtocol,
   assertValidTranscript,
@@ -415,6 +422,52 @@ describe("execution", () => {
     expect(
       result.messages.filter((m): m is ToolResultMessage => m.role === "toolResult").map((m) => m.status),
     ).toEqual(["aborted", "aborted"]);
+  });
+});
+
+describe("options", () => {
+  const messageOf = (options: unknown) => {
+    try {
+      planExecute(options as never);
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error).toBeInstanceOf(AgentConfigError);
+      return (error as Error).message;
+    }
+    throw new Error(`planExecute(${JSON.stringify(options)}) was accepted`);
+  };
+
+  it("refuses each value outside its field's domain, naming the field, never clamping it", () => {
+    for (const value of [0, -1, 2.5, Number.NaN, Number.POSITIVE_INFINITY, "4", null])
+      expect(messageOf({ maxConcurrency: value })).toBe(
+        `Invalid plan-execute options: maxConcurrency must be a whole number >= 1, got ${value === "4" ? '"4"' : String(value)}.`,
+      );
+    for (const value of [-1, 0.5, "2"])
+      expect(messageOf({ maxReplans: value })).toMatch(
+        /^Invalid plan-execute options: maxReplans must be a whole number >= 0, got .+\.$/,
+      );
+    for (const value of ["", "   ", 5])
+      expect(messageOf({ name: value })).toMatch(
+        /^Invalid plan-execute options: name must be a non-blank string, got .+\.$/,
+      );
+    expect(messageOf(null)).toBe("Invalid plan-execute options: options must be an object, got null.");
+  });
+
+  it("names every bad field at once", () => {
+    expect(messageOf({ maxReplans: -1, maxConcurrency: 0, name: "" })).toBe(
+      [
+        "Invalid plan-execute options:",
+        "- maxReplans must be a whole number >= 0, got -1.",
+        "- maxConcurrency must be a whole number >= 1, got 0.",
+        '- name must be a non-blank string, got "".',
+      ].join("\n"),
+    );
+  });
+
+  it("accepts the edges of each domain, and ignores keys it does not know as new Agent() does", () => {
+    const orchestrator = planExecute({ maxReplans: 0, maxConcurrency: 1, name: "p", other: 1 } as never);
+    expect(orchestrator.name).toBe("p");
+    expect(new Agent({ orchestrator: "plan-execute" }).orchestrator.name).toBe("plan-execute");
   });
 });
 
