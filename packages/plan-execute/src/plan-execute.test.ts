@@ -345,6 +345,27 @@ describe("execution", () => {
     }
   });
 
+  it("gives a step that is not run its plan_step_start and plan_step_end, with no tool call between", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: { $ref: "steps.a.result.city" } } },
+      ]),
+      answer("Atlantis does not exist."),
+    ]);
+    const { events } = await run(model, {}, planExecute({ maxReplans: 0 }));
+    const steps = events.filter((e) => e.type.startsWith("plan_step") || e.type.startsWith("tool_"));
+    expect(steps.map((e) => `${e.type} ${"index" in e ? e.index : ""}`.trim())).toEqual([
+      "plan_step_start 0",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 0",
+      "plan_step_start 1",
+      "plan_step_end 1",
+    ]);
+    expect(eventsOf(events, "plan_step_end")[1]).toMatchObject({ error: "not run: step a failed" });
+  });
+
   it("replans when the user steers between steps, with the steering message in the history", async () => {
     let agent: Agent | undefined;
     const steer = defineTool({
