@@ -1,5 +1,6 @@
 import "@agent-core/agentic";
 import {
+  AbortedError,
   Agent,
   type AgentEvent,
   defineTool,
@@ -153,6 +154,50 @@ describe("agent_end is the last event anyone sees", () => {
     expect(heard.at(-1)?.type).toBe("agent_end");
     expect(heard.some((e) => e.type === "text_delta" || e.type === "thinking")).toBe(false);
     expect(run.droppedEvents).toBe(0);
+  });
+});
+
+describe("a late writer (writing-an-orchestrator.md)", () => {
+  it("has its events dropped and counted, and its appends and calls refused with AbortedError", async () => {
+    const late: Record<string, unknown> = {};
+    const refusal = (call: () => unknown) => {
+      try {
+        call();
+      } catch (error) {
+        return error;
+      }
+    };
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    const writer: Orchestrator = {
+      name: "late-writer",
+      async run(ctx) {
+        await new Promise((resolve) => setTimeout(resolve, 50)); // past the abort's grace period
+        ctx.emit({ type: "custom", name: "late.note", data: 1 });
+        late.append = refusal(() => ctx.messages.append({ role: "user", content: "late", timestamp: 1 }));
+        late.decide = await ctx.decide().catch((error: unknown) => error);
+        late.steering = await ctx.steering.take();
+        wrote();
+      },
+    };
+    const agent = new Agent({
+      provider: scriptedModel([]),
+      orchestrator: writer,
+      limits: { abortGraceMs: 5 },
+    });
+    const heard = listen(agent);
+    const run = agent.prompt("go");
+    setTimeout(() => agent.abort(), 5);
+    const result = await run.result();
+    await written;
+    expect(result.stopReason).toBe("aborted");
+    expect(heard.some((e) => e.type === "custom")).toBe(false);
+    expect(run.droppedEvents).toBe(1);
+    expect(late.append).toEqual(new AbortedError("the run has already ended"));
+    expect(late.append).toBeInstanceOf(AbortedError);
+    expect(late.decide).toBeInstanceOf(AbortedError);
+    expect(late.steering).toEqual([]);
+    expect(agent.messages.map((m) => m.role)).toEqual(["user"]);
   });
 });
 

@@ -4,7 +4,9 @@ import {
   type Orchestrator,
   type RunContext,
   runTurns,
+  validateOptions,
 } from "@agent-core/core";
+import { z } from "zod";
 import { buildSystemPrompt, type PromptSituation } from "./prompts.js";
 
 export interface AgenticOptions {
@@ -13,6 +15,21 @@ export interface AgenticOptions {
   /** Replaces the default tool-use instruction of a turn's first model call. */
   steeringInstruction?: string;
 }
+
+const nonBlank = { error: "a non-blank string" };
+
+// Each message is the field's domain: `validateOptions` reports "must be <domain>, got <value>".
+// Other keys are ignored, as `new Agent()` ignores settings it does not know.
+const optionsSchema = z.object(
+  {
+    name: z
+      .string(nonBlank)
+      .refine((name) => name.trim() !== "", nonBlank)
+      .optional(),
+    steeringInstruction: z.string({ error: "a string" }).optional(),
+  },
+  { error: "an object" },
+);
 
 /**
  * The default turn loop. Each model call is a steering decision: respond with text, or steer with
@@ -25,7 +42,9 @@ export class AgenticOrchestrator implements Orchestrator {
   readonly version = "1";
   readonly #steeringInstruction: string | undefined;
 
+  /** Throws an `AgentConfigError` naming each bad option, rather than run with a changed one. */
   constructor(options: AgenticOptions = {}) {
+    validateOptions(optionsSchema, options, "agentic options");
     this.name = options.name ?? "agentic";
     this.#steeringInstruction = options.steeringInstruction;
   }

@@ -1,5 +1,12 @@
 import "@agent-core/agentic";
-import { Agent, defineTool, NoProviderError, type ToolResultMessage } from "@agent-core/core";
+import {
+  Agent,
+  AgentConfigError,
+  defineTool,
+  InvalidConfigError,
+  NoProviderError,
+  type ToolResultMessage,
+} from "@agent-core/core";
 import {
   assertEventProtocol,
   assertValidTranscript,
@@ -175,6 +182,32 @@ describe("planning", () => {
     expect(eventsOf(events, "plan_created")).toHaveLength(1);
   });
 
+  it("sends back a plan that gives two steps the same id, rather than guess which one a $ref means", async () => {
+    const duplicated = plan([
+      { id: "a", tool: "calculator", args: { expression: "2*3" } },
+      { id: "a", tool: "calculator", args: { expression: "4*5" } },
+      { id: "b", tool: "add", args: { a: { $ref: "steps.a.result.result" }, b: 1 } },
+    ]);
+    const model = scriptedModel([
+      duplicated,
+      plan([
+        { id: "a", tool: "calculator", args: { expression: "2*3" } },
+        { id: "b", tool: "add", args: { a: { $ref: "steps.a.result.result" }, b: 1 } },
+      ]),
+      answer("7"),
+    ]);
+    const { events } = await run(model);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain(
+      'more than one step has the id \\"a\\"; give every step its own id',
+    );
+    expect(eventsOf(events, "plan_created")).toHaveLength(1);
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([{ expression: "2*3" }, { a: 6, b: 1 }]);
+
+    const { result } = await run(scriptedModel([duplicated, duplicated]));
+    expect(result.error).toMatchObject({ code: "invalid_plan" });
+    expect(result.error?.message).toContain('more than one step has the id "a"');
+  });
+
   it("ends with invalid_plan when the correction is still invalid", async () => {
     const bad = plan([{ tool: "add", args: { a: "one", b: 2 } }]);
     const { result } = await run(scriptedModel([bad, bad]));
@@ -263,6 +296,76 @@ describe("execution", () => {
     expect(result.text).toBe("Partial answer.");
   });
 
+  it("never hands a tool an inherited property: a $ref to __proto__ or constructor is not run", async () => {
+    const patch = defineTool({
+      name: "patch",
+      description: "Sets record[key] = value",
+      inputSchema: z.object({ record: z.any(), key: z.string(), value: z.unknown() }),
+      execute: ({ record, key, value }) => {
+        record[key] = value;
+        return "patched";
+      },
+    });
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Oslo" } },
+        {
+          id: "b",
+          tool: "patch",
+          args: { record: { $ref: "steps.a.result.__proto__" }, key: "polluted", value: true },
+        },
+        {
+          id: "c",
+          tool: "patch",
+          args: { record: { $ref: "steps.a.result.constructor" }, key: "k", value: 1 },
+        },
+      ]),
+      answer("Done."),
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [failing, patch],
+      orchestrator: planExecute({ maxReplans: 0, maxConcurrency: 1 }),
+    });
+    try {
+      const agentRun = agent.prompt("go");
+      const result = await agentRun.result();
+      assertEventProtocol(agentRun.events);
+      assertValidTranscript(result.messages);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(eventsOf(agentRun.events, "tool_call").map((e) => e.toolName)).toEqual(["lookup"]);
+      expect(eventsOf(agentRun.events, "plan_step_end").map((e) => e.error ?? "ok")).toEqual([
+        "ok",
+        "not run: refers to steps.a.result.__proto__, which does not exist",
+        "not run: refers to steps.a.result.constructor, which does not exist",
+      ]);
+      expect(result.stopReason).toBe("completed");
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
+  });
+
+  it("gives a step that is not run its plan_step_start and plan_step_end, with no tool call between", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: { $ref: "steps.a.result.city" } } },
+      ]),
+      answer("Atlantis does not exist."),
+    ]);
+    const { events } = await run(model, {}, planExecute({ maxReplans: 0 }));
+    const steps = events.filter((e) => e.type.startsWith("plan_step") || e.type.startsWith("tool_"));
+    expect(steps.map((e) => `${e.type} ${"index" in e ? e.index : ""}`.trim())).toEqual([
+      "plan_step_start 0",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 0",
+      "plan_step_start 1",
+      "plan_step_end 1",
+    ]);
+    expect(eventsOf(events, "plan_step_end")[1]).toMatchObject({ error: "not run: step a failed" });
+  });
+
   it("replans when the user steers between steps, with the steering message in the history", async () => {
     let agent: Agent | undefined;
     const steer = defineTool({
@@ -340,6 +443,52 @@ describe("execution", () => {
     expect(
       result.messages.filter((m): m is ToolResultMessage => m.role === "toolResult").map((m) => m.status),
     ).toEqual(["aborted", "aborted"]);
+  });
+});
+
+describe("options", () => {
+  const messageOf = (options: unknown) => {
+    try {
+      planExecute(options as never);
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error).toBeInstanceOf(AgentConfigError);
+      return (error as Error).message;
+    }
+    throw new Error(`planExecute(${JSON.stringify(options)}) was accepted`);
+  };
+
+  it("refuses each value outside its field's domain, naming the field, never clamping it", () => {
+    for (const value of [0, -1, 2.5, Number.NaN, Number.POSITIVE_INFINITY, "4", null])
+      expect(messageOf({ maxConcurrency: value })).toBe(
+        `Invalid plan-execute options: maxConcurrency must be a whole number >= 1, got ${value === "4" ? '"4"' : String(value)}.`,
+      );
+    for (const value of [-1, 0.5, "2"])
+      expect(messageOf({ maxReplans: value })).toMatch(
+        /^Invalid plan-execute options: maxReplans must be a whole number >= 0, got .+\.$/,
+      );
+    for (const value of ["", "   ", 5])
+      expect(messageOf({ name: value })).toMatch(
+        /^Invalid plan-execute options: name must be a non-blank string, got .+\.$/,
+      );
+    expect(messageOf(null)).toBe("Invalid plan-execute options: options must be an object, got null.");
+  });
+
+  it("names every bad field at once", () => {
+    expect(messageOf({ maxReplans: -1, maxConcurrency: 0, name: "" })).toBe(
+      [
+        "Invalid plan-execute options:",
+        "- maxReplans must be a whole number >= 0, got -1.",
+        "- maxConcurrency must be a whole number >= 1, got 0.",
+        '- name must be a non-blank string, got "".',
+      ].join("\n"),
+    );
+  });
+
+  it("accepts the edges of each domain, and ignores keys it does not know as new Agent() does", () => {
+    const orchestrator = planExecute({ maxReplans: 0, maxConcurrency: 1, name: "p", other: 1 } as never);
+    expect(orchestrator.name).toBe("p");
+    expect(new Agent({ orchestrator: "plan-execute" }).orchestrator.name).toBe("plan-execute");
   });
 });
 

@@ -8,7 +8,9 @@ import {
   StructuredOutputError,
   type ToolCall,
   type ToolResultMessage,
+  validateOptions,
 } from "@agent-core/core";
+import { z } from "zod";
 import {
   normalizePlan,
   type PlanReply,
@@ -20,13 +22,33 @@ import {
 import { type Progress, planningPrompt, repairRequest, replanRequest, synthesisPrompt } from "./prompts.js";
 
 export interface PlanExecuteOptions {
-  /** How often the remaining plan may be revised per turn, after a failed step or steering (default 2). */
+  /** How often the remaining plan may be revised per turn, after a failed step or steering: a whole number >= 0 (default 2). */
   maxReplans?: number;
-  /** How many independent steps may run at once (default 4). */
+  /** How many independent steps may run at once: a whole number >= 1 (default 4). */
   maxConcurrency?: number;
-  /** Name reported by the orchestrator (default "plan-execute"). */
+  /** Name reported by the orchestrator: a non-blank string (default "plan-execute"). */
   name?: string;
 }
+
+/** Each message is the field's domain: `validateOptions` reports "must be <domain>, got <value>". */
+const wholeAtLeast = (minimum: number) => {
+  const domain = { error: `a whole number >= ${minimum}` };
+  return z.int(domain).gte(minimum, domain).optional();
+};
+const nonBlank = { error: "a non-blank string" };
+
+// Other keys are ignored, as `new Agent()` ignores settings it does not know.
+const optionsSchema = z.object(
+  {
+    maxReplans: wholeAtLeast(0),
+    maxConcurrency: wholeAtLeast(1),
+    name: z
+      .string(nonBlank)
+      .refine((name) => name.trim() !== "", nonBlank)
+      .optional(),
+  },
+  { error: "an object" },
+);
 
 /** The planner could not produce a usable plan. */
 export class PlanError extends AgentError {
@@ -49,7 +71,9 @@ export class PlanExecuteOrchestrator implements Orchestrator {
   readonly #maxReplans: number;
   readonly #maxConcurrency: number;
 
+  /** Throws an `AgentConfigError` naming each bad option, rather than run with a changed one. */
   constructor(options: PlanExecuteOptions = {}) {
+    validateOptions(optionsSchema, options, "plan-execute options");
     this.name = options.name ?? "plan-execute";
     this.#maxReplans = options.maxReplans ?? 2;
     this.#maxConcurrency = options.maxConcurrency ?? 4;

@@ -188,6 +188,51 @@ describe("normalizePlan ids", () => {
   });
 });
 
+describe("duplicate step ids", () => {
+  it("are kept, not renamed, so the plan is sent back instead of its $refs silently changing", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "a", tool: "add", args: { a: 3, b: 4 } },
+        { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["a", "a", "b"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "a"; give every step its own id',
+    ]);
+  });
+
+  it("are reported once each, without a made-up cycle through the shared id", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "a", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "c", tool: "add", args: { a: 1, b: 2 } },
+        { id: "c", tool: "add", args: { a: 1, b: 2 } },
+      ],
+    });
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "a"; give every step its own id',
+      'more than one step has the id "c"; give every step its own id',
+    ]);
+  });
+
+  it("are told apart from ids that only become equal once cleaned or cut, which are renamed", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "lookup_population_oslo", tool: "add", args: { a: 1, b: 2 } },
+        { id: "lookup_population_bergen", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: { $ref: "steps.lookup_population_bergen.result" }, b: 1 } },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["lookup_populatio", "s2", "sum"]);
+    expect(steps[2]?.dependsOn).toEqual(["s2"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([]);
+  });
+});
+
 describe("validatePlan, each problem alone", () => {
   it("lists every available tool, or says there are none", () => {
     const [unknown] = normalizePlan({ steps: [{ id: "a", tool: "nope" }] });
@@ -316,5 +361,30 @@ describe("refsIn and resolveRefs", () => {
       expect(() => resolveRefs({ $ref: `steps.a.result.${path}` }, results)).toThrow(
         `refers to steps.a.result.${path}, which does not exist`,
       );
+  });
+
+  it("follows only own properties: an inherited one (__proto__, constructor) does not exist", () => {
+    const results = new Map<string, unknown>([["a", { list: [1], nested: { x: 1 } }]]);
+    for (const path of ["__proto__", "constructor", "hasOwnProperty", "nested.__proto__", "list.map"])
+      expect(() => resolveRefs({ $ref: `steps.a.result.${path}` }, results)).toThrow(
+        `refers to steps.a.result.${path}, which does not exist`,
+      );
+  });
+
+  it("follows an own property whatever its name, in objects without a prototype too", () => {
+    const results = new Map<string, unknown>([
+      ["a", JSON.parse('{"__proto__":{"x":1},"constructor":"c"}')],
+      ["b", Object.assign(Object.create(null), { x: 2 })],
+    ]);
+    expect(
+      resolveRefs(
+        {
+          proto: { $ref: "steps.a.result.__proto__.x" },
+          ctor: { $ref: "steps.a.result.constructor" },
+          bare: { $ref: "steps.b.result.x" },
+        },
+        results,
+      ),
+    ).toEqual({ proto: 1, ctor: "c", bare: 2 });
   });
 });

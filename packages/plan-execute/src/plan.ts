@@ -26,24 +26,30 @@ export interface PlanStep {
 }
 
 /**
- * Gives every step a usable, unique id (the model's when it is one, else s1, s2, …) and adds the
- * steps that `$ref`s point to as dependencies. `taken` holds ids of steps that already ran.
+ * Gives every step a usable id (the model's when it is one, else s1, s2, …) and adds the steps
+ * that `$ref`s point to as dependencies. `taken` holds ids of steps that already ran. A step whose
+ * id the model already gave an earlier step keeps that step's id, for `validatePlan` to report:
+ * renaming it would silently change which step the `$ref`s to that id mean. (Ids that differ but
+ * are the same once cleaned and cut are renamed: the `$ref`s name each by what the model wrote.)
  */
 export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new Set()): PlanStep[] {
   const used = new Set(taken);
-  const renamed = new Map<string, string>();
+  const idOf = new Map<string, string>();
   const steps = reply.steps.map((step, index) => {
+    const rest = { tool: step.tool, args: step.args ?? {}, dependsOn: step.dependsOn ?? [] };
     const wanted = step.id
       ?.trim()
       .replace(/[^a-zA-Z0-9_-]/g, "")
       .slice(0, 16);
+    const earlier = step.id !== undefined && wanted ? idOf.get(step.id) : undefined;
+    if (earlier !== undefined) return { id: earlier, ...rest };
     let id = wanted && !used.has(wanted) ? wanted : undefined;
     for (let n = index + 1; id === undefined; n++) if (!used.has(`s${n}`)) id = `s${n}`;
     used.add(id);
-    if (step.id !== undefined && step.id !== id) renamed.set(step.id, id);
-    return { id, tool: step.tool, args: step.args ?? {}, dependsOn: step.dependsOn ?? [] };
+    if (step.id !== undefined) idOf.set(step.id, id);
+    return { id, ...rest };
   });
-  const rename = (id: string) => renamed.get(id) ?? id;
+  const rename = (id: string) => idOf.get(id) ?? id;
   return steps.map((step) => {
     const args = renameRefs(step.args, rename) as Record<string, unknown>;
     const dependsOn = new Set([...step.dependsOn.map(rename), ...refsIn(args).map((ref) => ref.stepId)]);
@@ -52,9 +58,10 @@ export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new
 }
 
 /**
- * The problems a plan has before anything runs: unknown tools, arguments that fail the tool's
- * schema (checked when they hold no `$ref`; those are checked once resolved), dependencies on
- * steps that do not exist, and cycles. `completed` are steps of earlier plans one may refer to.
+ * The problems a plan has before anything runs: ids given to more than one step, unknown tools,
+ * arguments that fail the tool's schema (checked when they hold no `$ref`; those are checked once
+ * resolved), dependencies on steps that do not exist, and cycles. `completed` are steps of earlier
+ * plans one may refer to.
  */
 export function validatePlan(
   steps: readonly PlanStep[],
@@ -63,6 +70,10 @@ export function validatePlan(
 ): string[] {
   const problems: string[] = [];
   const ids = new Set(steps.map((step) => step.id));
+  const seen = new Set<string>();
+  const shared = new Set<string>();
+  for (const step of steps) (seen.has(step.id) ? shared : seen).add(step.id);
+  for (const id of shared) problems.push(`more than one step has the id "${id}"; give every step its own id`);
   for (const step of steps) {
     const tool = tools.get(step.tool);
     if (tool === undefined) {
@@ -86,7 +97,8 @@ export function validatePlan(
           .join("; ")}`,
       );
   }
-  const cycle = findCycle(steps);
+  // Which step an id means is unknown while it is shared, so a cycle through it would be made up.
+  const cycle = shared.size === 0 ? findCycle(steps) : undefined;
   if (cycle) problems.push(`steps ${cycle.join(", ")} depend on each other`);
   return problems;
 }
@@ -118,7 +130,11 @@ export function refsIn(value: unknown): StepRef[] {
   return [];
 }
 
-/** Replaces every `$ref` with the value it points to; throws with a clear message when it cannot. */
+/**
+ * Replaces every `$ref` with the value it points to; throws with a clear message when it cannot.
+ * A path follows only the result's own properties: a plan is model output, and an inherited one
+ * (`__proto__`, `constructor`) would hand a tool `Object.prototype` or a built-in function.
+ */
 export function resolveRefs(value: unknown, results: ReadonlyMap<string, unknown>): unknown {
   const ref = parseRef(value);
   if (ref) {
@@ -126,7 +142,7 @@ export function resolveRefs(value: unknown, results: ReadonlyMap<string, unknown
       throw new Error(`refers to the result of step ${ref.stepId}, which has none`);
     let current = results.get(ref.stepId);
     for (const key of ref.path) {
-      if (current === null || typeof current !== "object" || !(key in current))
+      if (current === null || typeof current !== "object" || !Object.hasOwn(current, key))
         throw new Error(`refers to steps.${ref.stepId}.result.${ref.path.join(".")}, which does not exist`);
       current = (current as Record<string, unknown>)[key];
     }

@@ -1,4 +1,4 @@
-import type { Orchestrator, RunContext } from "@agent-core/core";
+import { type Orchestrator, type RunContext, runTurns } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { conformanceChecks } from "./conformance.js";
 
@@ -43,6 +43,41 @@ describe("conformance checks catch broken orchestrators", () => {
     await expect(check("honours steering").run(deaf)).rejects.toThrow();
   });
 
+  it("one that calls the tool and does not end promptly when aborted (it holds the thread)", async () => {
+    const stubborn = orchestrator(async (ctx) => {
+      // A slow synchronous clean-up on abort: the run cannot end until it returns.
+      ctx.signal.addEventListener("abort", () => {
+        const until = Date.now() + 1000;
+        while (Date.now() < until) {
+          // busy
+        }
+      });
+      ctx.startTurn();
+      const decision = await ctx.decide();
+      if (decision.mode === "steer") await ctx.executeTools(decision.toolCalls);
+      ctx.endTurn(decision.message);
+    });
+    await expect(
+      check("ends promptly when aborted in a tool").run(stubborn, { abortDeadlineMs: 100 }),
+    ).rejects.toThrow(/the run did not end within 630 ms/);
+  });
+
+  it("one that calls the tool and completes without waiting for it, before the abort comes", async () => {
+    const hasty = orchestrator(async (ctx) => {
+      ctx.startTurn();
+      const decision = await ctx.decide();
+      if (decision.mode !== "steer") return ctx.endTurn(decision.message);
+      let started: () => void = () => {};
+      const called = new Promise<void>((resolve) => (started = resolve));
+      void ctx.executeTools(decision.toolCalls, { beforeEach: () => started() }).catch(() => {});
+      await called;
+      ctx.endTurn(decision.message);
+    });
+    await expect(check("ends promptly when aborted in a tool").run(hasty)).rejects.toThrow(
+      /expected 'completed' to be 'aborted'/,
+    );
+  });
+
   it("one that loops forever is still bounded: maxCycles is kept for it by the core", async () => {
     const looping = orchestrator(async (ctx) => {
       for (;;) {
@@ -51,5 +86,20 @@ describe("conformance checks catch broken orchestrators", () => {
       }
     });
     await expect(check("keeps maxCycles").run(looping)).resolves.toBeUndefined();
+  });
+});
+
+describe("conformance checks pass orchestrators that keep the guarantees", () => {
+  it("one that never calls a tool: the abort-in-a-tool check asks it to complete instead", async () => {
+    // The AnswerOnly example of docs/writing-an-orchestrator.md.
+    const answerOnly = orchestrator((ctx) =>
+      runTurns(ctx, async () => (await ctx.decide({ tools: false })).message),
+    );
+    await expect(check("ends promptly when aborted in a tool").run(answerOnly)).resolves.toBeUndefined();
+  });
+
+  it("one that never calls a tool nor ends: the check aborts it all the same", async () => {
+    const idle = orchestrator(() => new Promise(() => {}));
+    await expect(check("ends promptly when aborted in a tool").run(idle)).resolves.toBeUndefined();
   });
 });
