@@ -612,7 +612,10 @@ describe("bad settings", () => {
   it("are refused at new Agent() and at prompt(), naming the field", () => {
     const provider = scriptedModel([[script.text("ok")]]);
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ timeouts: { toolMs: -5 } }, /timeouts\.toolMs must be a number > 0 and <= 2147483647 \(milliseconds\), got -5/],
+      [
+        { timeouts: { toolMs: -5 } },
+        /timeouts\.toolMs must be a number > 0 and <= 2147483647 \(milliseconds\), got -5/,
+      ],
       [{ timeouts: { totalMs: Number.NaN } }, /timeouts\.totalMs must be .*, got NaN/],
       [{ timeouts: { stepMs: 0 } }, /timeouts\.stepMs must be a number > 0/],
       [{ maxConcurrency: 0 }, /maxConcurrency must be a whole number >= 1, got 0/],
