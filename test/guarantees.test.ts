@@ -3,6 +3,7 @@ import {
   AbortedError,
   Agent,
   AgentBusyError,
+  type AgentRun,
   defineTool,
   eventSchemas,
   InvalidConfigError,
@@ -75,6 +76,32 @@ function stuckBeforeStream(): { model: LanguageModelV4; release(): void; cancell
   };
   return { model, release, cancelled };
 }
+
+describe("prompts are serialized", () => {
+  it("a prompt made from a listener of a run's first events waits for that run, and so do later ones", async () => {
+    const model = scriptedModel([
+      [script.text("first "), script.delay(20), script.text("answer")],
+      [script.text("second answer")],
+      [script.text("third answer")],
+    ]);
+    const agent = new Agent({ provider: model });
+    const order: string[] = [];
+    let second: AgentRun | undefined;
+    agent.on("*", (event) => {
+      order.push(`${event.runId} ${event.type}`);
+      // The first run's agent_start is published before prompt() returns.
+      second ??= agent.prompt("second prompt");
+    });
+    const first = agent.prompt("first prompt");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const third = agent.prompt("third prompt");
+    const runs = [first, second as AgentRun, third];
+    const results = await Promise.all(runs.map((run) => run.result()));
+    expect(results.map((r) => r.text)).toEqual(["first answer", "second answer", "third answer"]);
+    const ends = order.filter((line) => / agent_(start|end)$/.test(line));
+    expect(ends).toEqual(runs.flatMap((run) => [`${run.runId} agent_start`, `${run.runId} agent_end`]));
+  });
+});
 
 describe("bad messages", () => {
   it("a malformed prompt, steering or follow-up message is refused at once and leaves the agent as it was", async () => {

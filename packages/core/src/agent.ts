@@ -57,7 +57,8 @@ export class Agent {
   readonly #waiting = new WaitingCalls<PromptOptions>();
   /** The history as the last finished run left it (`result().messages` of that run). */
   #settledHistory: readonly AgentMessage[] = [];
-  #tail: Promise<void> = Promise.resolve();
+  /** Settles when the last run started or queued has ended: the next prompt waits for it. */
+  #tail: Promise<unknown> = Promise.resolve();
   #resolved: RunServiceSet | undefined;
 
   constructor(config: AgentConfig = {}) {
@@ -172,7 +173,10 @@ export class Agent {
       ? { ...this.#config.timeouts, ...options.timeouts }
       : (this.#config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
-      this.#tail = this.#execute(run, inputs, scope, timeouts, options.clientTools);
+      // Set before the run starts: it publishes its first events at once, and a prompt made from a
+      // listener of those must queue behind it. (`#execute` never rejects.)
+      this.#tail = run.result();
+      void this.#execute(run, inputs, scope, timeouts, options.clientTools);
       return run;
     }
     // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
