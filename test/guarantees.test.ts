@@ -103,6 +103,23 @@ describe("prompts are serialized", () => {
   });
 });
 
+describe("steering and follow-ups of an app's own kind", () => {
+  it("enter the history once and are not queued again", async () => {
+    const model = scriptedModel([[script.text("one")], [script.text("two")], [script.text("three")]]);
+    const agent = new Agent({ provider: model });
+    agent.steer({ role: "app-note", text: "steer-note" });
+    agent.followUp({ role: "app-note", text: "follow-note" });
+    const first = await agent.prompt("hello").result();
+    expect(first.requeued).toBeUndefined();
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+    await agent.prompt("again").result();
+    const notes = agent.messages
+      .filter((m) => m.role === "app-note")
+      .map((m) => (m as unknown as { text: string }).text);
+    expect(notes).toEqual(["steer-note", "follow-note"]);
+  });
+});
+
 describe("bad messages", () => {
   it("a malformed prompt, steering or follow-up message is refused at once and leaves the agent as it was", async () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });

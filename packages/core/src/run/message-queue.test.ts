@@ -68,7 +68,7 @@ describe("MessageInbox: what a run took and did not use", () => {
     const taken = await inbox.take();
     expect(contents(taken)).toEqual(["a", "b", "c"]);
     expect(queue.size).toBe(0);
-    inbox.delivered([taken[1] as AgentMessage]);
+    inbox.delivered(taken[1] as AgentMessage);
     queue.push("later");
     expect(contents(inbox.close())).toEqual(["a", "c"]);
     expect(contents(queue.peek())).toEqual(["a", "c", "later"]);
@@ -77,7 +77,7 @@ describe("MessageInbox: what a run took and did not use", () => {
   it("gives nothing back once everything taken was delivered", async () => {
     const queue = queueOf("a");
     const inbox = new MessageInbox(queue, undefined);
-    inbox.delivered(await inbox.take());
+    for (const message of await inbox.take()) inbox.delivered(message);
     expect(inbox.close()).toEqual([]);
     expect(queue.size).toBe(0);
   });

@@ -88,10 +88,10 @@ export class MessageInbox implements MessageSource {
       : this.#hold(this.#merge(queued, extra));
   }
 
-  /** These messages entered the history. */
-  delivered(messages: readonly AgentMessage[]): void {
-    if (this.#taken.length === 0) return;
-    this.#taken = this.#taken.filter((message) => !messages.includes(message));
+  /** This message entered the history (if it was taken from here, it is no longer owed back). */
+  delivered(message: AgentMessage): void {
+    if (this.#taken.length === 0 || !this.#taken.includes(message)) return;
+    this.#taken = this.#taken.filter((taken) => taken !== message);
   }
 
   /** The run has ended: what it took and did not use goes back to the queue (and is returned). */

@@ -62,10 +62,11 @@ export class RunLog {
   append(message: AgentMessage): void {
     const closed = this.#transcript.append(message);
     if (closed.length > 0) this.publishClosed(closed);
+    // A steering or follow-up message of any kind (an app's own role too) is delivered now.
+    for (const inbox of this.#inboxes) inbox.delivered(message);
     if (message.role !== "user") return;
     // A new user, follow-up or steering message: the stall window starts again.
     this.stall?.reset();
-    for (const inbox of this.#inboxes) inbox.delivered([message]);
   }
 
   /** Appends messages that steer the run and emits `steering_applied`. */
