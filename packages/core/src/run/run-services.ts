@@ -1,6 +1,6 @@
 import type { DependencyContainer } from "tsyringe";
 import type { z } from "zod";
-import { AwaitingApprovalError, AwaitingClientToolError, ReservedEventError } from "../errors.js";
+import { AwaitingApprovalError, AwaitingClientToolError, abortError, ReservedEventError } from "../errors.js";
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
@@ -28,9 +28,9 @@ import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 import { TurnTracker } from "./turn-tracker.js";
 
-/** What the services tell the run's lifecycle: the run waits for decisions. */
+/** What the services tell the run's lifecycle: the run waits for decisions (false: it was aborted first). */
 export interface SuspensionListener {
-  suspended(suspension: Suspension): void;
+  suspended(suspension: Suspension): boolean;
 }
 
 /**
@@ -210,7 +210,8 @@ export class RunServices implements RunContext {
 
   readonly #batchResult = (outcome: BatchOutcome): ToolBatchResult => {
     if (outcome.kind === "suspended") {
-      this.#suspension.suspended(outcome.suspension);
+      if (!this.#suspension.suspended(outcome.suspension))
+        throw abortError(this.#setup.abortScope.signal.reason);
       // The run ends as suspended (a value the lifecycle holds); this only unwinds the orchestrator.
       const { calls, waits } = outcome.suspension;
       const waiting = calls

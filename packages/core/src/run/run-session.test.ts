@@ -452,7 +452,7 @@ describe("RunSession and its services, what the measured survivors showed untest
     ]);
   });
 
-  it("a run that suspends is not failed by an abort that came while it asked", async () => {
+  it("an abort that came while the batch asked for approval wins: aborted, the call answered, nothing pending", async () => {
     let s: ReturnType<typeof sessionOf> | undefined;
     const beforeToolCall = async () => {
       s?.setup.abortScope.abort("user pressed stop");
@@ -463,9 +463,36 @@ describe("RunSession and its services, what the measured survivors showed untest
       { replies: [callsReply([call("a")])], setup: { hooks: { beforeToolCall } } },
     );
     const result = await s.session.execute();
+    expect(result.stopReason).toBe("aborted");
+    expect(result.error).toBeInstanceOf(AbortedError);
+    expect(result.pendingApprovals).toBeUndefined();
+    expect(s.session.suspension).toBeUndefined();
+    expect(s.keeper.openCalls).toEqual([]);
+    const events = trace(s.events);
+    expect(events).toContain("tool_result:a");
+    expect(events.slice(-2)).toEqual(["error", "agent_end"]);
+  });
+
+  it("a run that suspended is not failed by an abort that comes after", async () => {
+    let s: ReturnType<typeof sessionOf> | undefined;
+    const asking = orchestrator(async (ctx) => {
+      const reply = await ctx.decide();
+      try {
+        await ctx.executeTools(reply.mode === "steer" ? reply.toolCalls : []);
+      } finally {
+        s?.setup.abortScope.abort("too late");
+      }
+    });
+    s = sessionOf(
+      { orchestrator: asking },
+      {
+        replies: [callsReply([call("a")])],
+        setup: { hooks: { beforeToolCall: () => ({ requireApproval: true as const }) } },
+      },
+    );
+    const result = await s.session.execute();
     expect(result.stopReason).toBe("awaiting_approval");
     expect(result.error).toBeUndefined();
-    expect(trace(s.events)).not.toContain("error");
   });
 
   it("reports an orchestrator that fails with a plain error after the abort as aborted", async () => {

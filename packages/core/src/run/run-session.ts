@@ -79,10 +79,16 @@ export class RunSession {
     return this.#suspension;
   }
 
-  /** @internal The run's services report that it waits for decisions. */
-  suspended(suspension: Suspension): void {
+  /**
+   * @internal The run's services report that it waits for decisions. An abort (or a timeout) that
+   * came while the batch was still asking wins: the run ends as aborted and its calls get results,
+   * rather than leaving the user approvals for calls they tried to stop (returns false).
+   */
+  suspended(suspension: Suspension): boolean {
+    if (this.#suspension === undefined && this.#setup.abortScope.aborted) return false;
     this.#suspension ??= suspension;
     this.#wait?.end();
+    return true;
   }
 
   /** Runs the orchestrator to its end; never rejects. */
