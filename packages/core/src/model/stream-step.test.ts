@@ -452,6 +452,57 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     expect(await call).toBeInstanceOf(AbortedError);
   });
 
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      "a tool-call without a toolCallId",
+      { type: "tool-call", toolName: "t", input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is missing.',
+    ],
+    [
+      "a tool-call with a numeric toolCallId",
+      { type: "tool-call", toolCallId: 7, toolName: "t", input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is of type number.',
+    ],
+    [
+      "a tool-call with a null toolName",
+      { type: "tool-call", toolCallId: "a", toolName: null, input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolName` must be a string but is null.',
+    ],
+    [
+      "a tool-call whose input is an object",
+      { type: "tool-call", toolCallId: "a", toolName: "t", input: { x: 1 } },
+      'The model streamed a malformed "tool-call" part: its `input` must be a string but is of type object.',
+    ],
+    [
+      "a text-delta without a delta",
+      { type: "text-delta", id: "t" },
+      'The model streamed a malformed "text-delta" part: its `delta` must be a string but is missing.',
+    ],
+    [
+      "a reasoning-delta with a numeric delta",
+      { type: "reasoning-delta", id: "r", delta: 1 },
+      'The model streamed a malformed "reasoning-delta" part: its `delta` must be a string but is of type number.',
+    ],
+  ])("%s fails the call with a ProviderError that is not retried", async (_name, part, message) => {
+    const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
+    // Before anything was passed on, and after text was: the provider is asked once either way.
+    for (const before of [[], [text("Hi")]]) {
+      let calls = 0;
+      const onText = vi.fn();
+      const model = modelOf(async () => {
+        calls++;
+        return { stream: closedStream([...before, part as LanguageModelV4StreamPart, text("ok"), finish]) };
+      });
+      const error = await outcome(
+        streamModelStep({ model, prompt: [], tools: [], abortScope: new AbortScope(), retry, onText }),
+      );
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(error).toMatchObject({ code: "provider_error", message, retryable: false });
+      expect(calls).toBe(1);
+      expect(onText.mock.calls).toEqual(before.length > 0 ? [["Hi"]] : []);
+    }
+  });
+
   it("retries a retryable failure before anything was passed on, and says how often in its error", async () => {
     const failing = (): LanguageModelV4StreamPart => ({
       type: "error",

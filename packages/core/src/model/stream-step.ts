@@ -225,6 +225,7 @@ class StepState extends AbortHook implements ModelStepResult {
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
+        if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
           this.#openText = { type: "text", text: "" };
@@ -236,6 +237,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "reasoning-delta":
         if (part.delta === "") return;
+        if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
           this.#openReasoning = { type: "thinking", text: "" };
@@ -247,6 +249,11 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "tool-call": {
         if (part.providerExecuted) return;
+        // The id, name and input reach the history and the events, whose schemas want strings.
+        if (typeof part.toolCallId !== "string")
+          throw malformedPart(part.type, "toolCallId", part.toolCallId);
+        if (typeof part.toolName !== "string") throw malformedPart(part.type, "toolName", part.toolName);
+        if (typeof part.input !== "string") throw malformedPart(part.type, "input", part.input);
         this.#openText = undefined;
         this.#openReasoning = undefined;
         const call: ToolCall = { id: part.toolCallId, name: part.toolName, args: parseArgs(part.input) };
@@ -305,6 +312,18 @@ function isObject(value: unknown): value is object {
 
 function typeName(value: unknown): string {
   return value === null ? "null" : typeof value;
+}
+
+/**
+ * A part that breaks the v4 types (a delta or an id that is not a string) would reach the answer
+ * ("undefined…") or a history that can no longer be reloaded: the call fails instead. Not
+ * retryable: asking again is no fix for a provider that sends such parts.
+ */
+function malformedPart(type: string, field: string, value: unknown): ProviderError {
+  const found = value === undefined ? "missing" : value === null ? "null" : `of type ${typeof value}`;
+  return new ProviderError(
+    `The model streamed a malformed "${type}" part: its \`${field}\` must be a string but is ${found}.`,
+  );
 }
 
 /** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
