@@ -55,13 +55,14 @@ function closedStream(
   });
 }
 
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
 const finish: LanguageModelV4StreamPart = {
   type: "finish",
   finishReason: { unified: "stop", raw: "stop" },
-  usage: {
-    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: 1, text: 1, reasoning: 0 },
-  },
+  usage,
 };
 
 function step(
@@ -408,6 +409,15 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     expect(unnamed.modelId).toBe("test-model");
   });
 
+  it("reports a token count given as null as unknown", async () => {
+    const counts = {
+      inputTokens: { total: 1, noCache: null, cacheRead: null, cacheWrite: null },
+      outputTokens: { total: null, text: null, reasoning: null },
+    };
+    const result = await run([{ ...finish, usage: counts } as unknown as LanguageModelV4StreamPart]);
+    expect(result.usage).toEqual({ inputTokens: 1, outputTokens: 0, totalTokens: 1 });
+  });
+
   it("reports no usage as zeros when the stream ends without a finish part", async () => {
     const result = await run([text("cut short")]);
     expect(result.usage).toEqual({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
@@ -482,6 +492,16 @@ describe("streamModelStep reads the v4 stream part by part", () => {
       "a reasoning-delta with a numeric delta",
       { type: "reasoning-delta", id: "r", delta: 1 },
       'The model streamed a malformed "reasoning-delta" part: its `delta` must be a string but is of type number.',
+    ],
+    [
+      "a response-metadata with a numeric modelId",
+      { type: "response-metadata", id: "r", modelId: 5 },
+      'The model streamed a malformed "response-metadata" part: its `modelId` must be a string but is of type number.',
+    ],
+    [
+      "a finish whose token count is text",
+      { ...finish, usage: { ...usage, inputTokens: { ...usage.inputTokens, total: "3" } } },
+      'The model streamed a malformed "finish" part: its `usage.inputTokens.total` must be a number but is of type string.',
     ],
   ])("%s fails the call with a ProviderError that is not retried", async (_name, part, message) => {
     const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };

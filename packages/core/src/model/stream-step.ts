@@ -263,7 +263,9 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       }
       case "response-metadata":
-        if (part.modelId) this.modelId = part.modelId;
+        if (!part.modelId) return;
+        if (typeof part.modelId !== "string") throw malformedPart(part.type, "modelId", part.modelId);
+        this.modelId = part.modelId;
         return;
       case "finish":
         this.finishReason = part.finishReason.unified;
@@ -315,14 +317,14 @@ function typeName(value: unknown): string {
 }
 
 /**
- * A part that breaks the v4 types (a delta or an id that is not a string) would reach the answer
- * ("undefined…") or a history that can no longer be reloaded: the call fails instead. Not
- * retryable: asking again is no fix for a provider that sends such parts.
+ * A part that breaks the v4 types (a delta, an id or a token count of another type) would reach
+ * the answer ("undefined…") or a history that can no longer be reloaded: the call fails instead.
+ * Not retryable: asking again is no fix for a provider that sends such parts.
  */
-function malformedPart(type: string, field: string, value: unknown): ProviderError {
+function malformedPart(type: string, field: string, value: unknown, expected = "a string"): ProviderError {
   const found = value === undefined ? "missing" : value === null ? "null" : `of type ${typeof value}`;
   return new ProviderError(
-    `The model streamed a malformed "${type}" part: its \`${field}\` must be a string but is ${found}.`,
+    `The model streamed a malformed "${type}" part: its \`${field}\` must be ${expected} but is ${found}.`,
   );
 }
 
@@ -338,15 +340,22 @@ function parseArgs(input: string): unknown {
 }
 
 function toUsage(usage: LanguageModelV4Usage): Usage {
-  const inputTokens = usage.inputTokens.total ?? 0;
-  const outputTokens = usage.outputTokens.total ?? 0;
+  const inputTokens = tokens(usage.inputTokens.total, "inputTokens.total") ?? 0;
+  const outputTokens = tokens(usage.outputTokens.total, "outputTokens.total") ?? 0;
   return usageOf(
     inputTokens,
     outputTokens,
     inputTokens + outputTokens,
-    usage.outputTokens.reasoning,
-    usage.inputTokens.cacheRead,
+    tokens(usage.outputTokens.reasoning, "outputTokens.reasoning"),
+    tokens(usage.inputTokens.cacheRead, "inputTokens.cacheRead"),
   );
+}
+
+/** A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed. */
+function tokens(count: number | undefined, field: string): number | undefined {
+  if (typeof count === "number") return count;
+  if (count == null) return undefined;
+  throw malformedPart("finish", `usage.${field}`, count, "a number");
 }
 
 function toProviderError(error: unknown, retries: number): AgentError {
