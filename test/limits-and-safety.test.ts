@@ -242,6 +242,18 @@ describe("stall detection", () => {
       }
   });
 
+  it("runs a call whose arguments nest 5,000 levels deep again, instead of crashing the run", async () => {
+    const deep = `{"text":"a","more":${"[".repeat(5000)}${"]".repeat(5000)}}`;
+    const model = scriptedModel([
+      [script.toolCall("echo", deep)],
+      [script.toolCall("echo", deep)],
+      [script.text("done")],
+    ]);
+    const result = await finished(new Agent({ provider: model, tools: [echo] }).prompt("x"));
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.status)).toEqual(["ok", "ok"]);
+  });
+
   it("nudges when the same result keeps coming back, then stops", async () => {
     const poll = defineTool({
       name: "status",

@@ -215,6 +215,27 @@ describe("StallDetector", () => {
     expect(reply(detector, ["read", { path: "a.ts" }, "v2"])).toEqual(["nudge"]);
   });
 
+  it("takes arguments nested past 1,000 levels for a call never made before, without overflowing the stack", () => {
+    const nested = (levels: number): unknown => JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`);
+    const detector = new StallDetector();
+    // 1,000 levels with the object around them: still compared, so the repeat is caught.
+    expect(reply(detector, ["s", { d: nested(999) }, "r"])).toEqual(["ok"]);
+    expect(reply(detector, ["s", { d: nested(999) }, "r"])).toEqual(["nudge"]);
+    for (const levels of [1000, 5000]) {
+      expect(reply(detector, ["s", { d: nested(levels) }, "r"])).toEqual(["ok"]);
+      expect(reply(detector, ["s", { d: nested(levels) }, "r"], ["s", { d: nested(levels) }, "r"])).toEqual([
+        "ok",
+        "ok",
+      ]);
+      // As a new call it excuses the repeat beside it.
+      expect(reply(detector, ["t", { x: levels }, "r"])).toEqual(["ok"]);
+      expect(reply(detector, ["t", { x: levels }, "r"], ["s", { d: nested(levels) }, "r"])).toEqual([
+        "ok",
+        "ok",
+      ]);
+    }
+  });
+
   it("takes its thresholds from options and rejects meaningless ones", () => {
     const detector = new StallDetector({ repeatedCalls: 3, repeatedResults: 2 });
     expect(reply(detector, ["s", 1, "r"])).toEqual(["ok"]);

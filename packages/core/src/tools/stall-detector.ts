@@ -1,5 +1,5 @@
 import type { ToolCall } from "../messages.js";
-import { canonicalHash, canonicalJson } from "./canonical-json.js";
+import { canonicalHash, canonicalJsonWithin } from "./canonical-json.js";
 
 /**
  * A "call" is a tool name with its arguments compared as canonical JSON. Counts are per reply: the
@@ -110,7 +110,7 @@ export class StallDetector {
       entry = new SeenCall(call.args, this.#reply);
       seen.set(hash, entry);
     } else {
-      const canonical = canonicalJson(call.args);
+      const canonical = canonicalOf(call.args);
       entry = first;
       while (entry !== undefined && entry.canonical !== canonical) entry = entry.next;
       if (entry !== undefined) return this.#repeated(entry, call);
@@ -161,7 +161,7 @@ export class StallDetector {
   #neverMade(call: ToolCall): boolean {
     const first = this.#calls.get(call.name)?.get(canonicalHash(call.args));
     if (first === undefined) return true;
-    const canonical = canonicalJson(call.args);
+    const canonical = canonicalOf(call.args);
     for (let entry: SeenCall | undefined = first; entry !== undefined; entry = entry.next)
       if (entry.canonical === canonical) return false;
     return true;
@@ -220,9 +220,27 @@ class SeenCall {
   }
 
   get canonical(): string {
-    this.#canonical ??= canonicalJson(this.args);
+    this.#canonical ??= canonicalOf(this.args);
     return this.#canonical;
   }
+}
+
+/**
+ * Deeper than any real tool call nests, and far from the some 4,000 levels at which writing the
+ * canonical text recursively would overflow the stack (and crash the run).
+ */
+const MAX_COMPARED_DEPTH = 1000;
+let tooDeep = 0;
+
+/**
+ * The text calls are compared by: their canonical JSON. Arguments nested deeper than
+ * `MAX_COMPARED_DEPTH` get a text of their own that is not JSON, so it matches no other call: such
+ * a call counts as never made before (it runs, and starts the count of repeats again), the choice
+ * that can never refuse a call wrongly. Hashing the model's raw JSON text instead is no way out:
+ * the calls hold parsed arguments, and `JSON.stringify` overflows at about the same depth.
+ */
+function canonicalOf(args: unknown): string {
+  return canonicalJsonWithin(args, MAX_COMPARED_DEPTH) ?? `too deep to compare #${tooDeep++}`;
 }
 
 function atLeast(minimum: number, value: number, name: string): number {
