@@ -214,6 +214,46 @@ describe("stall detection", () => {
     expect(JSON.stringify(model.prompts[2])).toContain("You already called");
   });
 
+  it("runs a repeat beside a call never made before, whichever of the two the reply makes first", async () => {
+    const lookup = defineTool({
+      name: "lookup",
+      description: "d",
+      inputSchema: z.object({ id: z.number() }),
+      execute: ({ id }) => `record ${id}`,
+    });
+    for (const order of [
+      [8, 7],
+      [7, 8],
+    ])
+      for (const toolExecution of ["sequential", "parallel"] as const) {
+        const model = scriptedModel([
+          [script.toolCall("lookup", { id: 7 })],
+          order.map((id) => script.toolCall("lookup", { id })),
+          [script.text("done")],
+        ]);
+        const result = await finished(
+          new Agent({ provider: model, tools: [lookup], toolExecution }).prompt("x"),
+        );
+        expect(result.stopReason).toBe("completed");
+        expect(toolResults(result.messages).map((r) => `${r.content} ${r.status}`)).toEqual([
+          "record 7 ok",
+          ...order.map((id) => `record ${id} ok`),
+        ]);
+      }
+  });
+
+  it("runs a call whose arguments nest 5,000 levels deep again, instead of crashing the run", async () => {
+    const deep = `{"text":"a","more":${"[".repeat(5000)}${"]".repeat(5000)}}`;
+    const model = scriptedModel([
+      [script.toolCall("echo", deep)],
+      [script.toolCall("echo", deep)],
+      [script.text("done")],
+    ]);
+    const result = await finished(new Agent({ provider: model, tools: [echo] }).prompt("x"));
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.status)).toEqual(["ok", "ok"]);
+  });
+
   it("nudges when the same result keeps coming back, then stops", async () => {
     const poll = defineTool({
       name: "status",

@@ -1,8 +1,9 @@
 import "@agent-core/agentic";
-import { Agent, ProviderError } from "@agent-core/core";
-import { eventsOf } from "@agent-core/testing";
+import { Agent, defineTool, ProviderError } from "@agent-core/core";
+import { assertEventProtocol, assertValidTranscript, eventsOf } from "@agent-core/testing";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 
 // A provider that breaks the v4 contract must end the run with a clear provider error, not crash
 // the process with an unhandled rejection from the framework's own cleanup.
@@ -62,4 +63,68 @@ describe("a provider whose doStream() breaks the contract", () => {
       expect(unhandled).not.toHaveBeenCalled();
     }
   });
+});
+
+describe("a provider whose stream parts break the v4 types", () => {
+  const usage = {
+    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 1, text: 1, reasoning: 0 },
+  };
+  const finish = (reason: string) => ({
+    type: "finish",
+    finishReason: { unified: reason, raw: reason },
+    usage,
+  });
+  const echo = defineTool({
+    name: "echo",
+    description: "d",
+    inputSchema: z.object({ x: z.string() }),
+    execute: ({ x }) => x,
+  });
+
+  it.each<[string, unknown[], string]>([
+    [
+      "two tool calls without an id",
+      [
+        { type: "tool-call", toolName: "echo", input: '{"x":"a"}' },
+        { type: "tool-call", toolName: "echo", input: '{"x":"b"}' },
+        finish("tool-calls"),
+      ],
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is missing.',
+    ],
+    [
+      "a tool call with a numeric id",
+      [{ type: "tool-call", toolCallId: 7, toolName: "echo", input: '{"x":"a"}' }, finish("tool-calls")],
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is of type number.',
+    ],
+    [
+      "a text delta without its delta, then text",
+      [{ type: "text-delta", id: "t" }, { type: "text-delta", id: "t", delta: "ok" }, finish("stop")],
+      'The model streamed a malformed "text-delta" part: its `delta` must be a string but is missing.',
+    ],
+  ])(
+    "ends the run with a ProviderError on %s, its events and history still valid",
+    async (_name, parts, message) => {
+      const provider = providerWhoseDoStream(async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            for (const part of parts) controller.enqueue(part);
+            controller.close();
+          },
+        }),
+      }));
+      const agent = new Agent({ provider, tools: [echo] });
+      const run = agent.prompt("go");
+      const result = await run.result();
+      expect(result.stopReason).toBe("error");
+      expect(result.error).toBeInstanceOf(ProviderError);
+      expect(result.error?.message).toBe(message);
+      expect(eventsOf(run.events, "tool_call")).toEqual([]);
+      assertEventProtocol(JSON.parse(JSON.stringify(run.events)));
+      // The history saved as JSON loads again.
+      const saved = JSON.parse(JSON.stringify(agent.messages));
+      assertValidTranscript(saved);
+      expect(() => new Agent({ messages: saved })).not.toThrow();
+    },
+  );
 });

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 /*
  * Call sequences shaped like real agent transcripts, replayed through the detector the way a run
  * drives it: `reset()` at a user or follow-up message, `beginReply()` before each model reply's
- * calls, `checkCall` before each call, `checkResult` after each call that ran.
+ * calls, `announceCalls` with all of them, `checkCall` before each call, `checkResult` after each
+ * call that ran.
  */
 
 type Call = [name: string, args: unknown, result: string];
@@ -24,11 +25,13 @@ function replay(steps: Step[], options?: StallOptions): { replies: Outcome[][]; 
       continue;
     }
     detector.beginReply();
+    const calls = step.map(([name, args]) => ({ id: `call-${id++}`, name, args }));
+    detector.announceCalls(calls);
     const outcomes: Outcome[] = [];
     replies.push(outcomes);
     let nudged = false;
-    for (const [name, args, result] of step) {
-      const call = { id: `call-${id++}`, name, args };
+    for (const [index, call] of calls.entries()) {
+      const result = (step[index] as Call)[2];
       const before = detector.checkCall(call);
       const after = before.kind === "ok" ? detector.checkResult(call, result) : before;
       if (after.kind === "stall") {

@@ -55,13 +55,14 @@ function closedStream(
   });
 }
 
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
 const finish: LanguageModelV4StreamPart = {
   type: "finish",
   finishReason: { unified: "stop", raw: "stop" },
-  usage: {
-    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: 1, text: 1, reasoning: 0 },
-  },
+  usage,
 };
 
 function step(
@@ -408,6 +409,15 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     expect(unnamed.modelId).toBe("test-model");
   });
 
+  it("reports a token count given as null as unknown", async () => {
+    const counts = {
+      inputTokens: { total: 1, noCache: null, cacheRead: null, cacheWrite: null },
+      outputTokens: { total: null, text: null, reasoning: null },
+    };
+    const result = await run([{ ...finish, usage: counts } as unknown as LanguageModelV4StreamPart]);
+    expect(result.usage).toEqual({ inputTokens: 1, outputTokens: 0, totalTokens: 1 });
+  });
+
   it("reports no usage as zeros when the stream ends without a finish part", async () => {
     const result = await run([text("cut short")]);
     expect(result.usage).toEqual({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
@@ -450,6 +460,67 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     scope.abort(new Error("stop"));
     expect(await call).toBeInstanceOf(AbortedError);
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      "a tool-call without a toolCallId",
+      { type: "tool-call", toolName: "t", input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is missing.',
+    ],
+    [
+      "a tool-call with a numeric toolCallId",
+      { type: "tool-call", toolCallId: 7, toolName: "t", input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is of type number.',
+    ],
+    [
+      "a tool-call with a null toolName",
+      { type: "tool-call", toolCallId: "a", toolName: null, input: "{}" },
+      'The model streamed a malformed "tool-call" part: its `toolName` must be a string but is null.',
+    ],
+    [
+      "a tool-call whose input is an object",
+      { type: "tool-call", toolCallId: "a", toolName: "t", input: { x: 1 } },
+      'The model streamed a malformed "tool-call" part: its `input` must be a string but is of type object.',
+    ],
+    [
+      "a text-delta without a delta",
+      { type: "text-delta", id: "t" },
+      'The model streamed a malformed "text-delta" part: its `delta` must be a string but is missing.',
+    ],
+    [
+      "a reasoning-delta with a numeric delta",
+      { type: "reasoning-delta", id: "r", delta: 1 },
+      'The model streamed a malformed "reasoning-delta" part: its `delta` must be a string but is of type number.',
+    ],
+    [
+      "a response-metadata with a numeric modelId",
+      { type: "response-metadata", id: "r", modelId: 5 },
+      'The model streamed a malformed "response-metadata" part: its `modelId` must be a string but is of type number.',
+    ],
+    [
+      "a finish whose token count is text",
+      { ...finish, usage: { ...usage, inputTokens: { ...usage.inputTokens, total: "3" } } },
+      'The model streamed a malformed "finish" part: its `usage.inputTokens.total` must be a number but is of type string.',
+    ],
+  ])("%s fails the call with a ProviderError that is not retried", async (_name, part, message) => {
+    const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
+    // Before anything was passed on, and after text was: the provider is asked once either way.
+    for (const before of [[], [text("Hi")]]) {
+      let calls = 0;
+      const onText = vi.fn();
+      const model = modelOf(async () => {
+        calls++;
+        return { stream: closedStream([...before, part as LanguageModelV4StreamPart, text("ok"), finish]) };
+      });
+      const error = await outcome(
+        streamModelStep({ model, prompt: [], tools: [], abortScope: new AbortScope(), retry, onText }),
+      );
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(error).toMatchObject({ code: "provider_error", message, retryable: false });
+      expect(calls).toBe(1);
+      expect(onText.mock.calls).toEqual(before.length > 0 ? [["Hi"]] : []);
+    }
   });
 
   it("retries a retryable failure before anything was passed on, and says how often in its error", async () => {

@@ -225,6 +225,7 @@ class StepState extends AbortHook implements ModelStepResult {
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
+        if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
           this.#openText = { type: "text", text: "" };
@@ -236,6 +237,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "reasoning-delta":
         if (part.delta === "") return;
+        if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
           this.#openReasoning = { type: "thinking", text: "" };
@@ -247,6 +249,11 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "tool-call": {
         if (part.providerExecuted) return;
+        // The id, name and input reach the history and the events, whose schemas want strings.
+        if (typeof part.toolCallId !== "string")
+          throw malformedPart(part.type, "toolCallId", part.toolCallId);
+        if (typeof part.toolName !== "string") throw malformedPart(part.type, "toolName", part.toolName);
+        if (typeof part.input !== "string") throw malformedPart(part.type, "input", part.input);
         this.#openText = undefined;
         this.#openReasoning = undefined;
         const call: ToolCall = { id: part.toolCallId, name: part.toolName, args: parseArgs(part.input) };
@@ -256,7 +263,9 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       }
       case "response-metadata":
-        if (part.modelId) this.modelId = part.modelId;
+        if (!part.modelId) return;
+        if (typeof part.modelId !== "string") throw malformedPart(part.type, "modelId", part.modelId);
+        this.modelId = part.modelId;
         return;
       case "finish":
         this.finishReason = part.finishReason.unified;
@@ -307,6 +316,18 @@ function typeName(value: unknown): string {
   return value === null ? "null" : typeof value;
 }
 
+/**
+ * A part that breaks the v4 types (a delta, an id or a token count of another type) would reach
+ * the answer ("undefined…") or a history that can no longer be reloaded: the call fails instead.
+ * Not retryable: asking again is no fix for a provider that sends such parts.
+ */
+function malformedPart(type: string, field: string, value: unknown, expected = "a string"): ProviderError {
+  const found = value === undefined ? "missing" : value === null ? "null" : `of type ${typeof value}`;
+  return new ProviderError(
+    `The model streamed a malformed "${type}" part: its \`${field}\` must be ${expected} but is ${found}.`,
+  );
+}
+
 /** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
 function parseArgs(input: string): unknown {
   // JSON text starts with `{` in practice; only other text can be blank (and trimming allocates).
@@ -319,15 +340,22 @@ function parseArgs(input: string): unknown {
 }
 
 function toUsage(usage: LanguageModelV4Usage): Usage {
-  const inputTokens = usage.inputTokens.total ?? 0;
-  const outputTokens = usage.outputTokens.total ?? 0;
+  const inputTokens = tokens(usage.inputTokens.total, "inputTokens.total") ?? 0;
+  const outputTokens = tokens(usage.outputTokens.total, "outputTokens.total") ?? 0;
   return usageOf(
     inputTokens,
     outputTokens,
     inputTokens + outputTokens,
-    usage.outputTokens.reasoning,
-    usage.inputTokens.cacheRead,
+    tokens(usage.outputTokens.reasoning, "outputTokens.reasoning"),
+    tokens(usage.inputTokens.cacheRead, "inputTokens.cacheRead"),
   );
+}
+
+/** A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed. */
+function tokens(count: number | undefined, field: string): number | undefined {
+  if (typeof count === "number") return count;
+  if (count == null) return undefined;
+  throw malformedPart("finish", `usage.${field}`, count, "a number");
 }
 
 function toProviderError(error: unknown, retries: number): AgentError {

@@ -305,11 +305,49 @@ describe("ToolBatch approvals and verdicts", () => {
     expect(nudged.results[0]?.content).toMatch(/already called "echo" with these same arguments/);
     expect(nudged.stall).toBeUndefined();
     stall.beginReply();
-    const stalled = done(batchOf(h, [call("r3", "echo", same), call("r4")]).run(1) as BatchOutcome);
+    // Nothing new in the reply (a new call would excuse the repeat): the repeat stops the batch.
+    const stalled = done(
+      batchOf(h, [call("r3", "echo", same), call("r4", "echo", same)]).run(1) as BatchOutcome,
+    );
     expect(stalled.stall).toBeInstanceOf(StallError);
     expect(stalled.results[0]?.status).toBe("error");
     expect(stalled.results[0]?.content).toBe(`not run: ${stalled.stall?.message}`);
     expect(shape([stalled.results[1]])).toEqual(["r4 skipped not run: the run stalled"]);
+  });
+});
+
+describe("ToolBatch and the stall detector", () => {
+  const same = { text: "same" };
+  /** A batch after one that made the same call: what the repeat, listed first, became. */
+  async function repeatBeside(other: ToolCall, tools: Tool[], overrides: Partial<BatchSetup> = {}) {
+    const stall = new StallDetector();
+    const h = harnessWith(tools, { stall, ...overrides });
+    stall.beginReply();
+    done(await batchOf(h, [call("r1", "echo", same)]).run(1));
+    stall.beginReply();
+    return done(await batchOf(h, [call("r2", "echo", same), other]).run(1)).results[0];
+  }
+
+  it("lets a call never made before excuse a repeat listed before it", async () => {
+    expect((await repeatBeside(call("n"), [echoTool]))?.status).toBe("ok");
+  });
+
+  it("does not let a new call that is refused, cut off or never checked (allowRepeats) excuse it", async () => {
+    const poll = defineTool({
+      name: "poll",
+      description: "Polls.",
+      inputSchema: z.object({}),
+      allowRepeats: true,
+      execute: () => "pending",
+    });
+    const beforeToolCall: AgentHooks["beforeToolCall"] = ({ call }) =>
+      call.id === "n" ? { block: "no" } : undefined;
+    const repeats = [
+      await repeatBeside(call("n"), [echoTool], { hooks: { beforeToolCall } }),
+      await repeatBeside(call("n"), [echoTool], { cutOffCalls: new Set(["n"]) }),
+      await repeatBeside(call("p", "poll", {}), [echoTool, poll]),
+    ];
+    expect(repeats.map((result) => result?.status)).toEqual(["skipped", "skipped", "skipped"]);
   });
 });
 

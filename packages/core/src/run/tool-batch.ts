@@ -137,10 +137,8 @@ export class ToolBatch implements FatalToolSink {
     if (!this.#setup.suspendForClientTools) return undefined;
     const waits = new Map<string, Wait>();
     for (const call of this.#calls) {
-      const verdict = this.#verdicts?.get(call.id);
-      const refused = verdict !== undefined && ("block" in verdict || !verdict.approved);
       if (
-        !refused &&
+        !this.#refused(call) &&
         !this.#delivered?.has(call.id) &&
         waitsForClient(call, this.#setup.tools.get(call.name))
       )
@@ -153,7 +151,14 @@ export class ToolBatch implements FatalToolSink {
     return { kind: "suspended", suspension };
   }
 
+  /** Blocked or denied by `beforeToolCall` or the app: it gets its result without running. */
+  #refused(call: ToolCall): boolean {
+    const verdict = this.#verdicts?.get(call.id);
+    return verdict !== undefined && ("block" in verdict || !verdict.approved);
+  }
+
   #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {
+    this.#announceToStall();
     if (concurrency <= 1 || this.#calls.length <= 1) {
       const running = this.#runInOrder(0);
       return running === undefined ? this.#outcome() : running.then(() => this.#outcome());
@@ -188,6 +193,21 @@ export class ToolBatch implements FatalToolSink {
       steering: this.#steering,
       stall: this.#stopped?.reason === "stall" ? this.#stopped.error : undefined,
     };
+  }
+
+  /**
+   * Tells the stall detector which calls it will check, so that a call never made before excuses
+   * the repeats of the batch whatever their order. A call refused or cut off is not checked (it
+   * changes nothing); one that a fatal error or steering skips later still counts as made.
+   */
+  #announceToStall(): void {
+    const { stall, tools, cutOffCalls } = this.#setup;
+    if (stall === undefined || this.#calls.length < 2) return;
+    stall.announceCalls(
+      this.#calls.filter(
+        (call) => !tools.get(call.name)?.allowRepeats && !this.#refused(call) && !cutOffCalls.has(call.id),
+      ),
+    );
   }
 
   /** The run has ended: nothing more starts. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalHash, canonicalJson } from "./canonical-json.js";
+import { canonicalHash, canonicalJson, canonicalJsonWithin } from "./canonical-json.js";
 
 describe("canonicalJson", () => {
   it("gives the same text whether or not the keys came sorted, skipping undefined like JSON does", () => {
@@ -99,5 +99,26 @@ describe("canonicalJson and keys JSON leaves out", () => {
     expect(canonicalJson(sorted)).toBe('{"a":1}');
     expect(canonicalJson(unsorted)).toBe('{"a":1}');
     expect(canonicalHash(unsorted)).toBe(canonicalHash({ a: 1 }));
+  });
+});
+
+describe("canonicalJsonWithin", () => {
+  /** Arrays and objects taking turns, `levels` deep. */
+  const nested = (levels: number): unknown =>
+    levels === 0 ? 1 : levels % 2 ? [nested(levels - 1)] : { a: nested(levels - 1) };
+
+  it("writes what canonicalJson writes while the value nests at most maxDepth levels", () => {
+    expect(canonicalJsonWithin({ b: [1], a: 2 }, 2)).toBe('{"a":2,"b":[1]}');
+    expect(canonicalJsonWithin(nested(3), 3)).toBe(canonicalJson(nested(3)));
+    expect(canonicalJsonWithin("text", 0)).toBe('"text"');
+  });
+
+  it("gives up past maxDepth, in arrays and objects, and on a cyclic value", () => {
+    expect(canonicalJsonWithin(nested(3), 2)).toBeUndefined();
+    expect(canonicalJsonWithin(nested(4), 3)).toBeUndefined();
+    expect(canonicalJsonWithin({ ok: 1, deep: [[[]]] }, 3)).toBeUndefined();
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(canonicalJsonWithin(cyclic, 1000)).toBeUndefined();
   });
 });

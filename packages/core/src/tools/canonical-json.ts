@@ -1,10 +1,24 @@
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same arguments. Built directly:
  * a stringify replacer would copy every object on each call. */
 export function canonicalJson(value: unknown): string {
+  return canonicalJsonWithin(value, Number.POSITIVE_INFINITY) as string;
+}
+
+/**
+ * `canonicalJson(value)`, or `undefined` when objects and arrays nest more than `maxDepth` levels
+ * deep (a cyclic value too): the text is written recursively, and some thousands of levels
+ * overflow the stack.
+ */
+export function canonicalJsonWithin(value: unknown, maxDepth: number): string | undefined {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (maxDepth < 1) return undefined;
   if (Array.isArray(value)) {
     let out = "[";
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i] ?? null);
+    for (let i = 0; i < value.length; i++) {
+      const item = canonicalJsonWithin(value[i] ?? null, maxDepth - 1);
+      if (item === undefined) return undefined;
+      out += (i > 0 ? "," : "") + item;
+    }
     return `${out}]`;
   }
   const keys = Object.keys(value);
@@ -15,7 +29,9 @@ export function canonicalJson(value: unknown): string {
     const item = (value as Record<string, unknown>)[key];
     // As JSON.stringify (and canonicalHash) do: keys whose value JSON cannot write are left out.
     if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${canonicalJson(item)}`;
+    const text = canonicalJsonWithin(item, maxDepth - 1);
+    if (text === undefined) return undefined;
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${text}`;
     first = false;
   }
   return `${out}}`;

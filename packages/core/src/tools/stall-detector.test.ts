@@ -1,17 +1,22 @@
 import { describe, expect, it } from "vitest";
+import type { ToolCall } from "../messages.js";
 import { canonicalHash } from "./canonical-json.js";
 import { StallDetector } from "./stall-detector.js";
 
 let ids = 0;
 const call = (args: unknown, name = "search") => ({ id: `c${ids++}`, name, args });
 
-/** One model reply run the way a tool batch runs it: each call checked, then its result if it ran. */
+/**
+ * One model reply run the way a tool batch runs it: its calls announced, then each call checked,
+ * then its result if it ran.
+ */
 function reply(detector: StallDetector, ...calls: [name: string, args: unknown, result: string][]): string[] {
   detector.beginReply();
-  return calls.map(([name, args, result]) => {
-    const made = call(args, name);
-    const before = detector.checkCall(made);
-    return before.kind === "ok" ? detector.checkResult(made, result).kind : before.kind;
+  const made = calls.map(([name, args]) => call(args, name));
+  detector.announceCalls(made);
+  return calls.map(([, , result], index) => {
+    const before = detector.checkCall(made[index] as ToolCall);
+    return before.kind === "ok" ? detector.checkResult(made[index] as ToolCall, result).kind : before.kind;
   });
 }
 
@@ -80,6 +85,31 @@ describe("StallDetector", () => {
       "nudge",
       "nudge",
     ]);
+  });
+
+  it("judges a reply that makes a new call as a whole: its repeat runs whether the new call is first or last", () => {
+    for (const order of [
+      [8, 7],
+      [7, 8],
+    ]) {
+      const detector = new StallDetector();
+      expect(reply(detector, ["lookup", { id: 7 }, "record 7"])).toEqual(["ok"]);
+      expect(
+        reply(detector, ...order.map((id): [string, unknown, string] => ["lookup", { id }, `record ${id}`])),
+      ).toEqual(["ok", "ok"]);
+      // Nothing new since: the same reply again is a repeat, in either order.
+      expect(reply(detector, ["lookup", { id: 7 }, "record 7"])).toEqual(["nudge"]);
+    }
+  });
+
+  it("judges a reply as a whole by canonical text, not by hash, when hashes collide", () => {
+    const nested = (leaf: number) => ({ a: { b: { c: { d: { e: { f: { g: { h: { i: leaf } } } } } } } } });
+    const detector = new StallDetector();
+    expect(reply(detector, ["s", nested(1), "1"])).toEqual(["ok"]);
+    // Its hash is the first one's, its arguments are not: a new call, so the repeat before it runs.
+    expect(reply(detector, ["s", nested(1), "1"], ["s", nested(2), "2"])).toEqual(["ok", "ok"]);
+    // Both made in the reply before, found down the chain of colliding calls: nothing new.
+    expect(reply(detector, ["s", nested(2), "2"], ["s", nested(1), "1"])).toEqual(["nudge", "nudge"]);
   });
 
   it("still catches a cycle of calls that were all made before", () => {
@@ -183,6 +213,27 @@ describe("StallDetector", () => {
     expect(reply(detector, ["read", { path: "a.ts" }, "v2"])).toEqual(["ok"]);
     // The streak starts again from there: once more is a repeat, nudged before it stalls.
     expect(reply(detector, ["read", { path: "a.ts" }, "v2"])).toEqual(["nudge"]);
+  });
+
+  it("takes arguments nested past 1,000 levels for a call never made before, without overflowing the stack", () => {
+    const nested = (levels: number): unknown => JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`);
+    const detector = new StallDetector();
+    // 1,000 levels with the object around them: still compared, so the repeat is caught.
+    expect(reply(detector, ["s", { d: nested(999) }, "r"])).toEqual(["ok"]);
+    expect(reply(detector, ["s", { d: nested(999) }, "r"])).toEqual(["nudge"]);
+    for (const levels of [1000, 5000]) {
+      expect(reply(detector, ["s", { d: nested(levels) }, "r"])).toEqual(["ok"]);
+      expect(reply(detector, ["s", { d: nested(levels) }, "r"], ["s", { d: nested(levels) }, "r"])).toEqual([
+        "ok",
+        "ok",
+      ]);
+      // As a new call it excuses the repeat beside it.
+      expect(reply(detector, ["t", { x: levels }, "r"])).toEqual(["ok"]);
+      expect(reply(detector, ["t", { x: levels }, "r"], ["s", { d: nested(levels) }, "r"])).toEqual([
+        "ok",
+        "ok",
+      ]);
+    }
   });
 
   it("takes its thresholds from options and rejects meaningless ones", () => {

@@ -1,5 +1,5 @@
 import type { ToolCall } from "../messages.js";
-import { canonicalHash, canonicalJson } from "./canonical-json.js";
+import { canonicalHash, canonicalJsonWithin } from "./canonical-json.js";
 
 /**
  * A "call" is a tool name with its arguments compared as canonical JSON. Counts are per reply: the
@@ -9,11 +9,11 @@ import { canonicalHash, canonicalJson } from "./canonical-json.js";
 export interface StallOptions {
   /**
    * A call made in this many replies is a repeat (default 2), counting only the replies since the
-   * last one that made a call never made before: such a call (a write, a send) may have changed
-   * what earlier calls return. So reading a file, editing it and reading it again is no repeat,
-   * while the same reply of calls twice, or a cycle of calls all made before, is. The repeat is not
-   * run and the model gets a nudge instead; the same call in a later reply stops the run as
-   * `stalled`.
+   * last one that made a call never made before (anywhere in the reply: see `announceCalls`): such
+   * a call (a write, a send) may have changed what earlier calls return. So reading a file, editing
+   * it and reading it again is no repeat, while the same reply of calls twice, or a cycle of calls
+   * all made before, is. The repeat is not run and the model gets a nudge instead; the same call in
+   * a later reply stops the run as `stalled`.
    */
   repeatedCalls?: number;
   /**
@@ -41,8 +41,9 @@ const NEVER = -1;
  * poll opt out.
  *
  * The host calls `beginReply()` at each model call (what it asks for — one reply's calls, or every
- * wave of one plan — is one reply), `checkCall` before each call runs, `checkResult` after each ok
- * result, and `reset()` when a user, follow-up or steering message enters the history.
+ * wave of one plan — is one reply), `announceCalls` with the calls it is about to check, before the
+ * first of them, `checkCall` before each call runs, `checkResult` after each ok result, and
+ * `reset()` when a user, follow-up or steering message enters the history.
  */
 export class StallDetector {
   readonly #repeatedCalls: number;
@@ -71,6 +72,22 @@ export class StallDetector {
     this.#runningEntries.length = 0;
   }
 
+  /**
+   * The calls about to be checked, before the first of them. When one was never made before, the
+   * reply starts a new window now, for all its calls: a repeat is judged the same whether the new
+   * call comes before or after it. A plan announces each wave when it starts (a later wave's
+   * arguments may not be known yet), so a new call in a later wave excuses only calls after it.
+   */
+  announceCalls(calls: readonly ToolCall[]): void {
+    // One call decides it alone in `checkCall`; so does a reply already known to make a new call.
+    if (calls.length < 2 || this.#windowStart === this.#reply) return;
+    for (const call of calls)
+      if (this.#neverMade(call)) {
+        this.#windowStart = this.#reply;
+        return;
+      }
+  }
+
   /** A user, follow-up or steering message entered the history: nothing before it counts. */
   reset(): void {
     this.#calls.clear();
@@ -93,7 +110,7 @@ export class StallDetector {
       entry = new SeenCall(call.args, this.#reply);
       seen.set(hash, entry);
     } else {
-      const canonical = canonicalJson(call.args);
+      const canonical = canonicalOf(call.args);
       entry = first;
       while (entry !== undefined && entry.canonical !== canonical) entry = entry.next;
       if (entry !== undefined) return this.#repeated(entry, call);
@@ -139,6 +156,15 @@ export class StallDetector {
       kind: "nudge",
       message: `"${call.name}" returned the same result ${entry.results} times in a row; more of the same calls will not change it. Change your approach or answer with what you have.`,
     };
+  }
+
+  #neverMade(call: ToolCall): boolean {
+    const first = this.#calls.get(call.name)?.get(canonicalHash(call.args));
+    if (first === undefined) return true;
+    const canonical = canonicalOf(call.args);
+    for (let entry: SeenCall | undefined = first; entry !== undefined; entry = entry.next)
+      if (entry.canonical === canonical) return false;
+    return true;
   }
 
   #repeated(entry: SeenCall, call: ToolCall): StallVerdict {
@@ -194,9 +220,27 @@ class SeenCall {
   }
 
   get canonical(): string {
-    this.#canonical ??= canonicalJson(this.args);
+    this.#canonical ??= canonicalOf(this.args);
     return this.#canonical;
   }
+}
+
+/**
+ * Deeper than any real tool call nests, and far from the some 4,000 levels at which writing the
+ * canonical text recursively would overflow the stack (and crash the run).
+ */
+const MAX_COMPARED_DEPTH = 1000;
+let tooDeep = 0;
+
+/**
+ * The text calls are compared by: their canonical JSON. Arguments nested deeper than
+ * `MAX_COMPARED_DEPTH` get a text of their own that is not JSON, so it matches no other call: such
+ * a call counts as never made before (it runs, and starts the count of repeats again), the choice
+ * that can never refuse a call wrongly. Hashing the model's raw JSON text instead is no way out:
+ * the calls hold parsed arguments, and `JSON.stringify` overflows at about the same depth.
+ */
+function canonicalOf(args: unknown): string {
+  return canonicalJsonWithin(args, MAX_COMPARED_DEPTH) ?? `too deep to compare #${tooDeep++}`;
 }
 
 function atLeast(minimum: number, value: number, name: string): number {
