@@ -29,6 +29,7 @@ import {
   usage,
 } from "./run-fixtures.test-support.js";
 import { RunSession, type RunStart } from "./run-session.js";
+import { validateTranscript } from "./transcript.js";
 
 const user = (content: string): AgentMessage => ({ role: "user", content, timestamp: 1 });
 
@@ -228,6 +229,37 @@ describe("RunSession", () => {
     expect(seen).toEqual(["user", "assistant", "toolResult", "user"]);
     expect(result.stopReason).toBe("completed");
     expect(trace(s.events)).toEqual(["agent_start", "tool_call:a", "tool_result:a", "agent_end"]);
+  });
+
+  it("a run aborted while it resumes a batch still puts its prompt into the history, after the results", async () => {
+    let hooked = 0;
+    // The resumed call's hook never returns: the run abandons the batch after the grace period.
+    const afterToolCall = () => {
+      hooked++;
+      return new Promise<undefined>(() => {});
+    };
+    const history = [user("go"), assistantCalling([call("e")])];
+    const s = sessionOf(
+      {
+        orchestrator: oneTurn,
+        input: [user("next")],
+        resume: {
+          suspension: { calls: [call("e")], waits: new Map([["e", { kind: "approval" as const }]]) },
+          decisions: new Map([["e", { approved: true }]]),
+          results: new Map(),
+        },
+      },
+      { history, setup: { hooks: { afterToolCall } } },
+    );
+    const running = s.session.execute();
+    await flush();
+    expect(hooked).toBe(1);
+    s.setup.abortScope.abort("user pressed stop");
+    const result = await running;
+    expect(result.stopReason).toBe("aborted");
+    expect(result.newMessages.map((m) => m.role)).toEqual(["toolResult", "user"]);
+    expect(result.messages.at(-1)).toEqual(user("next"));
+    expect(validateTranscript(result.messages)).toEqual([]);
   });
 
   it("cancels a model call still in flight when the orchestrator returns without awaiting it", async () => {

@@ -63,6 +63,8 @@ export class RunSession {
   #suspension: Suspension | undefined;
   /** The wait for the run's body: a suspension ends it early. */
   #wait: BodyWait | undefined;
+  /** Whether the prompt entered the history (a run that resumes a batch first appends it after). */
+  #inputAppended = false;
 
   constructor(setup: RunSetup, start: RunStart, events: EventPublisher, transcript: TranscriptWriter) {
     this.#setup = setup;
@@ -127,6 +129,7 @@ export class RunSession {
 
   #runOrchestrator(): Promise<void> {
     try {
+      this.#inputAppended = true;
       for (const message of this.#start.input) this.#services.log.append(message);
       return Promise.resolve(this.#start.orchestrator.run(this.#services));
     } catch (error) {
@@ -174,6 +177,10 @@ export class RunSession {
           `not completed: ${reported ? reported.message : "the orchestrator ended without running this call"}`,
         ),
       );
+    // A run that ended while it resumed a batch: its prompt still enters the history, after the
+    // batch's results, rather than being lost.
+    if (suspension === undefined && this.#start.resume !== undefined && !this.#inputAppended)
+      for (const message of this.#start.input) this.#transcript.keeper.append(message);
     services.turns.endOpen(assistantStop(stopReason));
     if (reported) this.#events.publish({ type: "error", code: reported.code, message: reported.message });
     const now = this.#setup.clock.now();
