@@ -251,6 +251,63 @@ describe("steer, follow-up and cancel", () => {
     ]);
   });
 
+  it("refuses a message for a run still waiting behind its conversation's run (409 run-not-started): no other run gets it", async () => {
+    const gates: (() => void)[] = [];
+    const hold = {
+      ...addNumbers,
+      name: "hold",
+      execute: () => new Promise<number>((resolve) => gates.push(() => resolve(0))),
+    };
+    const model = scriptedModel([
+      [script.toolCall("hold", { a: 1, b: 1 }, { id: "a1" })],
+      [script.text("A done")],
+      [script.toolCall("hold", { a: 2, b: 2 }, { id: "b1" })],
+      [script.text("B done")],
+      [script.text("B again")],
+    ]);
+    const { url } = await startServer(() => ({ provider: model, tools: [hold] }));
+    const a = new NdjsonReader(await post(`${url}/runs`, { prompt: "A", conversationId: "c" }));
+    await a.until(ofType("tool_call"));
+    const startB = await post(`${url}/runs`, { prompt: "B", conversationId: "c" });
+    const runB = startB.headers.get("x-run-id");
+    const b = new NdjsonReader(startB);
+    for (const route of ["steer", "follow-up"]) {
+      const refused = await post(`${url}/runs/${runB}/${route}`, { message: "for B" });
+      expect([refused.status, (await refused.json()).error.code]).toEqual([409, "run-not-started"]);
+    }
+    gates[0]?.();
+    const eventsA = agentEvents([...a.seen, ...(await a.rest())]);
+    expect(eventsA.some((event) => event.type === "steering_applied")).toBe(false);
+    expect(eventsA.filter((event) => event.type === "text_delta").map((event) => event.text)).toEqual([
+      "A done",
+    ]);
+    // Once B has begun, it takes messages.
+    await b.until(ofType("tool_call"));
+    expect((await post(`${url}/runs/${runB}/follow-up`, { message: "and then?" })).status).toBe(202);
+    gates[1]?.();
+    const eventsB = agentEvents([...b.seen, ...(await b.rest())]);
+    expect(eventsB.filter((event) => event.type === "text_delta").map((event) => event.text)).toEqual([
+      "B done",
+      "B again",
+    ]);
+  });
+
+  it("drops a message its run ended without taking: the conversation's next run never sees it", async () => {
+    const model = scriptedModel([[script.hang()], [script.text("B done")]]);
+    const { url } = await startServer(() => ({ provider: model }));
+    const a = new NdjsonReader(await post(`${url}/runs`, { prompt: "A", conversationId: "c" }));
+    const start = await a.until(ofType("agent_start"));
+    expect((await post(`${url}/runs/${start.runId}/steer`, { message: "meant for A" })).status).toBe(202);
+    expect((await post(`${url}/runs/${start.runId}/cancel`, {})).status).toBe(202);
+    expect((await a.until(ofType("agent_end"))).stopReason).toBe("aborted");
+    const eventsB = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "B", conversationId: "c" })).text(),
+    );
+    expect(eventsB.some((event) => event.type === "steering_applied")).toBe(false);
+    expect(eventsB.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    expect(JSON.stringify(model.prompts.at(-1))).not.toContain("meant for A");
+  });
+
   it("cancels a run: it ends aborted, and only its owner can cancel it", async () => {
     const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }));
     const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
