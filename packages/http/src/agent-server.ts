@@ -3,13 +3,14 @@ import { z } from "zod";
 import { authorizedPrincipal } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
-import { digest, HookTokens } from "./hook-tokens.js";
+import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
 import { HttpError, readJsonBody } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger } from "./token-ledger.js";
+import { ToolResultAnswers } from "./tool-result-answers.js";
 
 /** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
 export interface AgentServer {
@@ -45,6 +46,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const config = resolveOptions(options);
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
+  const answers = new ToolResultAnswers(config.now);
   const runs = new Map<string, ServerRun>();
   const backend: RunBackend =
     options.backend ??
@@ -146,18 +148,36 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       mayTouch(principal, claims.documentId, forbidden("it is for another document"));
     if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
     const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
-    const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
+    const payload = digest(outcome);
+    const resumed = await answers.once(claims.nonce, payload, claims.exp, () =>
+      takeResult(claims, payload, runId, outcome),
+    );
+    if (resumed === undefined) return new Response(null, { status: 204 });
+    return Response.json({ runId: resumed }, { status: 202 });
+  }
+
+  /**
+   * The ledger's verdict on a posted result, then the result delivered: the id of the run it
+   * resumed (a suspended run's last result), else undefined.
+   */
+  async function takeResult(
+    claims: HookClaims,
+    payload: string,
+    runId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
+    const verdict = await ledger.use(claims.nonce, payload, claims.exp);
+    if (verdict === "conflict")
+      throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
     const run = await anyRun(runId);
     if (verdict === "repeat") {
       // Taken by another server process (a shared ledger): passed again, which changes nothing, to
       // learn the run it resumed.
       if (run !== undefined && run.continuedAs === undefined)
-        await deliver(run, body.toolCallId, outcome).catch(() => undefined);
-      return resumedOrDone(run);
+        await deliver(run, claims.toolCallId, outcome).catch(() => undefined);
+      return run?.continuedAs;
     }
-    if (verdict === "conflict")
-      throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
-    const waiting = run?.waitingCall(body.toolCallId);
+    const waiting = run?.waitingCall(claims.toolCallId);
     if (run === undefined || waiting === undefined)
       throw new HttpError(
         410,
@@ -165,29 +185,34 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         "The tool call no longer waits for a result (it timed out or the run ended).",
       );
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
-      throw forbidden("it does not match the call");
+      throw new HttpError(
+        403,
+        "invalid-token",
+        "The hook token is not valid here: it does not match the call.",
+      );
     try {
-      await deliver(run, body.toolCallId, outcome);
+      return await deliver(run, claims.toolCallId, outcome);
     } catch (error) {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
     }
-    return resumedOrDone(run);
   }
 
-  async function deliver(run: ServerRun, toolCallId: string, outcome: ClientToolOutcome): Promise<void> {
+  /** Delivers the result; the id of the run it resumed, when it was a suspended run's last. */
+  async function deliver(
+    run: ServerRun,
+    toolCallId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
     const resumed = await run.run.submitToolResult(toolCallId, outcome);
     run.answered(toolCallId);
-    if (resumed === undefined || run.continuedAs !== undefined) return;
-    // The last result of a suspended run: it goes on as a new run, which the client attaches to.
-    track(resumed, run.outliveStream);
-    run.continuedAs = resumed.runId;
-  }
-
-  /** 202 with the run that resumed a suspended one (also for a repeated post), else 204. */
-  function resumedOrDone(run: ServerRun | undefined): Response {
-    if (run?.continuedAs === undefined) return new Response(null, { status: 204 });
-    return Response.json({ runId: run.continuedAs }, { status: 202 });
+    if (resumed === undefined) return undefined;
+    // The client attaches to the resumed run; two posts that both learned of it track it once.
+    if (run.continuedAs === undefined) {
+      track(resumed, run.outliveStream);
+      run.continuedAs = resumed.runId;
+    }
+    return run.continuedAs;
   }
 
   async function queueMessage(
