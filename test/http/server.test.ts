@@ -175,6 +175,19 @@ describe("POST /runs", () => {
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 
+  it("lets an agent's own timeouts.totalMs be the run's whole time, shorter or longer than runTimeoutMs", async () => {
+    const slowly = (totalMs: number) => () => ({
+      provider: scriptedModel([[script.text("a"), script.delay(300), script.text("b")]]),
+      timeouts: { totalMs },
+    });
+    const short = await startServer(slowly(50));
+    const cut = ndjsonEvents(await (await post(`${short.url}/runs`, { prompt: "hi" })).text());
+    expect(cut.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+    const long = await startServer(slowly(60_000), { runTimeoutMs: 50 });
+    const whole = ndjsonEvents(await (await post(`${long.url}/runs`, { prompt: "hi" })).text());
+    expect(whole.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
   it("refuses nonsense options when it is created", async () => {
     await expect(startServer(answer("x"), { hookSecret: "short" })).rejects.toThrow(/at least 32 characters/);
     await expect(startServer(answer("x"), { heartbeatMs: -1 })).rejects.toThrow(

@@ -53,10 +53,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
       now: config.now,
-      promptOptions: {
-        timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
+      promptOptions: (agent) => ({
+        // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
+        timeouts: {
+          totalMs: agent.timeouts.totalMs ?? config.runTimeoutMs,
+          clientToolMs: config.clientToolTimeoutMs,
+        },
         clientTools: config.clientTools,
-      },
+      }),
     });
   const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
   const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });

@@ -62,7 +62,8 @@ export function memoryBackend(
   options: {
     conversationTtlMs: number;
     now: () => number;
-    promptOptions: Parameters<Agent["prompt"]>[1];
+    /** The options of every prompt, given the agent that runs it. */
+    promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
   },
 ): RunBackend {
   const conversations = new Map<string, { agent: Agent; usedAt: number }>();
@@ -92,7 +93,7 @@ export function memoryBackend(
       forgetIdleConversations();
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
-      return inProcess(agent, agent.prompt(prompt, options.promptOptions), owner);
+      return inProcess(agent, agent.prompt(prompt, options.promptOptions(agent)), owner);
     },
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
