@@ -1,3 +1,4 @@
+import { Agent } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import {
@@ -173,6 +174,34 @@ describe("POST /runs", () => {
     });
     const events = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "hi" })).text());
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+  });
+
+  it("counts starts still awaiting an async agent factory against maxRuns, and frees a failed one's place", async () => {
+    let failing = false;
+    // An agent made asynchronously (say, after loading the user's settings), or failing to be.
+    const agent = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      if (failing) throw new Error("no agent today");
+      return new Agent({ provider: scriptedModel([[script.text("a"), script.delay(100)]]) });
+    };
+    const busy = await startServer(answer("x"), { maxRuns: 2, rateLimits: { start: false }, agent });
+    const started = await Promise.all(
+      Array.from({ length: 6 }, () => post(`${busy.url}/runs`, { prompt: "hi" })),
+    );
+    const answers = await Promise.all(
+      started.map(async (response) => {
+        const text = await response.text();
+        return response.status === 200 ? "200" : `${response.status} ${JSON.parse(text).error.code}`;
+      }),
+    );
+    expect(answers.sort()).toEqual(["200", "200", ...Array(4).fill("503 server-busy")]);
+    const { url } = await startServer(answer("x"), { maxRuns: 1, agent });
+    failing = true;
+    expect((await post(`${url}/runs`, { prompt: "hi" })).status).toBe(500);
+    failing = false;
+    const after = await post(`${url}/runs`, { prompt: "hi" });
+    expect(after.status).toBe(200);
+    await after.text();
   });
 
   it("lets an agent's own timeouts.totalMs be the run's whole time, shorter or longer than runTimeoutMs", async () => {

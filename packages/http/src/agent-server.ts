@@ -48,6 +48,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
   const answers = new ToolResultAnswers(config.now);
   const runs = new Map<string, ServerRun>();
+  /** Starts past the `maxRuns` check whose run the backend has not given yet. */
+  let starting = 0;
   const backend: RunBackend =
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
@@ -70,14 +72,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     await consume(startLimit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
     if (body.documentId !== undefined) mayTouch(principal, body.documentId);
-    if (runs.size >= config.maxRuns)
+    // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
+    if (runs.size + starting >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
         headers: { "retry-after": "1" },
       });
-    const run = await backend.start(
-      { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
-      body.prompt,
-    );
+    starting++;
+    let run: BackendRun;
+    try {
+      run = await backend.start(
+        { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
+        body.prompt,
+      );
+    } finally {
+      starting--;
+    }
     const serverRun = track(run, body.outliveStream ?? false);
     return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }

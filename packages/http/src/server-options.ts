@@ -58,7 +58,7 @@ export interface AgentServerOptions {
   maxEventsPerRun?: number;
   /** How long an ended run can still be re-attached to (default 5 min). */
   retainEndedMs?: number;
-  /** Runs kept at once, running or ended (default 10,000); past it `POST /runs` answers 503. */
+  /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
   maxRuns?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;
