@@ -327,6 +327,35 @@ describe("a client tool over HTTP", () => {
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
   });
 
+  it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {
+    const { url, server } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [
+            script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+            script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+          ],
+          [script.text("Both read.")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend" },
+    );
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: Record<string, unknown>[] };
+    const [c1, c2] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    const body1 = { toolCallId: "c1", token: c1.hookToken, result: "A" };
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
+    expect((await post(`${url}/runs/${end.runId}/cancel`, {})).status).toBe(202);
+    const body2 = { toolCallId: "c2", token: c2.hookToken, result: "B" };
+    expect(await postResult(url, end.runId, body2)).toEqual([410, "call-ended"]);
+    // The result taken before the cancel is still answered as it was.
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
+    expect(server.runCount).toBe(1);
+  });
+
   it("refuses the calls of a suspended batch a new prompt failed, on every post of their results", async () => {
     const { url } = await startServer(
       () => ({

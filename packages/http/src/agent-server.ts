@@ -267,7 +267,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       case "follow-up":
         return queueMessage(request, principal, runId, "followUp");
       case "cancel":
-        (await ownRun(runId, principal)).run.cancel("cancelled by the client");
+        (await ownRun(runId, principal)).cancel("cancelled by the client");
         return new Response(null, { status: 202 });
       default:
         throw notFound();
