@@ -1,3 +1,4 @@
+import { AgentClient } from "@agent-core/client";
 import { Agent } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
@@ -225,6 +226,26 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );
+  });
+});
+
+describe("close()", () => {
+  it("aborts the runs and lets their streams end with agent_end; new runs get 503 server-closing", async () => {
+    const { url, server } = await startServer(() => ({
+      provider: scriptedModel([[script.text("a"), script.hang()]]),
+    }));
+    const raw = new NdjsonReader(await post(`${url}/runs`, { prompt: "hi" }));
+    await raw.until(ofType("text_delta"));
+    const client = new AgentClient({ baseUrl: url, headers: { "x-user": "alice" } });
+    const run = client.start("hi");
+    await new Promise<void>((resolve) => run.on("text_delta", () => resolve()));
+    const closed = server.close();
+    expect((await raw.rest()).at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+    expect((await run.result()).stopReason).toBe("aborted");
+    const refused = await post(`${url}/runs`, { prompt: "hi" });
+    expect([refused.status, (await refused.json()).error.code]).toEqual([503, "server-closing"]);
+    await closed;
+    expect(server.runCount).toBe(0);
   });
 });
 

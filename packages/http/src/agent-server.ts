@@ -17,8 +17,12 @@ export interface AgentServer {
   fetch(request: Request): Promise<Response>;
   /** Runs in memory now (running or kept for re-attaching). */
   readonly runCount: number;
-  /** Aborts every run and forgets them. */
-  close(): void;
+  /**
+   * Refuses new runs, aborts every run of this process and resolves once each ended, so its
+   * streams deliver its `agent_end` (waiting 5 s at most), then forgets them all. Await it before
+   * closing the HTTP server, which cuts the streams still open.
+   */
+  close(): Promise<void>;
 }
 
 const promptBody = z.strictObject({
@@ -50,6 +54,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const runs = new Map<string, ServerRun>();
   /** Starts past the `maxRuns` check whose run the backend has not given yet. */
   let starting = 0;
+  let closing = false;
   const backend: RunBackend =
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
@@ -69,6 +74,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
 
   async function startRun(request: Request, principal: Principal): Promise<Response> {
+    if (closing)
+      throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
     await consume(startLimit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
     if (body.documentId !== undefined) mayTouch(principal, body.documentId);
@@ -292,14 +299,39 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     get runCount() {
       return runs.size;
     },
-    close() {
-      if (!backend.runsOutliveStreams)
-        for (const run of runs.values()) run.run.cancel("the server is closing");
-      for (const run of runs.values()) run.stop();
+    async close() {
+      closing = true;
+      const kept = [...runs.values()];
+      // A durable backend's runs go on in their workers: their streams here end now.
+      if (!backend.runsOutliveStreams) {
+        for (const run of kept) run.run.cancel("the server is closing");
+        await atMost(Promise.all(kept.map((run) => untilEnded(run))), CLOSE_WAIT_MS);
+      }
+      for (const run of kept) run.stop();
       runs.clear();
-      void backend.close();
+      await backend.close();
     },
   };
+}
+
+/**
+ * How long `close()` waits for aborted runs to end: an agent ends an aborted run within its
+ * `limits.abortGraceMs` (250 ms by default), so this only bounds a backend that does not.
+ */
+const CLOSE_WAIT_MS = 5_000;
+
+/** Resolves once the run's log has taken its last event. */
+async function untilEnded({ log }: ServerRun): Promise<void> {
+  while (!log.closed) await log.changed(log.end);
+}
+
+/** Resolves when `promise` settles, or after `ms`, whichever comes first. */
+async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
