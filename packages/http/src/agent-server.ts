@@ -191,8 +191,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
     const run = await anyRun(runId);
     if (verdict === "repeat") {
-      // Taken by another server process (a shared ledger): passed again, which changes nothing, to
-      // learn the run it resumed.
+      // Taken, but not answered by this process (another one on a shared ledger took it, or the
+      // post here failed): passed again, which changes nothing, to learn the run it resumed.
       if (run !== undefined && run.continuedAs === undefined)
         await deliver(run, claims.toolCallId, outcome).catch(() => undefined);
       return run?.continuedAs;
