@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     const local = await measure(inProcessBatch);
     samples.push({ http, local });
   }
-  server.close();
+  await server.close();
   await node.close();
   const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const httpMs = median(samples.map((sample) => sample.http.ms));

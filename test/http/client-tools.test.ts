@@ -1,3 +1,4 @@
+import type { TokenLedger } from "@agent-core/http";
 import { planExecute } from "@agent-core/plan-execute";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
@@ -162,12 +163,36 @@ describe("a client tool over HTTP", () => {
     const call = await reader.until(ofType("tool_call"));
     await post(`${url}/runs/${call.runId}/cancel`, {});
     await reader.rest();
-    const late = await postResult(url, call.runId, {
-      toolCallId: "c1",
-      token: call.hookToken,
-      result: "late",
-    });
-    expect(late).toEqual([410, "call-ended"]);
+    const late = { toolCallId: "c1", token: call.hookToken, result: "late" };
+    expect(await postResult(url, call.runId, late)).toEqual([410, "call-ended"]);
+    // The same post again (a retry) is answered as the first time: it was refused, it still is.
+    expect(await postResult(url, call.runId, late)).toEqual([410, "call-ended"]);
+  });
+
+  it("answers two identical posts in flight at once alike, with a ledger slower for the first", async () => {
+    // A shared ledger answers the first post's insert after the resend's read: the resend learns
+    // it is a repeat before the first post took the result.
+    const used = new Map<string, string>();
+    const ledger: TokenLedger = {
+      async use(nonce, payload) {
+        const first = used.get(nonce);
+        if (first === undefined) used.set(nonce, payload);
+        await new Promise((resolve) => setTimeout(resolve, first === undefined ? 40 : 1));
+        return first === undefined ? "first" : first === payload ? "repeat" : "conflict";
+      },
+    };
+    const { url } = await startServer(twoClientCalls, { ledger });
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    const body = { toolCallId: "c1", token: call.hookToken, result: "text" };
+    const first = postResult(url, call.runId, body);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await Promise.all([first, postResult(url, call.runId, body)])).toEqual([
+      [204, undefined],
+      [204, undefined],
+    ]);
+    await post(`${url}/runs/${call.runId}/cancel`, {});
+    await reader.rest();
   });
 
   it("keeps several client calls outstanding in parallel execution, each with its own token, answered out of order", async () => {
@@ -289,6 +314,8 @@ describe("a client tool over HTTP", () => {
       result: "B",
     });
     expect([again.status, (await again.json()).runId]).toEqual([202, runId]);
+    // The first result again is answered as it was the first time: it did not resume the run.
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
     const resumed = ndjsonEvents(
       await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
     );
@@ -298,5 +325,54 @@ describe("a client tool over HTTP", () => {
       "B",
     ]);
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
+
+  it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {
+    const { url, server } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [
+            script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+            script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+          ],
+          [script.text("Both read.")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend" },
+    );
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: Record<string, unknown>[] };
+    const [c1, c2] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    const body1 = { toolCallId: "c1", token: c1.hookToken, result: "A" };
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
+    expect((await post(`${url}/runs/${end.runId}/cancel`, {})).status).toBe(202);
+    const body2 = { toolCallId: "c2", token: c2.hookToken, result: "B" };
+    expect(await postResult(url, end.runId, body2)).toEqual([410, "call-ended"]);
+    // The result taken before the cancel is still answered as it was.
+    expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
+    expect(server.runCount).toBe(1);
+  });
+
+  it("refuses the calls of a suspended batch a new prompt failed, on every post of their results", async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+          [script.text("Something else.")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend" },
+    );
+    const end = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "go", conversationId: "c" })).text(),
+    ).at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
+    await (await post(`${url}/runs`, { prompt: "never mind", conversationId: "c" })).text();
+    const body = { toolCallId: "c1", token: end.pendingClientTools[0]?.hookToken, result: "A" };
+    expect(await postResult(url, end.runId, body)).toEqual([410, "call-ended"]);
+    expect(await postResult(url, end.runId, body)).toEqual([410, "call-ended"]);
   });
 });

@@ -38,7 +38,7 @@ export interface Harness {
 const open: Harness[] = [];
 afterEach(async () => {
   for (const harness of open.splice(0)) {
-    harness.server.close();
+    await harness.server.close();
     await harness.node.close();
   }
 });

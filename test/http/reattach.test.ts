@@ -138,6 +138,20 @@ describe("re-attaching", () => {
     const expired = await fetch(`${url}/runs/${runId}/events?after=0`, { headers: headers() });
     expect([expired.status, (await expired.json()).error.code]).toEqual([410, "events-expired"]);
   });
+
+  it("forgets an ended run after retainEndedMs: a re-attach then answers 404 run-not-found", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("hi")]]) }), {
+      retainEndedMs: 300,
+    });
+    const text = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const runId = JSON.parse(text.split("\n")[0] as string).runId;
+    const kept = await fetch(`${url}/runs/${runId}/events?after=0`, { headers: headers() });
+    expect(kept.status).toBe(200);
+    await kept.text();
+    await sleep(600);
+    const forgotten = await fetch(`${url}/runs/${runId}/events?after=0`, { headers: headers() });
+    expect([forgotten.status, (await forgotten.json()).error.code]).toEqual([404, "run-not-found"]);
+  });
 });
 
 describe("a slow reader", () => {

@@ -1,3 +1,5 @@
+import { AgentClient } from "@agent-core/client";
+import { Agent } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import {
@@ -175,6 +177,47 @@ describe("POST /runs", () => {
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 
+  it("counts starts still awaiting an async agent factory against maxRuns, and frees a failed one's place", async () => {
+    let failing = false;
+    // An agent made asynchronously (say, after loading the user's settings), or failing to be.
+    const agent = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      if (failing) throw new Error("no agent today");
+      return new Agent({ provider: scriptedModel([[script.text("a"), script.delay(100)]]) });
+    };
+    const busy = await startServer(answer("x"), { maxRuns: 2, rateLimits: { start: false }, agent });
+    const started = await Promise.all(
+      Array.from({ length: 6 }, () => post(`${busy.url}/runs`, { prompt: "hi" })),
+    );
+    const answers = await Promise.all(
+      started.map(async (response) => {
+        const text = await response.text();
+        return response.status === 200 ? "200" : `${response.status} ${JSON.parse(text).error.code}`;
+      }),
+    );
+    expect(answers.sort()).toEqual(["200", "200", ...Array(4).fill("503 server-busy")]);
+    const { url } = await startServer(answer("x"), { maxRuns: 1, agent });
+    failing = true;
+    expect((await post(`${url}/runs`, { prompt: "hi" })).status).toBe(500);
+    failing = false;
+    const after = await post(`${url}/runs`, { prompt: "hi" });
+    expect(after.status).toBe(200);
+    await after.text();
+  });
+
+  it("lets an agent's own timeouts.totalMs be the run's whole time, shorter or longer than runTimeoutMs", async () => {
+    const slowly = (totalMs: number) => () => ({
+      provider: scriptedModel([[script.text("a"), script.delay(300), script.text("b")]]),
+      timeouts: { totalMs },
+    });
+    const short = await startServer(slowly(50));
+    const cut = ndjsonEvents(await (await post(`${short.url}/runs`, { prompt: "hi" })).text());
+    expect(cut.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+    const long = await startServer(slowly(60_000), { runTimeoutMs: 50 });
+    const whole = ndjsonEvents(await (await post(`${long.url}/runs`, { prompt: "hi" })).text());
+    expect(whole.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
   it("refuses nonsense options when it is created", async () => {
     await expect(startServer(answer("x"), { hookSecret: "short" })).rejects.toThrow(/at least 32 characters/);
     await expect(startServer(answer("x"), { heartbeatMs: -1 })).rejects.toThrow(
@@ -183,6 +226,26 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );
+  });
+});
+
+describe("close()", () => {
+  it("aborts the runs and lets their streams end with agent_end; new runs get 503 server-closing", async () => {
+    const { url, server } = await startServer(() => ({
+      provider: scriptedModel([[script.text("a"), script.hang()]]),
+    }));
+    const raw = new NdjsonReader(await post(`${url}/runs`, { prompt: "hi" }));
+    await raw.until(ofType("text_delta"));
+    const client = new AgentClient({ baseUrl: url, headers: { "x-user": "alice" } });
+    const run = client.start("hi");
+    await new Promise<void>((resolve) => run.on("text_delta", () => resolve()));
+    const closed = server.close();
+    expect((await raw.rest()).at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+    expect((await run.result()).stopReason).toBe("aborted");
+    const refused = await post(`${url}/runs`, { prompt: "hi" });
+    expect([refused.status, (await refused.json()).error.code]).toEqual([503, "server-closing"]);
+    await closed;
+    expect(server.runCount).toBe(0);
   });
 });
 
@@ -249,6 +312,63 @@ describe("steer, follow-up and cancel", () => {
       "first",
       "second",
     ]);
+  });
+
+  it("refuses a message for a run still waiting behind its conversation's run (409 run-not-started): no other run gets it", async () => {
+    const gates: (() => void)[] = [];
+    const hold = {
+      ...addNumbers,
+      name: "hold",
+      execute: () => new Promise<number>((resolve) => gates.push(() => resolve(0))),
+    };
+    const model = scriptedModel([
+      [script.toolCall("hold", { a: 1, b: 1 }, { id: "a1" })],
+      [script.text("A done")],
+      [script.toolCall("hold", { a: 2, b: 2 }, { id: "b1" })],
+      [script.text("B done")],
+      [script.text("B again")],
+    ]);
+    const { url } = await startServer(() => ({ provider: model, tools: [hold] }));
+    const a = new NdjsonReader(await post(`${url}/runs`, { prompt: "A", conversationId: "c" }));
+    await a.until(ofType("tool_call"));
+    const startB = await post(`${url}/runs`, { prompt: "B", conversationId: "c" });
+    const runB = startB.headers.get("x-run-id");
+    const b = new NdjsonReader(startB);
+    for (const route of ["steer", "follow-up"]) {
+      const refused = await post(`${url}/runs/${runB}/${route}`, { message: "for B" });
+      expect([refused.status, (await refused.json()).error.code]).toEqual([409, "run-not-started"]);
+    }
+    gates[0]?.();
+    const eventsA = agentEvents([...a.seen, ...(await a.rest())]);
+    expect(eventsA.some((event) => event.type === "steering_applied")).toBe(false);
+    expect(eventsA.filter((event) => event.type === "text_delta").map((event) => event.text)).toEqual([
+      "A done",
+    ]);
+    // Once B has begun, it takes messages.
+    await b.until(ofType("tool_call"));
+    expect((await post(`${url}/runs/${runB}/follow-up`, { message: "and then?" })).status).toBe(202);
+    gates[1]?.();
+    const eventsB = agentEvents([...b.seen, ...(await b.rest())]);
+    expect(eventsB.filter((event) => event.type === "text_delta").map((event) => event.text)).toEqual([
+      "B done",
+      "B again",
+    ]);
+  });
+
+  it("drops a message its run ended without taking: the conversation's next run never sees it", async () => {
+    const model = scriptedModel([[script.hang()], [script.text("B done")]]);
+    const { url } = await startServer(() => ({ provider: model }));
+    const a = new NdjsonReader(await post(`${url}/runs`, { prompt: "A", conversationId: "c" }));
+    const start = await a.until(ofType("agent_start"));
+    expect((await post(`${url}/runs/${start.runId}/steer`, { message: "meant for A" })).status).toBe(202);
+    expect((await post(`${url}/runs/${start.runId}/cancel`, {})).status).toBe(202);
+    expect((await a.until(ofType("agent_end"))).stopReason).toBe("aborted");
+    const eventsB = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "B", conversationId: "c" })).text(),
+    );
+    expect(eventsB.some((event) => event.type === "steering_applied")).toBe(false);
+    expect(eventsB.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    expect(JSON.stringify(model.prompts.at(-1))).not.toContain("meant for A");
   });
 
   it("cancels a run: it ends aborted, and only its owner can cancel it", async () => {

@@ -1,6 +1,11 @@
 import "@agent-core/agentic";
 import { Agent, type AgentConfig, defineTool } from "@agent-core/core";
-import { createUseChatHandler, type UseChatHandler, type UseChatHandlerOptions } from "@agent-core/http";
+import {
+  createUseChatHandler,
+  serveNode,
+  type UseChatHandler,
+  type UseChatHandlerOptions,
+} from "@agent-core/http";
 import { type ScriptedModel, script, scriptedModel } from "@agent-core/testing";
 import {
   isToolUIPart,
@@ -567,6 +572,32 @@ describe("what a page resends is checked against the server's chat", () => {
     expect(await refusal(await handler.fetch(anonymous))).toEqual([401, "unauthorized"]);
     const get = new Request("http://chat.test/api/chat", { headers: { "x-user": "alice" } });
     expect(await refusal(await handler.fetch(get))).toEqual([405, "method-not-allowed"]);
+  });
+});
+
+describe("run time", () => {
+  it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([[script.text("a"), script.delay(300), script.text("b")]]),
+        timeouts: { totalMs: 50 },
+      }),
+      { runTimeoutMs: 60_000 },
+    );
+    const node = await serveNode(handler.fetch);
+    try {
+      const message = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+      const response = await fetch(node.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-user": "alice" },
+        body: JSON.stringify({ id: "c", messages: [message], trigger: "submit-message" }),
+      });
+      const chunks: UIMessageChunk[] = [];
+      for await (const chunk of uiChunks(response)) chunks.push(chunk);
+      expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "error" });
+    } finally {
+      await node.close();
+    }
   });
 });
 

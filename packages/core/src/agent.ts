@@ -102,6 +102,14 @@ export class Agent {
     return this.#transcript.messages.slice();
   }
 
+  /**
+   * The agent's own time limits (`timeouts` of its config; a prompt's go over them), so a server
+   * that sets its own defaults can leave the agent's in place.
+   */
+  get timeouts(): Timeouts {
+    return { ...this.#config.timeouts };
+  }
+
   /** True while a run is in progress or waiting its turn. */
   get busy(): boolean {
     return this.#scopes.size > 0;

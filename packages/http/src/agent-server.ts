@@ -3,21 +3,26 @@ import { z } from "zod";
 import { authorizedPrincipal } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
-import { digest, HookTokens } from "./hook-tokens.js";
+import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
 import { HttpError, readJsonBody } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger } from "./token-ledger.js";
+import { ToolResultAnswers } from "./tool-result-answers.js";
 
 /** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
 export interface AgentServer {
   fetch(request: Request): Promise<Response>;
   /** Runs in memory now (running or kept for re-attaching). */
   readonly runCount: number;
-  /** Aborts every run and forgets them. */
-  close(): void;
+  /**
+   * Refuses new runs, aborts every run of this process and resolves once each ended, so its
+   * streams deliver its `agent_end` (waiting 5 s at most), then forgets them all. Await it before
+   * closing the HTTP server, which cuts the streams still open.
+   */
+  close(): Promise<void>;
 }
 
 const promptBody = z.strictObject({
@@ -45,33 +50,50 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const config = resolveOptions(options);
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
+  const answers = new ToolResultAnswers(config.now);
   const runs = new Map<string, ServerRun>();
+  /** Starts past the `maxRuns` check whose run the backend has not given yet. */
+  let starting = 0;
+  let closing = false;
   const backend: RunBackend =
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
       now: config.now,
-      promptOptions: {
-        timeouts: { totalMs: config.runTimeoutMs, clientToolMs: config.clientToolTimeoutMs },
+      promptOptions: (agent) => ({
+        // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
+        timeouts: {
+          totalMs: agent.timeouts.totalMs ?? config.runTimeoutMs,
+          clientToolMs: config.clientToolTimeoutMs,
+        },
         clientTools: config.clientTools,
-      },
+      }),
     });
   const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
   const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
 
   async function startRun(request: Request, principal: Principal): Promise<Response> {
+    if (closing)
+      throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
     await consume(startLimit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
     if (body.documentId !== undefined) mayTouch(principal, body.documentId);
-    if (runs.size >= config.maxRuns)
+    // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
+    if (runs.size + starting >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
         headers: { "retry-after": "1" },
       });
-    const run = await backend.start(
-      { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
-      body.prompt,
-    );
+    starting++;
+    let run: BackendRun;
+    try {
+      run = await backend.start(
+        { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
+        body.prompt,
+      );
+    } finally {
+      starting--;
+    }
     const serverRun = track(run, body.outliveStream ?? false);
     return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }
@@ -146,18 +168,36 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       mayTouch(principal, claims.documentId, forbidden("it is for another document"));
     if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
     const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
-    const verdict = await ledger.use(claims.nonce, digest(outcome), claims.exp);
-    const run = await anyRun(runId);
-    if (verdict === "repeat") {
-      // Taken by another server process (a shared ledger): passed again, which changes nothing, to
-      // learn the run it resumed.
-      if (run !== undefined && run.continuedAs === undefined)
-        await deliver(run, body.toolCallId, outcome).catch(() => undefined);
-      return resumedOrDone(run);
-    }
+    const payload = digest(outcome);
+    const resumed = await answers.once(claims.nonce, payload, claims.exp, () =>
+      takeResult(claims, payload, runId, outcome),
+    );
+    if (resumed === undefined) return new Response(null, { status: 204 });
+    return Response.json({ runId: resumed }, { status: 202 });
+  }
+
+  /**
+   * The ledger's verdict on a posted result, then the result delivered: the id of the run it
+   * resumed (a suspended run's last result), else undefined.
+   */
+  async function takeResult(
+    claims: HookClaims,
+    payload: string,
+    runId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
+    const verdict = await ledger.use(claims.nonce, payload, claims.exp);
     if (verdict === "conflict")
       throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
-    const waiting = run?.waitingCall(body.toolCallId);
+    const run = await anyRun(runId);
+    if (verdict === "repeat") {
+      // Taken, but not answered by this process (another one on a shared ledger took it, or the
+      // post here failed): passed again, which changes nothing, to learn the run it resumed.
+      if (run !== undefined && run.continuedAs === undefined)
+        await deliver(run, claims.toolCallId, outcome).catch(() => undefined);
+      return run?.continuedAs;
+    }
+    const waiting = run?.waitingCall(claims.toolCallId);
     if (run === undefined || waiting === undefined)
       throw new HttpError(
         410,
@@ -165,29 +205,34 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         "The tool call no longer waits for a result (it timed out or the run ended).",
       );
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
-      throw forbidden("it does not match the call");
+      throw new HttpError(
+        403,
+        "invalid-token",
+        "The hook token is not valid here: it does not match the call.",
+      );
     try {
-      await deliver(run, body.toolCallId, outcome);
+      return await deliver(run, claims.toolCallId, outcome);
     } catch (error) {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
     }
-    return resumedOrDone(run);
   }
 
-  async function deliver(run: ServerRun, toolCallId: string, outcome: ClientToolOutcome): Promise<void> {
+  /** Delivers the result; the id of the run it resumed, when it was a suspended run's last. */
+  async function deliver(
+    run: ServerRun,
+    toolCallId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
     const resumed = await run.run.submitToolResult(toolCallId, outcome);
     run.answered(toolCallId);
-    if (resumed === undefined || run.continuedAs !== undefined) return;
-    // The last result of a suspended run: it goes on as a new run, which the client attaches to.
-    track(resumed, run.outliveStream);
-    run.continuedAs = resumed.runId;
-  }
-
-  /** 202 with the run that resumed a suspended one (also for a repeated post), else 204. */
-  function resumedOrDone(run: ServerRun | undefined): Response {
-    if (run?.continuedAs === undefined) return new Response(null, { status: 204 });
-    return Response.json({ runId: run.continuedAs }, { status: 202 });
+    if (resumed === undefined) return undefined;
+    // The client attaches to the resumed run; two posts that both learned of it track it once.
+    if (run.continuedAs === undefined) {
+      track(resumed, run.outliveStream);
+      run.continuedAs = resumed.runId;
+    }
+    return run.continuedAs;
   }
 
   async function queueMessage(
@@ -229,7 +274,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       case "follow-up":
         return queueMessage(request, principal, runId, "followUp");
       case "cancel":
-        (await ownRun(runId, principal)).run.cancel("cancelled by the client");
+        (await ownRun(runId, principal)).cancel("cancelled by the client");
         return new Response(null, { status: 202 });
       default:
         throw notFound();
@@ -254,14 +299,39 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     get runCount() {
       return runs.size;
     },
-    close() {
-      if (!backend.runsOutliveStreams)
-        for (const run of runs.values()) run.run.cancel("the server is closing");
-      for (const run of runs.values()) run.stop();
+    async close() {
+      closing = true;
+      const kept = [...runs.values()];
+      // A durable backend's runs go on in their workers: their streams here end now.
+      if (!backend.runsOutliveStreams) {
+        for (const run of kept) run.run.cancel("the server is closing");
+        await atMost(Promise.all(kept.map((run) => untilEnded(run))), CLOSE_WAIT_MS);
+      }
+      for (const run of kept) run.stop();
       runs.clear();
-      void backend.close();
+      await backend.close();
     },
   };
+}
+
+/**
+ * How long `close()` waits for aborted runs to end: an agent ends an aborted run within its
+ * `limits.abortGraceMs` (250 ms by default), so this only bounds a backend that does not.
+ */
+const CLOSE_WAIT_MS = 5_000;
+
+/** Resolves once the run's log has taken its last event. */
+async function untilEnded({ log }: ServerRun): Promise<void> {
+  while (!log.closed) await log.changed(log.end);
+}
+
+/** Resolves when `promise` settles, or after `ms`, whichever comes first. */
+async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {

@@ -1,4 +1,5 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
+import { HttpError } from "./http-error.js";
 
 /** What the server knows when it needs an agent for a conversation. */
 export interface AgentRequest {
@@ -40,6 +41,7 @@ export interface BackendRun {
    * answers with the resumed run once it is known.
    */
   submitToolResult(toolCallId: string, outcome: ClientToolOutcome): Promise<BackendRun | undefined>;
+  /** Queues a message for this run only, never another; an `HttpError` says why it cannot. */
   steer(message: string): Promise<void>;
   followUp(message: string): Promise<void>;
   cancel(reason: string): void;
@@ -60,7 +62,8 @@ export function memoryBackend(
   options: {
     conversationTtlMs: number;
     now: () => number;
-    promptOptions: Parameters<Agent["prompt"]>[1];
+    /** The options of every prompt, given the agent that runs it. */
+    promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
   },
 ): RunBackend {
   const conversations = new Map<string, { agent: Agent; usedAt: number }>();
@@ -90,7 +93,7 @@ export function memoryBackend(
       forgetIdleConversations();
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
-      return inProcess(agent, agent.prompt(prompt, options.promptOptions), owner);
+      return inProcess(agent, agent.prompt(prompt, options.promptOptions(agent)), owner);
     },
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
@@ -103,6 +106,23 @@ export function memoryBackend(
 function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
   const taken = new Set<string>();
   let resumedRun: BackendRun | undefined;
+  let sent = false;
+  /**
+   * The agent's queues feed whichever of its runs reaches a boundary next, and a conversation's
+   * agent runs its prompts one after the other: a message for a run still waiting behind another
+   * would steer that other run. So it is refused until the run has begun.
+   */
+  const queue = (message: string, into: (message: string) => void) => {
+    if (run.events.length === 0)
+      throw new HttpError(
+        409,
+        "run-not-started",
+        `Run "${run.runId}" waits for the conversation's run before it; send this once its agent_start arrived.`,
+      );
+    into(message);
+    if (!sent) dropLeftMessagesAtEnd(agent, run);
+    sent = true;
+  };
   return {
     runId: run.runId,
     owner,
@@ -130,13 +150,27 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
       return resumedRun;
     },
     async steer(message) {
-      agent.steer(message);
+      queue(message, (text) => agent.steer(text));
     },
     async followUp(message) {
-      agent.followUp(message);
+      queue(message, (text) => agent.followUp(text));
     },
     cancel(reason) {
       run.abort(new Error(reason));
     },
   };
+}
+
+/**
+ * What the run was sent and did not take before it ended (it was aborted, failed, or suspended
+ * first) goes with it: the agent would put it back for its next run, another run of the
+ * conversation. Messages are only queued for a run that has begun, and an agent has one such run
+ * at a time: at its end, everything queued is its.
+ */
+function dropLeftMessagesAtEnd(agent: Agent, run: AgentRun): void {
+  const stop = agent.on("agent_end", (event) => {
+    if (event.runId !== run.runId) return;
+    stop();
+    agent.takeQueued();
+  });
 }

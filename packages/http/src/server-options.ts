@@ -56,9 +56,9 @@ export interface AgentServerOptions {
   detachGraceMs?: number;
   /** Events kept per run for re-attaching (default 10,000; the oldest go first). */
   maxEventsPerRun?: number;
-  /** How long an ended run can still be re-attached to (default 5 min). */
+  /** How long an ended run can still be re-attached to (default 5 min); then it is forgotten (404). */
   retainEndedMs?: number;
-  /** Runs kept at once, running or ended (default 10,000); past it `POST /runs` answers 503. */
+  /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
   maxRuns?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;

@@ -100,6 +100,15 @@ export class ServerRun {
     else this.#detachTimer = setTimeout(abort, graceMs);
   }
 
+  /**
+   * The client cancels the run. A suspended run has ended already: cancelling it gives up its
+   * batch, whose calls then take no more results (nothing is left to resume it).
+   */
+  cancel(reason: string): void {
+    this.run.cancel(reason);
+    if (this.suspended) this.#waiting.clear();
+  }
+
   /** A suspended run's client call got its result: it no longer takes one. */
   answered(toolCallId: string): void {
     if (this.suspended) this.#waiting.delete(toolCallId);

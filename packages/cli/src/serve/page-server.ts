@@ -44,7 +44,7 @@ export function clientDistDir(): string {
  */
 export function createPageServer(options: PageServerOptions): {
   fetch(request: Request): Promise<Response>;
-  close(): void;
+  close(): Promise<void>;
 } {
   const agents = createAgentServer({
     ...(options.backend

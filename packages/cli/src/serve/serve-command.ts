@@ -91,7 +91,7 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
     if (io.signal === undefined || io.signal.aborted) return done();
     io.signal.addEventListener("abort", () => done(), { once: true });
   });
-  page.close();
+  await page.close();
   await server.close();
   await durable?.stop();
   return 0;

@@ -76,7 +76,8 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     );
     const run = session.agent.prompt(input.text, {
       clientTools: "suspend",
-      timeouts: { totalMs: config.runTimeoutMs },
+      // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
+      timeouts: { totalMs: session.agent.timeouts.totalMs ?? config.runTimeoutMs },
     });
     return [run, turn];
   }
