@@ -1,6 +1,11 @@
 import "@agent-core/agentic";
 import { Agent, type AgentConfig, defineTool } from "@agent-core/core";
-import { createUseChatHandler, type UseChatHandler, type UseChatHandlerOptions } from "@agent-core/http";
+import {
+  createUseChatHandler,
+  serveNode,
+  type UseChatHandler,
+  type UseChatHandlerOptions,
+} from "@agent-core/http";
 import { type ScriptedModel, script, scriptedModel } from "@agent-core/testing";
 import {
   isToolUIPart,
@@ -567,6 +572,32 @@ describe("what a page resends is checked against the server's chat", () => {
     expect(await refusal(await handler.fetch(anonymous))).toEqual([401, "unauthorized"]);
     const get = new Request("http://chat.test/api/chat", { headers: { "x-user": "alice" } });
     expect(await refusal(await handler.fetch(get))).toEqual([405, "method-not-allowed"]);
+  });
+});
+
+describe("over a real connection", () => {
+  it("answers a body past maxBodyBytes 413 at once, and the page's next post works", async () => {
+    const node = await serveNode(
+      chatHandler(() => ({ provider: scriptedModel([[script.text("Hi.")]]) })).fetch,
+    );
+    try {
+      const message = (text: string) => ({ id: "u1", role: "user", parts: [{ type: "text", text }] });
+      const postChat = (text: string) =>
+        fetch(`${node.url}/api/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-user": "alice" },
+          body: JSON.stringify({ id: "c", messages: [message(text)], trigger: "submit-message" }),
+        });
+      // Again and again: each refusal leaves the connection for the next request.
+      for (let i = 0; i < 3; i++) {
+        const startedAt = Date.now();
+        expect(await refusal(await postChat("x".repeat(1_100_000)))).toEqual([413, "body-too-large"]);
+        expect(Date.now() - startedAt).toBeLessThan(2_000);
+      }
+      expect(textOf(await readAnswer(await postChat("hello")))).toBe("Hi.");
+    } finally {
+      await node.close();
+    }
   });
 });
 
