@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import type { ServerResponse } from "node:http";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type NodeServer, serveNode } from "./node-server.js";
@@ -93,4 +94,35 @@ describe("a body the handler does not read", () => {
       expect(await onOneConnection(url, chunked, 2)).toEqual({ statuses: [413, 200], ended: undefined });
     });
   }
+});
+
+describe("a slow reader", () => {
+  it("leaves no listener behind on the response for each wait for the socket", async () => {
+    const chunk = new Uint8Array(64 * 1024);
+    const closeListeners: number[] = [];
+    let response: ServerResponse | undefined;
+    const node = await serve(async () => {
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          // Each chunk is past the socket's high-water mark: every write waits for 'drain'.
+          pull(controller) {
+            closeListeners.push(response?.listenerCount("close") ?? 0);
+            if (sent++ === 40) controller.close();
+            else controller.enqueue(chunk);
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      return new Response(body);
+    });
+    node.server.on("request", (_request, res: ServerResponse) => {
+      response = res;
+    });
+    const received = await (await fetch(node.url)).arrayBuffer();
+    expect(received.byteLength).toBe(40 * chunk.byteLength);
+    // The count while the body streams: the same after 40 waits as after the first.
+    expect(new Set(closeListeners.slice(2))).toEqual(new Set([closeListeners[2]]));
+    expect(response?.listenerCount("error")).toBeLessThanOrEqual(1);
+  });
 });

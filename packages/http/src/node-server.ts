@@ -81,7 +81,7 @@ async function respond(
       const { done, value } = await reader.read();
       if (done) break;
       // Backpressure: wait until the socket took what it has before reading more.
-      if (!res.write(value)) await Promise.race([once(res, "drain"), once(res, "close")]);
+      if (!res.write(value)) await drained(res);
       if (res.destroyed) return;
     }
     res.end();
@@ -90,6 +90,20 @@ async function respond(
   } finally {
     res.off("close", cancel);
   }
+}
+
+/** Resolves once the socket took what was written, or the response closed; rejects on its error. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // Removed after each wait: a slow reader waits thousands of times on one response.
+    const settle = (error?: Error) => {
+      res.off("drain", onDrain).off("close", onDrain).off("error", settle);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onDrain = () => settle();
+    res.on("drain", onDrain).on("close", onDrain).on("error", settle);
+  });
 }
 
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
