@@ -154,6 +154,19 @@ describe("POST /runs", () => {
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
   });
 
+  it("refuses a run id that is not valid percent-encoding with 400 invalid-path", async () => {
+    const { url } = await startServer(answer("x"));
+    const requests: [string, string][] = [
+      ["GET", "/runs/%E0%A4%A/events"],
+      ["POST", "/runs/%ZZ/cancel"],
+      ["POST", "/runs/%/steer"],
+    ];
+    for (const [method, path] of requests) {
+      const response = await fetch(`${url}${path}`, { method, headers: headers() });
+      expect([response.status, (await response.json()).error.code]).toEqual([400, "invalid-path"]);
+    }
+  });
+
   it("keeps a user to their documents", async () => {
     const { url } = await startServer(answer("x"));
     const refused = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-2" }, "alice", {
