@@ -273,10 +273,14 @@ function mayTouch(principal: Principal, documentId: string, refusal?: HttpError)
 function afterOf(request: Request): number {
   const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
   if (raw === null) return -1;
-  const after = Number(raw);
-  if (!Number.isInteger(after) || after < -1)
-    throw new HttpError(400, "invalid-after", `after must be a whole number >= -1, got "${raw}".`);
-  return after;
+  // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
+  if (!/^(0|[1-9][0-9]*)$/.test(raw))
+    throw new HttpError(
+      400,
+      "invalid-after",
+      `after must be a seq in decimal digits (0, 1, …), got "${raw}".`,
+    );
+  return Number(raw);
 }
 
 /** The run id a path segment names: a malformed %-escape (`%ZZ`) is the client's mistake, not a 500. */
