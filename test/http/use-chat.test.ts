@@ -559,6 +559,13 @@ describe("what a page resends is checked against the server's chat", () => {
       400,
       "invalid-body",
     ]);
+    let deep: unknown = [];
+    for (let depth = 0; depth < 100; depth++) deep = [deep];
+    const nested = { ...message, parts: [{ type: "data-x", data: deep }] };
+    expect(await refusal(await post({ id: "c", messages: [nested], trigger: "submit-message" }))).toEqual([
+      400,
+      "invalid-body",
+    ]);
     const big = { ...message, parts: [{ type: "text", text: "x".repeat(3_000) }] };
     expect(await refusal(await post({ id: "c", messages: [big], trigger: "submit-message" }))).toEqual([
       413,
