@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   addNumbers,
   agentEvents,
+  headers,
   NdjsonReader,
   ndjsonEvents,
   ofType,
@@ -155,6 +156,38 @@ describe("a client tool over HTTP", () => {
       result: "late",
     });
     expect(late).toEqual([410, "token-expired"]);
+  });
+
+  it("refuses a result nested more than 100 levels deep with 400 invalid-body, before taking it: the call still takes a good one", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+        [script.text("done")],
+      ]),
+      tools: [readPage],
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    // Written by hand: the body's own object is the first level, the result's arrays the others.
+    const nested = (depth: number) =>
+      `{"toolCallId":"c1","token":${JSON.stringify(call.hookToken)},"result":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+    for (const depth of [20_000, 100]) {
+      const response = await fetch(`${url}/runs/${call.runId}/tool-results`, {
+        method: "POST",
+        headers: headers(),
+        body: nested(depth),
+      });
+      const answer = { depth, status: response.status, body: await response.text() };
+      expect(answer).toEqual({ depth, status: 400, body: expect.stringContaining('"invalid-body"') });
+    }
+    const taken = await fetch(`${url}/runs/${call.runId}/tool-results`, {
+      method: "POST",
+      headers: headers(),
+      body: nested(99),
+    });
+    expect(taken.status).toBe(204);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "ok" });
   });
 
   it("gives a result posted after the run was cancelled 410, and the history keeps the aborted result", async () => {

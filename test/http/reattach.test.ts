@@ -76,6 +76,38 @@ describe("re-attaching", () => {
     expect(stranger.status).toBe(404);
   });
 
+  it("takes a seq only in decimal digits: anything else, even empty, is 400 invalid-after, never a silent skip", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("a", "b")]]) }));
+    const [start] = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text());
+    const events = `${url}/runs/${start?.runId}/events`;
+    const refused: [string, Record<string, string>][] = [
+      ["?after=", {}],
+      ["?after=%20", {}],
+      ["?after=0x2", {}],
+      ["?after=1e0", {}],
+      ["?after=01", {}],
+      ["?after=-1", {}],
+      ["?after=+1", {}],
+      ["?after=1.0", {}],
+      ["", { "last-event-id": "" }],
+      ["", { "last-event-id": "0x2" }],
+      // ?after= is read first, even when Last-Event-ID is good.
+      ["?after=", { "last-event-id": "1" }],
+    ];
+    for (const [query, extra] of refused) {
+      const response = await fetch(`${events}${query}`, { headers: headers("alice", extra) });
+      const answer = { query, extra, status: response.status, body: await response.text() };
+      expect(answer).toEqual({ query, extra, status: 400, body: expect.stringContaining('"invalid-after"') });
+    }
+    const seqs = async (query: string, extra: Record<string, string> = {}) =>
+      ndjsonEvents(await (await fetch(`${events}${query}`, { headers: headers("alice", extra) })).text()).map(
+        (event) => event.seq,
+      );
+    expect((await seqs("")).slice(0, 2)).toEqual([0, 1]);
+    expect((await seqs("?after=0"))[0]).toBe(1);
+    expect((await seqs("", { "last-event-id": "2" }))[0]).toBe(3);
+  });
+
   it("aborts the run when its client goes away and does not come back within the grace period", async () => {
     const { url } = await startServer(waitsForClient, { detachGraceMs: 30 });
     const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));

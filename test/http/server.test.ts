@@ -122,6 +122,31 @@ describe("POST /runs", () => {
     expect(made).toBe(0);
   });
 
+  it("answers a body it refuses unread at once over real HTTP, and the client's next request works", async () => {
+    const { url } = await startServer(answer("x"));
+    const refusals: [RequestInit, number][] = [
+      [{ body: JSON.stringify({ prompt: "p".repeat(400_000) }), headers: headers() }, 413],
+      [
+        {
+          body: JSON.stringify({ prompt: "p".repeat(100_000) }),
+          headers: { "content-type": "application/json" },
+        },
+        401,
+      ],
+      [{ body: "p".repeat(100_000), headers: headers("alice", { "content-type": "text/plain" }) }, 415],
+    ];
+    for (const [init, status] of refusals) {
+      const startedAt = Date.now();
+      const refused = await fetch(`${url}/runs`, { method: "POST", ...init });
+      expect(refused.status).toBe(status);
+      await refused.text();
+      expect(Date.now() - startedAt).toBeLessThan(2_000);
+      const next = await fetch(`${url}/runs/r1/events`, { headers: headers() });
+      expect(next.status).toBe(404);
+      await next.text();
+    }
+  });
+
   it("answers unknown routes 404 and wrong methods 405", async () => {
     const { url } = await startServer(answer("x"), { basePath: "/api" });
     expect((await fetch(`${url}/runs`, { method: "POST", headers: headers() })).status).toBe(404);
@@ -129,6 +154,19 @@ describe("POST /runs", () => {
     const wrong = await fetch(`${url}/api/runs`, { headers: headers() });
     expect([wrong.status, wrong.headers.get("allow")]).toEqual([405, "POST"]);
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
+  });
+
+  it("refuses a run id that is not valid percent-encoding with 400 invalid-path", async () => {
+    const { url } = await startServer(answer("x"));
+    const requests: [string, string][] = [
+      ["GET", "/runs/%E0%A4%A/events"],
+      ["POST", "/runs/%ZZ/cancel"],
+      ["POST", "/runs/%/steer"],
+    ];
+    for (const [method, path] of requests) {
+      const response = await fetch(`${url}${path}`, { method, headers: headers() });
+      expect([response.status, (await response.json()).error.code]).toEqual([400, "invalid-path"]);
+    }
   });
 
   it("keeps a user to their documents", async () => {

@@ -559,6 +559,13 @@ describe("what a page resends is checked against the server's chat", () => {
       400,
       "invalid-body",
     ]);
+    let deep: unknown = [];
+    for (let depth = 0; depth < 100; depth++) deep = [deep];
+    const nested = { ...message, parts: [{ type: "data-x", data: deep }] };
+    expect(await refusal(await post({ id: "c", messages: [nested], trigger: "submit-message" }))).toEqual([
+      400,
+      "invalid-body",
+    ]);
     const big = { ...message, parts: [{ type: "text", text: "x".repeat(3_000) }] };
     expect(await refusal(await post({ id: "c", messages: [big], trigger: "submit-message" }))).toEqual([
       413,
@@ -595,6 +602,32 @@ describe("run time", () => {
       const chunks: UIMessageChunk[] = [];
       for await (const chunk of uiChunks(response)) chunks.push(chunk);
       expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "error" });
+    } finally {
+      await node.close();
+    }
+  });
+});
+
+describe("over a real connection", () => {
+  it("answers a body past maxBodyBytes 413 at once, and the page's next post works", async () => {
+    const node = await serveNode(
+      chatHandler(() => ({ provider: scriptedModel([[script.text("Hi.")]]) })).fetch,
+    );
+    try {
+      const message = (text: string) => ({ id: "u1", role: "user", parts: [{ type: "text", text }] });
+      const postChat = (text: string) =>
+        fetch(`${node.url}/api/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-user": "alice" },
+          body: JSON.stringify({ id: "c", messages: [message(text)], trigger: "submit-message" }),
+        });
+      // Again and again: each refusal leaves the connection for the next request.
+      for (let i = 0; i < 3; i++) {
+        const startedAt = Date.now();
+        expect(await refusal(await postChat("x".repeat(1_100_000)))).toEqual([413, "body-too-large"]);
+        expect(Date.now() - startedAt).toBeLessThan(2_000);
+      }
+      expect(textOf(await readAnswer(await postChat("hello")))).toBe("Hi.");
     } finally {
       await node.close();
     }

@@ -254,7 +254,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const parts = url.pathname.slice(config.basePath.length).split("/").filter(Boolean);
     if (parts[0] !== "runs" || parts.length > 3) throw notFound();
     const principal = await authorizedPrincipal(options.authorize, request);
-    const runId = parts[1] === undefined ? undefined : decodeURIComponent(parts[1]);
+    const runId = parts[1] === undefined ? undefined : runIdOf(parts[1]);
     const action = parts[2];
     const method = request.method;
     if (runId === undefined) {
@@ -343,10 +343,23 @@ function mayTouch(principal: Principal, documentId: string, refusal?: HttpError)
 function afterOf(request: Request): number {
   const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
   if (raw === null) return -1;
-  const after = Number(raw);
-  if (!Number.isInteger(after) || after < -1)
-    throw new HttpError(400, "invalid-after", `after must be a whole number >= -1, got "${raw}".`);
-  return after;
+  // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
+  if (!/^(0|[1-9][0-9]*)$/.test(raw))
+    throw new HttpError(
+      400,
+      "invalid-after",
+      `after must be a seq in decimal digits (0, 1, …), got "${raw}".`,
+    );
+  return Number(raw);
+}
+
+/** The run id a path segment names: a malformed %-escape (`%ZZ`) is the client's mistake, not a 500. */
+function runIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "invalid-path", `The run id "${segment}" is not valid percent-encoding.`);
+  }
 }
 
 function notFound(): HttpError {

@@ -30,8 +30,15 @@ export class HttpError extends Error {
 }
 
 /**
- * The request's JSON body, read up to `maxBytes` (413 past it, whatever `Content-Length` claims)
- * and checked against `schema` (400 with every issue).
+ * How deep a body's arrays and objects may nest. What takes a body's values (the ledger's digest,
+ * the agent's checks, the model's history) walks them recursively: far deeper JSON, still small,
+ * overflows the stack and would be a 500 the client retries.
+ */
+const MAX_BODY_DEPTH = 100;
+
+/**
+ * The request's JSON body, read up to `maxBytes` (413 past it, whatever `Content-Length` claims),
+ * nested at most `MAX_BODY_DEPTH` levels and checked against `schema` (400 with every issue).
  */
 export async function readJsonBody<Schema extends z.ZodType>(
   request: Request,
@@ -50,6 +57,8 @@ export async function readJsonBody<Schema extends z.ZodType>(
   } catch {
     throw new HttpError(400, "invalid-json", "The body is not valid JSON.");
   }
+  if (nestedDeeper(json, MAX_BODY_DEPTH))
+    throw new HttpError(400, "invalid-body", `The body is nested more than ${MAX_BODY_DEPTH} levels deep.`);
   const parsed = schema.safeParse(json);
   if (!parsed.success)
     throw new HttpError(400, "invalid-body", "The body does not match what this route takes.", {
@@ -74,6 +83,14 @@ async function readText(request: Request, maxBytes: number): Promise<string> {
     }
     text += decoder.decode(value, { stream: true });
   }
+}
+
+/** Whether arrays and objects nest more than `levels` deep in `value`; it looks no deeper. */
+function nestedDeeper(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (levels === 0) return true;
+  for (const item of Object.values(value)) if (nestedDeeper(item, levels - 1)) return true;
+  return false;
 }
 
 function tooLarge(maxBytes: number): HttpError {

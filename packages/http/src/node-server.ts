@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
+import { ReadableStream } from "node:stream/web";
 import { type Logger, silentLogger } from "@agent-core/core";
 
 /** A running Node HTTP server around a Fetch API handler. */
@@ -16,7 +16,9 @@ export interface NodeServer {
  * Serves a Fetch API handler (such as `createAgentServer(...).fetch`) with Node's own `http`
  * module. Response bodies are written as the client takes them (a slow client slows the reading of
  * the body, never grows a buffer), and a client that goes away cancels the body and aborts
- * `request.signal`.
+ * `request.signal`. What the handler leaves unread of a request's body (a request it refused) is
+ * read and dropped once the response went out, as Node does, so the connection takes the next
+ * request.
  */
 export async function serveNode(
   handler: (request: Request) => Promise<Response>,
@@ -48,6 +50,8 @@ async function respond(
   logger: Logger,
 ): Promise<void> {
   const aborted = new AbortController();
+  // Node drains an unread body itself, but not one the handler began to read.
+  res.once("finish", () => req.resume());
   res.once("close", () => {
     if (!res.writableFinished) aborted.abort(new Error("the client closed the connection"));
   });
@@ -77,7 +81,7 @@ async function respond(
       const { done, value } = await reader.read();
       if (done) break;
       // Backpressure: wait until the socket took what it has before reading more.
-      if (!res.write(value)) await Promise.race([once(res, "drain"), once(res, "close")]);
+      if (!res.write(value)) await drained(res);
       if (res.destroyed) return;
     }
     res.end();
@@ -86,6 +90,20 @@ async function respond(
   } finally {
     res.off("close", cancel);
   }
+}
+
+/** Resolves once the socket took what was written, or the response closed; rejects on its error. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // Removed after each wait: a slow reader waits thousands of times on one response.
+    const settle = (error?: Error) => {
+      res.off("drain", onDrain).off("close", onDrain).off("error", settle);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onDrain = () => settle();
+    res.on("drain", onDrain).on("close", onDrain).on("error", settle);
+  });
 }
 
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
@@ -101,6 +119,10 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
     method: req.method,
     headers,
     signal,
-    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" } : {}),
+    // Read only when the handler reads it, and cancelled without destroying the socket (unlike
+    // Readable.toWeb): the response to a refused body must still reach the client.
+    ...(hasBody
+      ? { body: ReadableStream.from(req.iterator({ destroyOnReturn: false })), duplex: "half" }
+      : {}),
   } as RequestInit);
 }

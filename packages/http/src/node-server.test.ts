@@ -1,0 +1,128 @@
+import { once } from "node:events";
+import type { ServerResponse } from "node:http";
+import { connect } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { type NodeServer, serveNode } from "./node-server.js";
+
+// serveNode on a real loopback port, driven by fetch and by raw sockets (to see one connection).
+
+const servers: NodeServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+async function serve(handler: (request: Request) => Promise<Response>): Promise<NodeServer> {
+  const server = await serveNode(handler);
+  servers.push(server);
+  return server;
+}
+
+const refused = () => Response.json({ error: { code: "body-too-large" } }, { status: 413 });
+
+/** Refuses a POST without reading its body, as a 401, a 415 or a 413 by `Content-Length` do. */
+async function refuseUnread(request: Request): Promise<Response> {
+  return request.method === "POST" ? refused() : new Response("next");
+}
+
+/** Reads a little of a POST's body and cancels the rest, as a 413 past `maxBodyBytes` does. */
+async function refuseAfterReading(request: Request): Promise<Response> {
+  if (request.method !== "POST") return new Response("next");
+  const reader = (request.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  await reader.cancel();
+  return refused();
+}
+
+/**
+ * Writes `requests` on one connection and reads until `count` responses came, or the connection
+ * ended: their status lines, and how the connection ended.
+ */
+async function onOneConnection(url: string, requests: (string | Buffer)[], count: number) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = "";
+  let ended: string | undefined;
+  const statuses = () => received.match(/HTTP\/1\.1 \d{3}/g)?.map((line) => Number(line.slice(9))) ?? [];
+  const done = new Promise<void>((resolve) => {
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("latin1");
+      if (statuses().length >= count) resolve();
+    });
+    socket.on("error", (error: NodeJS.ErrnoException) => {
+      ended = error.code;
+      resolve();
+    });
+    socket.on("close", () => {
+      ended ??= "closed";
+      resolve();
+    });
+  });
+  await once(socket, "connect");
+  for (const request of requests) socket.write(request);
+  await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  socket.destroy();
+  return { statuses: statuses(), ended };
+}
+
+const big = "x".repeat(1_000_000);
+const postHead = (length: number) =>
+  `POST /runs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
+const next = "GET /next HTTP/1.1\r\nhost: x\r\n\r\n";
+
+describe("a body the handler does not read", () => {
+  for (const [name, handler] of [
+    ["never read", refuseUnread],
+    ["read in part", refuseAfterReading],
+  ] as const) {
+    it(`${name}: fetch gets the refusal at once, and the connection takes the next request`, async () => {
+      const { url } = await serve(handler);
+      const startedAt = Date.now();
+      const response = await fetch(`${url}/runs`, { method: "POST", body: big });
+      expect(response.status).toBe(413);
+      await response.text();
+      expect(Date.now() - startedAt).toBeLessThan(2_000);
+      expect(await (await fetch(`${url}/next`)).text()).toBe("next");
+
+      const sized = await onOneConnection(url, [postHead(big.length), big, next], 2);
+      expect(sized).toEqual({ statuses: [413, 200], ended: undefined });
+      const chunk = "x".repeat(16_384);
+      const chunked = [
+        "POST /runs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+        ...Array.from({ length: 40 }, () => `4000\r\n${chunk}\r\n`),
+        `0\r\n\r\n${next}`,
+      ];
+      expect(await onOneConnection(url, chunked, 2)).toEqual({ statuses: [413, 200], ended: undefined });
+    });
+  }
+});
+
+describe("a slow reader", () => {
+  it("leaves no listener behind on the response for each wait for the socket", async () => {
+    const chunk = new Uint8Array(64 * 1024);
+    const closeListeners: number[] = [];
+    let response: ServerResponse | undefined;
+    const node = await serve(async () => {
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          // Each chunk is past the socket's high-water mark: every write waits for 'drain'.
+          pull(controller) {
+            closeListeners.push(response?.listenerCount("close") ?? 0);
+            if (sent++ === 40) controller.close();
+            else controller.enqueue(chunk);
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      return new Response(body);
+    });
+    node.server.on("request", (_request, res: ServerResponse) => {
+      response = res;
+    });
+    const received = await (await fetch(node.url)).arrayBuffer();
+    expect(received.byteLength).toBe(40 * chunk.byteLength);
+    // The count while the body streams: the same after 40 waits as after the first.
+    expect(new Set(closeListeners.slice(2))).toEqual(new Set([closeListeners[2]]));
+    expect(response?.listenerCount("error")).toBeLessThanOrEqual(1);
+  });
+});
