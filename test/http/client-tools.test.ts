@@ -25,6 +25,18 @@ const twoClientCalls = () => ({
   tools: [readPage],
 });
 
+/** One reply that calls two client tools at once, then the answer. */
+const twoCallsInOneReply = () => ({
+  provider: scriptedModel([
+    [
+      script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
+      script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
+    ],
+    [script.text("Both read.")],
+  ]),
+  tools: [readPage],
+});
+
 /** Posts a tool result; returns the status and the error code, if any. */
 async function postResult(
   url: string,
@@ -308,19 +320,7 @@ describe("a client tool over HTTP", () => {
   });
 
   it('suspends with clientTools: "suspend": agent_end lists the calls with tokens, the last result resumes the run as a new one', async () => {
-    const { url } = await startServer(
-      () => ({
-        provider: scriptedModel([
-          [
-            script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
-            script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
-          ],
-          [script.text("Both read.")],
-        ]),
-        tools: [readPage],
-      }),
-      { clientTools: "suspend" },
-    );
+    const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const first = await (await post(`${url}/runs`, { prompt: "go" })).text();
     const events = ndjsonEvents(first);
     const end = events.at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
@@ -361,19 +361,7 @@ describe("a client tool over HTTP", () => {
   });
 
   it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {
-    const { url, server } = await startServer(
-      () => ({
-        provider: scriptedModel([
-          [
-            script.toolCall("read_page", { selector: "a" }, { id: "c1" }),
-            script.toolCall("read_page", { selector: "b" }, { id: "c2" }),
-          ],
-          [script.text("Both read.")],
-        ]),
-        tools: [readPage],
-      }),
-      { clientTools: "suspend" },
-    );
+    const { url, server } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
       string,
       unknown
