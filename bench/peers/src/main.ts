@@ -52,7 +52,7 @@ const plan = quick
       concurrent: 1000,
     };
 
-const fast = new Set(["floor", "agent-core", "agent-core-on", "pi"]);
+const fast = new Set(["floor", "agent-core", "agent-core-on", "pi", "pi-v4"]);
 const peers = adapters.filter((a) => a.id !== "floor" && a.id !== "agent-core").map((a) => a.id);
 
 let jobsDone = 0;

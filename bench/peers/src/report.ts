@@ -126,8 +126,8 @@ export interface Summary {
 }
 
 const CYCLES = [1, 10, 50];
-/** agent-core and its own variants: not peers in the targets. */
-const OWN = new Set(["floor", "agent-core", "agent-core-on"]);
+/** The floor, agent-core and the comparison-only variants: not peers in the targets. */
+const OWN = new Set(["floor", "agent-core", "agent-core-on", "pi-v4"]);
 
 export function summarize(report: Report): Summary {
   const s: Summary = { w1: {}, w2: {}, w3: {}, heap: {} };
@@ -226,6 +226,11 @@ function targets(r: Report, s: Summary): string[] {
         `- For comparison only, the events read through \`agent.on\` instead of \`for await\` (as pi's harness reads pi): ÷ pi = ${CYCLES.map((k) => x(onVsPi(k))).join(" / ")} at 1 / 10 / 50 calls; agent-core with \`for await\` ÷ this = ${CYCLES.map((k) => x(listener[k]?.toAgentCore ?? Number.NaN)).join(" / ")}.`,
       );
     }
+    const piV4 = s.w1["pi-v4"];
+    if (piV4)
+      lines.push(
+        `- For comparison only, pi's model reading the same v4 \`doStream()\` and web stream as agent-core's and the floor's: agent-core ÷ it = ${CYCLES.map((k) => x(piV4[k]?.toAgentCore ?? Number.NaN)).join(" / ")} at 1 / 10 / 50 calls.`,
+      );
     const k50 = ac[50]?.toFloor ?? Number.NaN;
     lines.push(
       `- 50 calls: agent-core ÷ floor = **${x(k50)}** (${k50 <= 1.5 ? "met" : "**missed**"}: within 1.5×).`,
@@ -241,6 +246,10 @@ function targets(r: Report, s: Summary): string[] {
         `CPU time: agent-core ÷ pi = ${x(w2["agent-core"].cpu / w2.pi.cpu)}, ÷ floor = ${x(w2["agent-core"].cpu / (w2.floor?.cpu ?? Number.NaN))}.`,
     );
   }
+  if (w2["pi-v4"] && w2["agent-core"])
+    lines.push(
+      `- ${f(r.plan.concurrent as number, 0)} concurrent runs, pi over the v4 \`doStream()\`, for comparison only: agent-core ÷ it = ${x(w2["agent-core"].wall / w2["pi-v4"].wall)} wall time.`,
+    );
   if (w2["agent-core-on"] && w2.pi)
     lines.push(
       `- ${f(r.plan.concurrent as number, 0)} concurrent runs read through \`agent.on\`, for comparison only: ÷ pi = ${x(w2["agent-core-on"].wall / w2.pi.wall)} wall time.`,

@@ -36,6 +36,12 @@ export const adapters: Variant[] = [
     load: async () => (await import("./pi.js")).pi,
   },
   {
+    id: "pi-v4",
+    label: "pi agent-core, model over doStream()",
+    packages: ["@mariozechner/pi-agent-core", "@mariozechner/pi-ai", "@ai-sdk/provider"],
+    load: async () => (await import("./pi.js")).piOverV4,
+  },
+  {
     id: "ai-sdk",
     label: "AI SDK ToolLoopAgent.stream",
     packages: ["ai"],
