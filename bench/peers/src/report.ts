@@ -146,7 +146,7 @@ export function summarize(report: Report): Summary {
           toAgentCore: a.id === "agent-core" ? 1 : median(roundRatios(report.w1, "agent-core", a.id, k)),
         };
       }
-      s.w1[a.id] = row;
+      if (Object.keys(row).length > 0) s.w1[a.id] = row;
     }
     const w2 = report.w2[a.id];
     if (w2?.length) {
