@@ -1,32 +1,13 @@
-import type { AgentEvent } from "@agent-core/core";
 import { ClientToolRunner } from "./client-tool-runner.js";
 import type { AgentEndEvent, ClientRun } from "./client-types.js";
-import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
+import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
-import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
-import {
-  ACCEPT,
-  type Config,
-  discard,
-  httpError,
-  ignore,
-  retryAfterMs,
-  sleep,
-  type Transport,
-} from "./transport.js";
+import { RunConnection } from "./run-connection.js";
+import { type Config, discard, httpError, ignore, type Transport } from "./transport.js";
 
 type Plan =
   | { kind: "start"; body: Record<string, unknown>; previous: Promise<unknown> }
   | { kind: "attach"; runId: string; after: number };
-
-/** How one connection ended, when the run goes on. */
-interface Dropped {
-  /** It delivered an event or a heartbeat: the re-attach count starts again. */
-  progress: boolean;
-  error: unknown;
-  /** A 429's or 503's `Retry-After`. */
-  retryAfterMs?: number | undefined;
-}
 
 /** Events a consumer may have waiting before the client stops reading the network. */
 const HIGH_WATER_MARK = 32;
@@ -52,13 +33,13 @@ export class Run implements ClientRun {
   #failure: ClientError | undefined;
   /** Aborted when the run is cancelled or fails: the connection, the client tools, their posts. */
   readonly #abort = new AbortController();
-  /** The last seq delivered, by run id: what re-attaches ask for, and what dedupes replays. */
-  readonly #lastSeq = new Map<string, number>();
   /** The events on their way to the iterating consumer; the connection waits on its `demand()`. */
   readonly #events = new EventQueue<ClientEvent>(HIGH_WATER_MARK);
   readonly #listeners = new Map<string, Set<Listener>>();
   /** Runs the client tools the events ask for; their `client_error` events come back through `#emit`. */
   readonly #clientTools: ClientToolRunner;
+  /** Reads the events off the network; they come back through `#receive`. */
+  readonly #connection: RunConnection;
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
 
@@ -66,6 +47,18 @@ export class Run implements ClientRun {
     this.#transport = transport;
     this.#config = transport.config;
     this.#clientTools = new ClientToolRunner(transport, this.#abort.signal, (event) => this.#emit(event));
+    this.#connection = new RunConnection(
+      transport,
+      {
+        signal: this.#abort.signal,
+        currentRunId: () => this.#current,
+        done: () => this.#settled || this.#suspended !== undefined,
+        demand: () => this.#events.demand(),
+        learnRunId: (runId) => this.#setRunId(runId),
+        receive: (event) => this.#receive(event),
+      },
+      plan.kind === "attach" ? { runId: plan.runId, after: plan.after } : undefined,
+    );
     this.runId = new Promise<string>((resolve, reject) => {
       this.#resolveRunId = resolve;
       this.#rejectRunId = reject;
@@ -77,10 +70,7 @@ export class Run implements ClientRun {
     // Nobody has to ask for them: a failure must not be an unhandled rejection.
     this.runId.catch(ignore);
     this.#result.catch(ignore);
-    if (plan.kind === "attach") {
-      this.#setRunId(plan.runId);
-      this.#lastSeq.set(plan.runId, plan.after);
-    }
+    if (plan.kind === "attach") this.#setRunId(plan.runId);
     if (signal !== undefined) {
       const onAbort = () => void this.cancel();
       if (signal.aborted) onAbort();
@@ -149,7 +139,7 @@ export class Run implements ClientRun {
     return reader;
   }
 
-  // --- the connection -------------------------------------------------------------------------
+  // --- following the run ----------------------------------------------------------------------
 
   /**
    * Follows the run to its end, and on through the runs that resume it each time it suspends for
@@ -163,7 +153,7 @@ export class Run implements ClientRun {
       const cancelled = whenAborted(this.#abort.signal);
       cancelled.catch(ignore);
       while (!this.#settled) {
-        await this.#read(startBody);
+        await this.#connection.read(startBody);
         startBody = undefined;
         const suspended = this.#suspended;
         if (this.#settled || suspended === undefined) return;
@@ -183,130 +173,10 @@ export class Run implements ClientRun {
   }
 
   /**
-   * Reads the current run (`POST /runs` with `startBody`, else re-attaching) until its `agent_end`,
-   * re-attaching after each drop.
+   * An event the connection read: to the consumer and the listeners, a client `tool_call` to its
+   * tool, and an `agent_end` ends the run or suspends it for client tools.
    */
-  async #read(startBody: Record<string, unknown> | undefined): Promise<void> {
-    const { attempts, delayMs } = this.#config.reconnect;
-    let retries = 0;
-    for (let first = true; !this.#settled && this.#suspended === undefined; first = false) {
-      const dropped = await this.#connect(first ? startBody : undefined);
-      if (dropped === undefined || this.#settled) return;
-      if (dropped.progress) retries = 0;
-      if (this.#current === undefined)
-        throw new ClientError(
-          "network",
-          `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
-          { cause: dropped.error },
-        );
-      if (retries >= attempts)
-        throw new ClientError(
-          "network",
-          `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
-          { cause: dropped.error },
-        );
-      await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#abort.signal);
-      retries++;
-    }
-  }
-
-  /**
-   * One connection: `POST /runs` with `startBody`, else `GET …/events?after=<last seq>`. Reads it
-   * to its end. Returns undefined when the run settled, how it dropped otherwise; throws a
-   * `ClientError` when the run cannot go on.
-   */
-  async #connect(startBody: Record<string, unknown> | undefined): Promise<Dropped | undefined> {
-    const connection = new AbortController();
-    const stop = () => connection.abort(this.#abort.signal.reason);
-    this.#abort.signal.addEventListener("abort", stop, { once: true });
-    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
-    // would not honour the signal.
-    const aborted = new Promise<never>((_, reject) => {
-      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
-    });
-    aborted.catch(ignore);
-    let idle = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const arm = () => {
-      timer = setTimeout(() => {
-        idle = true;
-        connection.abort(new Error(`nothing came for ${this.#config.idleTimeoutMs} ms`));
-      }, this.#config.idleTimeoutMs);
-    };
-    const disarm = () => clearTimeout(timer);
-    let progress = false;
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-    const accept = ACCEPT[this.#config.format];
-    try {
-      arm();
-      const response = await Promise.race([
-        startBody === undefined
-          ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
-          : this.#transport.request("POST", "/runs", { json: startBody, accept, signal: connection.signal }),
-        aborted,
-      ]);
-      if (!response.ok) {
-        const error = await httpError(response);
-        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try.
-        const transient = response.status >= 500 || response.status === 429 || response.status === 408;
-        if (startBody !== undefined || !transient) throw error;
-        return { progress, error, retryAfterMs: retryAfterMs(response) };
-      }
-      const headerRunId = response.headers.get("x-run-id");
-      if (headerRunId !== null && headerRunId !== "") this.#setRunId(headerRunId);
-      if (response.body === null) return { progress, error: new Error("the response had no body") };
-      const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
-      const parser = sse ? new SseParser() : new NdjsonParser();
-      reader = response.body.getReader();
-      for (;;) {
-        disarm();
-        await this.#events.demand();
-        if (this.#settled) return undefined;
-        arm();
-        const chunk = await Promise.race([reader.read(), aborted]);
-        disarm();
-        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
-          if (this.#deliver(item)) progress = true;
-          if (this.#settled || this.#suspended !== undefined) return undefined;
-        }
-        if (chunk.done) return { progress, error: new Error("the stream ended before agent_end") };
-      }
-    } catch (error) {
-      if (this.#settled || this.#suspended !== undefined) return undefined;
-      if (error instanceof ClientError) throw error;
-      return {
-        progress,
-        error: idle ? new Error(`no byte came for ${this.#config.idleTimeoutMs} ms`) : error,
-      };
-    } finally {
-      disarm();
-      this.#abort.signal.removeEventListener("abort", stop);
-      // Closes the connection (after agent_end, the server closes it anyway).
-      connection.abort();
-      reader?.cancel().catch(ignore);
-    }
-  }
-
-  #eventsPath(): string {
-    const runId = this.#current as string;
-    const after = this.#lastSeq.get(runId) ?? -1;
-    return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
-  }
-
-  /** Hands a parsed item on; true if the connection made progress (a new event or a heartbeat). */
-  #deliver(item: Parsed): boolean {
-    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
-    if (item.type === "client_error") {
-      this.#emit(item as ClientErrorEvent);
-      return false;
-    }
-    const event = item as AgentEvent;
-    const { runId, seq } = event as { runId?: unknown; seq?: unknown };
-    if (typeof runId === "string" && typeof seq === "number") {
-      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
-      this.#lastSeq.set(runId, seq);
-      this.#setRunId(runId);
-    }
+  #receive(event: ClientEvent): void {
     this.#emit(event);
     if (event.type === "tool_call" && event.execution === "client")
       this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
@@ -316,7 +186,6 @@ export class Run implements ClientRun {
         this.#suspended = event;
       else this.#finish(event);
     }
-    return true;
   }
 
   #emit(event: ClientEvent): void {

@@ -4,8 +4,9 @@ import { authorizedPrincipal } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
-import { HttpError, readJsonBody } from "./http-error.js";
+import { HttpError } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
+import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
@@ -337,29 +338,6 @@ async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
   if (principal.documents === undefined || principal.documents.includes(documentId)) return;
   throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
-}
-
-/** `?after=seq`, else `Last-Event-ID`, else -1 (from the start). */
-function afterOf(request: Request): number {
-  const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
-  if (raw === null) return -1;
-  // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
-  if (!/^(0|[1-9][0-9]*)$/.test(raw))
-    throw new HttpError(
-      400,
-      "invalid-after",
-      `after must be a seq in decimal digits (0, 1, …), got "${raw}".`,
-    );
-  return Number(raw);
-}
-
-/** The run id a path segment names: a malformed %-escape (`%ZZ`) is the client's mistake, not a 500. */
-function runIdOf(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, "invalid-path", `The run id "${segment}" is not valid percent-encoding.`);
-  }
 }
 
 function notFound(): HttpError {

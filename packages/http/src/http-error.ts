@@ -1,5 +1,3 @@
-import type { z } from "zod";
-
 /** A request the server refuses: its status, a stable `code` and a message, sent as JSON. */
 export class HttpError extends Error {
   readonly status: number;
@@ -27,72 +25,4 @@ export class HttpError extends Error {
       : { code: this.code, message: this.message };
     return Response.json({ error }, { status: this.status, headers: this.headers });
   }
-}
-
-/**
- * How deep a body's arrays and objects may nest. What takes a body's values (the ledger's digest,
- * the agent's checks, the model's history) walks them recursively: far deeper JSON, still small,
- * overflows the stack and would be a 500 the client retries.
- */
-const MAX_BODY_DEPTH = 100;
-
-/**
- * The request's JSON body, read up to `maxBytes` (413 past it, whatever `Content-Length` claims),
- * nested at most `MAX_BODY_DEPTH` levels and checked against `schema` (400 with every issue).
- */
-export async function readJsonBody<Schema extends z.ZodType>(
-  request: Request,
-  schema: Schema,
-  maxBytes: number,
-): Promise<z.output<Schema>> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!type.includes("application/json"))
-    throw new HttpError(415, "unsupported-media-type", "Send the body as application/json.");
-  const declared = Number(request.headers.get("content-length"));
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  const text = await readText(request, maxBytes);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new HttpError(400, "invalid-json", "The body is not valid JSON.");
-  }
-  if (nestedDeeper(json, MAX_BODY_DEPTH))
-    throw new HttpError(400, "invalid-body", `The body is nested more than ${MAX_BODY_DEPTH} levels deep.`);
-  const parsed = schema.safeParse(json);
-  if (!parsed.success)
-    throw new HttpError(400, "invalid-body", "The body does not match what this route takes.", {
-      issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
-    });
-  return parsed.data;
-}
-
-async function readText(request: Request, maxBytes: number): Promise<string> {
-  if (request.body === null) return "";
-  const reader = request.body.getReader();
-  const decoder = new TextDecoder();
-  let size = 0;
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text + decoder.decode();
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge(maxBytes);
-    }
-    text += decoder.decode(value, { stream: true });
-  }
-}
-
-/** Whether arrays and objects nest more than `levels` deep in `value`; it looks no deeper. */
-function nestedDeeper(value: unknown, levels: number): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  if (levels === 0) return true;
-  for (const item of Object.values(value)) if (nestedDeeper(item, levels - 1)) return true;
-  return false;
-}
-
-function tooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, "body-too-large", `The body is larger than ${maxBytes} bytes.`);
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { AgentRun } from "@agent-core/core";
 import { authorizedPrincipal } from "../authorize.js";
-import { HttpError, readJsonBody } from "../http-error.js";
+import { HttpError } from "../http-error.js";
 import { consume, limiter } from "../rate-limits.js";
+import { readJsonBody } from "../request-parsing.js";
 import { chatRequestBody } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";

@@ -1,0 +1,186 @@
+import type { AgentEvent } from "@agent-core/core";
+import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
+import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
+import { ACCEPT, type Config, httpError, ignore, retryAfterMs, sleep, type Transport } from "./transport.js";
+
+/** What the connection needs of the run it reads: values and callbacks, no more. */
+export interface FollowedRun {
+  /** Aborted when the run is cancelled or fails: it ends the connection and the wait before a re-attach. */
+  readonly signal: AbortSignal;
+  /** The run to re-attach to: undefined until the server named it. */
+  currentRunId(): string | undefined;
+  /** True once the run wants nothing more of this stream: it settled, or it suspended for client tools. */
+  done(): boolean;
+  /** Resolves when the consumer has room for more events: the connection reads no faster. */
+  demand(): Promise<void>;
+  /** A run id the server named (its `x-run-id` header, or an event's `runId`). */
+  learnRunId(runId: string): void;
+  /** An event new to the run: a replay after a re-attach never gets here. */
+  receive(event: ClientEvent): void;
+}
+
+/** Where a re-attaching run starts: after `after`, its last seq the caller had. */
+export interface AttachPoint {
+  runId: string;
+  after: number;
+}
+
+/** How one connection ended, when the run goes on. */
+interface Dropped {
+  /** It delivered an event or a heartbeat: the re-attach count starts again. */
+  progress: boolean;
+  error: unknown;
+  /** A 429's or 503's `Retry-After`. */
+  retryAfterMs?: number | undefined;
+}
+
+/**
+ * The network side of a `Run`: it reads the run's events (`POST /runs`, else
+ * `GET …/events?after=<last seq>`) and re-attaches after each drop, until the run is `done()`. It
+ * owns the last seq read of each run id; the run's ids, its events and its settlement stay the run's,
+ * reached only through {@link FollowedRun}.
+ */
+export class RunConnection {
+  readonly #transport: Transport;
+  readonly #config: Config;
+  readonly #run: FollowedRun;
+  /** The last seq delivered, by run id: what re-attaches ask for, and what dedupes replays. */
+  readonly #lastSeq = new Map<string, number>();
+
+  constructor(transport: Transport, run: FollowedRun, attach: AttachPoint | undefined) {
+    this.#transport = transport;
+    this.#config = transport.config;
+    this.#run = run;
+    if (attach !== undefined) this.#lastSeq.set(attach.runId, attach.after);
+  }
+
+  /**
+   * Reads the current run (`POST /runs` with `startBody`, else re-attaching) until its `agent_end`,
+   * re-attaching after each drop.
+   */
+  async read(startBody: Record<string, unknown> | undefined): Promise<void> {
+    const { attempts, delayMs } = this.#config.reconnect;
+    let retries = 0;
+    for (let first = true; !this.#run.done(); first = false) {
+      const dropped = await this.#connect(first ? startBody : undefined);
+      if (dropped === undefined || this.#run.done()) return;
+      if (dropped.progress) retries = 0;
+      if (this.#run.currentRunId() === undefined)
+        throw new ClientError(
+          "network",
+          `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      if (retries >= attempts)
+        throw new ClientError(
+          "network",
+          `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
+          { cause: dropped.error },
+        );
+      await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#run.signal);
+      retries++;
+    }
+  }
+
+  /**
+   * One connection: `POST /runs` with `startBody`, else `GET …/events?after=<last seq>`. Reads it
+   * to its end. Returns undefined when the run is done, how it dropped otherwise; throws a
+   * `ClientError` when the run cannot go on.
+   */
+  async #connect(startBody: Record<string, unknown> | undefined): Promise<Dropped | undefined> {
+    const signal = this.#run.signal;
+    const connection = new AbortController();
+    const stop = () => connection.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
+    // would not honour the signal.
+    const aborted = new Promise<never>((_, reject) => {
+      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
+    });
+    aborted.catch(ignore);
+    let idle = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      timer = setTimeout(() => {
+        idle = true;
+        connection.abort(new Error(`nothing came for ${this.#config.idleTimeoutMs} ms`));
+      }, this.#config.idleTimeoutMs);
+    };
+    const disarm = () => clearTimeout(timer);
+    let progress = false;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const accept = ACCEPT[this.#config.format];
+    try {
+      arm();
+      const response = await Promise.race([
+        startBody === undefined
+          ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
+          : this.#transport.request("POST", "/runs", { json: startBody, accept, signal: connection.signal }),
+        aborted,
+      ]);
+      if (!response.ok) {
+        const error = await httpError(response);
+        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try.
+        const transient = response.status >= 500 || response.status === 429 || response.status === 408;
+        if (startBody !== undefined || !transient) throw error;
+        return { progress, error, retryAfterMs: retryAfterMs(response) };
+      }
+      const headerRunId = response.headers.get("x-run-id");
+      if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
+      if (response.body === null) return { progress, error: new Error("the response had no body") };
+      const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
+      const parser = sse ? new SseParser() : new NdjsonParser();
+      reader = response.body.getReader();
+      for (;;) {
+        disarm();
+        await this.#run.demand();
+        if (this.#run.done()) return undefined;
+        arm();
+        const chunk = await Promise.race([reader.read(), aborted]);
+        disarm();
+        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
+          if (this.#take(item)) progress = true;
+          if (this.#run.done()) return undefined;
+        }
+        if (chunk.done) return { progress, error: new Error("the stream ended before agent_end") };
+      }
+    } catch (error) {
+      if (this.#run.done()) return undefined;
+      if (error instanceof ClientError) throw error;
+      return {
+        progress,
+        error: idle ? new Error(`no byte came for ${this.#config.idleTimeoutMs} ms`) : error,
+      };
+    } finally {
+      disarm();
+      signal.removeEventListener("abort", stop);
+      // Closes the connection (after agent_end, the server closes it anyway).
+      connection.abort();
+      reader?.cancel().catch(ignore);
+    }
+  }
+
+  #eventsPath(): string {
+    const runId = this.#run.currentRunId() as string;
+    const after = this.#lastSeq.get(runId) ?? -1;
+    return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
+  }
+
+  /** Hands a parsed item on to the run; true if the connection made progress (a new event or a heartbeat). */
+  #take(item: Parsed): boolean {
+    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
+    if (item.type === "client_error") {
+      this.#run.receive(item as ClientErrorEvent);
+      return false;
+    }
+    const event = item as AgentEvent;
+    const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    if (typeof runId === "string" && typeof seq === "number") {
+      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+      this.#lastSeq.set(runId, seq);
+      this.#run.learnRunId(runId);
+    }
+    this.#run.receive(event);
+    return true;
+  }
+}

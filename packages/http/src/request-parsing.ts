@@ -1,0 +1,96 @@
+import type { z } from "zod";
+import { HttpError } from "./http-error.js";
+
+// What a request carries, read and checked: the run id in its path, the seq to resume after, its JSON
+// body. Each refusal is an `HttpError` (a 4xx with a stable code), never a 500.
+
+/** `?after=seq`, else `Last-Event-ID`, else -1 (from the start). */
+export function afterOf(request: Request): number {
+  const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
+  if (raw === null) return -1;
+  // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
+  if (!/^(0|[1-9][0-9]*)$/.test(raw))
+    throw new HttpError(
+      400,
+      "invalid-after",
+      `after must be a seq in decimal digits (0, 1, …), got "${raw}".`,
+    );
+  return Number(raw);
+}
+
+/** The run id a path segment names: a malformed %-escape (`%ZZ`) is the client's mistake, not a 500. */
+export function runIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "invalid-path", `The run id "${segment}" is not valid percent-encoding.`);
+  }
+}
+
+/**
+ * How deep a body's arrays and objects may nest. What takes a body's values (the ledger's digest,
+ * the agent's checks, the model's history) walks them recursively: far deeper JSON, still small,
+ * overflows the stack and would be a 500 the client retries.
+ */
+const MAX_BODY_DEPTH = 100;
+
+/**
+ * The request's JSON body, read up to `maxBytes` (413 past it, whatever `Content-Length` claims),
+ * nested at most `MAX_BODY_DEPTH` levels and checked against `schema` (400 with every issue).
+ */
+export async function readJsonBody<Schema extends z.ZodType>(
+  request: Request,
+  schema: Schema,
+  maxBytes: number,
+): Promise<z.output<Schema>> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.includes("application/json"))
+    throw new HttpError(415, "unsupported-media-type", "Send the body as application/json.");
+  const declared = Number(request.headers.get("content-length"));
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  const text = await readText(request, maxBytes);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, "invalid-json", "The body is not valid JSON.");
+  }
+  if (nestedDeeper(json, MAX_BODY_DEPTH))
+    throw new HttpError(400, "invalid-body", `The body is nested more than ${MAX_BODY_DEPTH} levels deep.`);
+  const parsed = schema.safeParse(json);
+  if (!parsed.success)
+    throw new HttpError(400, "invalid-body", "The body does not match what this route takes.", {
+      issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
+    });
+  return parsed.data;
+}
+
+async function readText(request: Request, maxBytes: number): Promise<string> {
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge(maxBytes);
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+/** Whether arrays and objects nest more than `levels` deep in `value`; it looks no deeper. */
+function nestedDeeper(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (levels === 0) return true;
+  for (const item of Object.values(value)) if (nestedDeeper(item, levels - 1)) return true;
+  return false;
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, "body-too-large", `The body is larger than ${maxBytes} bytes.`);
+}
