@@ -219,7 +219,8 @@ describe("a run resumed by a process with another orchestrator version", () => {
 
 describe("several workers on one database", () => {
   it("spread the runs of the queue between them, and a client that runs none follows every run", async () => {
-    const workers = [worker("work", databaseUrl, "-", "sequential", "worker-a")];
+    // Each tool call waits until both workers are up: the first cannot run every run alone.
+    const workers = [worker("work", databaseUrl, "-", "sequential", "worker-a", "2")];
     const client = await DurableRunClient.connect({ databaseUrl });
     try {
       const runIds = await Promise.all(
@@ -236,7 +237,7 @@ describe("several workers on one database", () => {
         );
         return rows[0].calls > 0;
       }, "the first worker running a queued run");
-      workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b"));
+      workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b", "2"));
       const results = await Promise.all(runIds.map((runId) => client.result(runId)));
       expect(results.map((result) => result.stopReason)).toEqual(Array(6).fill("completed"));
       const { rows } = await pool.query(
