@@ -30,16 +30,34 @@ export function parseArgs(input: string): unknown {
   }
 }
 
+/**
+ * `finish` ends a v4 stream: a part after it that would still change the reply (text, reasoning, a
+ * tool call, the model id, a second `finish`) shows a broken stream, whose real reply cannot be
+ * known, so the call fails rather than keep either one. Parts that change nothing stay ignored
+ * (`raw` above all, which the AI SDK never puts into a result). Not retryable, as `malformedPart`.
+ */
+export function partAfterFinish(type: string): ProviderError {
+  return new ProviderError(`The model streamed a "${type}" part after its "finish" part.`);
+}
+
 export function toUsage(usage: LanguageModelV4Usage): Usage {
-  const inputTokens = tokens(usage.inputTokens.total, "inputTokens.total") ?? 0;
-  const outputTokens = tokens(usage.outputTokens.total, "outputTokens.total") ?? 0;
+  const input = usageGroup(usageGroup(usage, "usage").inputTokens, "usage.inputTokens");
+  const output = usageGroup(usage.outputTokens, "usage.outputTokens");
+  const inputTokens = tokens(input.total, "inputTokens.total") ?? 0;
+  const outputTokens = tokens(output.total, "outputTokens.total") ?? 0;
   return usageOf(
     inputTokens,
     outputTokens,
     inputTokens + outputTokens,
-    tokens(usage.outputTokens.reasoning, "outputTokens.reasoning"),
-    tokens(usage.inputTokens.cacheRead, "inputTokens.cacheRead"),
+    tokens(output.reasoning, "outputTokens.reasoning"),
+    tokens(input.cacheRead, "inputTokens.cacheRead"),
   );
+}
+
+/** The v4 spec requires `usage` and its two groups of counts; only the counts may be left out. */
+function usageGroup<T>(group: T, field: string): T {
+  if (typeof group === "object" && group !== null) return group;
+  throw malformedPart("finish", field, group, "an object");
 }
 
 /** A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed. */

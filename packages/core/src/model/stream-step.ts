@@ -10,7 +10,7 @@ import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortHook, AbortScope, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
-import { malformedPart, parseArgs, toUsage } from "./stream-parts.js";
+import { malformedPart, parseArgs, partAfterFinish, toUsage } from "./stream-parts.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -132,6 +132,8 @@ class StepState extends AbortHook implements ModelStepResult {
   modelId: string;
   readonly #request: ModelStepRequest<unknown>;
   readonly #scope: AbortScope;
+  /** Set by the `finish` part: no later part may change the result (see `partAfterFinish`). */
+  #finished = false;
   #openText: { type: "text"; text: string } | undefined;
   #openReasoning: { type: "thinking"; text: string } | undefined;
   #pending: PromiseLike<StreamResult> | undefined;
@@ -225,6 +227,7 @@ class StepState extends AbortHook implements ModelStepResult {
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
@@ -237,6 +240,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "reasoning-delta":
         if (part.delta === "") return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
@@ -249,6 +253,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "tool-call": {
         if (part.providerExecuted) return;
+        if (this.#finished) throw partAfterFinish(part.type);
         // The id, name and input reach the history and the events, whose schemas want strings.
         if (typeof part.toolCallId !== "string")
           throw malformedPart(part.type, "toolCallId", part.toolCallId);
@@ -264,10 +269,13 @@ class StepState extends AbortHook implements ModelStepResult {
       }
       case "response-metadata":
         if (!part.modelId) return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.modelId !== "string") throw malformedPart(part.type, "modelId", part.modelId);
         this.modelId = part.modelId;
         return;
       case "finish":
+        if (this.#finished) throw partAfterFinish(part.type);
+        this.#finished = true;
         this.finishReason = part.finishReason.unified;
         this.usage = toUsage(part.usage);
         return;
