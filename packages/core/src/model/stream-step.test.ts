@@ -341,30 +341,21 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     for (const options of seen) expect(options.abortSignal).toBe(scope.signal);
   });
 
-  it("reads tool arguments: JSON parsed, blank as no arguments, anything else kept as text", async () => {
+  it("passes on the calls the model asked for, their arguments parsed, not those the provider ran", async () => {
     const result = await run([
       toolCall("a", '{"x":1}'),
-      toolCall("b", ""),
-      toolCall("c", "   "),
-      toolCall("d", "not json"),
-      toolCall("e", "[1,2]"),
       toolCall("server", "{}", true),
+      toolCall("b", "not json"),
       finish,
     ]);
     expect(result.toolCalls.map((call) => [call.id, call.args])).toEqual([
       ["a", { x: 1 }],
-      ["b", {}],
-      ["c", {}],
-      ["d", "not json"],
-      ["e", [1, 2]],
+      ["b", "not json"],
     ]);
     // A call the provider ran itself is neither a call to run nor a block of the message.
     expect(result.content.map((block) => (block.type === "toolCall" ? block.id : block.type))).toEqual([
       "a",
       "b",
-      "c",
-      "d",
-      "e",
     ]);
   });
 
@@ -407,15 +398,6 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     expect(served.modelId).toBe("served-model");
     const unnamed = await run([{ type: "response-metadata", id: "resp-2" }, finish]);
     expect(unnamed.modelId).toBe("test-model");
-  });
-
-  it("reports a token count given as null as unknown", async () => {
-    const counts = {
-      inputTokens: { total: 1, noCache: null, cacheRead: null, cacheWrite: null },
-      outputTokens: { total: null, text: null, reasoning: null },
-    };
-    const result = await run([{ ...finish, usage: counts } as unknown as LanguageModelV4StreamPart]);
-    expect(result.usage).toEqual({ inputTokens: 1, outputTokens: 0, totalTokens: 1 });
   });
 
   it("reports no usage as zeros when the stream ends without a finish part", async () => {
@@ -503,6 +485,11 @@ describe("streamModelStep reads the v4 stream part by part", () => {
       { ...finish, usage: { ...usage, inputTokens: { ...usage.inputTokens, total: "3" } } },
       'The model streamed a malformed "finish" part: its `usage.inputTokens.total` must be a number but is of type string.',
     ],
+    [
+      "a finish without usage",
+      { type: "finish", finishReason: finish.finishReason },
+      'The model streamed a malformed "finish" part: its `usage` must be an object but is missing.',
+    ],
   ])("%s fails the call with a ProviderError that is not retried", async (_name, part, message) => {
     const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
     // Before anything was passed on, and after text was: the provider is asked once either way.
@@ -521,6 +508,63 @@ describe("streamModelStep reads the v4 stream part by part", () => {
       expect(calls).toBe(1);
       expect(onText.mock.calls).toEqual(before.length > 0 ? [["Hi"]] : []);
     }
+  });
+
+  it.each<[string, LanguageModelV4StreamPart, string]>([
+    ["text-delta", text("late"), 'The model streamed a "text-delta" part after its "finish" part.'],
+    [
+      "reasoning-delta",
+      reasoning("late"),
+      'The model streamed a "reasoning-delta" part after its "finish" part.',
+    ],
+    ["tool-call", toolCall("late", "{}"), 'The model streamed a "tool-call" part after its "finish" part.'],
+    [
+      "response-metadata",
+      { type: "response-metadata", id: "resp-2", modelId: "other-model" },
+      'The model streamed a "response-metadata" part after its "finish" part.',
+    ],
+    [
+      "finish",
+      { ...finish, finishReason: { unified: "length", raw: "length" } },
+      'The model streamed a "finish" part after its "finish" part.',
+    ],
+  ])(
+    "a %s part after the finish part fails the call with a ProviderError that is not retried",
+    async (_name, late, message) => {
+      const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
+      // Before anything was passed on, and after text was: the provider is asked once either way.
+      for (const before of [[], [text("Hi")]]) {
+        let calls = 0;
+        const model = modelOf(async () => {
+          calls++;
+          return { stream: closedStream([...before, finish, late]) };
+        });
+        const error = await outcome(
+          streamModelStep({ model, prompt: [], tools: [], abortScope: new AbortScope(), retry }),
+        );
+        expect(error).toBeInstanceOf(ProviderError);
+        expect(error).toMatchObject({ code: "provider_error", message, retryable: false });
+        expect(calls).toBe(1);
+      }
+    },
+  );
+
+  it("ignores the parts after the finish part that change nothing", async () => {
+    const result = await run([
+      text("Hi"),
+      finish,
+      { type: "raw", rawValue: { any: "thing" } },
+      { type: "text-end", id: "t" },
+      text(""),
+      toolCall("server", "{}", true),
+      { type: "response-metadata", id: "resp-2" },
+    ]);
+    expect(result).toMatchObject({
+      content: [{ type: "text", text: "Hi" }],
+      toolCalls: [],
+      finishReason: "stop",
+      modelId: "test-model",
+    });
   });
 
   it("retries a retryable failure before anything was passed on, and says how often in its error", async () => {

@@ -4,13 +4,13 @@ import type {
   LanguageModelV4FunctionTool,
   LanguageModelV4Prompt,
   LanguageModelV4StreamPart,
-  LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } from "../errors.js";
-import { type AssistantMessage, type ToolCall, type Usage, usageOf } from "../messages.js";
+import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortHook, AbortScope, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
+import { malformedPart, parseArgs, partAfterFinish, toUsage } from "./stream-parts.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -132,6 +132,8 @@ class StepState extends AbortHook implements ModelStepResult {
   modelId: string;
   readonly #request: ModelStepRequest<unknown>;
   readonly #scope: AbortScope;
+  /** Set by the `finish` part: no later part may change the result (see `partAfterFinish`). */
+  #finished = false;
   #openText: { type: "text"; text: string } | undefined;
   #openReasoning: { type: "thinking"; text: string } | undefined;
   #pending: PromiseLike<StreamResult> | undefined;
@@ -225,6 +227,7 @@ class StepState extends AbortHook implements ModelStepResult {
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openReasoning = undefined;
         if (this.#openText === undefined) {
@@ -237,6 +240,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "reasoning-delta":
         if (part.delta === "") return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.delta !== "string") throw malformedPart(part.type, "delta", part.delta);
         this.#openText = undefined;
         if (this.#openReasoning === undefined) {
@@ -249,6 +253,7 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
       case "tool-call": {
         if (part.providerExecuted) return;
+        if (this.#finished) throw partAfterFinish(part.type);
         // The id, name and input reach the history and the events, whose schemas want strings.
         if (typeof part.toolCallId !== "string")
           throw malformedPart(part.type, "toolCallId", part.toolCallId);
@@ -264,10 +269,13 @@ class StepState extends AbortHook implements ModelStepResult {
       }
       case "response-metadata":
         if (!part.modelId) return;
+        if (this.#finished) throw partAfterFinish(part.type);
         if (typeof part.modelId !== "string") throw malformedPart(part.type, "modelId", part.modelId);
         this.modelId = part.modelId;
         return;
       case "finish":
+        if (this.#finished) throw partAfterFinish(part.type);
+        this.#finished = true;
         this.finishReason = part.finishReason.unified;
         this.usage = toUsage(part.usage);
         return;
@@ -314,48 +322,6 @@ function isObject(value: unknown): value is object {
 
 function typeName(value: unknown): string {
   return value === null ? "null" : typeof value;
-}
-
-/**
- * A part that breaks the v4 types (a delta, an id or a token count of another type) would reach
- * the answer ("undefined…") or a history that can no longer be reloaded: the call fails instead.
- * Not retryable: asking again is no fix for a provider that sends such parts.
- */
-function malformedPart(type: string, field: string, value: unknown, expected = "a string"): ProviderError {
-  const found = value === undefined ? "missing" : value === null ? "null" : `of type ${typeof value}`;
-  return new ProviderError(
-    `The model streamed a malformed "${type}" part: its \`${field}\` must be ${expected} but is ${found}.`,
-  );
-}
-
-/** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
-function parseArgs(input: string): unknown {
-  // JSON text starts with `{` in practice; only other text can be blank (and trimming allocates).
-  if (input.charCodeAt(0) !== 123 && input.trim() === "") return {};
-  try {
-    return JSON.parse(input);
-  } catch {
-    return input;
-  }
-}
-
-function toUsage(usage: LanguageModelV4Usage): Usage {
-  const inputTokens = tokens(usage.inputTokens.total, "inputTokens.total") ?? 0;
-  const outputTokens = tokens(usage.outputTokens.total, "outputTokens.total") ?? 0;
-  return usageOf(
-    inputTokens,
-    outputTokens,
-    inputTokens + outputTokens,
-    tokens(usage.outputTokens.reasoning, "outputTokens.reasoning"),
-    tokens(usage.inputTokens.cacheRead, "inputTokens.cacheRead"),
-  );
-}
-
-/** A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed. */
-function tokens(count: number | undefined, field: string): number | undefined {
-  if (typeof count === "number") return count;
-  if (count == null) return undefined;
-  throw malformedPart("finish", `usage.${field}`, count, "a number");
 }
 
 function toProviderError(error: unknown, retries: number): AgentError {
