@@ -1,7 +1,7 @@
 import type { LanguageModelV4Usage } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { ProviderError } from "../errors.js";
-import { parseArgs, toUsage } from "./stream-parts.js";
+import { parseArgs, toUsage, unifiedFinishReason } from "./stream-parts.js";
 
 /** What `read` threw (nothing if it returned). */
 function thrownBy(read: () => unknown): unknown {
@@ -80,6 +80,34 @@ describe("toUsage", () => {
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({
       message: `The model streamed a malformed "finish" part: ${reason}`,
+      retryable: false,
+    });
+  });
+});
+
+describe("unifiedFinishReason", () => {
+  it("reads the unified reason", () => {
+    expect(unifiedFinishReason({ unified: "tool-calls", raw: "tool_use" })).toBe("tool-calls");
+  });
+
+  it.each<[string, unknown, string]>([
+    ["missing", undefined, "its `finishReason` must be an object but is missing."],
+    ["a bare string", "stop", "its `finishReason` must be an object but is of type string."],
+    [
+      "without a unified reason",
+      { raw: "stop" },
+      "its `finishReason.unified` must be a string but is missing.",
+    ],
+    [
+      "with a unified number",
+      { unified: 1 },
+      "its `finishReason.unified` must be a string but is of type number.",
+    ],
+  ])("refuses a finish reason %s, as the v4 spec requires it", (_name, reason, message) => {
+    const error = thrownBy(() => unifiedFinishReason(reason));
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({
+      message: `The model streamed a malformed "finish" part: ${message}`,
       retryable: false,
     });
   });

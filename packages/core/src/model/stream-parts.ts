@@ -40,6 +40,15 @@ export function partAfterFinish(type: string): ProviderError {
   return new ProviderError(`The model streamed a "${type}" part after its "finish" part.`);
 }
 
+/** The v4 spec requires `finishReason` with its `unified` reason; the step reports that one. */
+export function unifiedFinishReason(finishReason: unknown): string {
+  if (typeof finishReason !== "object" || finishReason === null)
+    throw malformedPart("finish", "finishReason", finishReason, "an object");
+  const { unified } = finishReason as { unified?: unknown };
+  if (typeof unified !== "string") throw malformedPart("finish", "finishReason.unified", unified);
+  return unified;
+}
+
 export function toUsage(usage: LanguageModelV4Usage): Usage {
   const input = usageGroup(usageGroup(usage, "usage").inputTokens, "usage.inputTokens");
   const output = usageGroup(usage.outputTokens, "usage.outputTokens");

@@ -490,6 +490,11 @@ describe("streamModelStep reads the v4 stream part by part", () => {
       { type: "finish", finishReason: finish.finishReason },
       'The model streamed a malformed "finish" part: its `usage` must be an object but is missing.',
     ],
+    [
+      "a finish without a finish reason",
+      { type: "finish", usage },
+      'The model streamed a malformed "finish" part: its `finishReason` must be an object but is missing.',
+    ],
   ])("%s fails the call with a ProviderError that is not retried", async (_name, part, message) => {
     const retry = { maxRetries: 2, initialDelayMs: 0, maxDelayMs: 0 };
     // Before anything was passed on, and after text was: the provider is asked once either way.

@@ -10,7 +10,7 @@ import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortHook, AbortScope, sleep } from "./abortable.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
-import { malformedPart, parseArgs, partAfterFinish, toUsage } from "./stream-parts.js";
+import { malformedPart, parseArgs, partAfterFinish, toUsage, unifiedFinishReason } from "./stream-parts.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -276,7 +276,7 @@ class StepState extends AbortHook implements ModelStepResult {
       case "finish":
         if (this.#finished) throw partAfterFinish(part.type);
         this.#finished = true;
-        this.finishReason = part.finishReason.unified;
+        this.finishReason = unifiedFinishReason(part.finishReason);
         this.usage = toUsage(part.usage);
         return;
       case "error":
