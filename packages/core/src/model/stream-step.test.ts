@@ -123,6 +123,27 @@ describe("streamModelStep time limits", () => {
     expect(await result).toMatchObject({ resolved: { content: [{ type: "text", text: "hi" }] } });
   });
 
+  it("a keep-alive ping is a chunk: a long silent reasoning that pings is not stopped by chunkMs", async () => {
+    const { stream, push, close } = openStream([{ type: "stream-start", warnings: [] }]);
+    const result = outcome(
+      step(
+        modelOf(async () => ({ stream })),
+        new AbortScope(),
+        { timeouts: { firstChunkMs: 50, chunkMs: 50 } },
+      ),
+    );
+    for (let i = 0; i < 10; i++) {
+      await vi.advanceTimersByTimeAsync(40);
+      push({ type: "ping" });
+    }
+    push({ type: "text-delta", id: "t", delta: "thought it through" });
+    push(finish);
+    close();
+    expect(await result).toMatchObject({
+      resolved: { content: [{ type: "text", text: "thought it through" }] },
+    });
+  });
+
   it("a timeout before doStream() settles aborts the provider's signal, not the run's", async () => {
     const signals: AbortSignal[] = [];
     const model = modelOf((options) => {
