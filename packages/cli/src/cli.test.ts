@@ -85,6 +85,12 @@ describe("main: usage", () => {
     [["chat", "--no-stall", "--stall-calls", "3"], "--no-stall turns stall detection off"],
     [["chat", "--load", "/no/such/chat.json"], "--load /no/such/chat.json: could not read it"],
     [["chat", "--orchestrator", "nope"], 'Unknown orchestrator "nope"'],
+    // Settings the agent itself would refuse: a usage error, not a stack trace from new Agent().
+    [["run", "hi", "--total-ms", "2147483648"], '--total-ms must be at most 2147483647, got "2147483648".'],
+    [["run", "hi", "--tool-ms", "99999999999"], '--tool-ms must be at most 2147483647, got "99999999999".'],
+    [["chat", "--chunk-ms", "4294967296"], '--chunk-ms must be at most 2147483647, got "4294967296".'],
+    [["run", "hi", "--orchestrator="], "--orchestrator needs a name"],
+    [["chat", "--orchestrator", " "], "--orchestrator needs a name"],
   ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
     const { code, stdout, stderr } = await cliWithInput([], ...argv);
     expect(code).toBe(2);
@@ -99,6 +105,8 @@ describe("main: usage", () => {
     [["mcp", "hi"], 'mcp takes no words, got "hi".'],
     [["mcp", "--max-cycles", "0"], '--max-cycles must be a whole number >= 1, got "0".'],
     [["mcp", "--load", "chat.json"], "--load is for chat: mcp starts a new conversation."],
+    [["mcp", "--step-ms", "2147483648"], '--step-ms must be at most 2147483647, got "2147483648".'],
+    [["mcp", "--orchestrator="], "--orchestrator needs a name"],
   ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
