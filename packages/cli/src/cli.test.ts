@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -124,6 +126,29 @@ describe("main: usage", () => {
     expect(stdout).toBe("");
     expect(stderr.split("\n")[0]).toMatch(/^agent-core: /);
     expect(stderr.split("\n")[0]).toContain(message);
+  });
+
+  it("serve: a port in use, or a host it cannot listen on, is one line and exit 1, not a stack trace", async () => {
+    const taken = createServer();
+    await new Promise<void>((listening) => taken.listen(0, "127.0.0.1", listening));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      for (const [argv, reason] of [
+        [["serve", "--port", String(port)], `address already in use 127.0.0.1:${port}`],
+        [["serve", "--port", "0", "--host", "no-such-host.invalid"], "no-such-host.invalid"],
+      ] as const) {
+        const { code, stdout, stderr } = await cli(...argv);
+        expect(code).toBe(1);
+        expect(stdout).toBe("");
+        const lines = stderr.trimEnd().split("\n");
+        expect(lines).toHaveLength(2);
+        expect(lines[0]).toMatch(/^agent-core: serve could not start: /);
+        expect(lines[0]).toContain(reason);
+        expect(stderr).not.toContain("    at ");
+      }
+    } finally {
+      taken.close();
+    }
   });
 
   it("names an unknown orchestrator and lists the registered ones", async () => {
