@@ -67,6 +67,7 @@ export class McpConnection implements AsyncDisposable {
   async callTool(name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult> {
     if (this.#ended !== undefined)
       throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
+    const started = performance.now();
     try {
       // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
       return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
@@ -75,16 +76,23 @@ export class McpConnection implements AsyncDisposable {
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw this.#callError(name, error);
+      throw this.#callError(name, error, performance.now() - started);
     }
   }
 
-  #callError(name: string, error: unknown): Error {
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)
-      return new Error(
-        `The MCP server "${this.name}" went away during the call: ${this.#ended ?? "its connection closed"}.`,
-      );
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+  /**
+   * The SDK reports a closed connection as -32000 and its own timeout as -32001, codes a server
+   * may send too (both are in JSON-RPC's server-error range): they mean that only when the
+   * connection did close, or the call's time did run out; otherwise the server's own message says it.
+   */
+  #callError(name: string, error: unknown, elapsedMs: number): Error {
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && this.#ended !== undefined)
+      return new Error(`The MCP server "${this.name}" went away during the call: ${this.#ended}.`);
+    if (
+      error instanceof McpError &&
+      error.code === ErrorCode.RequestTimeout &&
+      elapsedMs >= this.#callTimeoutMs - 1
+    )
       return new Error(
         `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
       );
