@@ -8,6 +8,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpConnection } from "./mcp-connection.js";
+import { McpServerError } from "./mcp-server-error.js";
 
 // The connection against a server written at the protocol level (the SDK's low-level Server over
 // an in-memory transport), so it can answer what the SDK's McpServer never would.
@@ -84,5 +85,39 @@ describe("McpConnection.callTool", () => {
     await expect(mcp.callTool("vanish", {}, never)).rejects.toThrow(
       'The MCP server "raw" went away during the call: its connection closed.',
     );
+  });
+});
+
+describe("McpConnection.tools", () => {
+  const page = (name: string, nextCursor?: string): ListToolsResult => ({
+    tools: [{ name, inputSchema: { type: "object" } }],
+    ...(nextCursor === undefined ? {} : { nextCursor }),
+  });
+
+  it("reads every page of tools/list", async () => {
+    const mcp = await connectTo({
+      list: (cursor) => (cursor === undefined ? page("a", "2") : page(`b${cursor}`)),
+    });
+    expect((await mcp.tools()).map((tool) => tool.name)).toEqual(["a", "b2"]);
+  });
+
+  it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
+    // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
+    let calls = 0;
+    const repeating = await connectTo({ list: () => page(`t${++calls}`, calls < 1000 ? "same" : undefined) });
+    const refused = repeating.tools();
+    await expect(refused).rejects.toThrow(McpServerError);
+    await expect(refused).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list gave the cursor "same" twice',
+    );
+    await repeating.close();
+    let pages = 0;
+    const endless = await connectTo({
+      list: () => page(`t${++pages}`, pages < 1000 ? `c${pages}` : undefined),
+    });
+    await expect(endless.tools()).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list goes on past 100 pages',
+    );
+    expect(pages).toBe(100);
   });
 });

@@ -9,6 +9,9 @@ import {
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 
+/** More pages than any server's tools need, and fewer than would stall `tools()` for long. */
+const MAX_TOOL_PAGES = 100;
+
 /**
  * A connected MCP server. `tools()` lists its tools as agent-core tools; `close()` ends the
  * connection (and a stdio server's process). It is `AsyncDisposable`: `await using mcp = await
@@ -43,13 +46,20 @@ export class McpConnection implements AsyncDisposable {
 
   async #listTools(): Promise<McpTool[]> {
     const tools: McpTool[] = [];
+    const cursors = new Set<string>();
     let cursor: string | undefined;
     try {
-      do {
+      // A server whose pages never end would have tools() read, and grow, forever.
+      for (let pages = 1; ; pages++) {
         const page = await this.client.listTools(cursor === undefined ? undefined : { cursor });
         tools.push(...page.tools);
         cursor = page.nextCursor;
-      } while (cursor !== undefined);
+        if (cursor === undefined) break;
+        if (cursors.has(cursor))
+          throw new Error(`its tools/list gave the cursor ${JSON.stringify(cursor)} twice`);
+        if (pages === MAX_TOOL_PAGES) throw new Error(`its tools/list goes on past ${MAX_TOOL_PAGES} pages`);
+        cursors.add(cursor);
+      }
     } catch (error) {
       throw new McpServerError(this.name, `could not list its tools: ${errorMessage(error)}`, {
         cause: error,
