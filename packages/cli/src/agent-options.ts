@@ -1,5 +1,6 @@
 import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { isHttpUrl } from "./provider.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
@@ -139,7 +140,7 @@ function whole(
 
 function baseUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value))
+  if (!isHttpUrl(value))
     throw new UsageError(`--base-url must be an http:// or https:// URL, got "${value}".`);
   return value;
 }
