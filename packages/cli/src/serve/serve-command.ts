@@ -40,6 +40,12 @@ export function parseServeCommand(
     values.port === undefined ? 8787 : /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!Number.isInteger(port) || port > 65_535)
     throw new UsageError(`--port must be a whole number from 0 to 65535, got "${values.port}".`);
+  // Node listens on every interface for "", and the page has no login: say 0.0.0.0 to mean it.
+  if (values.host !== undefined && values.host.trim() === "")
+    throw new UsageError(
+      `--host needs a host name or an address, got "${values.host}".`,
+      "Leave it out for 127.0.0.1 (this machine only); --host 0.0.0.0 listens on every interface.",
+    );
   const staticDir = resolve(values.static ?? EXAMPLE_PAGE);
   if (!existsSync(resolve(staticDir, "index.html")))
     throw new UsageError(
