@@ -99,6 +99,21 @@ describe("agent-core chat in a terminal", () => {
     await next.waitFor("[exited 0]");
   });
 
+  it("keeps a pasted text of several lines in the line being typed, until Enter sends it", {
+    timeout: 60_000,
+  }, async () => {
+    const chat = startChat(0);
+    await chat.waitFor("/help lists the commands");
+    // A line break, or a stray Ctrl-C, among the pasted text is not a key.
+    chat.paste("What is\n\x032+2?\n");
+    await chat.waitFor(() => chat.cursorLine() === "you › What is 2+2?");
+    expect(chat.screen()).not.toContain("▶");
+    chat.press("Enter");
+    await chat.waitFor("[demo] 2+2 = 4.");
+    await chat.waitFor(idle(chat));
+    expect(chat.screen()).toContain("you › What is 2+2?\n");
+  });
+
   it("queues what is typed during a run as steering, and Esc aborts a run", {
     timeout: 120_000,
   }, async () => {

@@ -212,6 +212,19 @@ describe("the agent-core bin", () => {
     expect(code).toBe(1);
   });
 
+  it("serve with a database out of reach says so in one line and exits 1, neither a stack trace nor a hang", {
+    timeout: 30_000,
+  }, async () => {
+    const child = spawnBin(["serve", "--port", "0", "--database-url", "postgres://u:p@127.0.0.1:1/none"], {
+      AGENT_CORE_HOOK_SECRET: "s".repeat(32),
+    });
+    const { code, stdout, stderr } = await finished(child);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/^agent-core: serve could not start: .*ECONNREFUSED/m);
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(code).toBe(1);
+  });
+
   it("ends quietly when the reader closes stdout, as `| head -1` does", async () => {
     // A slow demo stream, so the bin is still writing events after the reader has gone.
     const child = spawnBin(["run", "--json", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "50" });

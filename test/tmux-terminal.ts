@@ -71,6 +71,12 @@ export class TmuxTerminal {
     this.#tmux("send-keys", "-t", SESSION, "-l", text);
   }
 
+  /** Pastes text as a terminal does, in bracketed-paste markers when the program asked for them. */
+  paste(text: string): void {
+    this.#tmux("set-buffer", "-b", "paste", "--", text);
+    this.#tmux("paste-buffer", "-p", "-d", "-b", "paste", "-t", SESSION);
+  }
+
   /** Presses keys by tmux name: "Enter", "Escape", "C-c", "C-d", "Left", … */
   press(...keys: string[]): void {
     this.#tmux("send-keys", "-t", SESSION, ...keys);

@@ -1,10 +1,14 @@
 import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { isHttpUrl } from "./provider.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
 export const SYSTEM_PROMPT =
   "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
+
+/** Node fires a longer timer at once: the agent refuses a timeout past it (`timeouts.*` in its config). */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /** The options `run` and `chat` share: which model, and how the agent loops, waits and watches itself. */
 export const AGENT_OPTIONS = {
@@ -82,12 +86,18 @@ export function parseAgentOptions(
       "--no-stall turns stall detection off: leave out --stall-calls and --stall-results.",
     );
   const timeouts = definedOnly({
-    totalMs: whole(text("total-ms"), "--total-ms", 1),
-    stepMs: whole(text("step-ms"), "--step-ms", 1),
-    firstChunkMs: whole(text("first-chunk-ms"), "--first-chunk-ms", 1),
-    chunkMs: whole(text("chunk-ms"), "--chunk-ms", 1),
-    toolMs: whole(text("tool-ms"), "--tool-ms", 1),
+    totalMs: whole(text("total-ms"), "--total-ms", 1, LONGEST_TIMER_MS),
+    stepMs: whole(text("step-ms"), "--step-ms", 1, LONGEST_TIMER_MS),
+    firstChunkMs: whole(text("first-chunk-ms"), "--first-chunk-ms", 1, LONGEST_TIMER_MS),
+    chunkMs: whole(text("chunk-ms"), "--chunk-ms", 1, LONGEST_TIMER_MS),
+    toolMs: whole(text("tool-ms"), "--tool-ms", 1, LONGEST_TIMER_MS),
   });
+  const orchestrator = text("orchestrator");
+  if (orchestrator !== undefined && orchestrator.trim() === "")
+    throw new UsageError(
+      `--orchestrator needs a name, got "${orchestrator}".`,
+      'Run "agent-core --help" for the registered orchestrators, or leave the option out for the default.',
+    );
   const stall = flag("no-stall")
     ? false
     : definedOnly({ repeatedCalls: stallCalls, repeatedResults: stallResults });
@@ -95,7 +105,7 @@ export function parseAgentOptions(
     modelEnv: modelEnv(env, text("model"), baseUrl(text("base-url"))),
     config: {
       systemPrompt: text("system") ?? SYSTEM_PROMPT,
-      orchestrator: text("orchestrator"),
+      orchestrator,
       limits: { maxCycles: whole(text("max-cycles"), "--max-cycles", 1) ?? defaultLimits.maxCycles },
       ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
       ...(parallel ? { toolExecution: "parallel" as const } : {}),
@@ -114,17 +124,23 @@ export function createCliAgent(
   return new Agent({ ...options.config, provider: model, tools: createDemoAgentTools(), messages });
 }
 
-function whole(value: string | undefined, option: string, minimum: number): number | undefined {
+function whole(
+  value: string | undefined,
+  option: string,
+  minimum: number,
+  maximum = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   if (value === undefined) return undefined;
   const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(number) || number < minimum)
+  if (Number.isNaN(number) || number < minimum)
     throw new UsageError(`${option} must be a whole number >= ${minimum}, got "${value}".`);
+  if (number > maximum) throw new UsageError(`${option} must be at most ${maximum}, got "${value}".`);
   return number;
 }
 
 function baseUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value))
+  if (!isHttpUrl(value))
     throw new UsageError(`--base-url must be an http:// or https:// URL, got "${value}".`);
   return value;
 }

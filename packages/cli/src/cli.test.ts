@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -85,6 +87,12 @@ describe("main: usage", () => {
     [["chat", "--no-stall", "--stall-calls", "3"], "--no-stall turns stall detection off"],
     [["chat", "--load", "/no/such/chat.json"], "--load /no/such/chat.json: could not read it"],
     [["chat", "--orchestrator", "nope"], 'Unknown orchestrator "nope"'],
+    // Settings the agent itself would refuse: a usage error, not a stack trace from new Agent().
+    [["run", "hi", "--total-ms", "2147483648"], '--total-ms must be at most 2147483647, got "2147483648".'],
+    [["run", "hi", "--tool-ms", "99999999999"], '--tool-ms must be at most 2147483647, got "99999999999".'],
+    [["chat", "--chunk-ms", "4294967296"], '--chunk-ms must be at most 2147483647, got "4294967296".'],
+    [["run", "hi", "--orchestrator="], "--orchestrator needs a name"],
+    [["chat", "--orchestrator", " "], "--orchestrator needs a name"],
   ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
     const { code, stdout, stderr } = await cliWithInput([], ...argv);
     expect(code).toBe(2);
@@ -99,6 +107,8 @@ describe("main: usage", () => {
     [["mcp", "hi"], 'mcp takes no words, got "hi".'],
     [["mcp", "--max-cycles", "0"], '--max-cycles must be a whole number >= 1, got "0".'],
     [["mcp", "--load", "chat.json"], "--load is for chat: mcp starts a new conversation."],
+    [["mcp", "--step-ms", "2147483648"], '--step-ms must be at most 2147483647, got "2147483648".'],
+    [["mcp", "--orchestrator="], "--orchestrator needs a name"],
   ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
@@ -110,12 +120,38 @@ describe("main: usage", () => {
     [["serve", "--database-url", "mysql://db"], '--database-url must be a postgres:// URL, got "mysql://db"'],
     [["serve", "--database-url", "postgres://localhost/db"], "Durable serve needs AGENT_CORE_HOOK_SECRET"],
     [["serve", "--worker-id", "w1"], "--worker-id is for durable runs: add --database-url."],
+    // Node would listen on every interface for an empty host: the page has no login.
+    [["serve", "--host="], '--host needs a host name or an address, got "".'],
+    [["serve", "--host", " "], '--host needs a host name or an address, got " ".'],
   ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
     expect(stdout).toBe("");
     expect(stderr.split("\n")[0]).toMatch(/^agent-core: /);
     expect(stderr.split("\n")[0]).toContain(message);
+  });
+
+  it("serve: a port in use, or a host it cannot listen on, is one line and exit 1, not a stack trace", async () => {
+    const taken = createServer();
+    await new Promise<void>((listening) => taken.listen(0, "127.0.0.1", listening));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      for (const [argv, reason] of [
+        [["serve", "--port", String(port)], `address already in use 127.0.0.1:${port}`],
+        [["serve", "--port", "0", "--host", "no-such-host.invalid"], "no-such-host.invalid"],
+      ] as const) {
+        const { code, stdout, stderr } = await cli(...argv);
+        expect(code).toBe(1);
+        expect(stdout).toBe("");
+        const lines = stderr.trimEnd().split("\n");
+        expect(lines).toHaveLength(2);
+        expect(lines[0]).toMatch(/^agent-core: serve could not start: /);
+        expect(lines[0]).toContain(reason);
+        expect(stderr).not.toContain("    at ");
+      }
+    } finally {
+      taken.close();
+    }
   });
 
   it("names an unknown orchestrator and lists the registered ones", async () => {

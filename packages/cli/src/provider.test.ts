@@ -31,6 +31,15 @@ describe("modelFromEnv", () => {
     expect(choice.model.modelId).toBe("llama3.2");
   });
 
+  it("rejects an OPENAI_BASE_URL that is not an http(s) URL, as --base-url is rejected", () => {
+    for (const url of ["localhost:11434/v1", "ftp://example.test/v1", "not a url"])
+      expect(() => modelFromEnv({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: url })).toThrow(
+        `OPENAI_BASE_URL must be an http:// or https:// URL, got "${url}".`,
+      );
+    // Without a key the demo model answers, and the variable is not used.
+    expect(modelFromEnv({ OPENAI_BASE_URL: "localhost:11434/v1" }).demo).toBe(true);
+  });
+
   it("rejects a demo delay that is not a whole number", () => {
     expect(() => modelFromEnv({ AGENT_CORE_DEMO_DELAY_MS: "fast" })).toThrow(UsageError);
     expect(modelFromEnv({ AGENT_CORE_DEMO_DELAY_MS: "0" }).demo).toBe(true);

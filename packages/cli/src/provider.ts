@@ -33,9 +33,19 @@ export function modelFromEnv(
     return { model: demoModel(chunkDelayMs), label: DEMO_LABEL, demo: true };
   }
   const baseURL = nonEmpty(env.OPENAI_BASE_URL) ?? DEFAULT_BASE_URL;
+  if (!isHttpUrl(baseURL))
+    throw new UsageError(
+      `OPENAI_BASE_URL must be an http:// or https:// URL, got "${baseURL}".`,
+      "For example http://localhost:11434/v1 (Ollama); unset it for OpenAI's.",
+    );
   const modelId = nonEmpty(env.AGENT_CORE_MODEL) ?? DEFAULT_MODEL;
   const provider = createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey, includeUsage: true });
   return { model: provider(modelId), label: `${modelId} via ${baseURL}`, demo: false };
+}
+
+/** What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. */
+export function isHttpUrl(value: string): boolean {
+  return /^https?:\/\/[^/]/.test(value) && URL.canParse(value);
 }
 
 /** `VAR=` in a shell sets an empty string; it means "unset", not "use the empty string". */

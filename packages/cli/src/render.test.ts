@@ -196,3 +196,52 @@ describe("createJsonRenderer", () => {
     ).toEqual(list);
   });
 });
+
+describe("the live view and terminal control sequences", () => {
+  const ESC = "\x1b";
+  // What a model, a tool or an MCP server could send to take over the person's terminal: clear the
+  // screen, set the window title, write the clipboard (OSC 52), move the cursor up and erase a line.
+  const hostile = `${ESC}[2J${ESC}[H${ESC}]0;owned\x07${ESC}]52;c;ZXZpbA==\x07\r${ESC}[1A${ESC}[2K\x9b31m`;
+
+  it("shows what the model, its tools and errors send as text, never as control sequences", () => {
+    const output = renderHuman(
+      events(
+        start(),
+        { type: "thinking", text: `think${hostile}` },
+        cycle("steer"),
+        { type: "tool_call", toolCallId: "c1", toolName: `calc${hostile}`, args: { x: `a\x9bb` } },
+        {
+          type: "tool_result",
+          toolCallId: "c1",
+          toolName: "calc",
+          status: "error",
+          error: `Unexpected character "${hostile}"`,
+        },
+        { type: "tool_result", toolCallId: "c2", toolName: "calc", status: "ok", result: `r\x9b` },
+        {
+          type: "steering_applied",
+          messages: [{ role: "user", content: `steer${hostile}`, timestamp: 1 }],
+        },
+        { type: "text_delta", text: `Hello${hostile} world\r\n`, index: 0 },
+        { type: "error", code: "provider_error", message: `bad${hostile}` },
+        cycle(),
+        end("error"),
+      ),
+    );
+    const controls = [...output].filter((char) => {
+      const code = char.charCodeAt(0);
+      return (code < 0x20 && char !== "\n" && char !== "\t") || (code >= 0x7f && code <= 0x9f);
+    });
+    expect(controls).toEqual([]);
+    expect(output).toContain("Hello␛[2J␛[H␛]0;owned␇");
+    expect(output).toContain(" world\n");
+  });
+
+  it("color still styles the view's own lines", () => {
+    const output = renderHuman(events(start(), { type: "text_delta", text: `x${ESC}[2J`, index: 0 }, end()), {
+      color: true,
+    });
+    expect(output).toContain(`${ESC}[32m■ completed${ESC}[39m`);
+    expect(output).not.toContain(`${ESC}[2J`);
+  });
+});

@@ -79,7 +79,7 @@ class HumanRenderer {
       case "agent_start":
         return this.#header();
       case "tool_call":
-        return this.#style("cyan", `→ ${event.toolName}(${formatValue(event.args)})`);
+        return this.#style("cyan", `→ ${printable(event.toolName)}(${formatValue(event.args)})`);
       case "tool_result":
         return this.#toolResult(event);
       case "steering_applied":
@@ -87,7 +87,7 @@ class HumanRenderer {
       case "plan_created":
         return this.#planCreated(event);
       case "plan_step_start":
-        return `▸ ${stepLabel(event)} ${event.tool}(${formatValue(event.args)})`;
+        return `▸ ${stepLabel(event)} ${printable(event.tool)}(${formatValue(event.args)})`;
       case "plan_step_end":
         return this.#planStepEnd(event);
       case "context_truncated":
@@ -95,10 +95,10 @@ class HumanRenderer {
       case "custom":
         return this.#style(
           "magenta",
-          `◆ ${event.name}${event.data === undefined ? "" : ` ${formatValue(event.data)}`}`,
+          `◆ ${printable(event.name)}${event.data === undefined ? "" : ` ${formatValue(event.data)}`}`,
         );
       case "error":
-        return this.#style("red", `✗ ${event.code}: ${event.message}`);
+        return this.#style("red", `✗ ${event.code}: ${printable(event.message)}`);
       case "agent_end":
         return this.#summary(event);
       case "steering_mode":
@@ -125,27 +125,29 @@ class HumanRenderer {
       if (kind === "thinking") this.#out.write(this.#style("dim", "· thinking: "));
       this.#line = kind;
     }
-    this.#out.write(kind === "thinking" ? this.#style("dim", event.text) : event.text);
+    const text = printable(event.text);
+    this.#out.write(kind === "thinking" ? this.#style("dim", text) : text);
     // Text that ends its own line needs no newline from us before the next line.
     if (kind === "text" && event.text.endsWith("\n")) this.#line = "start";
   }
 
   #toolResult(event: AgentEventOf<"tool_result">): string {
-    if (event.status === "ok")
-      return `${this.#style("green", "←")} ${event.toolName}: ${formatValue(event.result)}`;
-    return this.#style("red", `✗ ${event.toolName} ${event.status}: ${event.error ?? "no details"}`);
+    const name = printable(event.toolName);
+    if (event.status === "ok") return `${this.#style("green", "←")} ${name}: ${formatValue(event.result)}`;
+    return this.#style("red", `✗ ${name} ${event.status}: ${printable(event.error ?? "no details")}`);
   }
 
   #planCreated(event: AgentEventOf<"plan_created">): string {
     const count = plural(event.steps.length, "step");
-    const tools = event.steps.map((step) => step.tool).join(", ");
+    const tools = printable(event.steps.map((step) => step.tool).join(", "));
     return this.#style("cyan", event.steps.length > 0 ? `▤ plan: ${count} (${tools})` : `▤ plan: ${count}`);
   }
 
   #planStepEnd(event: AgentEventOf<"plan_step_end">): string {
+    const tool = printable(event.tool);
     if (event.error !== undefined)
-      return this.#style("red", `✗ ${stepLabel(event)} ${event.tool}: ${event.error}`);
-    return `${this.#style("green", "✓")} ${stepLabel(event)} ${event.tool}: ${formatValue(event.result)}`;
+      return this.#style("red", `✗ ${stepLabel(event)} ${tool}: ${printable(event.error)}`);
+    return `${this.#style("green", "✓")} ${stepLabel(event)} ${tool}: ${formatValue(event.result)}`;
   }
 
   #summary(event: AgentEventOf<"agent_end">): string {
@@ -187,15 +189,43 @@ export function styled(color: boolean, style: Style, text: string): string {
   return `${open}${text}${close}`;
 }
 
+/**
+ * Text from the model, its tools or a server, as text: the control characters a terminal would act
+ * on (clear the screen, set the title, write the clipboard, move the cursor over the summary) are
+ * shown as their symbols (␛, ␇, …), and a carriage return is dropped.
+ */
+export function printable(text: string): string {
+  let shown = "";
+  let from = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (!isControl(code)) continue;
+    shown += text.slice(from, index) + symbolOf(code);
+    from = index + 1;
+  }
+  return from === 0 ? text : shown + text.slice(from);
+}
+
+/** C0 controls but newline and tab, DEL, and C1 controls (0x9b is CSI too): what a terminal acts on. */
+function isControl(code: number): boolean {
+  return (code < 0x20 && code !== 0x0a && code !== 0x09) || (code >= 0x7f && code <= 0x9f);
+}
+
+function symbolOf(code: number): string {
+  if (code === 0x0d) return "";
+  if (code < 0x20) return String.fromCharCode(0x2400 + code);
+  return code === 0x7f ? "␡" : "�";
+}
+
 /** Compact JSON, as the model sent or received it; cut short when long. */
 function formatValue(value: unknown): string {
   const text = value === undefined ? "(no output)" : (JSON.stringify(value) ?? String(value));
-  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
+  return printable(text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text);
 }
 
 function describeMessage(message: { role: string; content?: unknown }): string {
   const content = typeof message.content === "string" ? message.content : formatValue(message.content);
-  return `${message.role}: ${content}`;
+  return printable(`${message.role}: ${content}`);
 }
 
 function stepLabel(event: { index: number; stepCount: number }): string {

@@ -9,6 +9,9 @@ import {
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 
+/** More pages than any server's tools need, and fewer than would stall `tools()` for long. */
+const MAX_TOOL_PAGES = 100;
+
 /**
  * A connected MCP server. `tools()` lists its tools as agent-core tools; `close()` ends the
  * connection (and a stdio server's process). It is `AsyncDisposable`: `await using mcp = await
@@ -43,13 +46,20 @@ export class McpConnection implements AsyncDisposable {
 
   async #listTools(): Promise<McpTool[]> {
     const tools: McpTool[] = [];
+    const cursors = new Set<string>();
     let cursor: string | undefined;
     try {
-      do {
+      // A server whose pages never end would have tools() read, and grow, forever.
+      for (let pages = 1; ; pages++) {
         const page = await this.client.listTools(cursor === undefined ? undefined : { cursor });
         tools.push(...page.tools);
         cursor = page.nextCursor;
-      } while (cursor !== undefined);
+        if (cursor === undefined) break;
+        if (cursors.has(cursor))
+          throw new Error(`its tools/list gave the cursor ${JSON.stringify(cursor)} twice`);
+        if (pages === MAX_TOOL_PAGES) throw new Error(`its tools/list goes on past ${MAX_TOOL_PAGES} pages`);
+        cursors.add(cursor);
+      }
     } catch (error) {
       throw new McpServerError(this.name, `could not list its tools: ${errorMessage(error)}`, {
         cause: error,
@@ -67,6 +77,7 @@ export class McpConnection implements AsyncDisposable {
   async callTool(name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult> {
     if (this.#ended !== undefined)
       throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
+    const started = performance.now();
     try {
       // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
       return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
@@ -75,16 +86,23 @@ export class McpConnection implements AsyncDisposable {
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw this.#callError(name, error);
+      throw this.#callError(name, error, performance.now() - started);
     }
   }
 
-  #callError(name: string, error: unknown): Error {
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)
-      return new Error(
-        `The MCP server "${this.name}" went away during the call: ${this.#ended ?? "its connection closed"}.`,
-      );
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+  /**
+   * The SDK reports a closed connection as -32000 and its own timeout as -32001, codes a server
+   * may send too (both are in JSON-RPC's server-error range): they mean that only when the
+   * connection did close, or the call's time did run out; otherwise the server's own message says it.
+   */
+  #callError(name: string, error: unknown, elapsedMs: number): Error {
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && this.#ended !== undefined)
+      return new Error(`The MCP server "${this.name}" went away during the call: ${this.#ended}.`);
+    if (
+      error instanceof McpError &&
+      error.code === ErrorCode.RequestTimeout &&
+      elapsedMs >= this.#callTimeoutMs - 1
+    )
       return new Error(
         `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
       );

@@ -137,6 +137,13 @@ describe("ChatSession", () => {
     expect(session.running).toBe(false);
   });
 
+  it("echoes a piped line's control characters as symbols; the model gets the line as it is", async () => {
+    const { session, seen } = chat();
+    await session.enter("What is 2+3?\x1b[2J");
+    expect(seen.screen).toContain("> What is 2+3?␛[2J\n");
+    expect(session.messages[0]).toMatchObject({ role: "user", content: "What is 2+3?\x1b[2J" });
+  });
+
   it("ignores blank lines", async () => {
     const { session, seen } = chat();
     await session.enter("   ");
@@ -173,5 +180,10 @@ describe("parseSlashCommand and historyLines", () => {
     ]);
     expect(lines[3]).toHaveLength(101);
     expect(lines[4]).toBe('5. app-note: {"role":"app-note","text":"n"}');
+  });
+
+  it("shows a loaded file's control characters as symbols, so /history cannot drive the terminal", () => {
+    const [line] = historyLines([{ role: "user", content: "hi\x1b[2J\x1b]0;owned\x07\x9b" }]);
+    expect(line).toBe("1. user: hi␛[2J␛]0;owned␇�");
   });
 });

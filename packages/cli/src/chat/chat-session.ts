@@ -1,7 +1,7 @@
 import type { Agent, AgentMessage, MessageInput, RunResult } from "@agent-core/core";
 import { type AgentOptions, createCliAgent } from "../agent-options.js";
 import type { ModelChoice } from "../provider.js";
-import { createHumanRenderer, type TextSink } from "../render.js";
+import { createHumanRenderer, printable, type TextSink } from "../render.js";
 import { loadConversation, saveConversation } from "./conversation-file.js";
 import { historyLines } from "./history-lines.js";
 import { CHAT_KEYS_HELP, parseSlashCommand, type SlashCommand } from "./slash-commands.js";
@@ -75,10 +75,10 @@ export class ChatSession {
     const command = parseSlashCommand(text);
     if (this.running && command === undefined) {
       this.#agent.steer(text);
-      this.#view.notice(`↪ queued: ${text}`);
+      this.#view.notice(`↪ queued: ${printable(text)}`);
       return undefined;
     }
-    this.#view.echo(text);
+    this.#view.echo(printable(text));
     if (command !== undefined) return this.#command(command);
     await this.#work(text);
     return undefined;

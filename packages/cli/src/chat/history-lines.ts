@@ -1,4 +1,5 @@
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "@agent-core/core";
+import { printable } from "../render.js";
 
 // A conversation is skimmed, not read: each message gets one line, cut short.
 const MAX_LINE_CHARS = 100;
@@ -32,6 +33,6 @@ function describe(message: AgentMessage): string {
 }
 
 function shorten(line: string): string {
-  const flat = line.replace(/\s+/g, " ");
+  const flat = printable(line.replace(/\s+/g, " "));
   return flat.length > MAX_LINE_CHARS ? `${flat.slice(0, MAX_LINE_CHARS)}…` : flat;
 }

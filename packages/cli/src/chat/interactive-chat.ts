@@ -4,6 +4,9 @@ import { ChatSession, type ChatSessionOptions, type ChatView } from "./chat-sess
 import { type Keypress, LineEditor } from "./line-editor.js";
 import { type TerminalOutput, TerminalScreen } from "./terminal-screen.js";
 
+const BRACKETED_PASTE_ON = "\x1b[?2004h";
+const BRACKETED_PASTE_OFF = "\x1b[?2004l";
+
 /** The keyboard: a terminal's stdin, which can be switched to raw mode to read single keys. */
 export interface TerminalInput extends NodeJS.ReadableStream {
   isTTY?: boolean;
@@ -41,6 +44,8 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
   const session = new ChatSession(options, view);
   let closing = false;
   let exitArmed = false;
+  /** Inside a bracketed paste: its line breaks are text, not Enter. */
+  let pasting = false;
 
   function redraw(): void {
     if (closing) return;
@@ -61,6 +66,7 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
       input.setRawMode?.(false);
       input.pause();
       screen.close();
+      terminal.output.write(BRACKETED_PASTE_OFF);
       resolve(0);
     };
 
@@ -88,6 +94,19 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
 
     const onKey = (text: string | undefined, key: Keypress = {}) => {
       if (closing) return;
+      if (key.name === "paste-start" || key.name === "paste-end") {
+        pasting = key.name === "paste-start";
+        return;
+      }
+      if (pasting) {
+        // Pasted text is text: a line break joins the lines with a space (one, for "\r\n"), as a
+        // prompt is one line, and a pasted Esc, Ctrl-C or Ctrl-D neither aborts nor exits.
+        const lineBreak = key.name === "return" || key.name === "enter";
+        if (lineBreak && editor.chars[editor.cursor - 1] === " ") return;
+        const pasted = lineBreak ? " " : (key.sequence ?? text ?? "").split("\x1b").join("");
+        if (editor.edit(pasted, {})) redraw();
+        return;
+      }
       if (key.ctrl && key.name === "c") return interrupt();
       exitArmed = false;
       if (key.name === "escape") {
@@ -105,6 +124,8 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
 
     emitKeypressEvents(input);
     input.setRawMode?.(true);
+    // The terminal marks pasted text, so that a paste of several lines is not sent line by line.
+    terminal.output.write(BRACKETED_PASTE_ON);
     input.on("keypress", onKey);
     input.once("end", close);
     input.once("error", close);

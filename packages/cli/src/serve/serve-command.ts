@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Logger } from "@agent-core/core";
+import { errorMessage, type Logger } from "@agent-core/core";
 import { serveNode } from "@agent-core/http";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { CliIO } from "../cli-io.js";
@@ -40,6 +40,12 @@ export function parseServeCommand(
     values.port === undefined ? 8787 : /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!Number.isInteger(port) || port > 65_535)
     throw new UsageError(`--port must be a whole number from 0 to 65535, got "${values.port}".`);
+  // Node listens on every interface for "", and the page has no login: say 0.0.0.0 to mean it.
+  if (values.host !== undefined && values.host.trim() === "")
+    throw new UsageError(
+      `--host needs a host name or an address, got "${values.host}".`,
+      "Leave it out for 127.0.0.1 (this machine only); --host 0.0.0.0 listens on every interface.",
+    );
   const staticDir = resolve(values.static ?? EXAMPLE_PAGE);
   if (!existsSync(resolve(staticDir, "index.html")))
     throw new UsageError(
@@ -76,14 +82,25 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
     demoModel: (chunkDelayMs) => createPageDemoModel({ chunkDelayMs }),
   });
   const logger = command.verbose ? jsonLinesLogger(io.stderr) : undefined;
-  const durable = command.durable && (await startDurable(command.durable, model, logger));
-  const page = createPageServer({
-    model,
-    staticDir: command.staticDir,
-    logger,
-    ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
-  });
-  const server = await serveNode(page.fetch, { port: command.port, host: command.host, logger });
+  let durable: Awaited<ReturnType<typeof startDurable>> | undefined;
+  let page: ReturnType<typeof createPageServer> | undefined;
+  let server: Awaited<ReturnType<typeof serveNode>>;
+  try {
+    durable = command.durable && (await startDurable(command.durable, model, logger));
+    page = createPageServer({
+      model,
+      staticDir: command.staticDir,
+      logger,
+      ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
+    });
+    server = await serveNode(page.fetch, { port: command.port, host: command.host, logger });
+  } catch (error) {
+    // A port in use, a host that does not resolve, a database out of reach: one line, not a stack.
+    await page?.close().catch(() => {});
+    await durable?.stop().catch(() => {});
+    io.stderr.write(`agent-core: serve could not start: ${errorMessage(error)}\n${startHint(command)}\n`);
+    return 1;
+  }
   io.stdout.write(
     `agent-core serve: open ${server.url}/ in a browser (model: ${label}${demo ? ", offline demo" : ""}${durable ? `, durable runs as worker "${command.durable?.workerId}"` : ""}). Ctrl-C stops.\n`,
   );
@@ -95,6 +112,12 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   await server.close();
   await durable?.stop();
   return 0;
+}
+
+function startHint(command: ServeCommand): string {
+  return command.durable
+    ? "Check --database-url (is PostgreSQL running there?), --port and --host."
+    : "Pass another --port (0 picks a free one) or --host, or stop what listens there.";
 }
 
 /**
@@ -114,12 +137,15 @@ async function startDurable(
     queue: { workerConcurrency: 16 },
     agents: { page: () => createPageAgent(model, logger) },
   });
-  await runtime.launch();
-  const backend = await durableBackend({
-    databaseUrl: options.databaseUrl,
-    runs: runtime,
-    agentName: "page",
-  });
+  let backend: Awaited<ReturnType<typeof durableBackend>>;
+  try {
+    await runtime.launch();
+    backend = await durableBackend({ databaseUrl: options.databaseUrl, runs: runtime, agentName: "page" });
+  } catch (error) {
+    // What was launched would keep the process alive after the error is reported.
+    await runtime.shutdown().catch(() => {});
+    throw error;
+  }
   return {
     backend,
     async stop() {

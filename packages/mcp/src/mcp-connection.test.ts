@@ -1,0 +1,123 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+} from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { McpConnection } from "./mcp-connection.js";
+import { McpServerError } from "./mcp-server-error.js";
+
+// The connection against a server written at the protocol level (the SDK's low-level Server over
+// an in-memory transport), so it can answer what the SDK's McpServer never would.
+
+type Handlers = {
+  list?: (cursor: string | undefined) => ListToolsResult;
+  call?: (name: string) => unknown;
+};
+
+let connection: McpConnection | undefined;
+afterEach(async () => {
+  await connection?.close();
+  connection = undefined;
+});
+
+async function connectTo(handlers: Handlers, callTimeoutMs = 5000): Promise<McpConnection> {
+  const server = new Server({ name: "raw", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, (request) =>
+    (handlers.list ?? (() => ({ tools: [{ name: "lookup", inputSchema: { type: "object" } }] })))(
+      request.params?.cursor,
+    ),
+  );
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    return (await handlers.call?.(request.params.name)) as never;
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(clientSide);
+  connection = new McpConnection(client, "raw", callTimeoutMs);
+  return connection;
+}
+
+const never = new AbortController().signal;
+
+describe("McpConnection.callTool", () => {
+  it("reports a JSON-RPC error in the server range (-32000, -32001) as the server's error, not as a lost connection or a timeout", async () => {
+    const mcp = await connectTo({
+      call: (name) => {
+        // The low-level Server answers a thrown error's code and message as a JSON-RPC error.
+        if (name === "down") throw Object.assign(new Error("backend unavailable"), { code: -32000 });
+        if (name === "slow") throw Object.assign(new Error("upstream timed out"), { code: -32001 });
+        return { content: [{ type: "text", text: "found" }] };
+      },
+    });
+    await expect(mcp.callTool("down", {}, never)).rejects.toThrow(
+      'The MCP server "raw" failed the call: MCP error -32000: backend unavailable',
+    );
+    await expect(mcp.callTool("slow", {}, never)).rejects.toThrow(
+      'The MCP server "raw" failed the call: MCP error -32001: upstream timed out',
+    );
+    // The connection is fine: the next call is answered.
+    await expect(mcp.callTool("lookup", {}, never)).resolves.toMatchObject({
+      content: [{ type: "text", text: "found" }],
+    });
+  });
+
+  it("still says when the server did not answer in time, and when the connection closed mid-call", async () => {
+    let closeServer: () => void = () => {};
+    const mcp = await connectTo(
+      {
+        call: (name) =>
+          new Promise((resolve) => {
+            if (name === "vanish") closeServer();
+            else setTimeout(() => resolve({ content: [] }), 1000);
+          }),
+      },
+      50,
+    );
+    await expect(mcp.callTool("wait", {}, never)).rejects.toThrow(
+      'The MCP server "raw" did not answer "wait" within 50 ms (callTimeoutMs); the call was cancelled.',
+    );
+    closeServer = () => void mcp.client.transport?.close();
+    await expect(mcp.callTool("vanish", {}, never)).rejects.toThrow(
+      'The MCP server "raw" went away during the call: its connection closed.',
+    );
+  });
+});
+
+describe("McpConnection.tools", () => {
+  const page = (name: string, nextCursor?: string): ListToolsResult => ({
+    tools: [{ name, inputSchema: { type: "object" } }],
+    ...(nextCursor === undefined ? {} : { nextCursor }),
+  });
+
+  it("reads every page of tools/list", async () => {
+    const mcp = await connectTo({
+      list: (cursor) => (cursor === undefined ? page("a", "2") : page(`b${cursor}`)),
+    });
+    expect((await mcp.tools()).map((tool) => tool.name)).toEqual(["a", "b2"]);
+  });
+
+  it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
+    // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
+    let calls = 0;
+    const repeating = await connectTo({ list: () => page(`t${++calls}`, calls < 1000 ? "same" : undefined) });
+    const refused = repeating.tools();
+    await expect(refused).rejects.toThrow(McpServerError);
+    await expect(refused).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list gave the cursor "same" twice',
+    );
+    await repeating.close();
+    let pages = 0;
+    const endless = await connectTo({
+      list: () => page(`t${++pages}`, pages < 1000 ? `c${pages}` : undefined),
+    });
+    await expect(endless.tools()).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list goes on past 100 pages',
+    );
+    expect(pages).toBe(100);
+  });
+});
