@@ -61,7 +61,7 @@ export class EventStore {
     if (batch.length === 0) return;
     const values: unknown[] = [];
     const rows = batch.map((event, i) => {
-      values.push(event.runId, event.seq, JSON.stringify(event));
+      values.push(event.runId, event.seq, storable(JSON.stringify(event)));
       return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
     });
     try {
@@ -78,4 +78,13 @@ export class EventStore {
       this.#failure ??= error;
     }
   }
+}
+
+/**
+ * The JSON of an event as `jsonb` takes it: `jsonb` holds no U+0000 and no lone surrogate (a text
+ * delta may end inside a surrogate pair), so their escapes become U+FFFD. `JSON.stringify` escapes
+ * exactly these (a pair it writes as it is); an escape preceded by an escaped backslash is text.
+ */
+function storable(json: string): string {
+  return json.replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g, "$1\\ufffd");
 }

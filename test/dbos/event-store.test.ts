@@ -1,0 +1,53 @@
+import type { AgentEvent } from "@agent-core/core";
+import { EventStore } from "@agent-core/dbos";
+import { assertEventProtocol } from "@agent-core/testing";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// The durable event log against a throwaway PostgreSQL: what it stores of hostile events.
+
+let postgres: ThrowawayPostgres;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  pool = new pg.Pool({ connectionString: await postgres.createDatabase("agent_core_store"), max: 2 });
+  await new EventStore(pool).createTable();
+}, 60_000);
+
+afterAll(async () => {
+  await pool?.end();
+  postgres?.stop();
+});
+
+/** A run's events: agent_start, the given text deltas, agent_end. */
+function run(runId: string, texts: string[]): AgentEvent[] {
+  const usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  const metrics = { cycles: 0, toolCalls: {}, modelMs: 0, toolMs: 0, frameworkMs: 0, usage };
+  return [
+    { type: "agent_start" },
+    ...texts.map((text) => ({ type: "text_delta", text, index: 0 })),
+    { type: "agent_end", stopReason: "completed", usage, durationMs: 0, metrics },
+  ].map((event, seq) => ({ ...event, runId, seq, ts: 0 }) as AgentEvent);
+}
+
+describe("the durable event log", () => {
+  it("stores text that jsonb cannot hold (U+0000, a lone surrogate) as U+FFFD, and the rest as it is", async () => {
+    const store = new EventStore(pool);
+    const sink = store.sink();
+    const texts = ["a\u0000b", "half \ud83d", "\ude00 half", "😀", "literally \\u0000", "\u0001"];
+    for (const event of run("hostile", texts)) sink.publish(event);
+    await store.flush(["hostile"]);
+    const stored = await store.read("hostile");
+    assertEventProtocol(stored);
+    expect(stored.flatMap((event) => (event.type === "text_delta" ? [event.text] : []))).toEqual([
+      "a\ufffdb",
+      "half \ufffd",
+      "\ufffd half",
+      "😀",
+      "literally \\u0000",
+      "\u0001",
+    ]);
+  });
+});
