@@ -5,7 +5,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
-// The durable event log against a throwaway PostgreSQL: what it stores of hostile events.
+// The durable event log against a throwaway PostgreSQL: what it stores of hostile events, and that the
+// runs sharing one store (one per worker process) do not share a failure.
 
 let postgres: ThrowawayPostgres;
 let pool: pg.Pool;
@@ -49,5 +50,19 @@ describe("the durable event log", () => {
       "literally \\u0000",
       "\u0001",
     ]);
+  });
+
+  it("a write that fails for one run fails no other run of the store, then or later", async () => {
+    const store = new EventStore(pool);
+    const sink = store.sink();
+    // In one batch with the good run's events: a seq the table refuses.
+    for (const event of run("good", ["fine"])) sink.publish(event);
+    sink.publish({ ...run("bad", [])[0], seq: 0.5 } as AgentEvent);
+    await expect(store.flush(["bad"])).rejects.toThrow(/integer/);
+    await store.flush(["good"]);
+    expect(await store.read("good")).toHaveLength(3);
+    for (const event of run("later", ["also fine"])) sink.publish(event);
+    await store.flush(["later"]);
+    expect(await store.read("later")).toHaveLength(3);
   });
 });

@@ -108,7 +108,7 @@ async function runToEnd(
   let result = await run.result();
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
-      await host.store.flush();
+      await host.store.flush(runIds);
       const answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
       if (answer === null || answer.kind === "cancel") break;
       if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
@@ -127,7 +127,7 @@ async function runToEnd(
     if (input.length === 0) break;
     result = await agent.prompt(input, { clientTools: "suspend" }).result();
   }
-  await host.store.flush();
+  await host.store.flush(runIds);
   return {
     runId: result.runId,
     runIds,

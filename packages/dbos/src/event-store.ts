@@ -14,7 +14,8 @@ export class EventStore {
   readonly #pool: Pool;
   #pending: AgentEvent[] = [];
   #writing: Promise<void> = Promise.resolve();
-  #failure: unknown;
+  /** The first failed write of each run, until a flush of that run reports it. */
+  readonly #failures = new Map<string, unknown>();
 
   constructor(pool: Pool) {
     this.#pool = pool;
@@ -40,10 +41,19 @@ export class EventStore {
     };
   }
 
-  /** Resolves once every event published so far is stored; rejects if a write failed. */
-  async flush(): Promise<void> {
+  /**
+   * Resolves once every event published so far is stored; rejects if a write of one of `runIds`
+   * (default: of any run) failed since the last flush that reported it. The runs of one process
+   * share the store: a write that failed for one run fails no other.
+   */
+  async flush(runIds?: readonly string[]): Promise<void> {
     await this.#writing;
-    if (this.#failure !== undefined) throw this.#failure;
+    for (const runId of runIds ?? [...this.#failures.keys()]) {
+      if (!this.#failures.has(runId)) continue;
+      const failure = this.#failures.get(runId);
+      this.#failures.delete(runId);
+      throw failure;
+    }
   }
 
   /** The stored events of a run after `after`, in seq order. */
@@ -59,24 +69,38 @@ export class EventStore {
     const batch = this.#pending;
     this.#pending = [];
     if (batch.length === 0) return;
+    try {
+      await this.#insert(batch);
+    } catch {
+      // One run's bad event must not cost the others theirs: each run's events on their own.
+      const byRun = new Map<string, AgentEvent[]>();
+      for (const event of batch) {
+        const events = byRun.get(event.runId);
+        if (events === undefined) byRun.set(event.runId, [event]);
+        else events.push(event);
+      }
+      for (const [runId, events] of byRun)
+        await this.#insert(events).catch((error: unknown) => {
+          if (!this.#failures.has(runId)) this.#failures.set(runId, error);
+        });
+    }
+  }
+
+  async #insert(batch: readonly AgentEvent[]): Promise<void> {
     const values: unknown[] = [];
     const rows = batch.map((event, i) => {
       values.push(event.runId, event.seq, storable(JSON.stringify(event)));
       return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
     });
-    try {
-      // Followers in any process (`EventFollower`) are told which runs have new events.
-      await this.#pool.query(
-        `WITH stored AS (
-          INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")}
-          ON CONFLICT DO NOTHING RETURNING run_id
-        )
-        SELECT pg_notify('${EVENTS_CHANNEL}', run_id) FROM (SELECT DISTINCT run_id FROM stored) AS runs`,
-        values,
-      );
-    } catch (error) {
-      this.#failure ??= error;
-    }
+    // Followers in any process (`EventFollower`) are told which runs have new events.
+    await this.#pool.query(
+      `WITH stored AS (
+        INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")}
+        ON CONFLICT DO NOTHING RETURNING run_id
+      )
+      SELECT pg_notify('${EVENTS_CHANNEL}', run_id) FROM (SELECT DISTINCT run_id FROM stored) AS runs`,
+      values,
+    );
   }
 }
 
