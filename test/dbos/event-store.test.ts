@@ -5,8 +5,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
-// The durable event log against a throwaway PostgreSQL: what it stores of hostile events, and that the
-// runs sharing one store (one per worker process) do not share a failure.
+// The durable event log against a throwaway PostgreSQL: what it stores of hostile events, how
+// large a batch it writes, and that the runs sharing one store (one per worker process) do not
+// share a failure.
 
 let postgres: ThrowawayPostgres;
 let pool: pg.Pool;
@@ -64,5 +65,19 @@ describe("the durable event log", () => {
     for (const event of run("later", ["also fine"])) sink.publish(event);
     await store.flush(["later"]);
     expect(await store.read("later")).toHaveLength(3);
+  });
+
+  it("writes a batch larger than one statement's parameters allow (21,845 events)", async () => {
+    const store = new EventStore(pool);
+    const sink = store.sink();
+    const events = run(
+      "long",
+      Array.from({ length: 22_000 }, (_, i) => `w${i} `),
+    );
+    // Published at once, as a fast stream is while the previous batch is written.
+    for (const event of events) sink.publish(event);
+    await store.flush(["long"]);
+    const stored = await store.read("long");
+    expect(stored.map((event) => event.seq)).toEqual(events.map((_, seq) => seq));
   });
 });

@@ -4,6 +4,9 @@ import type { Pool } from "pg";
 /** The channel `NOTIFY` names the runs with new events on. */
 export const EVENTS_CHANNEL = "agent_core_events";
 
+/** Events per `INSERT`: three parameters each, well under PostgreSQL's 65,535 per statement. */
+const ROWS_PER_INSERT = 5000;
+
 /**
  * The durable event log: every event of every run in PostgreSQL, keyed by `(run_id, seq)`. A run
  * replayed after a crash publishes its events again with the same seq (its model and tool steps
@@ -68,21 +71,23 @@ export class EventStore {
   async #write(): Promise<void> {
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) return;
-    try {
-      await this.#insert(batch);
-    } catch {
-      // One run's bad event must not cost the others theirs: each run's events on their own.
-      const byRun = new Map<string, AgentEvent[]>();
-      for (const event of batch) {
-        const events = byRun.get(event.runId);
-        if (events === undefined) byRun.set(event.runId, [event]);
-        else events.push(event);
+    for (let from = 0; from < batch.length; from += ROWS_PER_INSERT) {
+      const rows = batch.slice(from, from + ROWS_PER_INSERT);
+      try {
+        await this.#insert(rows);
+      } catch {
+        // One run's bad event must not cost the others theirs: each run's events on their own.
+        const byRun = new Map<string, AgentEvent[]>();
+        for (const event of rows) {
+          const events = byRun.get(event.runId);
+          if (events === undefined) byRun.set(event.runId, [event]);
+          else events.push(event);
+        }
+        for (const [runId, events] of byRun)
+          await this.#insert(events).catch((error: unknown) => {
+            if (!this.#failures.has(runId)) this.#failures.set(runId, error);
+          });
       }
-      for (const [runId, events] of byRun)
-        await this.#insert(events).catch((error: unknown) => {
-          if (!this.#failures.has(runId)) this.#failures.set(runId, error);
-        });
     }
   }
 
