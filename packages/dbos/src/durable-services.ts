@@ -4,6 +4,7 @@ import {
   type ModelStep,
   type ModelStepResult,
   type StopReason,
+  type ToolResultMessage,
   type ToolRunner,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
@@ -131,6 +132,12 @@ export function durableModelStep(
 }
 
 /**
+ * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
+ * its result and that it failed fatally, which a replay tells the batch again.
+ */
+type RecordedToolCall = ToolResultMessage | { message: ToolResultMessage; fatal: true };
+
+/**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
  * `idempotencyKey`.
@@ -139,9 +146,28 @@ export function durableToolRunner(inner: ToolRunner, options: DurableStepOptions
   const { clock } = options;
   return {
     run: async (request) => {
-      const message = await DBOS.runStep(async () => inner.run(request), {
-        name: `agent-core.tool.${request.call.name}`,
-      });
+      let executed = false;
+      const recorded = await DBOS.runStep(
+        async (): Promise<RecordedToolCall> => {
+          executed = true;
+          let fatal = false;
+          const message = await inner.run({
+            ...request,
+            fatal: {
+              toolFailedFatally(call) {
+                fatal = true;
+                request.fatal.toolFailedFatally(call);
+              },
+            },
+          });
+          return fatal ? { message, fatal } : message;
+        },
+        { name: `agent-core.tool.${request.call.name}` },
+      );
+      const message = "role" in recorded ? recorded : recorded.message;
+      // A replayed fatal failure stops its batch as the first execution's did: the calls after it
+      // are skipped, not run.
+      if (!executed && !("role" in recorded)) request.fatal.toolFailedFatally(request.call);
       if (message.timestamp !== undefined) clock?.passed(message.timestamp);
       return message;
     },

@@ -1,0 +1,102 @@
+import { type DurableRunResult, DurableRuntime } from "@agent-core/dbos";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// A durable run resumed from a point of its first execution, in process: DBOS forks the workflow
+// at a step, so the steps before it return what they recorded and the rest runs live, as in a
+// worker that recovers a run whose process died right before that step.
+
+let postgres: ThrowawayPostgres;
+let runtime: DurableRuntime;
+/** How often each tool call ran, by call id, in every run of this file. */
+const executions = new Map<string, number>();
+const counted = (id: string) => executions.set(id, (executions.get(id) ?? 0) + 1);
+
+const fatal = defineTool({
+  name: "fatal",
+  description: "Fails fatally",
+  inputSchema: z.object({}),
+  execute: (_, { toolCallId }) => {
+    counted(toolCallId);
+    throw new FatalToolError("the disk is gone");
+  },
+});
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({}),
+  execute: (_, { toolCallId }) => {
+    counted(toolCallId);
+    return "noted";
+  },
+});
+
+/** Replies by the number of assistant messages so far, so a replay continues the script. */
+function byTurn(...replies: ReturnType<typeof script.text>[][]) {
+  const reply = (options: { prompt: { role: string }[] }) =>
+    replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")];
+  return scriptedModel(Array.from({ length: 10 }, () => reply));
+}
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  runtime = new DurableRuntime({
+    databaseUrl: await postgres.createDatabase("agent_core_recovery"),
+    agents: {
+      // A fatal failure, then a call of the same batch, which it skips.
+      fatal: () =>
+        new Agent({
+          provider: byTurn(
+            [script.toolCall("fatal", {}, { id: "f1" }), script.toolCall("note", {}, { id: "n1" })],
+            [script.text("Stopped.")],
+          ),
+          tools: [fatal, note],
+        }),
+    },
+  });
+  await runtime.launch();
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.shutdown();
+  postgres?.stop();
+});
+
+/**
+ * The workflow again under a new id, as recovered right before its `occurrence`-th step named
+ * `step`: what came before is replayed, the rest runs live.
+ */
+async function resumeBefore(
+  workflowId: string,
+  step: string,
+  occurrence: number,
+  newId: string,
+): Promise<DurableRunResult> {
+  const steps = (await DBOS.listWorkflowSteps(workflowId)) ?? [];
+  const at = steps.filter((s) => s.name === step)[occurrence - 1]?.functionID;
+  if (at === undefined) throw new Error(`no ${step} #${occurrence} in ${workflowId}`);
+  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, { newWorkflowID: newId });
+  return fork.getResult();
+}
+
+const results = (messages: AgentMessage[]) =>
+  messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
+
+describe("a durable run resumed after a step", () => {
+  it("a replayed FatalToolError stops its batch again: the call it skipped stays skipped", async () => {
+    const original = await (await runtime.start("fatal", "Go.", { runId: "fatal" })).result();
+    expect(results(original.messages)).toEqual([
+      ["f1", "error", "the disk is gone"],
+      ["n1", "skipped", 'not run: "fatal" failed fatally'],
+    ]);
+    // Recovered while the model answered the failure.
+    const resumed = await resumeBefore("fatal", "agent-core.model", 2, "fatal-resumed");
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    expect(Object.fromEntries(executions)).toEqual({ f1: 1 });
+    assertEventProtocol(await runtime.events("fatal-resumed"));
+  });
+});
