@@ -1,4 +1,4 @@
-import { type DurableRunResult, DurableRuntime } from "@agent-core/dbos";
+import { DurableRunClient, type DurableRunResult, DurableRuntime } from "@agent-core/dbos";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
@@ -11,7 +11,9 @@ import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 // worker that recovers a run whose process died right before that step.
 
 let postgres: ThrowawayPostgres;
+let databaseUrl: string;
 let runtime: DurableRuntime;
+let modelCalls = 0;
 /** How often each tool call ran, by call id, in every run of this file. */
 const executions = new Map<string, number>();
 const counted = (id: string) => executions.set(id, (executions.get(id) ?? 0) + 1);
@@ -35,18 +37,32 @@ const note = defineTool({
   },
 });
 
-/** Replies by the number of assistant messages so far, so a replay continues the script. */
+/**
+ * Replies by the number of assistant messages so far, so a replay continues the script; counts
+ * the calls it gets.
+ */
 function byTurn(...replies: ReturnType<typeof script.text>[][]) {
-  const reply = (options: { prompt: { role: string }[] }) =>
-    replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")];
+  const reply = (options: { prompt: { role: string }[] }) => {
+    modelCalls++;
+    return (
+      replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")]
+    );
+  };
   return scriptedModel(Array.from({ length: 10 }, () => reply));
 }
 
 beforeAll(async () => {
   postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agent_core_recovery");
   runtime = new DurableRuntime({
-    databaseUrl: await postgres.createDatabase("agent_core_recovery"),
+    databaseUrl,
     agents: {
+      // A note, then an answer.
+      noting: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n2" })], [script.text("Noted.")]),
+          tools: [note],
+        }),
       // A fatal failure, then a call of the same batch, which it skips.
       fatal: () =>
         new Agent({
@@ -68,20 +84,28 @@ afterAll(async () => {
 
 /**
  * The workflow again under a new id, as recovered right before its `occurrence`-th step named
- * `step`: what came before is replayed, the rest runs live.
+ * `step`: what came before is replayed, the rest runs live (once a worker takes it from
+ * `queueName`, when given).
  */
 async function resumeBefore(
   workflowId: string,
   step: string,
   occurrence: number,
   newId: string,
-): Promise<DurableRunResult> {
+  queueName?: string,
+): Promise<{ result(): Promise<DurableRunResult> }> {
   const steps = (await DBOS.listWorkflowSteps(workflowId)) ?? [];
   const at = steps.filter((s) => s.name === step)[occurrence - 1]?.functionID;
   if (at === undefined) throw new Error(`no ${step} #${occurrence} in ${workflowId}`);
-  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, { newWorkflowID: newId });
-  return fork.getResult();
+  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, {
+    newWorkflowID: newId,
+    ...(queueName ? { queueName } : {}),
+  });
+  return { result: () => fork.getResult() };
 }
+
+/** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
+const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
 
 const results = (messages: AgentMessage[]) =>
   messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
@@ -94,9 +118,50 @@ describe("a durable run resumed after a step", () => {
       ["n1", "skipped", 'not run: "fatal" failed fatally'],
     ]);
     // Recovered while the model answered the failure.
-    const resumed = await resumeBefore("fatal", "agent-core.model", 2, "fatal-resumed");
+    const resumed = await (await resumeBefore("fatal", "agent-core.model", 2, "fatal-resumed")).result();
     expect(results(resumed.messages)).toEqual(results(original.messages));
     expect(Object.fromEntries(executions)).toEqual({ f1: 1 });
     assertEventProtocol(await runtime.events("fatal-resumed"));
+  });
+
+  it("a run cancelled while no worker ran it, recovered mid-tool, ends aborted: the tool and the model not called again", async () => {
+    await (await runtime.start("noting", "Note it.", { runId: "noted" })).result();
+    const [calls, notes] = [modelCalls, executions.get("n2")];
+    // Recovered right before its tool call, by a worker that only now serves the queue it is on;
+    // the cancel comes while no worker runs it.
+    const resumed = await resumeBefore(
+      "noted",
+      "agent-core.tool.note",
+      1,
+      "noted-cancelled",
+      "held-recovered",
+    );
+    await runtime.cancel("noted-cancelled");
+    await serve("held-recovered");
+    const result = await resumed.result();
+    expect(result.stopReason).toBe("aborted");
+    expect([modelCalls, executions.get("n2")]).toEqual([calls, notes]);
+    const events = await runtime.events("noted-cancelled");
+    assertEventProtocol(events);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "aborted" });
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+  });
+
+  it("a queued run cancelled before any worker took it ends aborted without calling the model", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl, queue: "held-queued" });
+    try {
+      const calls = modelCalls;
+      const runId = await client.start("noting", "Note it.", { runId: "queued-cancelled" });
+      await client.cancel(runId);
+      await serve("held-queued");
+      const result = await client.result(runId);
+      expect(result.stopReason).toBe("aborted");
+      expect(modelCalls).toBe(calls);
+      const events = await runtime.events(runId);
+      assertEventProtocol(events);
+      expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+    } finally {
+      await client.close();
+    }
   });
 });

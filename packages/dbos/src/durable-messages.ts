@@ -63,8 +63,9 @@ export function messageFor(
 
 /**
  * Cancels a run wherever it is: a `NOTIFY` makes the worker running it abort it at once; two
- * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, takes
- * the cancel before its next model call) or if it waits for an answer.
+ * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, or a
+ * queued one takes the cancel before it calls the model or a tool again) or if it waits for an
+ * answer.
  */
 export async function cancelRun(
   workflowId: string,

@@ -66,8 +66,15 @@ export async function runDurably(
   // Model calls are one at a time, in the same order on replay: the point where steering and
   // follow-ups sent meanwhile are received without breaking determinism. The step records
   // whether any waits (one read), and only then are they received (recorded receives).
+  let atStart = true;
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
+    // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
+    waitingAtStart: () => {
+      if (!atStart) return Promise.resolve(false);
+      atStart = false;
+      return messagesWaiting(host.pool, workflowId);
+    },
     receive: async () => {
       for (const received of await receiveMessages(clock))
         if (received.queue === "cancel") agent.abort(CANCELLED);
@@ -75,7 +82,10 @@ export async function runDurably(
     },
   };
   container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
-  container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), { clock }));
+  container.registerInstance(
+    TOOL_RUNNER,
+    durableToolRunner(container.resolve(TOOL_RUNNER), { clock, inbox }),
+  );
   // The prompt's run is the workflow; each resumption after a wait is a run of its own.
   const runIds: string[] = [];
   container.registerInstance(ID_SOURCE, {

@@ -1,5 +1,6 @@
 import {
   AgentError,
+  abortError,
   type Clock,
   type ModelStep,
   type ModelStepResult,
@@ -18,12 +19,20 @@ interface RecordedModelCall {
   at: number;
   /** Whether messages for the run were waiting when it ended (recorded: a replay receives alike). */
   messagesWaiting?: boolean;
+  /** Not made: messages waited before it (see `StepInbox.waitingAtStart`); they come first. */
+  deferred?: true;
 }
 
 /** The run's messages as the model step sees them: checked in the step, received after it. */
 export interface StepInbox {
   /** Inside the step: whether any message waits (a cheap read). */
   waiting(): Promise<boolean>;
+  /**
+   * Inside the first step this execution of the workflow runs live (of a run recovered or taken
+   * from the queue, or just started): whether messages wait, sent while no worker ran the run (a
+   * cancel, above all). Then the step runs nothing: they are received first. False afterwards.
+   */
+  waitingAtStart?(): Promise<boolean>;
   /** In the workflow, after a step that found messages waiting: receives them (recorded). */
   receive(): Promise<void>;
 }
@@ -76,44 +85,54 @@ export function durableModelStep(
   return {
     async run(request) {
       let executed = false;
-      const recorded = await DBOS.runStep(
-        async (): Promise<RecordedModelCall> => {
-          executed = true;
-          const chunks: RecordedModelCall["chunks"] = [];
-          try {
-            const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
-            const result = await inner.run({
-              model,
-              prompt,
-              tools,
-              settings,
-              signal,
-              abortScope,
-              retry,
-              timeouts,
-              onText: (text) => {
-                chunks.push(["text", text]);
-                request.onText?.(text);
-              },
-              onReasoning: (text) => {
-                chunks.push(["reasoning", text]);
-                request.onReasoning?.(text);
-              },
-            });
-            return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
-          } catch (error) {
-            const failure =
-              error instanceof AgentError ? error : new AgentError("provider_error", String(error));
-            return {
-              chunks,
-              error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
-              at: Date.now(),
-              messagesWaiting: await inbox?.waiting(),
-            };
-          }
-        },
-        { name: "agent-core.model" },
-      );
+      let recorded: RecordedModelCall;
+      for (;;) {
+        recorded = await DBOS.runStep(
+          async (): Promise<RecordedModelCall> => {
+            executed = true;
+            if (await inbox?.waitingAtStart?.()) return { chunks: [], at: Date.now(), deferred: true };
+            const chunks: RecordedModelCall["chunks"] = [];
+            try {
+              const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
+              const result = await inner.run({
+                model,
+                prompt,
+                tools,
+                settings,
+                signal,
+                abortScope,
+                retry,
+                timeouts,
+                onText: (text) => {
+                  chunks.push(["text", text]);
+                  request.onText?.(text);
+                },
+                onReasoning: (text) => {
+                  chunks.push(["reasoning", text]);
+                  request.onReasoning?.(text);
+                },
+              });
+              return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
+            } catch (error) {
+              const failure =
+                error instanceof AgentError ? error : new AgentError("provider_error", String(error));
+              return {
+                chunks,
+                error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
+                at: Date.now(),
+                messagesWaiting: await inbox?.waiting(),
+              };
+            }
+          },
+          { name: "agent-core.model" },
+        );
+        if (!recorded.deferred) break;
+        // Messages sent while no worker ran the run: a cancel ends it before the model is called.
+        await inbox?.receive();
+        const aborted = request.abortScope?.aborted ? request.abortScope.signal : request.signal;
+        if (aborted?.aborted) throw abortError(aborted.reason);
+        executed = false;
+      }
       // Told at the time they were first told (the clock moves on to the call's end after them).
       if (!executed)
         for (const [kind, text] of recorded.chunks)
@@ -135,35 +154,51 @@ export function durableModelStep(
  * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
  * its result and that it failed fatally, which a replay tells the batch again.
  */
-type RecordedToolCall = ToolResultMessage | { message: ToolResultMessage; fatal: true };
+type RecordedToolCall =
+  | ToolResultMessage
+  | { message: ToolResultMessage; fatal: true }
+  /** Not run: messages waited before it (see `StepInbox.waitingAtStart`); they come first. */
+  | { deferred: true };
 
 /**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
  * `idempotencyKey`.
  */
-export function durableToolRunner(inner: ToolRunner, options: DurableStepOptions = {}): ToolRunner {
-  const { clock } = options;
+export function durableToolRunner(
+  inner: ToolRunner,
+  options: DurableStepOptions & { inbox?: StepInbox } = {},
+): ToolRunner {
+  const { clock, inbox } = options;
   return {
     run: async (request) => {
       let executed = false;
-      const recorded = await DBOS.runStep(
-        async (): Promise<RecordedToolCall> => {
-          executed = true;
-          let fatal = false;
-          const message = await inner.run({
-            ...request,
-            fatal: {
-              toolFailedFatally(call) {
-                fatal = true;
-                request.fatal.toolFailedFatally(call);
+      let recorded: RecordedToolCall;
+      for (;;) {
+        recorded = await DBOS.runStep(
+          async (): Promise<RecordedToolCall> => {
+            executed = true;
+            if (await inbox?.waitingAtStart?.()) return { deferred: true };
+            let fatal = false;
+            const message = await inner.run({
+              ...request,
+              fatal: {
+                toolFailedFatally(call) {
+                  fatal = true;
+                  request.fatal.toolFailedFatally(call);
+                },
               },
-            },
-          });
-          return fatal ? { message, fatal } : message;
-        },
-        { name: `agent-core.tool.${request.call.name}` },
-      );
+            });
+            return fatal ? { message, fatal } : message;
+          },
+          { name: `agent-core.tool.${request.call.name}` },
+        );
+        if (!("deferred" in recorded)) break;
+        // Messages sent while no worker ran the run come first: after a cancel, the call runs
+        // nothing (its scope is aborted) and gets its recorded "aborted" result.
+        await inbox?.receive();
+        executed = false;
+      }
       const message = "role" in recorded ? recorded : recorded.message;
       // A replayed fatal failure stops its batch as the first execution's did: the calls after it
       // are skipped, not run.
