@@ -57,6 +57,13 @@ beforeAll(async () => {
   runtime = new DurableRuntime({
     databaseUrl,
     agents: {
+      // Asks for approval of a note.
+      approving: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n3" })], [script.text("Noted.")]),
+          tools: [note],
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
       // A note, then an answer.
       noting: () =>
         new Agent({
@@ -106,6 +113,15 @@ async function resumeBefore(
 
 /** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
 const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
+
+/** Until the run's `agent_end` is stored. */
+async function untilEnd(runId: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await runtime.events(runId)).some((event) => event.type === "agent_end")) {
+    if (Date.now() > deadline) throw new Error(`${runId} did not end`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 const results = (messages: AgentMessage[]) =>
   messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
@@ -163,5 +179,17 @@ describe("a durable run resumed after a step", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("a durable run that waits", () => {
+  it("cancelled, ends as aborted", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "approving-cancelled" });
+    await untilEnd("approving-cancelled");
+    await runtime.cancel("approving-cancelled");
+    const result = await run.result();
+    expect(result.stopReason).toBe("aborted");
+    expect(result.runIds).toEqual(["approving-cancelled"]);
+    expect(executions.get("n3")).toBeUndefined();
   });
 });

@@ -116,11 +116,17 @@ async function runToEnd(
   const run = agent.prompt(prompt, { clientTools: "suspend" });
   started?.(run);
   let result = await run.result();
+  let cancelled = false;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
       const answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null || answer.kind === "cancel") break;
+      if (answer === null) break;
+      if (answer.kind === "cancel") {
+        // Cancelled while it waits: it ends there, as aborted.
+        cancelled = true;
+        break;
+      }
       if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
       const resumed = deliver(agent, answer);
       if (resumed !== undefined) result = await resumed.result();
@@ -141,7 +147,7 @@ async function runToEnd(
   return {
     runId: result.runId,
     runIds,
-    stopReason: result.stopReason,
+    stopReason: cancelled ? "aborted" : result.stopReason,
     text: result.text,
     messages: result.messages,
   };
