@@ -1,4 +1,4 @@
-import { DurableRunClient, type DurableRunResult, DurableRuntime } from "@agent-core/dbos";
+import { DurableRunClient, type DurableRunResult, DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
@@ -191,5 +191,18 @@ describe("a durable run that waits", () => {
     expect(result.stopReason).toBe("aborted");
     expect(result.runIds).toEqual(["approving-cancelled"]);
     expect(executions.get("n3")).toBeUndefined();
+  });
+
+  it("an answer to a workflow that has ended, or never was, is refused: RunEndedError", async () => {
+    const approval = { kind: "approval", toolCallId: "n3", approved: true } as const;
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const answer of [runtime.answer.bind(runtime), client.answer.bind(client)]) {
+        await expect(answer("approving-cancelled", approval)).rejects.toBeInstanceOf(RunEndedError);
+        await expect(answer("no-such-run", approval)).rejects.toBeInstanceOf(RunEndedError);
+      }
+    } finally {
+      await client.close();
+    }
   });
 });

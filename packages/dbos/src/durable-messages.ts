@@ -47,6 +47,11 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
 }
 
+/** Throws `RunEndedError` unless the workflow's status (`undefined`: no such workflow) takes messages. */
+export function checkTakesMessages(workflowId: string, status: string | undefined): void {
+  if (status === undefined || ENDED.has(status)) throw new RunEndedError(workflowId);
+}
+
 /**
  * The message to send, once the workflow's status (`undefined`: no such workflow) says it still
  * takes messages; else `RunEndedError`.
@@ -57,7 +62,7 @@ export function messageFor(
   queue: "steer" | "followUp",
   content: string,
 ): DurableMessage {
-  if (status === undefined || ENDED.has(status)) throw new RunEndedError(workflowId);
+  checkTakesMessages(workflowId, status);
   return { queue, message: { role: "user", content, timestamp: Date.now() } };
 }
 

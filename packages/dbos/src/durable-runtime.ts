@@ -6,6 +6,7 @@ import {
   ANSWERS,
   CANCEL_CHANNEL,
   cancelRun,
+  checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
   messageFor,
@@ -152,10 +153,12 @@ export class DurableRuntime {
 
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
-   * delivered to the run wherever it executes, even after its worker died.
+   * delivered to the run wherever it executes, even after its worker died. Throws
+   * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled).
    */
-  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return DBOS.send(workflowId, stamped(answer), ANSWERS);
+  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
+    await DBOS.send(workflowId, stamped(answer), ANSWERS);
   }
 
   /**

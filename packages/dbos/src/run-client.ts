@@ -1,6 +1,14 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
-import { ANSWERS, cancelRun, type DurableAnswer, MESSAGES, messageFor, stamped } from "./durable-messages.js";
+import {
+  ANSWERS,
+  cancelRun,
+  checkTakesMessages,
+  type DurableAnswer,
+  MESSAGES,
+  messageFor,
+  stamped,
+} from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
@@ -52,9 +60,13 @@ export class DurableRunClient {
     return this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult();
   }
 
-  /** Answers a run that waits for an approval or a client tool result, wherever it executes. */
-  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#client.send(workflowId, stamped(answer), ANSWERS);
+  /**
+   * Answers a run that waits for an approval or a client tool result, wherever it executes;
+   * `RunEndedError` when its workflow has ended.
+   */
+  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
+    await this.#client.send(workflowId, stamped(answer), ANSWERS);
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */
