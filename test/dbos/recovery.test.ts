@@ -206,3 +206,20 @@ describe("a durable run that waits", () => {
     }
   });
 });
+
+describe("a run id", () => {
+  it("of the form of a workflow's later runs (<runId>.2, …) is refused: it would share their events", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      await expect(runtime.start("noting", "Note it.", { runId: "invoice.2" })).rejects.toThrow(
+        /ends in "\.<digits>"/,
+      );
+      await expect(client.start("noting", "Note it.", { runId: "noted.12" })).rejects.toThrow(
+        /ends in "\.<digits>"/,
+      );
+      expect(await DBOS.getWorkflowStatus("invoice.2")).toBeNull();
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import { AgentError, type ClientToolOutcome, type UserMessage } from "@agent-core/core";
+import { AgentError, type ClientToolOutcome, InvalidConfigError, type UserMessage } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { RecordedClock } from "./durable-services.js";
 
@@ -45,6 +45,17 @@ export class RunEndedError extends AgentError {
 /** The answer as sent: stamped with the sending time. */
 export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
+}
+
+/**
+ * Throws unless `runId` can name a workflow: the runs after its first are `<runId>.2`, `.3`, …,
+ * so an id of that form would share its events with another workflow's run.
+ */
+export function checkRunId(runId: string | undefined): void {
+  if (runId !== undefined && /\.\d+$/.test(runId))
+    throw new InvalidConfigError(
+      `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,
+    );
 }
 
 /** Throws `RunEndedError` unless the workflow's status (`undefined`: no such workflow) takes messages. */

@@ -6,6 +6,7 @@ import {
   ANSWERS,
   CANCEL_CHANNEL,
   cancelRun,
+  checkRunId,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
@@ -125,9 +126,11 @@ export class DurableRuntime {
 
   /**
    * Starts a run of the named agent (through the queue when there is one: any worker may take
-   * it); `runId` makes the start idempotent (the same id: the same run).
+   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` may not end in
+   * `.<digits>` (`InvalidConfigError`): the form of a workflow's later runs, `<runId>.2`, ….
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkRunId(options.runId);
     if (!(agentName in this.#options.agents))
       throw new InvalidConfigError(
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,

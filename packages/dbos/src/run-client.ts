@@ -3,6 +3,7 @@ import pg from "pg";
 import {
   ANSWERS,
   cancelRun,
+  checkRunId,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
@@ -41,8 +42,12 @@ export class DurableRunClient {
     return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl);
   }
 
-  /** Enqueues a run of the named agent; the same `runId` again is the same run. */
+  /**
+   * Enqueues a run of the named agent; the same `runId` again is the same run (one that ends in
+   * `.<digits>` is refused, see `DurableRuntime.start()`).
+   */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
+    checkRunId(options.runId);
     const handle = await this.#client.enqueue(
       {
         queueName: this.#queue,
