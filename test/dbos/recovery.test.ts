@@ -2,6 +2,7 @@ import { DurableRunClient, type DurableRunResult, DurableRuntime, RunEndedError 
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
@@ -26,6 +27,14 @@ const fatal = defineTool({
     counted(toolCallId);
     throw new FatalToolError("the disk is gone");
   },
+});
+/** Waits until its signal aborts (a cancelled run). */
+const hang = defineTool({
+  name: "hang",
+  description: "Hangs until cancelled",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
 });
 const note = defineTool({
   name: "note",
@@ -57,6 +66,11 @@ beforeAll(async () => {
   runtime = new DurableRuntime({
     databaseUrl,
     agents: {
+      hanging: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("hang", {}, { id: "h1" })], [script.text("Never.")]),
+          tools: [hang],
+        }),
       // Asks for approval of a note.
       approving: () =>
         new Agent({
@@ -114,11 +128,11 @@ async function resumeBefore(
 /** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
 const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
 
-/** Until the run's `agent_end` is stored. */
-async function untilEnd(runId: string): Promise<void> {
+/** Until the run has stored an event of that type. */
+async function untilEvent(runId: string, type: string): Promise<void> {
   const deadline = Date.now() + 10_000;
-  while (!(await runtime.events(runId)).some((event) => event.type === "agent_end")) {
-    if (Date.now() > deadline) throw new Error(`${runId} did not end`);
+  while (!(await runtime.events(runId)).some((event) => event.type === type)) {
+    if (Date.now() > deadline) throw new Error(`no ${type} in ${runId}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -185,7 +199,7 @@ describe("a durable run resumed after a step", () => {
 describe("a durable run that waits", () => {
   it("cancelled, ends as aborted", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "approving-cancelled" });
-    await untilEnd("approving-cancelled");
+    await untilEvent("approving-cancelled", "agent_end");
     await runtime.cancel("approving-cancelled");
     const result = await run.result();
     expect(result.stopReason).toBe("aborted");
@@ -221,5 +235,29 @@ describe("a run id", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("cancel()", () => {
+  it("still reaches a running run at once after the worker's connection for it dropped", async () => {
+    const run = await runtime.start("hanging", "Hang.", { runId: "hanging-cancelled" });
+    await untilEvent("hanging-cancelled", "tool_call");
+    // The database drops the connection the worker listens for cancels on (a restart, a failover).
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      const { rowCount } = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN agent_core_cancel'",
+      );
+      expect(rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    await runtime.cancel("hanging-cancelled");
+    const ended = await Promise.race([
+      run.result().then((result) => result.stopReason),
+      new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5000)),
+    ]);
+    expect(ended).toBe("aborted");
   });
 });

@@ -70,6 +70,7 @@ export class DurableRuntime {
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
   #cancelListener: pg.Client | undefined;
+  #shuttingDown = false;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
@@ -108,13 +109,7 @@ export class DurableRuntime {
     await this.#store.createTable();
     // A cancelled run stops at once in the worker that runs it (and later through its messages
     // when none does).
-    this.#cancelListener = new pg.Client({ connectionString: this.#options.databaseUrl });
-    await this.#cancelListener.connect();
-    this.#cancelListener.on("notification", ({ payload }) => {
-      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
-    });
-    this.#cancelListener.on("error", () => {});
-    await this.#cancelListener.query(`LISTEN ${CANCEL_CHANNEL}`);
+    await this.#listenForCancels();
     const queue = this.#options.queue;
     if (queue)
       await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
@@ -195,7 +190,67 @@ export class DurableRuntime {
     await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
+  /**
+   * The connection the cancels' `NOTIFY` reach this worker on. When it drops (a restart or a
+   * failover of the database), it is made again, and the runs executing here whose cancel came
+   * meanwhile are aborted then: without it, no cancel would reach a running run of this worker.
+   */
+  async #listenForCancels(): Promise<void> {
+    const listener = new pg.Client({ connectionString: this.#options.databaseUrl });
+    listener.on("notification", ({ payload }) => {
+      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
+    });
+    let lost = false;
+    const reconnect = () => {
+      if (lost || this.#shuttingDown) return;
+      lost = true;
+      void listener.end().catch(() => {});
+      this.#relisten(100);
+    };
+    listener.on("error", reconnect);
+    listener.on("end", reconnect);
+    try {
+      await listener.connect();
+      await listener.query(`LISTEN ${CANCEL_CHANNEL}`);
+    } catch (error) {
+      lost = true;
+      await listener.end().catch(() => {});
+      throw error;
+    }
+    this.#cancelListener = listener;
+    // Shut down while it connected: it listens for no one.
+    if (this.#shuttingDown) await listener.end().catch(() => {});
+  }
+
+  /** Listens again after `delayMs` (doubling up to 5 s while the database is away). */
+  #relisten(delayMs: number): void {
+    this.#cancelListener = undefined;
+    const timer = setTimeout(async () => {
+      if (this.#shuttingDown) return;
+      try {
+        await this.#listenForCancels();
+        await this.#abortCancelledMeanwhile();
+      } catch {
+        this.#relisten(Math.min(delayMs * 2, 5000));
+      }
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** The runs executing here with a cancel waiting as a message: their `NOTIFY` may be lost. */
+  async #abortCancelledMeanwhile(): Promise<void> {
+    const executing = [...this.#executing.keys()];
+    if (executing.length === 0) return;
+    const { rows } = await this.#pool.query<{ workflow_id: string }>(
+      `SELECT DISTINCT destination_uuid AS workflow_id FROM dbos.notifications
+       WHERE destination_uuid = ANY($1) AND topic = $2 AND NOT consumed AND message LIKE '%"queue":"cancel"%'`,
+      [executing, MESSAGES],
+    );
+    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.abort(CANCELLED);
+  }
+
   async shutdown(): Promise<void> {
+    this.#shuttingDown = true;
     await DBOS.shutdown();
     await this.#cancelListener?.end().catch(() => {});
     await this.#pool.end();
