@@ -1,13 +1,14 @@
+import { connect, createServer, type Socket } from "node:net";
 import type { AgentEvent } from "@agent-core/core";
-import { EventStore } from "@agent-core/dbos";
+import { EventFollower, EventStore } from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // The durable event log against a throwaway PostgreSQL: what it stores of hostile events, how
-// large a batch it writes, and that the runs sharing one store (one per worker process) do not
-// share a failure.
+// large a batch it writes, that the runs sharing one store (one per worker process) do not share
+// a failure, and how its followers get their LISTEN connection.
 
 let postgres: ThrowawayPostgres;
 let pool: pg.Pool;
@@ -79,5 +80,40 @@ describe("the durable event log", () => {
     await store.flush(["long"]);
     const stored = await store.read("long");
     expect(stored.map((event) => event.seq)).toEqual(events.map((_, seq) => seq));
+  });
+});
+
+describe("following a run's events", () => {
+  it("a LISTEN connection that could not be made is made for the next follower", async () => {
+    // A door to the database that refuses its first connection (the database was away then).
+    const target = new URL(postgres.url("agent_core_store"));
+    let refused = 0;
+    const sockets = new Set<Socket>();
+    const door = createServer((client) => {
+      sockets.add(client);
+      if (refused++ === 0) return client.destroy();
+      const server = connect(Number(target.port), target.hostname);
+      sockets.add(server);
+      client.pipe(server).pipe(client);
+      client.on("error", () => server.destroy());
+      server.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => door.listen(0, "127.0.0.1", resolve));
+    const { port } = door.address() as { port: number };
+    const store = new EventStore(pool);
+    const follower = new EventFollower(store, `postgres://postgres@127.0.0.1:${port}/agent_core_store`);
+    try {
+      const sink = store.sink();
+      for (const event of run("followed", ["here"])) sink.publish(event);
+      await store.flush(["followed"]);
+      await expect(follower.follow("followed", -1, () => {}).caughtUp).rejects.toThrow();
+      const seen: AgentEvent[] = [];
+      await follower.follow("followed", -1, (event) => seen.push(event)).caughtUp;
+      expect(seen.map((event) => event.type)).toEqual(["agent_start", "text_delta", "agent_end"]);
+    } finally {
+      await follower.close();
+      for (const socket of sockets) socket.destroy();
+      door.close();
+    }
   });
 });
