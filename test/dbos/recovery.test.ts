@@ -261,3 +261,24 @@ describe("cancel()", () => {
     expect(ended).toBe("aborted");
   });
 });
+
+describe("runtime.prompt()", () => {
+  it("refuses an agent that has run before: its runs would keep that run's services, not the workflow's", async () => {
+    const agent = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });
+    const first = await (await runtime.prompt(agent, "First.")).result();
+    expect(first.text).toBe("One.");
+    await expect(runtime.prompt(agent, "Second.")).rejects.toThrow(/has run before/);
+    const inMemory = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });
+    await inMemory.prompt("Here.").result();
+    await expect(runtime.prompt(inMemory, "Durably.")).rejects.toThrow(/has run before/);
+    // The conversation goes on durably in a new agent with its history.
+    const next = new Agent({ provider: byTurn([], [script.text("Two.")]), messages: first.messages });
+    const second = await runtime.prompt(next, "Second.");
+    const result = await second.result();
+    expect(result.text).toBe("Two.");
+    expect(result.messages).toHaveLength(4);
+    // Its own workflow, its own log.
+    expect(await runtime.retrieve(second.runId).result()).toMatchObject({ runIds: [second.runId] });
+    assertEventProtocol(await runtime.events(second.runId));
+  });
+});

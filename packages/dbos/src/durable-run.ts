@@ -6,6 +6,7 @@ import {
   CLOCK,
   EVENT_SINK,
   ID_SOURCE,
+  InvalidConfigError,
   MODEL_STEP,
   type StopReason,
   TOOL_RUNNER,
@@ -114,6 +115,15 @@ async function runToEnd(
 ): Promise<DurableRunResult> {
   // Client tools suspend the run (a wait is a durable message, not a process holding on).
   const run = agent.prompt(prompt, { clientTools: "suspend" });
+  // An agent resolves its services once, at its first prompt: one that ran before runs with the
+  // services it had then, none of them this workflow's (its run id tells).
+  if (run.runId !== runIds[0]) {
+    const error = new InvalidConfigError(
+      "This agent has run before, so its runs keep the services of its first: a durable run needs an agent that has never run. Make a new Agent (pass the history as `messages`).",
+    );
+    run.abort(error);
+    throw error;
+  }
   started?.(run);
   let result = await run.result();
   let cancelled = false;

@@ -269,8 +269,9 @@ export class DurableRuntime {
       started = resolve;
     });
     this.#local.set(key, { agent, input, started });
-    await DBOS.startWorkflow(this.#localWorkflow)(key);
-    return run;
+    const handle = await DBOS.startWorkflow(this.#localWorkflow)(key);
+    // A workflow that fails before the run begins (an agent that has run before) rejects.
+    return Promise.race([run, handle.getResult().then(() => run)]);
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
