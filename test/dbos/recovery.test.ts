@@ -1,4 +1,10 @@
-import { DurableRunClient, type DurableRunResult, DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import {
+  DurableRunClient,
+  type DurableRunResult,
+  DurableRuntime,
+  RunEndedError,
+  UnknownRunError,
+} from "@agent-core/dbos";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
@@ -280,5 +286,23 @@ describe("runtime.prompt()", () => {
     // Its own workflow, its own log.
     expect(await runtime.retrieve(second.runId).result()).toMatchObject({ runIds: [second.runId] });
     assertEventProtocol(await runtime.events(second.runId));
+  });
+});
+
+describe("a run's result", () => {
+  it("of an id no workflow has (a later run's, <id>.2) is refused at once, not waited for forever", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const result of [
+        (id: string) => runtime.retrieve(id).result(),
+        (id: string) => client.result(id),
+      ]) {
+        await expect(result("no-such-run")).rejects.toBeInstanceOf(UnknownRunError);
+        await expect(result("noted.2")).rejects.toThrow(/a later run of workflow "noted"/);
+        expect((await result("noted")).stopReason).toBe("completed");
+      }
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -42,6 +42,17 @@ export class RunEndedError extends AgentError {
   }
 }
 
+/** A run id that names no workflow (a later run's id, `<id>.2`, names none of its own). */
+export class UnknownRunError extends AgentError {
+  constructor(runId: string) {
+    const later = /^(.+)\.\d+$/.exec(runId)?.[1];
+    super(
+      "unknown_run",
+      `No durable run "${runId}"${later === undefined ? "" : `: a later run of workflow "${later}" has no result of its own, the workflow's has`}.`,
+    );
+  }
+}
+
 /** The answer as sent: stamped with the sending time. */
 export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;

@@ -12,6 +12,7 @@ import {
   MESSAGES,
   messageFor,
   stamped,
+  UnknownRunError,
 } from "./durable-messages.js";
 import { CANCELLED, type DurableRunHost, type DurableRunResult, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
@@ -139,9 +140,16 @@ export class DurableRuntime {
     return { runId: handle.workflowID, result: () => handle.getResult() };
   }
 
-  /** A run started by any process. */
+  /** A run started by any process; its `result()` rejects with `UnknownRunError` when none has that id. */
   retrieve(runId: string): DurableRun {
-    return { runId, result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult() };
+    return {
+      runId,
+      result: async () => {
+        // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
+        if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
+        return DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult();
+      },
+    };
   }
 
   /** The run's events stored so far after `after` (default: all), in seq order. */

@@ -9,6 +9,7 @@ import {
   MESSAGES,
   messageFor,
   stamped,
+  UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
@@ -60,8 +61,9 @@ export class DurableRunClient {
     return handle.workflowID;
   }
 
-  /** Resolves when the run ends, in whichever worker. */
-  result(runId: string): Promise<DurableRunResult> {
+  /** Resolves when the run ends, in whichever worker; `UnknownRunError` when none has that id. */
+  async result(runId: string): Promise<DurableRunResult> {
+    if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
     return this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult();
   }
 
