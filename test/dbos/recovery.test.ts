@@ -277,6 +277,12 @@ describe("runtime.prompt()", () => {
     const inMemory = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });
     await inMemory.prompt("Here.").result();
     await expect(runtime.prompt(inMemory, "Durably.")).rejects.toThrow(/has run before/);
+    // Steered before its first prompt, an agent has not run: its run is the workflow's.
+    const steered = new Agent({ provider: byTurn([script.text("Steered.")]) });
+    steered.steer("Briefly.");
+    const steeredRun = await runtime.prompt(steered, "Go.");
+    await steeredRun.result();
+    expect(await runtime.retrieve(steeredRun.runId).result()).toMatchObject({ runIds: [steeredRun.runId] });
     // The conversation goes on durably in a new agent with its history.
     const next = new Agent({ provider: byTurn([], [script.text("Two.")]), messages: first.messages });
     const second = await runtime.prompt(next, "Second.");
