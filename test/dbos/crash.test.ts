@@ -237,6 +237,15 @@ describe("several workers on one database", () => {
         return rows[0].calls > 0;
       }, "the first worker running a queued run");
       workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b"));
+      // The queued runs' tool calls wait at a gate, so the first worker cannot run them all
+      // before the second one is up, however slow its start: opened once both run some.
+      await until(async () => {
+        const { rows } = await pool.query(
+          "SELECT count(DISTINCT pid)::int AS workers FROM tool_runs WHERE run_id LIKE 'queued-%'",
+        );
+        return rows[0].workers === 2;
+      }, "the second worker running a queued run");
+      await pool.query("INSERT INTO gate VALUES (true)");
       const results = await Promise.all(runIds.map((runId) => client.result(runId)));
       expect(results.map((result) => result.stopReason)).toEqual(Array(6).fill("completed"));
       const { rows } = await pool.query(

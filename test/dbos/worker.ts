@@ -22,6 +22,12 @@ const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 await pool.query(
   "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, pid integer, at timestamptz DEFAULT now())",
 );
+// The queued runs' tool calls wait until the test opens the gate (a row in `gate`).
+await pool.query("CREATE TABLE IF NOT EXISTS gate (open boolean)");
+async function gate(): Promise<void> {
+  while ((await pool.query("SELECT 1 FROM gate")).rowCount === 0)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+}
 
 const readPage = defineTool({
   name: "read_page",
@@ -36,11 +42,13 @@ const add = defineTool({
   description: "Adds two numbers, slowly.",
   inputSchema: z.object({ a: z.number(), b: z.number() }),
   execute: async ({ a, b }, { toolCallId, idempotencyKey }) => {
+    const runId = idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":"));
     await pool.query("INSERT INTO tool_runs (run_id, tool_call_id, pid) VALUES ($1, $2, $3)", [
-      idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":")),
+      runId,
       toolCallId,
       process.pid,
     ]);
+    if (runId.startsWith("queued-")) await gate();
     await new Promise((resolve) => setTimeout(resolve, delays[toolCallId] ?? 100));
     return a + b;
   },
