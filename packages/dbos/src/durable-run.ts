@@ -67,15 +67,17 @@ export async function runDurably(
   // Model calls are one at a time, in the same order on replay: the point where steering and
   // follow-ups sent meanwhile are received without breaking determinism. The step records
   // whether any waits (one read), and only then are they received (recorded receives).
-  let atStart = true;
+  let live = false;
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
     // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
-    waitingAtStart: () => {
-      if (!atStart) return Promise.resolve(false);
-      atStart = false;
-      return messagesWaiting(host.pool, workflowId);
+    firstLive: () => {
+      const first = !live;
+      live = true;
+      return first;
     },
+    cancelWaiting: () => cancelWaiting(host.pool, workflowId),
+    cancel: () => agent.abort(CANCELLED),
     receive: async () => {
       for (const received of await receiveMessages(clock))
         if (received.queue === "cancel") agent.abort(CANCELLED);
@@ -177,6 +179,20 @@ async function messagesWaiting(pool: Pick<Pool, "query">, workflowId: string): P
     return rows[0]?.waiting === true;
   } catch {
     return true;
+  }
+}
+
+/** Whether a cancel waits for the workflow (as `messagesWaiting`, of cancels only). */
+async function cancelWaiting(pool: Pick<Pool, "query">, workflowId: string): Promise<boolean> {
+  try {
+    const { rows } = await pool.query(
+      `SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2
+        AND NOT consumed AND message LIKE '%"queue":"cancel"%') AS waiting`,
+      [workflowId, MESSAGES],
+    );
+    return rows[0]?.waiting === true;
+  } catch {
+    return false;
   }
 }
 

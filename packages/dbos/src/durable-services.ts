@@ -5,6 +5,7 @@ import {
   type ModelStep,
   type ModelStepResult,
   type StopReason,
+  type ToolCall,
   type ToolResultMessage,
   type ToolRunner,
 } from "@agent-core/core";
@@ -19,7 +20,7 @@ interface RecordedModelCall {
   at: number;
   /** Whether messages for the run were waiting when it ended (recorded: a replay receives alike). */
   messagesWaiting?: boolean;
-  /** Not made: messages waited before it (see `StepInbox.waitingAtStart`); they come first. */
+  /** Not made: messages waited before it (see `StepInbox.firstLive`); they come first. */
   deferred?: true;
 }
 
@@ -28,11 +29,16 @@ export interface StepInbox {
   /** Inside the step: whether any message waits (a cheap read). */
   waiting(): Promise<boolean>;
   /**
-   * Inside the first step this execution of the workflow runs live (of a run recovered or taken
-   * from the queue, or just started): whether messages wait, sent while no worker ran the run (a
-   * cancel, above all). Then the step runs nothing: they are received first. False afterwards.
+   * Inside a step: true for the first step this execution of the workflow runs live (of a run
+   * recovered or taken from the queue, or just started), false for every later one. That step
+   * reads the messages sent while no worker ran the run (a cancel, above all) before it calls
+   * anything.
    */
-  waitingAtStart?(): Promise<boolean>;
+  firstLive?(): boolean;
+  /** Inside the step: whether a cancel waits (a cheap read). */
+  cancelWaiting?(): Promise<boolean>;
+  /** In the workflow, after a step that found a cancel waiting: aborts the run as the cancel does. */
+  cancel?(): void;
   /** In the workflow, after a step that found messages waiting: receives them (recorded). */
   receive(): Promise<void>;
 }
@@ -90,7 +96,8 @@ export function durableModelStep(
         recorded = await DBOS.runStep(
           async (): Promise<RecordedModelCall> => {
             executed = true;
-            if (await inbox?.waitingAtStart?.()) return { chunks: [], at: Date.now(), deferred: true };
+            if (inbox?.firstLive?.() && (await inbox.waiting()))
+              return { chunks: [], at: Date.now(), deferred: true };
             const chunks: RecordedModelCall["chunks"] = [];
             try {
               const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
@@ -152,18 +159,18 @@ export function durableModelStep(
 
 /**
  * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
- * its result and that it failed fatally, which a replay tells the batch again.
+ * its result and that it failed fatally, which a replay tells the batch again, or (when the run
+ * had been cancelled while no worker ran it) the result of a call not run, which aborts the run.
  */
 type RecordedToolCall =
   | ToolResultMessage
   | { message: ToolResultMessage; fatal: true }
-  /** Not run: messages waited before it (see `StepInbox.waitingAtStart`); they come first. */
-  | { deferred: true };
+  | { message: ToolResultMessage; cancelled: true };
 
 /**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
- * `idempotencyKey`.
+ * `idempotencyKey`, unless the run was cancelled meanwhile.
  */
 export function durableToolRunner(
   inner: ToolRunner,
@@ -173,38 +180,51 @@ export function durableToolRunner(
   return {
     run: async (request) => {
       let executed = false;
-      let recorded: RecordedToolCall;
-      for (;;) {
-        recorded = await DBOS.runStep(
-          async (): Promise<RecordedToolCall> => {
-            executed = true;
-            if (await inbox?.waitingAtStart?.()) return { deferred: true };
-            let fatal = false;
-            const message = await inner.run({
-              ...request,
-              fatal: {
-                toolFailedFatally(call) {
-                  fatal = true;
-                  request.fatal.toolFailedFatally(call);
-                },
+      const recorded = await DBOS.runStep(
+        async (): Promise<RecordedToolCall> => {
+          executed = true;
+          // A cancel that no worker could take: the call is not run. (No message is received
+          // here: a receive beside the batch's other steps could take another step's place.)
+          if (inbox?.firstLive?.() && (await inbox.cancelWaiting?.()))
+            return { message: notRun(request.call, Date.now()), cancelled: true };
+          let fatal = false;
+          const message = await inner.run({
+            ...request,
+            fatal: {
+              toolFailedFatally(call) {
+                fatal = true;
+                request.fatal.toolFailedFatally(call);
               },
-            });
-            return fatal ? { message, fatal } : message;
-          },
-          { name: `agent-core.tool.${request.call.name}` },
-        );
-        if (!("deferred" in recorded)) break;
-        // Messages sent while no worker ran the run come first: after a cancel, the call runs
-        // nothing (its scope is aborted) and gets its recorded "aborted" result.
-        await inbox?.receive();
-        executed = false;
+            },
+          });
+          return fatal ? { message, fatal } : message;
+        },
+        { name: `agent-core.tool.${request.call.name}` },
+      );
+      if ("role" in recorded) {
+        if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
+        return recorded;
       }
-      const message = "role" in recorded ? recorded : recorded.message;
+      const { message } = recorded;
+      if ("cancelled" in recorded) inbox?.cancel?.();
       // A replayed fatal failure stops its batch as the first execution's did: the calls after it
       // are skipped, not run.
-      if (!executed && !("role" in recorded)) request.fatal.toolFailedFatally(request.call);
+      else if (!executed) request.fatal.toolFailedFatally(request.call);
       if (message.timestamp !== undefined) clock?.passed(message.timestamp);
       return message;
     },
+  };
+}
+
+/** The result of a call the run's abort kept from running (as the tool runner makes it). */
+function notRun(call: ToolCall, timestamp: number): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: "not run: the run was aborted",
+    isError: true,
+    status: "aborted",
+    timestamp,
   };
 }
