@@ -91,6 +91,19 @@ describe("services by token", () => {
     expect(stamps.every((stamp) => typeof stamp === "number" && stamp >= 5_000 && stamp < 6_000)).toBe(true);
   });
 
+  it("takes services registered on the agent's container after steer() and before the first prompt", async () => {
+    // A runtime that gets the agent once it was steered (the durable one's runtime.prompt()).
+    const agent = new Agent({ provider: scriptedModel([[script.text("a")]]) });
+    agent.steer("Mind the budget.");
+    agent.followUp("And then?");
+    agent.container.registerInstance(ID_SOURCE, countingIds());
+    agent.container.registerInstance(CLOCK, steppingClock(7_000));
+    const run = agent.prompt("hi");
+    expect(run.runId).toBe("run-1");
+    expect(run.events[0]?.ts).toBeGreaterThanOrEqual(7_000);
+    await run.result();
+  });
+
   it("lets a runtime record every model step and replay the run without the model", async () => {
     const recorded: ModelStepResult[] = [];
     const inner = rootContainer.resolve(MODEL_STEP);

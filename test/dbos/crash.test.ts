@@ -219,8 +219,7 @@ describe("a run resumed by a process with another orchestrator version", () => {
 
 describe("several workers on one database", () => {
   it("spread the runs of the queue between them, and a client that runs none follows every run", async () => {
-    // Each tool call waits until both workers are up: the first cannot run every run alone.
-    const workers = [worker("work", databaseUrl, "-", "sequential", "worker-a", "2")];
+    const workers = [worker("work", databaseUrl, "-", "sequential", "worker-a")];
     const client = await DurableRunClient.connect({ databaseUrl });
     try {
       const runIds = await Promise.all(
@@ -237,7 +236,16 @@ describe("several workers on one database", () => {
         );
         return rows[0].calls > 0;
       }, "the first worker running a queued run");
-      workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b", "2"));
+      workers.push(worker("work", databaseUrl, "-", "sequential", "worker-b"));
+      // The queued runs' tool calls wait at a gate, so the first worker cannot run them all
+      // before the second one is up, however slow its start: opened once both run some.
+      await until(async () => {
+        const { rows } = await pool.query(
+          "SELECT count(DISTINCT pid)::int AS workers FROM tool_runs WHERE run_id LIKE 'queued-%'",
+        );
+        return rows[0].workers === 2;
+      }, "the second worker running a queued run");
+      await pool.query("INSERT INTO gate VALUES (true)");
       const results = await Promise.all(runIds.map((runId) => client.result(runId)));
       expect(results.map((result) => result.stopReason)).toEqual(Array(6).fill("completed"));
       const { rows } = await pool.query(

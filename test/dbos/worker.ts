@@ -8,34 +8,25 @@ import { z } from "zod";
 // A worker process of the durable-run tests: `start` begins a run and waits to be killed, `resume`
 // launches (DBOS recovers the run) and prints its result, `whole` runs one to the end and prints
 // it, `work` serves the run queue until killed. An optional fifth argument is the worker's
-// `executorId` (several workers at once need one each, as docs/durable-runs.md says); a sixth, in
-// `work` mode, is how many workers serve the queue: a tool call returns only once that many have
-// launched, so the first worker cannot empty the queue before the others are up, however slowly
-// they start on a loaded machine.
+// `executorId` (several workers at once need one each, as docs/durable-runs.md says).
 // Every tool call is logged in the `tool_runs` table, so the test can count how often each ran.
 
-const [mode, databaseUrl, runId, execution, executorId, queueWorkers] = process.argv.slice(2) as [
+const [mode, databaseUrl, runId, execution, executorId] = process.argv.slice(2) as [
   string,
   string,
   string,
   string,
-  string | undefined,
   string | undefined,
 ];
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 await pool.query(
   "CREATE TABLE IF NOT EXISTS tool_runs (run_id text, tool_call_id text, pid integer, at timestamptz DEFAULT now())",
 );
-await pool.query("CREATE TABLE IF NOT EXISTS queue_workers (pid integer)");
-
-/** In `work` mode with a sixth argument: waits until that many queue workers have launched. */
-async function untilEveryWorkerLaunched(): Promise<void> {
-  if (queueWorkers === undefined) return;
-  for (;;) {
-    const { rows } = await pool.query("SELECT count(*)::int AS n FROM queue_workers");
-    if (rows[0].n >= Number(queueWorkers)) return;
+// The queued runs' tool calls wait until the test opens the gate (a row in `gate`).
+await pool.query("CREATE TABLE IF NOT EXISTS gate (open boolean)");
+async function gate(): Promise<void> {
+  while ((await pool.query("SELECT 1 FROM gate")).rowCount === 0)
     await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 const readPage = defineTool({
@@ -51,13 +42,14 @@ const add = defineTool({
   description: "Adds two numbers, slowly.",
   inputSchema: z.object({ a: z.number(), b: z.number() }),
   execute: async ({ a, b }, { toolCallId, idempotencyKey }) => {
+    const runId = idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":"));
     await pool.query("INSERT INTO tool_runs (run_id, tool_call_id, pid) VALUES ($1, $2, $3)", [
-      idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":")),
+      runId,
       toolCallId,
       process.pid,
     ]);
+    if (runId.startsWith("queued-")) await gate();
     await new Promise((resolve) => setTimeout(resolve, delays[toolCallId] ?? 100));
-    await untilEveryWorkerLaunched();
     return a + b;
   },
 });
@@ -114,7 +106,6 @@ const runtime = new DurableRuntime({
 });
 await runtime.launch();
 if (mode === "work") {
-  await pool.query("INSERT INTO queue_workers (pid) VALUES ($1)", [process.pid]);
   console.log("working");
   await new Promise(() => {}); // takes runs from the queue until killed
 }

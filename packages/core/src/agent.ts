@@ -27,7 +27,7 @@ import { type RunServiceSet, registerDefaultServices, resolveServices } from "./
 import { EventPublisher } from "./run/event-publisher.js";
 import { MessageInbox, MessageQueue } from "./run/message-queue.js";
 import { type RunResult, RunSession } from "./run/run-session.js";
-import type { Clock } from "./run/services.js";
+import { CLOCK, type Clock } from "./run/services.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
 import { WaitingCalls } from "./run/waiting-calls.js";
 import { ToolRegistry } from "./tools/registry.js";
@@ -226,13 +226,13 @@ export class Agent {
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
   steer(message: MessageInput): void {
     validateMessageInput(message, "steering message");
-    this.#steeringQueue.push(message, this.#services().clock.now());
+    this.#steeringQueue.push(message, this.#clock().now());
   }
 
   /** Queues a message that continues the run when it would otherwise stop. */
   followUp(message: MessageInput): void {
     validateMessageInput(message, "follow-up message");
-    this.#followUpQueue.push(message, this.#services().clock.now());
+    this.#followUpQueue.push(message, this.#clock().now());
   }
 
   /** Messages queued by `steer()` and `followUp()` (or put back by a run that ended before using them). */
@@ -273,11 +273,20 @@ export class Agent {
 
   /**
    * The services runs are assembled from, resolved from the agent's container when the agent
-   * first needs them (its first prompt, steer or follow-up): register yours before that.
+   * first needs them (its first prompt): register yours before that.
    */
   #services(): RunServiceSet {
     this.#resolved ??= resolveServices(this.#container ?? this.#parent);
     return this.#resolved;
+  }
+
+  /**
+   * The clock a queued message is stamped with. Before the first prompt it is looked up without
+   * resolving the rest: a runtime may still register its services (a durable one, whose run is
+   * prompted after `steer()`).
+   */
+  #clock(): Clock {
+    return this.#resolved?.clock ?? (this.#container ?? this.#parent).resolve(CLOCK);
   }
 
   /** `config.logger`, or the container's `LOGGER`. */

@@ -1,4 +1,4 @@
-import { AgentError, type ClientToolOutcome, type UserMessage } from "@agent-core/core";
+import { AgentError, type ClientToolOutcome, InvalidConfigError, type UserMessage } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { RecordedClock } from "./durable-services.js";
 
@@ -42,9 +42,36 @@ export class RunEndedError extends AgentError {
   }
 }
 
+/** A run id that names no workflow (a later run's id, `<id>.2`, names none of its own). */
+export class UnknownRunError extends AgentError {
+  constructor(runId: string) {
+    const later = /^(.+)\.\d+$/.exec(runId)?.[1];
+    super(
+      "unknown_run",
+      `No durable run "${runId}"${later === undefined ? "" : `: a later run of workflow "${later}" has no result of its own, the workflow's has`}.`,
+    );
+  }
+}
+
 /** The answer as sent: stamped with the sending time. */
 export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
+}
+
+/**
+ * Throws unless `runId` can name a workflow: the runs after its first are `<runId>.2`, `.3`, …,
+ * so an id of that form would share its events with another workflow's run.
+ */
+export function checkRunId(runId: string | undefined): void {
+  if (runId !== undefined && /\.\d+$/.test(runId))
+    throw new InvalidConfigError(
+      `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,
+    );
+}
+
+/** Throws `RunEndedError` unless the workflow's status (`undefined`: no such workflow) takes messages. */
+export function checkTakesMessages(workflowId: string, status: string | undefined): void {
+  if (status === undefined || ENDED.has(status)) throw new RunEndedError(workflowId);
 }
 
 /**
@@ -57,14 +84,15 @@ export function messageFor(
   queue: "steer" | "followUp",
   content: string,
 ): DurableMessage {
-  if (status === undefined || ENDED.has(status)) throw new RunEndedError(workflowId);
+  checkTakesMessages(workflowId, status);
   return { queue, message: { role: "user", content, timestamp: Date.now() } };
 }
 
 /**
  * Cancels a run wherever it is: a `NOTIFY` makes the worker running it abort it at once; two
- * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, takes
- * the cancel before its next model call) or if it waits for an answer.
+ * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, or a
+ * queued one takes the cancel before it calls the model or a tool again) or if it waits for an
+ * answer.
  */
 export async function cancelRun(
   workflowId: string,

@@ -6,6 +6,7 @@ import {
   CLOCK,
   EVENT_SINK,
   ID_SOURCE,
+  InvalidConfigError,
   MODEL_STEP,
   type StopReason,
   TOOL_RUNNER,
@@ -66,8 +67,17 @@ export async function runDurably(
   // Model calls are one at a time, in the same order on replay: the point where steering and
   // follow-ups sent meanwhile are received without breaking determinism. The step records
   // whether any waits (one read), and only then are they received (recorded receives).
+  let live = false;
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
+    // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
+    firstLive: () => {
+      const first = !live;
+      live = true;
+      return first;
+    },
+    cancelWaiting: () => cancelWaiting(host.pool, workflowId),
+    cancel: () => agent.abort(CANCELLED),
     receive: async () => {
       for (const received of await receiveMessages(clock))
         if (received.queue === "cancel") agent.abort(CANCELLED);
@@ -75,7 +85,10 @@ export async function runDurably(
     },
   };
   container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
-  container.registerInstance(TOOL_RUNNER, durableToolRunner(container.resolve(TOOL_RUNNER), { clock }));
+  container.registerInstance(
+    TOOL_RUNNER,
+    durableToolRunner(container.resolve(TOOL_RUNNER), { clock, inbox }),
+  );
   // The prompt's run is the workflow; each resumption after a wait is a run of its own.
   const runIds: string[] = [];
   container.registerInstance(ID_SOURCE, {
@@ -104,13 +117,28 @@ async function runToEnd(
 ): Promise<DurableRunResult> {
   // Client tools suspend the run (a wait is a durable message, not a process holding on).
   const run = agent.prompt(prompt, { clientTools: "suspend" });
+  // An agent resolves its services once, at its first prompt: one that ran before runs with the
+  // services it had then, none of them this workflow's (its run id tells).
+  if (run.runId !== runIds[0]) {
+    const error = new InvalidConfigError(
+      "This agent has run before, so its runs keep the services of its first: a durable run needs an agent that has never run. Make a new Agent (pass the history as `messages`).",
+    );
+    run.abort(error);
+    throw error;
+  }
   started?.(run);
   let result = await run.result();
+  let cancelled = false;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
-      await host.store.flush();
+      await host.store.flush(runIds);
       const answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null || answer.kind === "cancel") break;
+      if (answer === null) break;
+      if (answer.kind === "cancel") {
+        // Cancelled while it waits: it ends there, as aborted.
+        cancelled = true;
+        break;
+      }
       if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
       const resumed = deliver(agent, answer);
       if (resumed !== undefined) result = await resumed.result();
@@ -127,11 +155,11 @@ async function runToEnd(
     if (input.length === 0) break;
     result = await agent.prompt(input, { clientTools: "suspend" }).result();
   }
-  await host.store.flush();
+  await host.store.flush(runIds);
   return {
     runId: result.runId,
     runIds,
-    stopReason: result.stopReason,
+    stopReason: cancelled ? "aborted" : result.stopReason,
     text: result.text,
     messages: result.messages,
   };
@@ -151,6 +179,20 @@ async function messagesWaiting(pool: Pick<Pool, "query">, workflowId: string): P
     return rows[0]?.waiting === true;
   } catch {
     return true;
+  }
+}
+
+/** Whether a cancel waits for the workflow (as `messagesWaiting`, of cancels only). */
+async function cancelWaiting(pool: Pick<Pool, "query">, workflowId: string): Promise<boolean> {
+  try {
+    const { rows } = await pool.query(
+      `SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2
+        AND NOT consumed AND message LIKE '%"queue":"cancel"%') AS waiting`,
+      [workflowId, MESSAGES],
+    );
+    return rows[0]?.waiting === true;
+  } catch {
+    return false;
   }
 }
 

@@ -6,10 +6,13 @@ import {
   ANSWERS,
   CANCEL_CHANNEL,
   cancelRun,
+  checkRunId,
+  checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
   messageFor,
   stamped,
+  UnknownRunError,
 } from "./durable-messages.js";
 import { CANCELLED, type DurableRunHost, type DurableRunResult, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
@@ -68,6 +71,7 @@ export class DurableRuntime {
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
   #cancelListener: pg.Client | undefined;
+  #shuttingDown = false;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
@@ -106,13 +110,7 @@ export class DurableRuntime {
     await this.#store.createTable();
     // A cancelled run stops at once in the worker that runs it (and later through its messages
     // when none does).
-    this.#cancelListener = new pg.Client({ connectionString: this.#options.databaseUrl });
-    await this.#cancelListener.connect();
-    this.#cancelListener.on("notification", ({ payload }) => {
-      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
-    });
-    this.#cancelListener.on("error", () => {});
-    await this.#cancelListener.query(`LISTEN ${CANCEL_CHANNEL}`);
+    await this.#listenForCancels();
     const queue = this.#options.queue;
     if (queue)
       await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
@@ -124,9 +122,11 @@ export class DurableRuntime {
 
   /**
    * Starts a run of the named agent (through the queue when there is one: any worker may take
-   * it); `runId` makes the start idempotent (the same id: the same run).
+   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` may not end in
+   * `.<digits>` (`InvalidConfigError`): the form of a workflow's later runs, `<runId>.2`, ….
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkRunId(options.runId);
     if (!(agentName in this.#options.agents))
       throw new InvalidConfigError(
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
@@ -140,9 +140,16 @@ export class DurableRuntime {
     return { runId: handle.workflowID, result: () => handle.getResult() };
   }
 
-  /** A run started by any process. */
+  /** A run started by any process; its `result()` rejects with `UnknownRunError` when none has that id. */
   retrieve(runId: string): DurableRun {
-    return { runId, result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult() };
+    return {
+      runId,
+      result: async () => {
+        // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
+        if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
+        return DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult();
+      },
+    };
   }
 
   /** The run's events stored so far after `after` (default: all), in seq order. */
@@ -152,10 +159,12 @@ export class DurableRuntime {
 
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
-   * delivered to the run wherever it executes, even after its worker died.
+   * delivered to the run wherever it executes, even after its worker died. Throws
+   * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled).
    */
-  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return DBOS.send(workflowId, stamped(answer), ANSWERS);
+  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
+    await DBOS.send(workflowId, stamped(answer), ANSWERS);
   }
 
   /**
@@ -189,7 +198,67 @@ export class DurableRuntime {
     await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
+  /**
+   * The connection the cancels' `NOTIFY` reach this worker on. When it drops (a restart or a
+   * failover of the database), it is made again, and the runs executing here whose cancel came
+   * meanwhile are aborted then: without it, no cancel would reach a running run of this worker.
+   */
+  async #listenForCancels(): Promise<void> {
+    const listener = new pg.Client({ connectionString: this.#options.databaseUrl });
+    listener.on("notification", ({ payload }) => {
+      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
+    });
+    let lost = false;
+    const reconnect = () => {
+      if (lost || this.#shuttingDown) return;
+      lost = true;
+      void listener.end().catch(() => {});
+      this.#relisten(100);
+    };
+    listener.on("error", reconnect);
+    listener.on("end", reconnect);
+    try {
+      await listener.connect();
+      await listener.query(`LISTEN ${CANCEL_CHANNEL}`);
+    } catch (error) {
+      lost = true;
+      await listener.end().catch(() => {});
+      throw error;
+    }
+    this.#cancelListener = listener;
+    // Shut down while it connected: it listens for no one.
+    if (this.#shuttingDown) await listener.end().catch(() => {});
+  }
+
+  /** Listens again after `delayMs` (doubling up to 5 s while the database is away). */
+  #relisten(delayMs: number): void {
+    this.#cancelListener = undefined;
+    const timer = setTimeout(async () => {
+      if (this.#shuttingDown) return;
+      try {
+        await this.#listenForCancels();
+        await this.#abortCancelledMeanwhile();
+      } catch {
+        this.#relisten(Math.min(delayMs * 2, 5000));
+      }
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** The runs executing here with a cancel waiting as a message: their `NOTIFY` may be lost. */
+  async #abortCancelledMeanwhile(): Promise<void> {
+    const executing = [...this.#executing.keys()];
+    if (executing.length === 0) return;
+    const { rows } = await this.#pool.query<{ workflow_id: string }>(
+      `SELECT DISTINCT destination_uuid AS workflow_id FROM dbos.notifications
+       WHERE destination_uuid = ANY($1) AND topic = $2 AND NOT consumed AND message LIKE '%"queue":"cancel"%'`,
+      [executing, MESSAGES],
+    );
+    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.abort(CANCELLED);
+  }
+
   async shutdown(): Promise<void> {
+    this.#shuttingDown = true;
     await DBOS.shutdown();
     await this.#cancelListener?.end().catch(() => {});
     await this.#pool.end();
@@ -208,8 +277,9 @@ export class DurableRuntime {
       started = resolve;
     });
     this.#local.set(key, { agent, input, started });
-    await DBOS.startWorkflow(this.#localWorkflow)(key);
-    return run;
+    const handle = await DBOS.startWorkflow(this.#localWorkflow)(key);
+    // A workflow that fails before the run begins (an agent that has run before) rejects.
+    return Promise.race([run, handle.getResult().then(() => run)]);
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {

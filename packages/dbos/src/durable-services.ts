@@ -1,9 +1,12 @@
 import {
   AgentError,
+  abortError,
   type Clock,
   type ModelStep,
   type ModelStepResult,
   type StopReason,
+  type ToolCall,
+  type ToolResultMessage,
   type ToolRunner,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
@@ -17,12 +20,25 @@ interface RecordedModelCall {
   at: number;
   /** Whether messages for the run were waiting when it ended (recorded: a replay receives alike). */
   messagesWaiting?: boolean;
+  /** Not made: messages waited before it (see `StepInbox.firstLive`); they come first. */
+  deferred?: true;
 }
 
 /** The run's messages as the model step sees them: checked in the step, received after it. */
 export interface StepInbox {
   /** Inside the step: whether any message waits (a cheap read). */
   waiting(): Promise<boolean>;
+  /**
+   * Inside a step: true for the first step this execution of the workflow runs live (of a run
+   * recovered or taken from the queue, or just started), false for every later one. That step
+   * reads the messages sent while no worker ran the run (a cancel, above all) before it calls
+   * anything.
+   */
+  firstLive?(): boolean;
+  /** Inside the step: whether a cancel waits (a cheap read). */
+  cancelWaiting?(): Promise<boolean>;
+  /** In the workflow, after a step that found a cancel waiting: aborts the run as the cancel does. */
+  cancel?(): void;
   /** In the workflow, after a step that found messages waiting: receives them (recorded). */
   receive(): Promise<void>;
 }
@@ -75,44 +91,55 @@ export function durableModelStep(
   return {
     async run(request) {
       let executed = false;
-      const recorded = await DBOS.runStep(
-        async (): Promise<RecordedModelCall> => {
-          executed = true;
-          const chunks: RecordedModelCall["chunks"] = [];
-          try {
-            const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
-            const result = await inner.run({
-              model,
-              prompt,
-              tools,
-              settings,
-              signal,
-              abortScope,
-              retry,
-              timeouts,
-              onText: (text) => {
-                chunks.push(["text", text]);
-                request.onText?.(text);
-              },
-              onReasoning: (text) => {
-                chunks.push(["reasoning", text]);
-                request.onReasoning?.(text);
-              },
-            });
-            return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
-          } catch (error) {
-            const failure =
-              error instanceof AgentError ? error : new AgentError("provider_error", String(error));
-            return {
-              chunks,
-              error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
-              at: Date.now(),
-              messagesWaiting: await inbox?.waiting(),
-            };
-          }
-        },
-        { name: "agent-core.model" },
-      );
+      let recorded: RecordedModelCall;
+      for (;;) {
+        recorded = await DBOS.runStep(
+          async (): Promise<RecordedModelCall> => {
+            executed = true;
+            if (inbox?.firstLive?.() && (await inbox.waiting()))
+              return { chunks: [], at: Date.now(), deferred: true };
+            const chunks: RecordedModelCall["chunks"] = [];
+            try {
+              const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
+              const result = await inner.run({
+                model,
+                prompt,
+                tools,
+                settings,
+                signal,
+                abortScope,
+                retry,
+                timeouts,
+                onText: (text) => {
+                  chunks.push(["text", text]);
+                  request.onText?.(text);
+                },
+                onReasoning: (text) => {
+                  chunks.push(["reasoning", text]);
+                  request.onReasoning?.(text);
+                },
+              });
+              return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
+            } catch (error) {
+              const failure =
+                error instanceof AgentError ? error : new AgentError("provider_error", String(error));
+              return {
+                chunks,
+                error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
+                at: Date.now(),
+                messagesWaiting: await inbox?.waiting(),
+              };
+            }
+          },
+          { name: "agent-core.model" },
+        );
+        if (!recorded.deferred) break;
+        // Messages sent while no worker ran the run: a cancel ends it before the model is called.
+        await inbox?.receive();
+        const aborted = request.abortScope?.aborted ? request.abortScope.signal : request.signal;
+        if (aborted?.aborted) throw abortError(aborted.reason);
+        executed = false;
+      }
       // Told at the time they were first told (the clock moves on to the call's end after them).
       if (!executed)
         for (const [kind, text] of recorded.chunks)
@@ -131,19 +158,73 @@ export function durableModelStep(
 }
 
 /**
+ * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
+ * its result and that it failed fatally, which a replay tells the batch again, or (when the run
+ * had been cancelled while no worker ran it) the result of a call not run, which aborts the run.
+ */
+type RecordedToolCall =
+  | ToolResultMessage
+  | { message: ToolResultMessage; fatal: true }
+  | { message: ToolResultMessage; cancelled: true };
+
+/**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
- * `idempotencyKey`.
+ * `idempotencyKey`, unless the run was cancelled meanwhile.
  */
-export function durableToolRunner(inner: ToolRunner, options: DurableStepOptions = {}): ToolRunner {
-  const { clock } = options;
+export function durableToolRunner(
+  inner: ToolRunner,
+  options: DurableStepOptions & { inbox?: StepInbox } = {},
+): ToolRunner {
+  const { clock, inbox } = options;
   return {
     run: async (request) => {
-      const message = await DBOS.runStep(async () => inner.run(request), {
-        name: `agent-core.tool.${request.call.name}`,
-      });
+      let executed = false;
+      const recorded = await DBOS.runStep(
+        async (): Promise<RecordedToolCall> => {
+          executed = true;
+          // A cancel that no worker could take: the call is not run. (No message is received
+          // here: a receive beside the batch's other steps could take another step's place.)
+          if (inbox?.firstLive?.() && (await inbox.cancelWaiting?.()))
+            return { message: notRun(request.call, Date.now()), cancelled: true };
+          let fatal = false;
+          const message = await inner.run({
+            ...request,
+            fatal: {
+              toolFailedFatally(call) {
+                fatal = true;
+                request.fatal.toolFailedFatally(call);
+              },
+            },
+          });
+          return fatal ? { message, fatal } : message;
+        },
+        { name: `agent-core.tool.${request.call.name}` },
+      );
+      if ("role" in recorded) {
+        if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
+        return recorded;
+      }
+      const { message } = recorded;
+      if ("cancelled" in recorded) inbox?.cancel?.();
+      // A replayed fatal failure stops its batch as the first execution's did: the calls after it
+      // are skipped, not run.
+      else if (!executed) request.fatal.toolFailedFatally(request.call);
       if (message.timestamp !== undefined) clock?.passed(message.timestamp);
       return message;
     },
+  };
+}
+
+/** The result of a call the run's abort kept from running (as the tool runner makes it). */
+function notRun(call: ToolCall, timestamp: number): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: "not run: the run was aborted",
+    isError: true,
+    status: "aborted",
+    timestamp,
   };
 }

@@ -81,19 +81,30 @@ export class EventFollower {
 
   /** The one LISTEN connection, made when first needed. */
   #listen(): Promise<pg.Client> {
-    this.#listener ??= (async () => {
+    if (this.#listener !== undefined) return this.#listener;
+    const listener = (async () => {
       const client = new pg.Client({ connectionString: this.#databaseUrl });
-      await client.connect();
-      client.on("notification", (message) => {
-        for (const wake of this.#waiting.get(message.payload ?? "") ?? []) wake();
-      });
       // A dropped connection is made again by the next follower; the polls carry on meanwhile.
       client.on("error", () => {
-        if (this.#listener !== undefined && !this.#closed) this.#listener = undefined;
+        if (this.#listener === listener && !this.#closed) this.#listener = undefined;
       });
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      try {
+        await client.connect();
+        client.on("notification", (message) => {
+          for (const wake of this.#waiting.get(message.payload ?? "") ?? []) wake();
+        });
+        await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      } catch (error) {
+        await client.end().catch(() => {});
+        throw error;
+      }
       return client;
     })();
-    return this.#listener;
+    // One that could not be made is tried again by the next follower, not failed for every one.
+    listener.catch(() => {
+      if (this.#listener === listener) this.#listener = undefined;
+    });
+    this.#listener = listener;
+    return listener;
   }
 }

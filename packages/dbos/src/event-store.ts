@@ -4,6 +4,9 @@ import type { Pool } from "pg";
 /** The channel `NOTIFY` names the runs with new events on. */
 export const EVENTS_CHANNEL = "agent_core_events";
 
+/** Events per `INSERT`: three parameters each, well under PostgreSQL's 65,535 per statement. */
+const ROWS_PER_INSERT = 5000;
+
 /**
  * The durable event log: every event of every run in PostgreSQL, keyed by `(run_id, seq)`. A run
  * replayed after a crash publishes its events again with the same seq (its model and tool steps
@@ -14,7 +17,8 @@ export class EventStore {
   readonly #pool: Pool;
   #pending: AgentEvent[] = [];
   #writing: Promise<void> = Promise.resolve();
-  #failure: unknown;
+  /** The first failed write of each run, until a flush of that run reports it. */
+  readonly #failures = new Map<string, unknown>();
 
   constructor(pool: Pool) {
     this.#pool = pool;
@@ -40,10 +44,19 @@ export class EventStore {
     };
   }
 
-  /** Resolves once every event published so far is stored; rejects if a write failed. */
-  async flush(): Promise<void> {
+  /**
+   * Resolves once every event published so far is stored; rejects if a write of one of `runIds`
+   * (default: of any run) failed since the last flush that reported it. The runs of one process
+   * share the store: a write that failed for one run fails no other.
+   */
+  async flush(runIds?: readonly string[]): Promise<void> {
     await this.#writing;
-    if (this.#failure !== undefined) throw this.#failure;
+    for (const runId of runIds ?? [...this.#failures.keys()]) {
+      if (!this.#failures.has(runId)) continue;
+      const failure = this.#failures.get(runId);
+      this.#failures.delete(runId);
+      throw failure;
+    }
   }
 
   /** The stored events of a run after `after`, in seq order. */
@@ -58,24 +71,49 @@ export class EventStore {
   async #write(): Promise<void> {
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) return;
-    const values: unknown[] = [];
-    const rows = batch.map((event, i) => {
-      values.push(event.runId, event.seq, JSON.stringify(event));
-      return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
-    });
-    try {
-      // Followers in any process (`EventFollower`) are told which runs have new events.
-      await this.#pool.query(
-        `WITH stored AS (
-          INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")}
-          ON CONFLICT DO NOTHING RETURNING run_id
-        )
-        SELECT pg_notify('${EVENTS_CHANNEL}', run_id) FROM (SELECT DISTINCT run_id FROM stored) AS runs`,
-        values,
-      );
-    } catch (error) {
-      this.#failure ??= error;
+    for (let from = 0; from < batch.length; from += ROWS_PER_INSERT) {
+      const rows = batch.slice(from, from + ROWS_PER_INSERT);
+      try {
+        await this.#insert(rows);
+      } catch {
+        // One run's bad event must not cost the others theirs: each run's events on their own.
+        const byRun = new Map<string, AgentEvent[]>();
+        for (const event of rows) {
+          const events = byRun.get(event.runId);
+          if (events === undefined) byRun.set(event.runId, [event]);
+          else events.push(event);
+        }
+        for (const [runId, events] of byRun)
+          await this.#insert(events).catch((error: unknown) => {
+            if (!this.#failures.has(runId)) this.#failures.set(runId, error);
+          });
+      }
     }
   }
+
+  async #insert(batch: readonly AgentEvent[]): Promise<void> {
+    const values: unknown[] = [];
+    const rows = batch.map((event, i) => {
+      values.push(event.runId, event.seq, storable(JSON.stringify(event)));
+      return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
+    });
+    // Followers in any process (`EventFollower`) are told which runs have new events.
+    await this.#pool.query(
+      `WITH stored AS (
+        INSERT INTO agent_core_events (run_id, seq, event) VALUES ${rows.join(", ")}
+        ON CONFLICT DO NOTHING RETURNING run_id
+      )
+      SELECT pg_notify('${EVENTS_CHANNEL}', run_id) FROM (SELECT DISTINCT run_id FROM stored) AS runs`,
+      values,
+    );
+  }
+}
+
+/**
+ * The JSON of an event as `jsonb` takes it: `jsonb` holds no U+0000 and no lone surrogate (a text
+ * delta may end inside a surrogate pair), so their escapes become U+FFFD. `JSON.stringify` escapes
+ * exactly these (a pair it writes as it is); an escape preceded by an escaped backslash is text.
+ */
+function storable(json: string): string {
+  return json.replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g, "$1\\ufffd");
 }

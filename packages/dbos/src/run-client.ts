@@ -1,6 +1,16 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
-import { ANSWERS, cancelRun, type DurableAnswer, MESSAGES, messageFor, stamped } from "./durable-messages.js";
+import {
+  ANSWERS,
+  cancelRun,
+  checkRunId,
+  checkTakesMessages,
+  type DurableAnswer,
+  MESSAGES,
+  messageFor,
+  stamped,
+  UnknownRunError,
+} from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 
@@ -33,8 +43,12 @@ export class DurableRunClient {
     return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl);
   }
 
-  /** Enqueues a run of the named agent; the same `runId` again is the same run. */
+  /**
+   * Enqueues a run of the named agent; the same `runId` again is the same run (one that ends in
+   * `.<digits>` is refused, see `DurableRuntime.start()`).
+   */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
+    checkRunId(options.runId);
     const handle = await this.#client.enqueue(
       {
         queueName: this.#queue,
@@ -47,14 +61,19 @@ export class DurableRunClient {
     return handle.workflowID;
   }
 
-  /** Resolves when the run ends, in whichever worker. */
-  result(runId: string): Promise<DurableRunResult> {
+  /** Resolves when the run ends, in whichever worker; `UnknownRunError` when none has that id. */
+  async result(runId: string): Promise<DurableRunResult> {
+    if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
     return this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult();
   }
 
-  /** Answers a run that waits for an approval or a client tool result, wherever it executes. */
-  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#client.send(workflowId, stamped(answer), ANSWERS);
+  /**
+   * Answers a run that waits for an approval or a client tool result, wherever it executes;
+   * `RunEndedError` when its workflow has ended.
+   */
+  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
+    await this.#client.send(workflowId, stamped(answer), ANSWERS);
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */

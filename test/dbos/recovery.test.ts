@@ -1,0 +1,314 @@
+import {
+  DurableRunClient,
+  type DurableRunResult,
+  DurableRuntime,
+  RunEndedError,
+  UnknownRunError,
+} from "@agent-core/dbos";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// A durable run resumed from a point of its first execution, in process: DBOS forks the workflow
+// at a step, so the steps before it return what they recorded and the rest runs live, as in a
+// worker that recovers a run whose process died right before that step.
+
+let postgres: ThrowawayPostgres;
+let databaseUrl: string;
+let runtime: DurableRuntime;
+let modelCalls = 0;
+/** How often each tool call ran, by call id, in every run of this file. */
+const executions = new Map<string, number>();
+const counted = (id: string) => executions.set(id, (executions.get(id) ?? 0) + 1);
+
+const fatal = defineTool({
+  name: "fatal",
+  description: "Fails fatally",
+  inputSchema: z.object({}),
+  execute: (_, { toolCallId }) => {
+    counted(toolCallId);
+    throw new FatalToolError("the disk is gone");
+  },
+});
+/** Waits until its signal aborts (a cancelled run). */
+const hang = defineTool({
+  name: "hang",
+  description: "Hangs until cancelled",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+});
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({}),
+  execute: (_, { toolCallId }) => {
+    counted(toolCallId);
+    return "noted";
+  },
+});
+
+/**
+ * Replies by the number of assistant messages so far, so a replay continues the script; counts
+ * the calls it gets.
+ */
+function byTurn(...replies: ReturnType<typeof script.text>[][]) {
+  const reply = (options: { prompt: { role: string }[] }) => {
+    modelCalls++;
+    return (
+      replies[options.prompt.filter((message) => message.role === "assistant").length] ?? [script.text("?")]
+    );
+  };
+  return scriptedModel(Array.from({ length: 10 }, () => reply));
+}
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agent_core_recovery");
+  runtime = new DurableRuntime({
+    databaseUrl,
+    agents: {
+      hanging: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("hang", {}, { id: "h1" })], [script.text("Never.")]),
+          tools: [hang],
+        }),
+      // Asks for approval of a note.
+      approving: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n3" })], [script.text("Noted.")]),
+          tools: [note],
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
+      // A note, then an answer.
+      noting: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n2" })], [script.text("Noted.")]),
+          tools: [note],
+        }),
+      // A fatal failure, then a call of the same batch, which it skips.
+      fatal: () =>
+        new Agent({
+          provider: byTurn(
+            [script.toolCall("fatal", {}, { id: "f1" }), script.toolCall("note", {}, { id: "n1" })],
+            [script.text("Stopped.")],
+          ),
+          tools: [fatal, note],
+        }),
+    },
+  });
+  await runtime.launch();
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.shutdown();
+  postgres?.stop();
+});
+
+/**
+ * The workflow again under a new id, as recovered right before its `occurrence`-th step named
+ * `step`: what came before is replayed, the rest runs live (once a worker takes it from
+ * `queueName`, when given).
+ */
+async function resumeBefore(
+  workflowId: string,
+  step: string,
+  occurrence: number,
+  newId: string,
+  queueName?: string,
+): Promise<{ result(): Promise<DurableRunResult> }> {
+  const steps = (await DBOS.listWorkflowSteps(workflowId)) ?? [];
+  const at = steps.filter((s) => s.name === step)[occurrence - 1]?.functionID;
+  if (at === undefined) throw new Error(`no ${step} #${occurrence} in ${workflowId}`);
+  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, {
+    newWorkflowID: newId,
+    ...(queueName ? { queueName } : {}),
+  });
+  return { result: () => fork.getResult() };
+}
+
+/** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
+const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
+
+/** Until the run has stored an event of that type. */
+async function untilEvent(runId: string, type: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await runtime.events(runId)).some((event) => event.type === type)) {
+    if (Date.now() > deadline) throw new Error(`no ${type} in ${runId}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const results = (messages: AgentMessage[]) =>
+  messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
+
+describe("a durable run resumed after a step", () => {
+  it("a replayed FatalToolError stops its batch again: the call it skipped stays skipped", async () => {
+    const original = await (await runtime.start("fatal", "Go.", { runId: "fatal" })).result();
+    expect(results(original.messages)).toEqual([
+      ["f1", "error", "the disk is gone"],
+      ["n1", "skipped", 'not run: "fatal" failed fatally'],
+    ]);
+    // Recovered while the model answered the failure.
+    const resumed = await (await resumeBefore("fatal", "agent-core.model", 2, "fatal-resumed")).result();
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    expect(Object.fromEntries(executions)).toEqual({ f1: 1 });
+    assertEventProtocol(await runtime.events("fatal-resumed"));
+  });
+
+  it("a run cancelled while no worker ran it, recovered mid-tool, ends aborted: the tool and the model not called again", async () => {
+    await (await runtime.start("noting", "Note it.", { runId: "noted" })).result();
+    const [calls, notes] = [modelCalls, executions.get("n2")];
+    // Recovered right before its tool call, by a worker that only now serves the queue it is on;
+    // the cancel comes while no worker runs it.
+    const resumed = await resumeBefore(
+      "noted",
+      "agent-core.tool.note",
+      1,
+      "noted-cancelled",
+      "held-recovered",
+    );
+    await runtime.cancel("noted-cancelled");
+    await serve("held-recovered");
+    const result = await resumed.result();
+    expect(result.stopReason).toBe("aborted");
+    expect([modelCalls, executions.get("n2")]).toEqual([calls, notes]);
+    const events = await runtime.events("noted-cancelled");
+    assertEventProtocol(events);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "aborted" });
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+  });
+
+  it("a queued run cancelled before any worker took it ends aborted without calling the model", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl, queue: "held-queued" });
+    try {
+      const calls = modelCalls;
+      const runId = await client.start("noting", "Note it.", { runId: "queued-cancelled" });
+      await client.cancel(runId);
+      await serve("held-queued");
+      const result = await client.result(runId);
+      expect(result.stopReason).toBe("aborted");
+      expect(modelCalls).toBe(calls);
+      const events = await runtime.events(runId);
+      assertEventProtocol(events);
+      expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("a durable run that waits", () => {
+  it("cancelled, ends as aborted", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "approving-cancelled" });
+    await untilEvent("approving-cancelled", "agent_end");
+    await runtime.cancel("approving-cancelled");
+    const result = await run.result();
+    expect(result.stopReason).toBe("aborted");
+    expect(result.runIds).toEqual(["approving-cancelled"]);
+    expect(executions.get("n3")).toBeUndefined();
+  });
+
+  it("an answer to a workflow that has ended, or never was, is refused: RunEndedError", async () => {
+    const approval = { kind: "approval", toolCallId: "n3", approved: true } as const;
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const answer of [runtime.answer.bind(runtime), client.answer.bind(client)]) {
+        await expect(answer("approving-cancelled", approval)).rejects.toBeInstanceOf(RunEndedError);
+        await expect(answer("no-such-run", approval)).rejects.toBeInstanceOf(RunEndedError);
+      }
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("a run id", () => {
+  it("of the form of a workflow's later runs (<runId>.2, …) is refused: it would share their events", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      await expect(runtime.start("noting", "Note it.", { runId: "invoice.2" })).rejects.toThrow(
+        /ends in "\.<digits>"/,
+      );
+      await expect(client.start("noting", "Note it.", { runId: "noted.12" })).rejects.toThrow(
+        /ends in "\.<digits>"/,
+      );
+      expect(await DBOS.getWorkflowStatus("invoice.2")).toBeNull();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("cancel()", () => {
+  it("still reaches a running run at once after the worker's connection for it dropped", async () => {
+    const run = await runtime.start("hanging", "Hang.", { runId: "hanging-cancelled" });
+    await untilEvent("hanging-cancelled", "tool_call");
+    // The database drops the connection the worker listens for cancels on (a restart, a failover).
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      const { rowCount } = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN agent_core_cancel'",
+      );
+      expect(rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    await runtime.cancel("hanging-cancelled");
+    const ended = await Promise.race([
+      run.result().then((result) => result.stopReason),
+      new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5000)),
+    ]);
+    expect(ended).toBe("aborted");
+  });
+});
+
+describe("runtime.prompt()", () => {
+  it("refuses an agent that has run before: its runs would keep that run's services, not the workflow's", async () => {
+    const agent = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });
+    const first = await (await runtime.prompt(agent, "First.")).result();
+    expect(first.text).toBe("One.");
+    await expect(runtime.prompt(agent, "Second.")).rejects.toThrow(/has run before/);
+    const inMemory = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });
+    await inMemory.prompt("Here.").result();
+    await expect(runtime.prompt(inMemory, "Durably.")).rejects.toThrow(/has run before/);
+    // Steered before its first prompt, an agent has not run: its run is the workflow's.
+    const steered = new Agent({ provider: byTurn([script.text("Steered.")]) });
+    steered.steer("Briefly.");
+    const steeredRun = await runtime.prompt(steered, "Go.");
+    await steeredRun.result();
+    expect(await runtime.retrieve(steeredRun.runId).result()).toMatchObject({ runIds: [steeredRun.runId] });
+    // The conversation goes on durably in a new agent with its history.
+    const next = new Agent({ provider: byTurn([], [script.text("Two.")]), messages: first.messages });
+    const second = await runtime.prompt(next, "Second.");
+    const result = await second.result();
+    expect(result.text).toBe("Two.");
+    expect(result.messages).toHaveLength(4);
+    // Its own workflow, its own log.
+    expect(await runtime.retrieve(second.runId).result()).toMatchObject({ runIds: [second.runId] });
+    assertEventProtocol(await runtime.events(second.runId));
+  });
+});
+
+describe("a run's result", () => {
+  it("of an id no workflow has (a later run's, <id>.2) is refused at once, not waited for forever", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const result of [
+        (id: string) => runtime.retrieve(id).result(),
+        (id: string) => client.result(id),
+      ]) {
+        await expect(result("no-such-run")).rejects.toBeInstanceOf(UnknownRunError);
+        await expect(result("noted.2")).rejects.toThrow(/a later run of workflow "noted"/);
+        expect((await result("noted")).stopReason).toBe("completed");
+      }
+    } finally {
+      await client.close();
+    }
+  });
+});
