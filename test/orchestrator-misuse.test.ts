@@ -2,13 +2,17 @@ import "@agent-core/agentic";
 import {
   Agent,
   type AgentRun,
+  defineTool,
+  InvalidHistoryError,
   type Orchestrator,
   type RunContext,
   type RunResult,
+  type ToolCall,
   validateTranscript,
 } from "@agent-core/core";
-import { assertEventProtocol } from "@agent-core/testing";
+import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 
 /**
  * Orchestrators that misuse the contract: whatever a plug-in does, the run settles, its events
@@ -76,4 +80,113 @@ describe("a thrown value that instanceof cannot inspect", () => {
       expect(result.error?.code).toBe("aborted");
     });
   }
+});
+
+describe("executeTools runs only the calls of the history still waiting for their result, each once", () => {
+  /** A tool that counts its runs (a side effect: a payment, an email). */
+  function counting() {
+    const runs: string[] = [];
+    const tool = defineTool({
+      name: "charge",
+      description: "Charges a card",
+      inputSchema: z.object({ amount: z.number() }),
+      execute: async ({ amount }) => {
+        runs.push(String(amount));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return "charged";
+      },
+    });
+    return { runs, tool };
+  }
+
+  /** Runs `misuse` after a first model call that asks for one charge; returns what it threw. */
+  async function misusing(misuse: (ctx: RunContext, calls: ToolCall[]) => Promise<unknown>) {
+    const { runs, tool } = counting();
+    let thrown: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("charge", { amount: 5 }, { id: "c1" })],
+        [script.toolCall("charge", { amount: 7 }, { id: "c2" })],
+      ]),
+      tools: [tool],
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") throw new Error("expected a call");
+        try {
+          await misuse(ctx, decision.toolCalls);
+        } catch (error) {
+          thrown = error;
+        }
+      }),
+    });
+    const run = agent.prompt("pay");
+    const result = await kept(run);
+    return { runs, thrown, result, run };
+  }
+
+  it("a call the orchestrator made up is refused before its tool runs", async () => {
+    const { runs, thrown, run } = await misusing((ctx) =>
+      ctx.executeTools([{ id: "made-up", name: "charge", args: { amount: 1 } }]),
+    );
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect((thrown as Error).message).toMatch(/"made-up" is not a call of the history/);
+    expect(runs).toEqual([]);
+    expect(eventsOf(run.events, "tool_call").map((e) => e.toolCallId)).toEqual(["c1"]);
+  });
+
+  it("a call that already has its result is not run again", async () => {
+    const { runs, thrown, result } = await misusing(async (ctx, calls) => {
+      await ctx.executeTools(calls);
+      await ctx.executeTools(calls);
+    });
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.filter((m) => m.role === "toolResult")).toHaveLength(1);
+  });
+
+  it("two batches at once with the same call run it once", async () => {
+    const { runs, thrown } = await misusing((ctx, calls) =>
+      Promise.all([ctx.executeTools(calls), ctx.executeTools(calls)]),
+    );
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect((thrown as Error).message).toMatch(/already running in another executeTools\(\) batch/);
+    expect(runs).toEqual(["5"]);
+  });
+
+  it("the same call twice in one batch runs once", async () => {
+    const { runs, thrown } = await misusing((ctx, calls) => ctx.executeTools([...calls, ...calls]));
+    expect((thrown as Error).message).toMatch(/given twice/);
+    expect(runs).toEqual([]);
+  });
+
+  it("a call whose id or tool the orchestrator changed is refused; the model's call is answered at the end", async () => {
+    const renamed = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, id: "changed" }))),
+    );
+    const retargeted = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, name: "refund" }))),
+    );
+    for (const { runs, thrown, result } of [renamed, retargeted]) {
+      expect(thrown).toBeInstanceOf(InvalidHistoryError);
+      expect(runs).toEqual([]);
+      expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "error" });
+    }
+  });
+
+  it("the calls of an earlier reply, closed by the next one, are not run", async () => {
+    const { runs, thrown } = await misusing(async (ctx, calls) => {
+      await ctx.decide(); // its reply closes c1 with an error result
+      await ctx.executeTools(calls);
+    });
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect(runs).toEqual([]);
+  });
+
+  it("what is not a list of calls is refused with the same error", async () => {
+    for (const bad of [null, "c1", [null], [{}], [{ id: 5, name: "charge" }]]) {
+      const { thrown, runs } = await misusing((ctx) => ctx.executeTools(bad as never));
+      expect(thrown).toBeInstanceOf(InvalidHistoryError);
+      expect(runs).toEqual([]);
+    }
+  });
 });

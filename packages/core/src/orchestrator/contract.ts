@@ -137,7 +137,10 @@ export interface RunContext {
    */
   decide(options?: DecideOptions): Promise<Decision>;
   /**
-   * Runs tool calls one at a time in the model's order: validates args against each tool's schema,
+   * Runs tool calls of the history still waiting for their result (`decision.toolCalls`, or the
+   * calls of an assistant message the orchestrator appended), each once; any other call (made up,
+   * already answered, running in another batch) is refused with an `InvalidHistoryError` before
+   * any tool runs. One at a time in the model's order: validates args against each tool's schema,
    * emits `tool_call`/`tool_result`, appends every result, and checks steering after each tool
    * (the rest are `skipped`, then the steering messages enter the history).
    */

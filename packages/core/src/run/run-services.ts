@@ -153,6 +153,7 @@ export class RunServices implements RunContext {
     resumed?: Resumed,
   ): BatchOutcome | Promise<BatchOutcome> {
     this.log.assertOpen();
+    this.log.claim(calls);
     const clock = this.#setup.clock;
     const started = clock.monotonic();
     const batch = new ToolBatch(this.#batchSetup(), calls, options);
@@ -162,6 +163,7 @@ export class RunServices implements RunContext {
     const done = () => {
       this.inFlight--;
       this.log.untrack(batch);
+      this.log.release(calls);
     };
     const settle = (outcome: BatchOutcome) => {
       done();
