@@ -13,6 +13,7 @@ import {
 import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { add } from "./fixtures.js";
 
 /**
  * Orchestrators that misuse the contract: whatever a plug-in does, the run settles, its events
@@ -187,6 +188,30 @@ describe("executeTools runs only the calls of the history still waiting for thei
       const { thrown, runs } = await misusing((ctx) => ctx.executeTools(bad as never));
       expect(thrown).toBeInstanceOf(InvalidHistoryError);
       expect(runs).toEqual([]);
+    }
+  });
+});
+
+describe("executeTools options", () => {
+  it("a concurrency that is not a number >= 1 (NaN, 0, -2) runs every call, one at a time", async () => {
+    for (const concurrency of [Number.NaN, 0, -2]) {
+      let results: unknown[] = [];
+      const agent = new Agent({
+        provider: scriptedModel([
+          [script.toolCall("add", { a: 1, b: 2 }), script.toolCall("add", { a: 3, b: 4 })],
+        ]),
+        tools: [add],
+        orchestrator: plugin(async (ctx) => {
+          const decision = await ctx.decide();
+          if (decision.mode === "steer")
+            results = (await ctx.executeTools(decision.toolCalls, { concurrency })).results;
+        }),
+      });
+      await kept(agent.prompt("add"));
+      expect(results.map((result) => (result as { status: string } | undefined)?.status)).toEqual([
+        "ok",
+        "ok",
+      ]);
     }
   });
 });

@@ -157,7 +157,9 @@ export class RunServices implements RunContext {
     const clock = this.#setup.clock;
     const started = clock.monotonic();
     const batch = new ToolBatch(this.#batchSetup(), calls, options);
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency));
+    // NaN (or anything that is not a number >= 1) runs the calls one at a time, never none of them.
+    const wanted = Math.floor(options.concurrency ?? this.#setup.concurrency);
+    const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
     this.inFlight++;
     this.log.track(batch);
     const done = () => {
