@@ -11,7 +11,7 @@ import {
   validateTranscript,
 } from "@agent-core/core";
 import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { add } from "./fixtures.js";
 
@@ -213,5 +213,87 @@ describe("executeTools options", () => {
         "ok",
       ]);
     }
+  });
+});
+
+describe("a service call the orchestrator did not await", () => {
+  const unhandled: unknown[] = [];
+  const listen = (reason: unknown) => unhandled.push(reason);
+  beforeEach(() => {
+    unhandled.length = 0;
+    process.on("unhandledRejection", listen);
+  });
+  afterEach(() => {
+    process.off("unhandledRejection", listen);
+  });
+  /** Long enough for a cancelled call to reject and Node to report it when nobody handles it. */
+  const later = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+  const forgetful: Record<string, (ctx: RunContext, live?: boolean) => void> = {
+    decide: (ctx) => void ctx.decide(),
+    generateObject: (ctx) => void ctx.generateObject(z.object({ a: z.number() })),
+    executeTools: (ctx, live = true) => {
+      // After the run ended, the append would throw (synchronously); executeTools rejects.
+      if (live)
+        ctx.messages.append({
+          role: "assistant",
+          content: [{ type: "toolCall", id: "t1", name: "add", args: { a: 1, b: 2 } }],
+        });
+      void ctx.executeTools([{ id: "t1", name: "add", args: { a: 1, b: 2 } }]);
+    },
+  };
+  for (const [service, forget] of Object.entries(forgetful)) {
+    it(`ctx.${service}() is cancelled when the run ends, without an unhandled rejection`, async () => {
+      const slowTool = defineTool({
+        name: "add",
+        description: "Adds slowly",
+        inputSchema: z.object({ a: z.number(), b: z.number() }),
+        execute: async ({ a, b }) => {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return a + b;
+        },
+      });
+      const agent = new Agent({
+        provider: scriptedModel([[script.delay(20), script.text('{"a":1}')], [script.text("next")]]),
+        tools: [slowTool],
+        orchestrator: plugin((ctx) => forget(ctx)),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result.stopReason).toBe("completed");
+      await later();
+      expect(unhandled).toEqual([]);
+    });
+
+    it(`ctx.${service}() called after the run ended rejects, without an unhandled rejection`, async () => {
+      let saved: RunContext | undefined;
+      const agent = new Agent({
+        orchestrator: plugin((ctx) => {
+          saved = ctx;
+        }),
+      });
+      await kept(agent.prompt("hi"));
+      forget(saved as RunContext, false);
+      await later();
+      expect(unhandled).toEqual([]);
+    });
+  }
+
+  it("an orchestrator that awaits the call still gets its error", async () => {
+    let thrown: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([[script.hang()]]),
+      orchestrator: plugin(async (ctx) => {
+        try {
+          await ctx.decide();
+        } catch (error) {
+          thrown = error;
+          throw error;
+        }
+      }),
+    });
+    const run = agent.prompt("hi");
+    setTimeout(() => run.abort(), 10);
+    expect((await kept(run)).stopReason).toBe("aborted");
+    expect(thrown).toMatchObject({ code: "aborted" });
   });
 });

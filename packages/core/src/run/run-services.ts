@@ -4,6 +4,7 @@ import { AwaitingApprovalError, AwaitingClientToolError, abortError, ReservedEve
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
 import type {
   DecideOptions,
   Decision,
@@ -121,14 +122,14 @@ export class RunServices implements RunContext {
   }
 
   decide(options: DecideOptions = {}): Promise<Decision> {
-    return this.#model.decide(options);
+    return this.#cancellable(this.#model.decide(options));
   }
 
   generateObject<T>(
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T> = {},
   ): Promise<GeneratedObject<T>> {
-    return this.#model.generateObject(schema, options);
+    return this.#cancellable(this.#model.generateObject(schema, options));
   }
 
   applySteering(messages: readonly MessageInput[]): void {
@@ -139,11 +140,21 @@ export class RunServices implements RunContext {
     try {
       const outcome = this.runBatch(calls, options);
       return outcome instanceof Promise
-        ? outcome.then(this.#batchResult)
+        ? this.#cancellable(outcome.then(this.#batchResult))
         : Promise.resolve(this.#batchResult(outcome));
     } catch (error) {
-      return Promise.reject(error);
+      return this.#cancellable(Promise.reject(error));
     }
+  }
+
+  /**
+   * A service's promise as the orchestrator gets it. When it fails because the run was aborted or
+   * has ended (the run cancels what is in flight), the rejection is marked handled: an orchestrator
+   * that did not await the call (it returned, or was abandoned) must not crash the process with an
+   * unhandled rejection the run itself caused. One that awaits it still gets the error.
+   */
+  #cancellable<T>(promise: Promise<T>): Promise<T> {
+    return new Cancellable(promise, this.#setup.abortScope, this.#transcript).promise;
   }
 
   /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `resumed`. */
@@ -231,6 +242,32 @@ export class RunServices implements RunContext {
     return { results: outcome.results, steering: outcome.steering };
   };
 }
+
+/** See `RunServices.#cancellable`. A class rather than closures, like the run's other waits. */
+class Cancellable<T> {
+  readonly promise: Promise<T>;
+  readonly #scope: AbortScope;
+  readonly #transcript: TranscriptWriter;
+  #reject!: (error: unknown) => void;
+
+  constructor(inner: Promise<T>, scope: AbortScope, transcript: TranscriptWriter) {
+    this.#scope = scope;
+    this.#transcript = transcript;
+    let resolve!: (value: T) => void;
+    this.promise = new Promise<T>((res, rej) => {
+      resolve = res;
+      this.#reject = rej;
+    });
+    inner.then(resolve, this.#failed);
+  }
+
+  readonly #failed = (error: unknown): void => {
+    if (this.#transcript.closed || this.#scope.aborted) this.promise.catch(ignore);
+    this.#reject(error);
+  };
+}
+
+function ignore(): void {}
 
 /**
  * `ctx.messages`. On Node 20 (V8 11.3) an object literal with getters held by the run kept the

@@ -456,6 +456,8 @@ describe("RunSession and its services, what the measured survivors showed untest
     const s = sessionOf({ orchestrator: catching }, { setup: { hooks: { beforeToolCall } } });
     const result = await s.session.execute();
     expect(result.stopReason).toBe("awaiting_approval");
+    // The run ends as it suspends; the orchestrator hears of it as it unwinds.
+    await flush();
     expect(thrown).toBeInstanceOf(AwaitingApprovalError);
     expect((thrown as AwaitingApprovalError).calls).toEqual([{ id: "b", name: "echo", args: { text: "b" } }]);
   });
