@@ -3,8 +3,10 @@ import {
   Agent,
   type AgentRun,
   defineTool,
+  InvalidEventError,
   InvalidHistoryError,
   type Orchestrator,
+  ReservedEventError,
   type RunContext,
   type RunResult,
   type ToolCall,
@@ -295,5 +297,59 @@ describe("a service call the orchestrator did not await", () => {
     setTimeout(() => run.abort(), 10);
     expect((await kept(run)).stopReason).toBe("aborted");
     expect(thrown).toMatchObject({ code: "aborted" });
+  });
+});
+
+describe("ctx.emit", () => {
+  it("refuses an event that fails its type's schema, so the stream keeps the protocol", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        for (const event of [
+          { type: "custom" },
+          { type: "custom", name: 5 },
+          { type: "text_delta", text: 5 },
+          { type: "thinking" },
+          { type: "context_truncated" },
+        ]) {
+          try {
+            ctx.emit(event as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(refused).toHaveLength(5);
+    for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
+    expect((refused[1] as Error).message).toMatch(/Invalid "custom" event:[\s\S]*name/);
+    expect(run.events.map((event) => event.type)).toEqual(["agent_start", "custom", "agent_end"]);
+  });
+
+  it("refuses what is not an event, and names inherited property names as unknown types, not reserved ones", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        for (const event of [null, undefined, "custom", { type: "toString" }, { type: "__proto__" }]) {
+          try {
+            ctx.emit(event as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        try {
+          ctx.emit({ type: "turn_start" } as never);
+        } catch (error) {
+          refused.push(error);
+        }
+      }),
+    });
+    await kept(agent.prompt("hi"));
+    expect(refused.slice(0, 5).every((error) => error instanceof InvalidEventError)).toBe(true);
+    expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
+    expect(refused[5]).toBeInstanceOf(ReservedEventError);
   });
 });

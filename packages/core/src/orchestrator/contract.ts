@@ -125,7 +125,11 @@ export interface RunContext {
   readonly followUps: MessageSource;
   /** The agent's child container: resolve shared services, or register your own. */
   readonly container: DependencyContainer;
-  /** Emits an event; the framework adds `runId`, `seq` and `ts`. */
+  /**
+   * Emits an event; the framework adds `runId`, `seq` and `ts`. Throws `ReservedEventError` for a
+   * type only a service emits, `InvalidEventError` for a type nobody registered or an event that
+   * fails its type's schema.
+   */
   emit(event: OrchestratorEvent): void;
   /** Opens a turn (emits `turn_start`) and returns its number, from 1. */
   startTurn(): number;

@@ -1,5 +1,5 @@
 import type { DependencyContainer } from "tsyringe";
-import type { z } from "zod";
+import { z } from "zod";
 import { AwaitingApprovalError, AwaitingClientToolError, abortError, ReservedEventError } from "../errors.js";
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
@@ -103,14 +103,25 @@ export class RunServices implements RunContext {
   }
 
   emit(event: OrchestratorEvent): void {
-    const service = RESERVED_EVENTS[event.type as keyof typeof RESERVED_EVENTS];
-    if (service !== undefined) throw new ReservedEventError(event.type, service);
-    // Consumers validate every event: one nobody registered would be rejected by all of them.
-    if (eventSchemaFor(event.type) === undefined)
+    const type = (event as { type?: unknown } | null)?.type;
+    if (typeof event !== "object" || typeof type !== "string")
+      throw new InvalidEventError('ctx.emit() takes an event: an object with a string "type".');
+    if (Object.hasOwn(RESERVED_EVENTS, type))
+      throw new ReservedEventError(type, RESERVED_EVENTS[type as keyof typeof RESERVED_EVENTS]);
+    // Consumers validate every event: one nobody registered, or one that fails its schema, would
+    // be rejected by all of them (and the stream would no longer keep the protocol).
+    const schema = eventSchemaFor(type);
+    if (schema === undefined)
       throw new InvalidEventError(
-        `Unknown event type "${event.type}": register its schema (registerEventSchema) before emitting it.`,
+        `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
       );
-    this.#events.publish({ ...event });
+    const copy = { ...event };
+    const checked = schema.safeParse({ ...copy, runId: this.runId, seq: 0, ts: 0 });
+    if (!checked.success)
+      throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
+        cause: checked.error,
+      });
+    this.#events.publish(copy);
   }
 
   startTurn(): number {
