@@ -353,3 +353,51 @@ describe("ctx.emit", () => {
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
   });
 });
+
+describe("messages an orchestrator adds", () => {
+  const malformed: Record<string, unknown> = {
+    "an assistant message whose content is a string": { role: "assistant", content: "hello" },
+    "a tool call without an id": {
+      role: "assistant",
+      content: [{ type: "toolCall", name: "add", args: {} }],
+    },
+    "a part of an unknown type": { role: "assistant", content: [{ type: "image", url: "x" }] },
+    "a user message whose content is an object": { role: "user", content: { a: 1 } },
+    "a tool result whose content is not text": {
+      role: "toolResult",
+      toolCallId: "t",
+      toolName: "add",
+      content: { a: 1 },
+      isError: false,
+      status: "ok",
+    },
+    "a message without a role": { content: "x" },
+    "a number": 5,
+    null: null,
+  };
+  for (const [label, message] of Object.entries(malformed)) {
+    it(`refuses ${label}, in ctx.messages.append() and ctx.applySteering(), leaving the history valid`, async () => {
+      const refused: unknown[] = [];
+      const agent = new Agent({
+        orchestrator: plugin(async (ctx) => {
+          for (const add of [
+            () => ctx.messages.append({ role: "user", content: "fine" }, message as never),
+            () => ctx.applySteering(["fine", message as never]),
+          ]) {
+            try {
+              add();
+            } catch (error) {
+              refused.push(error);
+            }
+          }
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(refused).toHaveLength(2);
+      for (const error of refused) expect(error).toBeInstanceOf(InvalidHistoryError);
+      // Nothing of a refused call entered the history, and another agent takes it as it is.
+      expect(result.messages).toEqual([expect.objectContaining({ role: "user", content: "hi" })]);
+      expect(() => new Agent({ messages: result.messages })).not.toThrow();
+    });
+  }
+});

@@ -33,7 +33,11 @@ export interface Limits {
   abortGraceMs: number;
 }
 
-/** The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten. */
+/**
+ * The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten.
+ * `append` refuses a malformed message with an `InvalidHistoryError` before any message of the call
+ * is added, and so is one that breaks the transcript rules.
+ */
 export interface MessageLog {
   readonly all: readonly AgentMessage[];
   readonly length: number;

@@ -1,9 +1,21 @@
 import type { DependencyContainer } from "tsyringe";
 import { z } from "zod";
-import { AwaitingApprovalError, AwaitingClientToolError, abortError, ReservedEventError } from "../errors.js";
+import {
+  AwaitingApprovalError,
+  AwaitingClientToolError,
+  abortError,
+  InvalidHistoryError,
+  ReservedEventError,
+} from "../errors.js";
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
-import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  agentMessageSchema,
+  type MessageInput,
+  type ToolCall,
+} from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type {
   DecideOptions,
@@ -144,6 +156,10 @@ export class RunServices implements RunContext {
   }
 
   applySteering(messages: readonly MessageInput[]): void {
+    if (!Array.isArray(messages))
+      throw new InvalidHistoryError("ctx.applySteering() takes an array of messages (or strings).");
+    for (const message of messages)
+      if (typeof message !== "string") checkMessage(message, "ctx.applySteering()");
     this.log.applySteering(messages);
   }
 
@@ -312,7 +328,21 @@ const NO_MESSAGES: readonly AgentMessage[] = Object.freeze([]);
 
 function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   log.assertOpen();
+  // All checked first: a refused message leaves the history as it was.
+  for (const message of messages) checkMessage(message, "ctx.messages.append()");
   for (const message of messages) log.append(message);
+}
+
+/**
+ * Throws an `InvalidHistoryError` unless `message` is a message of the history (`agentMessageSchema`:
+ * the three roles the model reads checked in full, an app's own role needing only its `role`). A
+ * malformed one would make the history one that `new Agent({ messages })` refuses and a provider
+ * rejects, for every later run of the agent.
+ */
+function checkMessage(message: unknown, what: string): void {
+  const parsed = agentMessageSchema.safeParse(message);
+  if (!parsed.success)
+    throw new InvalidHistoryError(`${what} got a malformed message:\n${z.prettifyError(parsed.error)}`);
 }
 
 /** Events only the framework emits, because their ordering rules are its guarantees. */
