@@ -401,3 +401,32 @@ describe("messages an orchestrator adds", () => {
     });
   }
 });
+
+describe("ctx.endTurn", () => {
+  it("refuses what is not an assistant message, so turn_end keeps its schema", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        ctx.startTurn();
+        for (const junk of [
+          null,
+          {},
+          { role: "assistant", content: "text" },
+          { role: "user", content: "x" },
+        ]) {
+          try {
+            ctx.endTurn(junk as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        ctx.endTurn({ role: "assistant", content: [{ type: "text", text: "done" }] });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(refused).toHaveLength(4);
+    for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
+    expect(eventsOf(run.events, "turn_end")).toHaveLength(1);
+  });
+});

@@ -13,6 +13,7 @@ import {
   type AgentMessage,
   type AssistantMessage,
   agentMessageSchema,
+  assistantMessageSchema,
   type MessageInput,
   type ToolCall,
 } from "../messages.js";
@@ -141,6 +142,13 @@ export class RunServices implements RunContext {
   }
 
   endTurn(message: AssistantMessage): void {
+    // `turn_end` carries the message: one that is not an assistant message would break its schema.
+    const parsed = assistantMessageSchema.safeParse(message);
+    if (!parsed.success)
+      throw new InvalidEventError(
+        `ctx.endTurn() takes the turn's assistant message:\n${z.prettifyError(parsed.error)}`,
+        { cause: parsed.error },
+      );
     this.turns.end(message);
   }
 
