@@ -430,3 +430,50 @@ describe("ctx.endTurn", () => {
     expect(eventsOf(run.events, "turn_end")).toHaveLength(1);
   });
 });
+
+describe("ctx.generateObject options", () => {
+  const replies = () => scriptedModel(Array.from({ length: 6 }, () => [script.text('{"a":1}')]));
+
+  it("a toolCallsOf that returns NaN, an infinite count or a numeric string still gives a valid steering_mode", async () => {
+    const counts = [Number.NaN, Number.POSITIVE_INFINITY, "3", -2];
+    const agent = new Agent({
+      provider: replies(),
+      orchestrator: plugin(async (ctx) => {
+        for (const count of counts)
+          await ctx.generateObject(z.object({ a: z.number() }), { toolCallsOf: () => count as number });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(eventsOf(run.events, "steering_mode").map((e) => e.queueSize)).toEqual([0, 0, 3, 0]);
+  });
+
+  it("a toolCallsOf that throws fails the run, after the model call's steering_mode", async () => {
+    const agent = new Agent({
+      provider: replies(),
+      orchestrator: plugin(async (ctx) => {
+        await ctx.generateObject(z.object({ a: z.number() }), {
+          toolCallsOf: () => {
+            throw new Error("cannot count");
+          },
+        });
+      }),
+    });
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.error?.message).toMatch(/cannot count/);
+    expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
+  });
+
+  it("maxAttempts: NaN counts as not given (two attempts), never as none", async () => {
+    let object: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("not json")], [script.text('{"a":2}')]]),
+      orchestrator: plugin(async (ctx) => {
+        object = (await ctx.generateObject(z.object({ a: z.number() }), { maxAttempts: Number.NaN })).object;
+      }),
+    });
+    expect((await kept(agent.prompt("hi"))).stopReason).toBe("completed");
+    expect(object).toEqual({ a: 2 });
+  });
+});
