@@ -3,6 +3,7 @@ import {
   Agent,
   AgentConfigError,
   defineTool,
+  ID_SOURCE,
   InvalidConfigError,
   NoProviderError,
   type ToolResultMessage,
@@ -470,6 +471,52 @@ describe("execution", () => {
       expect.stringMatching(/_2_s1$/),
     ]);
     expect(result.text).toBe("90");
+  });
+
+  it("gives every call an id new to the history, also when run ids share their first characters", async () => {
+    // A durable workflow's runs are <id>, <id>.2, …: the same plan in each must not repeat a call id.
+    const model = scriptedModel([
+      plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
+      answer("2"),
+      plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
+      answer("4"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
+    let runs = 0;
+    agent.container.registerInstance(ID_SOURCE, {
+      runId: () => (++runs === 1 ? "workflow-1234" : `workflow-1234.${runs}`),
+    });
+    const first = await agent.prompt("1+1?").result();
+    const second = agent.prompt("2+2?");
+    const result = await second.result();
+    expect(first.stopReason).toBe("completed");
+    expect(result.stopReason).toBe("completed");
+    assertEventProtocol(second.events);
+    assertValidTranscript(result.messages);
+    const ids = result.messages.flatMap((m) =>
+      m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+    );
+    expect(new Set(ids).size).toBe(2);
+    for (const id of ids) expect(id).toMatch(/^p[0-9a-f]{8}_1_a$/);
+  });
+
+  it("gives a call a suffix rather than repeat an id already in the history (a runtime that repeats a run id)", async () => {
+    const model = scriptedModel([
+      plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
+      answer("2"),
+      plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
+      answer("4"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
+    agent.container.registerInstance(ID_SOURCE, { runId: () => "same" });
+    await agent.prompt("1+1?").result();
+    const result = await agent.prompt("2+2?").result();
+    expect(result.stopReason).toBe("completed");
+    assertValidTranscript(result.messages);
+    const ids = result.messages.flatMap((m) =>
+      m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+    );
+    expect(ids).toEqual([expect.stringMatching(/_1_a$/), expect.stringMatching(/_1_a_2$/)]);
   });
 
   it("an abort during a step leaves a valid history", async () => {

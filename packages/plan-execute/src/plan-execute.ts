@@ -1,5 +1,6 @@
 import {
   AgentError,
+  type AgentMessage,
   type AssistantMessage,
   type LlmMessage,
   type Orchestrator,
@@ -216,6 +217,9 @@ class PlanRun {
     const byCallId = new Map<string, PlanStep>();
     const calls: ToolCall[] = [];
     let failed = false;
+    // A call's id must be new to the history (the transcript keeper refuses a repeat).
+    const taken = callIdsIn(this.ctx.messages.all);
+    const prefix = `p${runTag(this.ctx.runId)}_${this.turn}_`;
     for (const step of wave) {
       let args: unknown;
       try {
@@ -225,7 +229,10 @@ class PlanRun {
         failed = true;
         continue;
       }
-      const call = { id: `p${this.ctx.runId.slice(0, 8)}_${this.turn}_${step.id}`, name: step.tool, args };
+      let id = `${prefix}${step.id}`;
+      for (let n = 2; taken.has(id); n++) id = `${prefix}${step.id}_${n}`;
+      taken.add(id);
+      const call = { id, name: step.tool, args };
       byCallId.set(call.id, step);
       calls.push(call);
     }
@@ -299,6 +306,28 @@ class PlanRun {
       this.#notRun(step, `not run: step ${failedDependency} failed`);
     }
   }
+}
+
+/**
+ * The run's part of its call ids: 8 hex digits of a hash of the whole run id. Its first characters
+ * would not do: the runs of one durable workflow are `<id>`, `<id>.2`, … and a runtime's own ids
+ * may share a prefix too, so their first plans' calls would get the same ids.
+ */
+function runTag(runId: string): string {
+  // FNV-1a, 32 bits.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) hash = Math.imul(hash ^ runId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/** Every tool-call id of the history. */
+function callIdsIn(messages: readonly AgentMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages)
+    if (message.role === "assistant")
+      for (const part of (message as AssistantMessage).content)
+        if (part.type === "toolCall") ids.add(part.id);
+  return ids;
 }
 
 export function planExecute(options: PlanExecuteOptions = {}): PlanExecuteOrchestrator {
