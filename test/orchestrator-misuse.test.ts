@@ -194,6 +194,50 @@ describe("executeTools runs only the calls of the history still waiting for thei
   });
 });
 
+describe("a parallel batch whose orchestrator callback throws", () => {
+  it("rejects once the calls already running have ended, and starts none after the error", async () => {
+    const log: string[] = [];
+    const tool = defineTool({
+      name: "work",
+      description: "Works for a while",
+      inputSchema: z.object({ n: z.number() }),
+      execute: async ({ n }) => {
+        log.push(`start ${n}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        log.push(`end ${n}`);
+        return n;
+      },
+    });
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("work", { n: 1 }),
+          script.toolCall("work", { n: 2 }),
+          script.toolCall("work", { n: 3 }),
+        ],
+      ]),
+      tools: [tool],
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") return;
+        const beforeEach = (call: ToolCall) => {
+          if ((call.args as { n: number }).n === 2) throw new Error("before 2");
+        };
+        await ctx.executeTools(decision.toolCalls, { concurrency: 2, beforeEach }).catch((error: Error) => {
+          log.push(`rejected: ${error.message}`);
+        });
+        // Trying again must not run call 1 a second time.
+        await ctx.executeTools(decision.toolCalls, { concurrency: 2 }).catch(() => log.push("refused"));
+      }),
+    });
+    const result = await kept(agent.prompt("work"));
+    expect(log).toEqual(["start 1", "end 1", "rejected: before 2", "refused"]);
+    expect(
+      result.messages.filter((m) => m.role === "toolResult").map((m) => (m as { status: string }).status),
+    ).toEqual(["ok", "error", "error"]);
+  });
+});
+
 describe("executeTools options", () => {
   it("a concurrency that is not a number >= 1 (NaN, 0, -2) runs every call, one at a time", async () => {
     for (const concurrency of [Number.NaN, 0, -2]) {
