@@ -185,6 +185,20 @@ describe("executeTools runs only the calls of the history still waiting for thei
     expect(runs).toEqual([]);
   });
 
+  it("a call added to the array after executeTools() took it does not run", async () => {
+    const { runs, thrown, result } = await misusing(async (ctx, calls) => {
+      const mine = [...calls];
+      const running = ctx.executeTools(mine);
+      mine.push({ id: "later", name: "charge", args: { amount: 99 } });
+      const renamed = mine[0] as ToolCall;
+      mine[0] = { ...renamed, id: "renamed" };
+      return running;
+    });
+    expect(thrown).toBeUndefined();
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "ok" });
+  });
+
   it("what is not a list of calls is refused with the same error", async () => {
     for (const bad of [null, "c1", [null], [{}], [{ id: 5, name: "charge" }]]) {
       const { thrown, runs } = await misusing((ctx) => ctx.executeTools(bad as never));

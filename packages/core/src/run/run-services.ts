@@ -199,10 +199,13 @@ export class RunServices implements RunContext {
     resumed?: Resumed,
   ): BatchOutcome | Promise<BatchOutcome> {
     this.log.assertOpen();
-    this.log.claim(calls);
+    // The batch's own copy: an orchestrator that changes its array or its calls afterwards must
+    // not change what runs (a call added later would run without a place in the history).
+    const own = Array.isArray(calls) ? calls.map(copyOf) : calls;
+    this.log.claim(own);
     const clock = this.#setup.clock;
     const started = clock.monotonic();
-    const batch = new ToolBatch(this.#batchSetup(), calls, options);
+    const batch = new ToolBatch(this.#batchSetup(), own, options);
     // NaN (or anything that is not a number >= 1) runs the calls one at a time, never none of them.
     const wanted = Math.floor(options.concurrency ?? this.#setup.concurrency);
     const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
@@ -211,7 +214,7 @@ export class RunServices implements RunContext {
     const done = () => {
       this.inFlight--;
       this.log.untrack(batch);
-      this.log.release(calls);
+      this.log.release(own);
     };
     const settle = (outcome: BatchOutcome) => {
       done();
@@ -339,6 +342,13 @@ function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   // All checked first: a refused message leaves the history as it was.
   for (const message of messages) checkMessage(message, "ctx.messages.append()");
   for (const message of messages) log.append(message);
+}
+
+/** A call as a batch keeps it (a value that is not a call is kept as it is, for the batch to refuse). */
+function copyOf(call: ToolCall): ToolCall {
+  if (call === null || typeof call !== "object") return call;
+  const { id, name, args, originalId } = call;
+  return originalId === undefined ? { id, name, args } : { id, name, args, originalId };
 }
 
 /**
