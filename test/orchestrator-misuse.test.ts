@@ -199,6 +199,35 @@ describe("executeTools runs only the calls of the history still waiting for thei
     expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "ok" });
   });
 
+  it("a result appended for a call the batch is running is refused: the batch's result is the one", async () => {
+    let refused: unknown;
+    const { runs, thrown, result, run } = await misusing(async (ctx, calls) => {
+      const running = ctx.executeTools(calls);
+      try {
+        ctx.messages.append({
+          role: "toolResult",
+          toolCallId: "c1",
+          toolName: "charge",
+          content: "mine",
+          isError: false,
+          status: "ok",
+        });
+      } catch (error) {
+        refused = error;
+      }
+      return running;
+    });
+    expect(refused).toBeInstanceOf(InvalidHistoryError);
+    expect(thrown).toBeUndefined();
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.at(-1)).toMatchObject({
+      role: "toolResult",
+      toolCallId: "c1",
+      content: "charged",
+    });
+    expect(eventsOf(run.events, "tool_result")).toHaveLength(1);
+  });
+
   it("what is not a list of calls is refused with the same error", async () => {
     for (const bad of [null, "c1", [null], [{}], [{ id: 5, name: "charge" }]]) {
       const { thrown, runs } = await misusing((ctx) => ctx.executeTools(bad as never));

@@ -104,6 +104,11 @@ export class RunLog {
     }
   }
 
+  /** Whether a batch under way runs this call. */
+  running(toolCallId: string): boolean {
+    return this.#claimed.has(toolCallId);
+  }
+
   /** Gives back the calls of a batch that ended. */
   release(calls: readonly ToolCall[]): void {
     for (const call of calls) this.#claimed.delete(call.id);

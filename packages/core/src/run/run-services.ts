@@ -340,7 +340,14 @@ const NO_MESSAGES: readonly AgentMessage[] = Object.freeze([]);
 function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   log.assertOpen();
   // All checked first: a refused message leaves the history as it was.
-  for (const message of messages) checkMessage(message, "ctx.messages.append()");
+  for (const message of messages) {
+    checkMessage(message, "ctx.messages.append()");
+    const { toolCallId } = message as { toolCallId?: string };
+    if (message.role === "toolResult" && log.running(toolCallId as string))
+      throw new InvalidHistoryError(
+        `ctx.messages.append() got a result for tool call "${toolCallId}", which executeTools() is running: its result comes from the batch.`,
+      );
+  }
   for (const message of messages) log.append(message);
 }
 
