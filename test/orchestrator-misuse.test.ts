@@ -564,3 +564,26 @@ describe("ctx.generateObject options", () => {
     expect(object).toEqual({ a: 2 });
   });
 });
+
+describe("ctx.limits", () => {
+  it("cannot be raised by the orchestrator: maxCycles holds for this run and the next", async () => {
+    let refused: unknown;
+    const agent = new Agent({
+      provider: scriptedModel(Array.from({ length: 6 }, () => [script.text("again")])),
+      limits: { maxCycles: 2 },
+      orchestrator: plugin(async (ctx) => {
+        try {
+          (ctx.limits as { maxCycles: number }).maxCycles = 100;
+        } catch (error) {
+          refused = error;
+        }
+        for (;;) await ctx.decide();
+      }),
+    });
+    const result = await kept(agent.prompt("loop"));
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(result.stopReason).toBe("max_cycles");
+    expect(result.metrics.cycles).toBe(2);
+    expect((await kept(agent.prompt("again"))).metrics.cycles).toBe(2);
+  });
+});
