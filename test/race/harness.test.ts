@@ -10,7 +10,10 @@ import { DEFAULT_RUNS, DEFAULT_SEED, FuzzConfigError, fuzzSettings } from "./pro
  */
 const REAL_TIME = new Set(["metrics", "durationMs", "ts", "timestamp"]);
 
-/** Everything a case produced, with run ids (random) replaced by run labels and real-time figures left out. */
+/**
+ * Everything a case produced, with run ids (random) replaced by run labels, and so the part of
+ * plan-execute's call ids made from them, and real-time figures left out.
+ */
 function transcript(observation: Observation): string {
   let text = JSON.stringify(
     {
@@ -21,11 +24,9 @@ function transcript(observation: Observation): string {
     },
     (key, value) => (REAL_TIME.has(key) ? undefined : typeof value === "bigint" ? String(value) : value),
   );
-  for (const record of observation.runs) {
-    const id = record.run.runId;
-    text = text.replaceAll(id, record.label).replaceAll(id.slice(0, 8), record.label);
-  }
-  return text;
+  for (const record of observation.runs) text = text.replaceAll(record.run.runId, record.label);
+  // Plan-execute's call ids start with a hash of the (random) run id: p<8 hex digits>_<turn>_<step>.
+  return text.replace(/\bp[0-9a-f]{8}_(?=\d+_)/g, "p<run>_");
 }
 
 describe("the race harness", () => {

@@ -64,7 +64,8 @@ export class Agent {
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
     this.#config = config;
-    this.#limits = config.limits ? { ...defaultLimits, ...config.limits } : defaultLimits;
+    // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
+    this.#limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
     this.#retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
     this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);

@@ -211,7 +211,20 @@ export class OrchestratorError extends AgentError {
 
 /** The error a run ends with when its signal aborted: the reason itself when it is an AgentError (a timeout). */
 export function abortError(reason: unknown): AgentError {
-  return reason instanceof AgentError ? reason : new AbortedError(reason);
+  return isAgentError(reason) ? reason : new AbortedError(reason);
+}
+
+/**
+ * `value instanceof AgentError`, for anything thrown or given as a reason: `instanceof` itself
+ * throws for a Proxy whose prototype trap throws (or a revoked one), and such a value is no
+ * `AgentError`.
+ */
+export function isAgentError(value: unknown): value is AgentError {
+  try {
+    return value instanceof AgentError;
+  } catch {
+    return false;
+  }
 }
 
 /** A readable, non-empty text for anything thrown ("undefined", "Symbol(x)", "TypeError"); never throws. */
@@ -238,7 +251,15 @@ export function errorMessage(error: unknown): string {
 }
 
 function abortMessage(reason: unknown): string {
-  if (reason === undefined || (reason instanceof Error && reason.name === "AbortError"))
-    return "The run was aborted.";
+  if (reason === undefined || isDomAbort(reason)) return "The run was aborted.";
   return `The run was aborted: ${errorMessage(reason)}`;
+}
+
+/** The reason `AbortController.abort()` gives when none is passed; never throws. */
+function isDomAbort(reason: unknown): boolean {
+  try {
+    return reason instanceof Error && reason.name === "AbortError";
+  } catch {
+    return false;
+  }
 }

@@ -3,6 +3,7 @@ import {
   Agent,
   AgentConfigError,
   defineTool,
+  ID_SOURCE,
   InvalidConfigError,
   NoProviderError,
   type ToolResultMessage,
@@ -296,6 +297,58 @@ describe("execution", () => {
     expect(result.text).toBe("Partial answer.");
   });
 
+  it("keeps each step's index and stepCount in the latest plan when the plan goes on without a replan", async () => {
+    // a fails; b and c (through b) depend on it. With no replan left, c goes on as a step of the
+    // same plan: it is still step 3 of 3, not step 1 of what is left.
+    const failed = scriptedModel([
+      plan([
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: { $ref: "steps.a.result.city" } } },
+        { id: "c", tool: "lookup", args: { city: { $ref: "steps.b.result.city" } } },
+      ]),
+      answer("Nothing found."),
+    ]);
+    const { events } = await run(failed, {}, planExecute({ maxReplans: 0 }));
+    expect(eventsOf(events, "plan_step_end").map((e) => [e.index, e.stepCount, e.error])).toEqual([
+      [0, 3, "no such city"],
+      [1, 3, "not run: step a failed"],
+      [2, 3, "not run: step b failed"],
+    ]);
+    // Steering with no replan left: b and c run on as steps 2 and 3 of the plan.
+    let agent: Agent | undefined;
+    const steer = defineTool({
+      name: "steer_me",
+      description: "x",
+      inputSchema: z.object({}),
+      execute: () => {
+        agent?.steer("hurry");
+        return "ok";
+      },
+    });
+    const steered = scriptedModel([
+      plan([
+        { id: "a", tool: "steer_me" },
+        { id: "b", tool: "calculator", args: { expression: "1+1" }, dependsOn: ["a"] },
+        { id: "c", tool: "calculator", args: { expression: "2+2" }, dependsOn: ["b"] },
+      ]),
+      answer("done"),
+    ]);
+    agent = new Agent({
+      provider: steered,
+      tools: [steer, calculator],
+      orchestrator: planExecute({ maxReplans: 0 }),
+    });
+    const agentRun = agent.prompt("go");
+    await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    for (const type of ["plan_step_start", "plan_step_end"] as const)
+      expect(eventsOf(agentRun.events, type).map((e) => [e.index, e.stepCount])).toEqual([
+        [0, 3],
+        [1, 3],
+        [2, 3],
+      ]);
+  });
+
   it("never hands a tool an inherited property: a $ref to __proto__ or constructor is not run", async () => {
     const patch = defineTool({
       name: "patch",
@@ -418,6 +471,52 @@ describe("execution", () => {
       expect.stringMatching(/_2_s1$/),
     ]);
     expect(result.text).toBe("90");
+  });
+
+  it("gives every call an id new to the history, also when run ids share their first characters", async () => {
+    // A durable workflow's runs are <id>, <id>.2, …: the same plan in each must not repeat a call id.
+    const model = scriptedModel([
+      plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
+      answer("2"),
+      plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
+      answer("4"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
+    let runs = 0;
+    agent.container.registerInstance(ID_SOURCE, {
+      runId: () => (++runs === 1 ? "workflow-1234" : `workflow-1234.${runs}`),
+    });
+    const first = await agent.prompt("1+1?").result();
+    const second = agent.prompt("2+2?");
+    const result = await second.result();
+    expect(first.stopReason).toBe("completed");
+    expect(result.stopReason).toBe("completed");
+    assertEventProtocol(second.events);
+    assertValidTranscript(result.messages);
+    const ids = result.messages.flatMap((m) =>
+      m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+    );
+    expect(new Set(ids).size).toBe(2);
+    for (const id of ids) expect(id).toMatch(/^p[0-9a-f]{8}_1_a$/);
+  });
+
+  it("gives a call a suffix rather than repeat an id already in the history (a runtime that repeats a run id)", async () => {
+    const model = scriptedModel([
+      plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
+      answer("2"),
+      plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
+      answer("4"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
+    agent.container.registerInstance(ID_SOURCE, { runId: () => "same" });
+    await agent.prompt("1+1?").result();
+    const result = await agent.prompt("2+2?").result();
+    expect(result.stopReason).toBe("completed");
+    assertValidTranscript(result.messages);
+    const ids = result.messages.flatMap((m) =>
+      m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+    );
+    expect(ids).toEqual([expect.stringMatching(/_1_a$/), expect.stringMatching(/_1_a_2$/)]);
   });
 
   it("an abort during a step leaves a valid history", async () => {

@@ -1,5 +1,6 @@
 import {
   AgentError,
+  type AgentMessage,
   type AssistantMessage,
   type LlmMessage,
   type Orchestrator,
@@ -89,6 +90,11 @@ class PlanRun {
   readonly #results = new Map<string, unknown>();
   readonly #failed = new Map<string, string>();
   readonly #done: { step: PlanStep; result: unknown }[] = [];
+  /**
+   * The plan the last `plan_created` announced: a step's `index` and `stepCount` are its place in
+   * it, also for the steps that go on without a replan (when the budget is spent), a subset of it.
+   */
+  #latest: PlanStep[] = [];
   #replans = 0;
 
   constructor(
@@ -136,6 +142,7 @@ class PlanRun {
           `The planner's plan is still invalid after one correction: ${remaining.join("; ")}`,
         );
     }
+    this.#latest = steps;
     this.ctx.emit({
       type: "plan_created",
       steps: steps.map(({ id, tool, args, dependsOn }) => ({
@@ -181,11 +188,11 @@ class PlanRun {
       const ready = pending.filter((step) => step.dependsOn.every((id) => this.#results.has(id)));
       const blocked = pending.filter((step) => step.dependsOn.some((id) => this.#failed.has(id)));
       if (ready.length === 0) {
-        this.#skip(blocked, plan);
+        this.#skip(blocked);
         return this.#revise([], "failure", plan);
       }
       pending = pending.filter((step) => !ready.includes(step));
-      const outcome = await this.#runWave(ready, plan);
+      const outcome = await this.#runWave(ready);
       if (outcome.steered) return this.#revise(pending, "steering", plan);
       if (outcome.failed) return this.#revise(pending, "failure", plan);
     }
@@ -196,10 +203,7 @@ class PlanRun {
   async #revise(pending: PlanStep[], reason: Progress["reason"], plan: PlanStep[]): Promise<PlanStep[]> {
     const runnable = pending.filter((step) => !step.dependsOn.some((id) => this.#failed.has(id)));
     if (this.#replans >= this.maxReplans) {
-      this.#skip(
-        pending.filter((step) => !runnable.includes(step)),
-        plan,
-      );
+      this.#skip(pending.filter((step) => !runnable.includes(step)));
       return runnable;
     }
     this.#replans++;
@@ -209,20 +213,26 @@ class PlanRun {
     return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
   }
 
-  async #runWave(wave: PlanStep[], plan: PlanStep[]): Promise<{ failed: boolean; steered: boolean }> {
+  async #runWave(wave: PlanStep[]): Promise<{ failed: boolean; steered: boolean }> {
     const byCallId = new Map<string, PlanStep>();
     const calls: ToolCall[] = [];
     let failed = false;
+    // A call's id must be new to the history (the transcript keeper refuses a repeat).
+    const taken = callIdsIn(this.ctx.messages.all);
+    const prefix = `p${runTag(this.ctx.runId)}_${this.turn}_`;
     for (const step of wave) {
       let args: unknown;
       try {
         args = resolveRefs(step.args, this.#results);
       } catch (error) {
-        this.#notRun(step, plan, `not run: ${(error as Error).message}`);
+        this.#notRun(step, `not run: ${(error as Error).message}`);
         failed = true;
         continue;
       }
-      const call = { id: `p${this.ctx.runId.slice(0, 8)}_${this.turn}_${step.id}`, name: step.tool, args };
+      let id = `${prefix}${step.id}`;
+      for (let n = 2; taken.has(id); n++) id = `${prefix}${step.id}_${n}`;
+      taken.add(id);
+      const call = { id, name: step.tool, args };
       byCallId.set(call.id, step);
       calls.push(call);
     }
@@ -241,18 +251,18 @@ class PlanRun {
     const stepOf = (call: ToolCall) => byCallId.get(call.id) as PlanStep;
     const batch = await this.ctx.executeTools(calls, {
       concurrency: this.maxConcurrency,
-      beforeEach: (call) => this.#emitStart(stepOf(call), plan, call.args),
-      afterEach: (call, result) => this.#record(stepOf(call), plan, call.args, result),
+      beforeEach: (call) => this.#emitStart(stepOf(call), call.args),
+      afterEach: (call, result) => this.#record(stepOf(call), call.args, result),
     });
     failed ||= batch.results.some((result) => result.status !== "ok");
     return { failed, steered: batch.steering.length > 0 };
   }
 
-  #record(step: PlanStep, plan: PlanStep[], args: unknown, result: ToolResultMessage): void {
+  #record(step: PlanStep, args: unknown, result: ToolResultMessage): void {
     const base = {
       type: "plan_step_end" as const,
-      index: plan.indexOf(step),
-      stepCount: plan.length,
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
       tool: step.tool,
       args,
     };
@@ -266,36 +276,58 @@ class PlanRun {
     }
   }
 
-  #emitStart(step: PlanStep, plan: PlanStep[], args: unknown): void {
+  #emitStart(step: PlanStep, args: unknown): void {
     this.ctx.emit({
       type: "plan_step_start",
-      index: plan.indexOf(step),
-      stepCount: plan.length,
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
       tool: step.tool,
       args,
     });
   }
 
   /** A step that cannot run (its reference failed): it ends at once, without a tool call. */
-  #notRun(step: PlanStep, plan: PlanStep[], error: string): void {
-    this.#emitStart(step, plan, step.args);
+  #notRun(step: PlanStep, error: string): void {
+    this.#emitStart(step, step.args);
     this.#failed.set(step.id, error);
     this.ctx.emit({
       type: "plan_step_end",
-      index: plan.indexOf(step),
-      stepCount: plan.length,
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
       tool: step.tool,
       args: step.args,
       error,
     });
   }
 
-  #skip(steps: PlanStep[], plan: PlanStep[]): void {
+  #skip(steps: PlanStep[]): void {
     for (const step of steps) {
       const failedDependency = step.dependsOn.find((id) => this.#failed.has(id));
-      this.#notRun(step, plan, `not run: step ${failedDependency} failed`);
+      this.#notRun(step, `not run: step ${failedDependency} failed`);
     }
   }
+}
+
+/**
+ * The run's part of its call ids: 8 hex digits of a hash of the whole run id. Its first characters
+ * would not do: the runs of one durable workflow are `<id>`, `<id>.2`, … and a runtime's own ids
+ * may share a prefix too, so their first plans' calls would get the same ids.
+ */
+function runTag(runId: string): string {
+  // FNV-1a, 32 bits.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) hash = Math.imul(hash ^ runId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/** Every tool-call id of the history. */
+function callIdsIn(messages: readonly AgentMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages)
+    if (message.role === "assistant")
+      for (const part of (message as AssistantMessage).content)
+        if (part.type === "toolCall") ids.add(part.id);
+  return ids;
 }
 
 export function planExecute(options: PlanExecuteOptions = {}): PlanExecuteOrchestrator {

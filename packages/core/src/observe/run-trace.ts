@@ -8,7 +8,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { AgentError, errorMessage } from "../errors.js";
+import { errorMessage, isAgentError } from "../errors.js";
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
@@ -247,7 +247,7 @@ export class RunTrace implements RunObserver {
     this.#runSpan.addEvent(names.ABORT_EVENT, {
       [names.ABORT_REASON]: errorMessage(reason),
       // The code the run will end with: a timeout's own, "aborted" for any other reason.
-      [names.ERROR_TYPE]: reason instanceof AgentError ? reason.code : "aborted",
+      [names.ERROR_TYPE]: isAgentError(reason) ? reason.code : "aborted",
     });
   };
 }
@@ -265,12 +265,30 @@ function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
 }
 
 function recordFailure(span: Span, error: unknown): void {
-  const code = error instanceof AgentError ? error.code : error instanceof Error ? error.name : "error";
+  const code = failureCode(error);
   const message = errorMessage(error);
   if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT);
-  span.recordException(error instanceof Error ? error : { name: code, message });
+  span.recordException(isError(error) ? error : { name: code, message });
   span.setAttribute(names.ERROR_TYPE, code);
   span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+/** The error's code, or its class's name; never throws (a Proxy's traps or a `name` getter may). */
+function failureCode(error: unknown): string {
+  try {
+    return isAgentError(error) ? error.code : error instanceof Error ? error.name : "error";
+  } catch {
+    return "error";
+  }
+}
+
+/** `instanceof Error` that never throws (a Proxy's prototype trap may). */
+function isError(value: unknown): value is Error {
+  try {
+    return value instanceof Error;
+  } catch {
+    return false;
+  }
 }
 
 function isTimeout(code: string): boolean {

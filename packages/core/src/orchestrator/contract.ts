@@ -33,7 +33,11 @@ export interface Limits {
   abortGraceMs: number;
 }
 
-/** The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten. */
+/**
+ * The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten.
+ * `append` refuses a malformed message with an `InvalidHistoryError` before any message of the call
+ * is added, and so is one that breaks the transcript rules.
+ */
 export interface MessageLog {
   readonly all: readonly AgentMessage[];
   readonly length: number;
@@ -125,7 +129,11 @@ export interface RunContext {
   readonly followUps: MessageSource;
   /** The agent's child container: resolve shared services, or register your own. */
   readonly container: DependencyContainer;
-  /** Emits an event; the framework adds `runId`, `seq` and `ts`. */
+  /**
+   * Emits an event; the framework adds `runId`, `seq` and `ts`. Throws `ReservedEventError` for a
+   * type only a service emits, `InvalidEventError` for a type nobody registered or an event that
+   * fails its type's schema.
+   */
   emit(event: OrchestratorEvent): void;
   /** Opens a turn (emits `turn_start`) and returns its number, from 1. */
   startTurn(): number;
@@ -137,7 +145,10 @@ export interface RunContext {
    */
   decide(options?: DecideOptions): Promise<Decision>;
   /**
-   * Runs tool calls one at a time in the model's order: validates args against each tool's schema,
+   * Runs tool calls of the history still waiting for their result (`decision.toolCalls`, or the
+   * calls of an assistant message the orchestrator appended), each once; any other call (made up,
+   * already answered, running in another batch) is refused with an `InvalidHistoryError` before
+   * any tool runs. One at a time in the model's order: validates args against each tool's schema,
    * emits `tool_call`/`tool_result`, appends every result, and checks steering after each tool
    * (the rest are `skipped`, then the steering messages enter the history).
    */

@@ -134,7 +134,9 @@ export class ModelDecisions {
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T>,
   ): Promise<GeneratedObject<T>> {
-    const attempts = Math.max(1, options.maxAttempts ?? 2);
+    // NaN would make no attempt at all: it counts as not given.
+    const wanted = options.maxAttempts ?? 2;
+    const attempts = Number.isNaN(wanted) ? 2 : Math.max(1, wanted);
     const responseFormat = {
       type: "json" as const,
       schema: zodSchema(schema).jsonSchema as JSONSchema7,
@@ -153,10 +155,17 @@ export class ModelDecisions {
       this.#log.assertOpen();
       // A structured reply is a model decision too: a plan decides on calls, a verdict responds, and
       // an invalid reply is a response (sent back), so that every model call has its `steering_mode`.
-      const queueSize = parsed.success
-        ? Math.max(0, Math.floor(options.toolCallsOf?.(parsed.value) ?? 0))
-        : 0;
+      let counted: { size: number } | { error: unknown } = { size: 0 };
+      if (parsed.success && options.toolCallsOf !== undefined)
+        try {
+          counted = { size: callCount(options.toolCallsOf(parsed.value)) };
+        } catch (error) {
+          // The model call was made: it still gets its `steering_mode` before the error unwinds.
+          counted = { error };
+        }
+      const queueSize = "size" in counted ? counted.size : 0;
       this.#events.publish({ type: "steering_mode", mode: queueSize > 0 ? "steer" : "respond", queueSize });
+      if ("error" in counted) throw counted.error;
       if (parsed.success) return { object: parsed.value, text };
       problem = parsed.error;
       extra.push(
@@ -236,6 +245,12 @@ export class ModelDecisions {
     // A new reply: calls made from here on are not held against each other's reply.
     this.#log.stall?.beginReply();
   }
+}
+
+/** What `toolCallsOf` returned, as a `queueSize`: a whole number >= 0 (NaN or infinite: 0). */
+function callCount(count: unknown): number {
+  const whole = Math.floor(Number(count));
+  return Number.isFinite(whole) && whole > 0 ? whole : 0;
 }
 
 function assistantStopReason(finishReason: string): AssistantStopReason {

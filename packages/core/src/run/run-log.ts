@@ -1,4 +1,4 @@
-import { AbortedError, abortError } from "../errors.js";
+import { AbortedError, abortError, InvalidHistoryError } from "../errors.js";
 import { type AgentMessage, type MessageInput, type ToolCall, toMessageAt } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { StallDetector } from "../tools/stall-detector.js";
@@ -26,6 +26,8 @@ export class RunLog {
   stall: StallDetector | undefined;
   /** The batches under way: a call the run's end answers is reported to its batch. */
   readonly #running: ToolBatch[] = [];
+  /** Ids of the calls the batches under way run: a call runs in one batch at a time. */
+  readonly #claimed = new Set<string>();
 
   constructor(
     events: EventPublisher,
@@ -77,6 +79,63 @@ export class RunLog {
     const messages = inputs.map((input) => toMessageAt(input, now));
     for (const message of messages) this.append(message);
     this.#events.publish({ type: "steering_applied", messages });
+  }
+
+  /**
+   * Takes the calls of a batch about to run, or throws an `InvalidHistoryError` (and takes none)
+   * when one cannot run: each must be a call of the history still waiting for its result (so its
+   * result has a place, right after the message that made it), with that call's name, and not run
+   * by another batch under way. A call the orchestrator made up, or one that has its result, would
+   * run a tool whose result answers nothing: its side effects would happen, twice for a repeat,
+   * and its `tool_call` would never get a `tool_result`.
+   */
+  claim(calls: readonly ToolCall[]): void {
+    if (!Array.isArray(calls))
+      throw new InvalidHistoryError("executeTools() takes an array of tool calls ({ id, name, args }).");
+    const open = this.#transcript.keeper;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i] as ToolCall | null | undefined;
+      const problem = this.#cannotRun(call, open.openCalls, i, calls);
+      if (problem !== undefined) {
+        for (let j = 0; j < i; j++) this.#claimed.delete((calls[j] as ToolCall).id);
+        throw new InvalidHistoryError(problem);
+      }
+      this.#claimed.add((call as ToolCall).id);
+    }
+  }
+
+  /** Whether a batch under way runs this call. */
+  running(toolCallId: string): boolean {
+    return this.#claimed.has(toolCallId);
+  }
+
+  /** Gives back the calls of a batch that ended. */
+  release(calls: readonly ToolCall[]): void {
+    for (const call of calls) this.#claimed.delete(call.id);
+  }
+
+  #cannotRun(
+    call: ToolCall | null | undefined,
+    open: readonly ToolCall[],
+    index: number,
+    calls: readonly ToolCall[],
+  ): string | undefined {
+    if (
+      call === null ||
+      typeof call !== "object" ||
+      typeof call.id !== "string" ||
+      typeof call.name !== "string"
+    )
+      return `executeTools() got ${JSON.stringify(call) ?? String(call)} at position ${index}, not a tool call ({ id, name, args }).`;
+    const made = open.find((candidate) => candidate.id === call.id);
+    if (made === undefined || !this.#transcript.keeper.awaits(call.id))
+      return `tool call "${call.id}" is not a call of the history waiting for its result: executeTools() runs the calls of the last assistant message (append one that makes them first), each once.`;
+    if (made.name !== call.name)
+      return `tool call "${call.id}" names "${call.name}", but the assistant message made it for "${made.name}".`;
+    if (!this.#claimed.has(call.id)) return undefined;
+    return calls.findIndex((other) => other?.id === call.id) < index
+      ? `tool call "${call.id}" is given twice to executeTools(); every call runs once.`
+      : `tool call "${call.id}" is already running in another executeTools() batch; every call runs once.`;
   }
 
   track(batch: ToolBatch): void {

@@ -1,9 +1,23 @@
 import type { DependencyContainer } from "tsyringe";
-import type { z } from "zod";
-import { AwaitingApprovalError, AwaitingClientToolError, abortError, ReservedEventError } from "../errors.js";
+import { z } from "zod";
+import {
+  AwaitingApprovalError,
+  AwaitingClientToolError,
+  abortError,
+  InvalidHistoryError,
+  ReservedEventError,
+} from "../errors.js";
 import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
-import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  agentMessageSchema,
+  assistantMessageSchema,
+  type MessageInput,
+  type ToolCall,
+} from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
 import type {
   DecideOptions,
   Decision,
@@ -102,14 +116,25 @@ export class RunServices implements RunContext {
   }
 
   emit(event: OrchestratorEvent): void {
-    const service = RESERVED_EVENTS[event.type as keyof typeof RESERVED_EVENTS];
-    if (service !== undefined) throw new ReservedEventError(event.type, service);
-    // Consumers validate every event: one nobody registered would be rejected by all of them.
-    if (eventSchemaFor(event.type) === undefined)
+    const type = (event as { type?: unknown } | null)?.type;
+    if (typeof event !== "object" || typeof type !== "string")
+      throw new InvalidEventError('ctx.emit() takes an event: an object with a string "type".');
+    if (Object.hasOwn(RESERVED_EVENTS, type))
+      throw new ReservedEventError(type, RESERVED_EVENTS[type as keyof typeof RESERVED_EVENTS]);
+    // Consumers validate every event: one nobody registered, or one that fails its schema, would
+    // be rejected by all of them (and the stream would no longer keep the protocol).
+    const schema = eventSchemaFor(type);
+    if (schema === undefined)
       throw new InvalidEventError(
-        `Unknown event type "${event.type}": register its schema (registerEventSchema) before emitting it.`,
+        `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
       );
-    this.#events.publish({ ...event });
+    const copy = { ...event };
+    const checked = schema.safeParse({ ...copy, runId: this.runId, seq: 0, ts: 0 });
+    if (!checked.success)
+      throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
+        cause: checked.error,
+      });
+    this.#events.publish(copy);
   }
 
   startTurn(): number {
@@ -117,21 +142,32 @@ export class RunServices implements RunContext {
   }
 
   endTurn(message: AssistantMessage): void {
+    // `turn_end` carries the message: one that is not an assistant message would break its schema.
+    const parsed = assistantMessageSchema.safeParse(message);
+    if (!parsed.success)
+      throw new InvalidEventError(
+        `ctx.endTurn() takes the turn's assistant message:\n${z.prettifyError(parsed.error)}`,
+        { cause: parsed.error },
+      );
     this.turns.end(message);
   }
 
   decide(options: DecideOptions = {}): Promise<Decision> {
-    return this.#model.decide(options);
+    return this.#cancellable(this.#model.decide(options));
   }
 
   generateObject<T>(
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T> = {},
   ): Promise<GeneratedObject<T>> {
-    return this.#model.generateObject(schema, options);
+    return this.#cancellable(this.#model.generateObject(schema, options));
   }
 
   applySteering(messages: readonly MessageInput[]): void {
+    if (!Array.isArray(messages))
+      throw new InvalidHistoryError("ctx.applySteering() takes an array of messages (or strings).");
+    for (const message of messages)
+      if (typeof message !== "string") checkMessage(message, "ctx.applySteering()");
     this.log.applySteering(messages);
   }
 
@@ -139,11 +175,21 @@ export class RunServices implements RunContext {
     try {
       const outcome = this.runBatch(calls, options);
       return outcome instanceof Promise
-        ? outcome.then(this.#batchResult)
+        ? this.#cancellable(outcome.then(this.#batchResult))
         : Promise.resolve(this.#batchResult(outcome));
     } catch (error) {
-      return Promise.reject(error);
+      return this.#cancellable(Promise.reject(error));
     }
+  }
+
+  /**
+   * A service's promise as the orchestrator gets it. When it fails because the run was aborted or
+   * has ended (the run cancels what is in flight), the rejection is marked handled: an orchestrator
+   * that did not await the call (it returned, or was abandoned) must not crash the process with an
+   * unhandled rejection the run itself caused. One that awaits it still gets the error.
+   */
+  #cancellable<T>(promise: Promise<T>): Promise<T> {
+    return new Cancellable(promise, this.#setup.abortScope, this.#transcript).promise;
   }
 
   /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `resumed`. */
@@ -153,15 +199,22 @@ export class RunServices implements RunContext {
     resumed?: Resumed,
   ): BatchOutcome | Promise<BatchOutcome> {
     this.log.assertOpen();
+    // The batch's own copy: an orchestrator that changes its array or its calls afterwards must
+    // not change what runs (a call added later would run without a place in the history).
+    const own = Array.isArray(calls) ? calls.map(copyOf) : calls;
+    this.log.claim(own);
     const clock = this.#setup.clock;
     const started = clock.monotonic();
-    const batch = new ToolBatch(this.#batchSetup(), calls, options);
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? this.#setup.concurrency));
+    const batch = new ToolBatch(this.#batchSetup(), own, options);
+    // NaN (or anything that is not a number >= 1) runs the calls one at a time, never none of them.
+    const wanted = Math.floor(options.concurrency ?? this.#setup.concurrency);
+    const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
     this.inFlight++;
     this.log.track(batch);
     const done = () => {
       this.inFlight--;
       this.log.untrack(batch);
+      this.log.release(own);
     };
     const settle = (outcome: BatchOutcome) => {
       done();
@@ -228,6 +281,32 @@ export class RunServices implements RunContext {
   };
 }
 
+/** See `RunServices.#cancellable`. A class rather than closures, like the run's other waits. */
+class Cancellable<T> {
+  readonly promise: Promise<T>;
+  readonly #scope: AbortScope;
+  readonly #transcript: TranscriptWriter;
+  #reject!: (error: unknown) => void;
+
+  constructor(inner: Promise<T>, scope: AbortScope, transcript: TranscriptWriter) {
+    this.#scope = scope;
+    this.#transcript = transcript;
+    let resolve!: (value: T) => void;
+    this.promise = new Promise<T>((res, rej) => {
+      resolve = res;
+      this.#reject = rej;
+    });
+    inner.then(resolve, this.#failed);
+  }
+
+  readonly #failed = (error: unknown): void => {
+    if (this.#transcript.closed || this.#scope.aborted) this.promise.catch(ignore);
+    this.#reject(error);
+  };
+}
+
+function ignore(): void {}
+
 /**
  * `ctx.messages`. On Node 20 (V8 11.3) an object literal with getters held by the run kept the
  * whole run alive through young-generation collections (see docs/benchmarks.md): a class with
@@ -260,7 +339,35 @@ const NO_MESSAGES: readonly AgentMessage[] = Object.freeze([]);
 
 function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   log.assertOpen();
+  // All checked first: a refused message leaves the history as it was.
+  for (const message of messages) {
+    checkMessage(message, "ctx.messages.append()");
+    const { toolCallId } = message as { toolCallId?: string };
+    if (message.role === "toolResult" && log.running(toolCallId as string))
+      throw new InvalidHistoryError(
+        `ctx.messages.append() got a result for tool call "${toolCallId}", which executeTools() is running: its result comes from the batch.`,
+      );
+  }
   for (const message of messages) log.append(message);
+}
+
+/** A call as a batch keeps it (a value that is not a call is kept as it is, for the batch to refuse). */
+function copyOf(call: ToolCall): ToolCall {
+  if (call === null || typeof call !== "object") return call;
+  const { id, name, args, originalId } = call;
+  return originalId === undefined ? { id, name, args } : { id, name, args, originalId };
+}
+
+/**
+ * Throws an `InvalidHistoryError` unless `message` is a message of the history (`agentMessageSchema`:
+ * the three roles the model reads checked in full, an app's own role needing only its `role`). A
+ * malformed one would make the history one that `new Agent({ messages })` refuses and a provider
+ * rejects, for every later run of the agent.
+ */
+function checkMessage(message: unknown, what: string): void {
+  const parsed = agentMessageSchema.safeParse(message);
+  if (!parsed.success)
+    throw new InvalidHistoryError(`${what} got a malformed message:\n${z.prettifyError(parsed.error)}`);
 }
 
 /** Events only the framework emits, because their ordering rules are its guarantees. */

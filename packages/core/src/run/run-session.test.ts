@@ -395,6 +395,7 @@ describe("RunSession and its services, what the measured survivors showed untest
     const slow = manualTool("wait");
     let late: unknown;
     const hasty = orchestrator(async (ctx) => {
+      ctx.messages.append(assistantCalling([call("w", "wait")]));
       ctx.executeTools([call("w", "wait")]).catch((error: unknown) => {
         late = error;
       });
@@ -412,6 +413,7 @@ describe("RunSession and its services, what the measured survivors showed untest
     const slow = manualTool("wait");
     const errors: unknown[] = [];
     const failing = orchestrator(async (ctx) => {
+      ctx.messages.append(assistantCalling([call("a")]));
       await ctx
         .executeTools([call("a")], {
           beforeEach: () => {
@@ -446,14 +448,16 @@ describe("RunSession and its services, what the measured survivors showed untest
       call.id === "b" ? { requireApproval: true as const } : undefined;
     let thrown: unknown;
     const catching = orchestrator(async (ctx) => {
+      ctx.messages.append(assistantCalling([call("a"), call("b")]));
       await ctx.executeTools([call("a"), call("b")]).catch((error: unknown) => {
         thrown = error;
       });
     });
     const s = sessionOf({ orchestrator: catching }, { setup: { hooks: { beforeToolCall } } });
-    s.transcript.append(assistantCalling([call("a"), call("b")]));
     const result = await s.session.execute();
     expect(result.stopReason).toBe("awaiting_approval");
+    // The run ends as it suspends; the orchestrator hears of it as it unwinds.
+    await flush();
     expect(thrown).toBeInstanceOf(AwaitingApprovalError);
     expect((thrown as AwaitingApprovalError).calls).toEqual([{ id: "b", name: "echo", args: { text: "b" } }]);
   });
@@ -467,6 +471,7 @@ describe("RunSession and its services, what the measured survivors showed untest
     });
     let thrown: unknown;
     const catching = orchestrator(async (ctx) => {
+      ctx.messages.append(assistantCalling([call("a"), { id: "p", name: "page", args: { text: "p" } }]));
       await ctx.executeTools([call("a"), { id: "p", name: "page", args: { text: "p" } }]).catch((error) => {
         thrown = error;
       });
@@ -475,7 +480,6 @@ describe("RunSession and its services, what the measured survivors showed untest
       { orchestrator: catching },
       { setup: { clientToolMode: "suspend", tools: new ToolRegistry([echoTool, page]) } },
     );
-    s.transcript.append(assistantCalling([call("a"), { id: "p", name: "page", args: { text: "p" } }]));
     const result = await s.session.execute();
     expect(result.stopReason).toBe("awaiting_client_tool");
     expect(thrown).toBeInstanceOf(AwaitingClientToolError);

@@ -1,4 +1,11 @@
-import { AbortedError, AgentError, abortError, OrchestratorError, StopRequestedError } from "../errors.js";
+import {
+  AbortedError,
+  type AgentError,
+  abortError,
+  isAgentError,
+  OrchestratorError,
+  StopRequestedError,
+} from "../errors.js";
 import type { RunMetrics, StopReason } from "../events/schemas.js";
 import { type AgentMessage, type AssistantStopReason, textOf, type Usage } from "../messages.js";
 import { AbortHook, type AbortScope } from "../model/abortable.js";
@@ -213,7 +220,7 @@ export class RunSession {
   }
 
   #toAgentError(error: unknown): AgentError {
-    if (error instanceof AgentError) return error;
+    if (isAgentError(error)) return error;
     if (this.#setup.abortScope.aborted) return abortError(this.#setup.abortScope.signal.reason);
     return new OrchestratorError(this.#start.orchestrator.name, error);
   }

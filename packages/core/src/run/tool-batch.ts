@@ -165,25 +165,28 @@ export class ToolBatch implements FatalToolSink {
     }
     this.#scope = this.#setup.scope.child();
     const gate = new ExclusiveGate();
+    // An orchestrator's callback that throws (`beforeEach`, `afterEach`) stops the batch: no call
+    // starts after it, and the batch rejects once the calls already running have ended. Rejecting
+    // at once would let the orchestrator run those calls again while they still run.
+    let failure: { error: unknown } | undefined;
     const worker = async () => {
-      while (this.#next < this.#calls.length && !this.#ended()) {
-        const index = this.#next++;
-        const call = this.#calls[index] as ToolCall;
-        if (this.#setup.tools.get(call.name)?.sequential)
-          await gate.exclusive(() => (this.#ended() ? undefined : this.#runCall(index)));
-        else await gate.shared(() => this.#runCall(index));
+      try {
+        while (this.#next < this.#calls.length && !this.#ended() && failure === undefined) {
+          const index = this.#next++;
+          const call = this.#calls[index] as ToolCall;
+          if (this.#setup.tools.get(call.name)?.sequential)
+            await gate.exclusive(() => (this.#ended() || failure ? undefined : this.#runCall(index)));
+          else await gate.shared(() => this.#runCall(index));
+        }
+      } catch (error) {
+        failure ??= { error };
       }
     };
-    return Promise.all(Array.from({ length: Math.min(concurrency, this.#calls.length) }, worker)).then(
-      () => {
-        this.#scope.dispose();
-        return this.#outcome();
-      },
-      (error: unknown) => {
-        this.#scope.dispose();
-        throw error;
-      },
-    );
+    return Promise.all(Array.from({ length: Math.min(concurrency, this.#calls.length) }, worker)).then(() => {
+      this.#scope.dispose();
+      if (failure) throw failure.error;
+      return this.#outcome();
+    });
   }
 
   #outcome(): BatchOutcome {

@@ -1,0 +1,589 @@
+import "@agent-core/agentic";
+import {
+  Agent,
+  type AgentRun,
+  defineTool,
+  InvalidEventError,
+  InvalidHistoryError,
+  type Orchestrator,
+  ReservedEventError,
+  type RunContext,
+  type RunResult,
+  type ToolCall,
+  validateTranscript,
+} from "@agent-core/core";
+import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { add } from "./fixtures.js";
+
+/**
+ * Orchestrators that misuse the contract: whatever a plug-in does, the run settles, its events
+ * keep the protocol and the history stays valid (the promise of docs/writing-an-orchestrator.md).
+ */
+
+function plugin(run: (ctx: RunContext) => Promise<void> | void, name = "misuse"): Orchestrator {
+  return { name, run: run as (ctx: RunContext) => Promise<void> };
+}
+
+/** The run's result, or a rejection when it does not settle within `ms`. */
+function settled(run: AgentRun, ms = 2000): Promise<RunResult> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`result() did not settle within ${ms} ms`)), ms);
+  });
+  return Promise.race([run.result(), late]).finally(() => clearTimeout(timer));
+}
+
+/** Checks what every run must keep, and returns its result. */
+async function kept(run: AgentRun): Promise<RunResult> {
+  const result = await settled(run);
+  assertEventProtocol(run.events);
+  expect(validateTranscript(result.messages)).toEqual([]);
+  return result;
+}
+
+describe("a thrown value that instanceof cannot inspect", () => {
+  const hostile = {
+    "a Proxy whose prototype trap throws": () =>
+      new Proxy(
+        {},
+        {
+          getPrototypeOf() {
+            throw new Error("trap");
+          },
+        },
+      ),
+    "a revoked Proxy": () => {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      return proxy;
+    },
+  };
+  for (const [label, make] of Object.entries(hostile)) {
+    it(`${label}, thrown by the orchestrator, ends the run as orchestrator_error`, async () => {
+      const agent = new Agent({
+        orchestrator: plugin(async () => {
+          throw make();
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.code).toBe("orchestrator_error");
+      // The agent takes the next prompt.
+      expect((await settled(agent.prompt("again"))).stopReason).toBe("error");
+    });
+
+    it(`${label}, given as the abort reason, ends the run as aborted`, async () => {
+      const agent = new Agent({ orchestrator: plugin(() => new Promise<void>(() => {})) });
+      const run = agent.prompt("hi");
+      run.abort(make());
+      const result = await kept(run);
+      expect(result.stopReason).toBe("aborted");
+      expect(result.error?.code).toBe("aborted");
+    });
+  }
+});
+
+describe("executeTools runs only the calls of the history still waiting for their result, each once", () => {
+  /** A tool that counts its runs (a side effect: a payment, an email). */
+  function counting() {
+    const runs: string[] = [];
+    const tool = defineTool({
+      name: "charge",
+      description: "Charges a card",
+      inputSchema: z.object({ amount: z.number() }),
+      execute: async ({ amount }) => {
+        runs.push(String(amount));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return "charged";
+      },
+    });
+    return { runs, tool };
+  }
+
+  /** Runs `misuse` after a first model call that asks for one charge; returns what it threw. */
+  async function misusing(misuse: (ctx: RunContext, calls: ToolCall[]) => Promise<unknown>) {
+    const { runs, tool } = counting();
+    let thrown: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("charge", { amount: 5 }, { id: "c1" })],
+        [script.toolCall("charge", { amount: 7 }, { id: "c2" })],
+      ]),
+      tools: [tool],
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") throw new Error("expected a call");
+        try {
+          await misuse(ctx, decision.toolCalls);
+        } catch (error) {
+          thrown = error;
+        }
+      }),
+    });
+    const run = agent.prompt("pay");
+    const result = await kept(run);
+    return { runs, thrown, result, run };
+  }
+
+  it("a call the orchestrator made up is refused before its tool runs", async () => {
+    const { runs, thrown, run } = await misusing((ctx) =>
+      ctx.executeTools([{ id: "made-up", name: "charge", args: { amount: 1 } }]),
+    );
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect((thrown as Error).message).toMatch(/"made-up" is not a call of the history/);
+    expect(runs).toEqual([]);
+    expect(eventsOf(run.events, "tool_call").map((e) => e.toolCallId)).toEqual(["c1"]);
+  });
+
+  it("a call that already has its result is not run again", async () => {
+    const { runs, thrown, result } = await misusing(async (ctx, calls) => {
+      await ctx.executeTools(calls);
+      await ctx.executeTools(calls);
+    });
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.filter((m) => m.role === "toolResult")).toHaveLength(1);
+  });
+
+  it("two batches at once with the same call run it once", async () => {
+    const { runs, thrown } = await misusing((ctx, calls) =>
+      Promise.all([ctx.executeTools(calls), ctx.executeTools(calls)]),
+    );
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect((thrown as Error).message).toMatch(/already running in another executeTools\(\) batch/);
+    expect(runs).toEqual(["5"]);
+  });
+
+  it("the same call twice in one batch runs once", async () => {
+    const { runs, thrown } = await misusing((ctx, calls) => ctx.executeTools([...calls, ...calls]));
+    expect((thrown as Error).message).toMatch(/given twice/);
+    expect(runs).toEqual([]);
+  });
+
+  it("a call whose id or tool the orchestrator changed is refused; the model's call is answered at the end", async () => {
+    const renamed = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, id: "changed" }))),
+    );
+    const retargeted = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, name: "refund" }))),
+    );
+    for (const { runs, thrown, result } of [renamed, retargeted]) {
+      expect(thrown).toBeInstanceOf(InvalidHistoryError);
+      expect(runs).toEqual([]);
+      expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "error" });
+    }
+  });
+
+  it("the calls of an earlier reply, closed by the next one, are not run", async () => {
+    const { runs, thrown } = await misusing(async (ctx, calls) => {
+      await ctx.decide(); // its reply closes c1 with an error result
+      await ctx.executeTools(calls);
+    });
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect(runs).toEqual([]);
+  });
+
+  it("a call added to the array after executeTools() took it does not run", async () => {
+    const { runs, thrown, result } = await misusing(async (ctx, calls) => {
+      const mine = [...calls];
+      const running = ctx.executeTools(mine);
+      mine.push({ id: "later", name: "charge", args: { amount: 99 } });
+      const renamed = mine[0] as ToolCall;
+      mine[0] = { ...renamed, id: "renamed" };
+      return running;
+    });
+    expect(thrown).toBeUndefined();
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "ok" });
+  });
+
+  it("a result appended for a call the batch is running is refused: the batch's result is the one", async () => {
+    let refused: unknown;
+    const { runs, thrown, result, run } = await misusing(async (ctx, calls) => {
+      const running = ctx.executeTools(calls);
+      try {
+        ctx.messages.append({
+          role: "toolResult",
+          toolCallId: "c1",
+          toolName: "charge",
+          content: "mine",
+          isError: false,
+          status: "ok",
+        });
+      } catch (error) {
+        refused = error;
+      }
+      return running;
+    });
+    expect(refused).toBeInstanceOf(InvalidHistoryError);
+    expect(thrown).toBeUndefined();
+    expect(runs).toEqual(["5"]);
+    expect(result.messages.at(-1)).toMatchObject({
+      role: "toolResult",
+      toolCallId: "c1",
+      content: "charged",
+    });
+    expect(eventsOf(run.events, "tool_result")).toHaveLength(1);
+  });
+
+  it("what is not a list of calls is refused with the same error", async () => {
+    for (const bad of [null, "c1", [null], [{}], [{ id: 5, name: "charge" }]]) {
+      const { thrown, runs } = await misusing((ctx) => ctx.executeTools(bad as never));
+      expect(thrown).toBeInstanceOf(InvalidHistoryError);
+      expect(runs).toEqual([]);
+    }
+  });
+});
+
+describe("a parallel batch whose orchestrator callback throws", () => {
+  it("rejects once the calls already running have ended, and starts none after the error", async () => {
+    const log: string[] = [];
+    const tool = defineTool({
+      name: "work",
+      description: "Works for a while",
+      inputSchema: z.object({ n: z.number() }),
+      execute: async ({ n }) => {
+        log.push(`start ${n}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        log.push(`end ${n}`);
+        return n;
+      },
+    });
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("work", { n: 1 }),
+          script.toolCall("work", { n: 2 }),
+          script.toolCall("work", { n: 3 }),
+        ],
+      ]),
+      tools: [tool],
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") return;
+        const beforeEach = (call: ToolCall) => {
+          if ((call.args as { n: number }).n === 2) throw new Error("before 2");
+        };
+        await ctx.executeTools(decision.toolCalls, { concurrency: 2, beforeEach }).catch((error: Error) => {
+          log.push(`rejected: ${error.message}`);
+        });
+        // Trying again must not run call 1 a second time.
+        await ctx.executeTools(decision.toolCalls, { concurrency: 2 }).catch(() => log.push("refused"));
+      }),
+    });
+    const result = await kept(agent.prompt("work"));
+    expect(log).toEqual(["start 1", "end 1", "rejected: before 2", "refused"]);
+    expect(
+      result.messages.filter((m) => m.role === "toolResult").map((m) => (m as { status: string }).status),
+    ).toEqual(["ok", "error", "error"]);
+  });
+});
+
+describe("executeTools options", () => {
+  it("a concurrency that is not a number >= 1 (NaN, 0, -2) runs every call, one at a time", async () => {
+    for (const concurrency of [Number.NaN, 0, -2]) {
+      let results: unknown[] = [];
+      const agent = new Agent({
+        provider: scriptedModel([
+          [script.toolCall("add", { a: 1, b: 2 }), script.toolCall("add", { a: 3, b: 4 })],
+        ]),
+        tools: [add],
+        orchestrator: plugin(async (ctx) => {
+          const decision = await ctx.decide();
+          if (decision.mode === "steer")
+            results = (await ctx.executeTools(decision.toolCalls, { concurrency })).results;
+        }),
+      });
+      await kept(agent.prompt("add"));
+      expect(results.map((result) => (result as { status: string } | undefined)?.status)).toEqual([
+        "ok",
+        "ok",
+      ]);
+    }
+  });
+});
+
+describe("a service call the orchestrator did not await", () => {
+  const unhandled: unknown[] = [];
+  const listen = (reason: unknown) => unhandled.push(reason);
+  beforeEach(() => {
+    unhandled.length = 0;
+    process.on("unhandledRejection", listen);
+  });
+  afterEach(() => {
+    process.off("unhandledRejection", listen);
+  });
+  /** Long enough for a cancelled call to reject and Node to report it when nobody handles it. */
+  const later = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+  const forgetful: Record<string, (ctx: RunContext, live?: boolean) => void> = {
+    decide: (ctx) => void ctx.decide(),
+    generateObject: (ctx) => void ctx.generateObject(z.object({ a: z.number() })),
+    executeTools: (ctx, live = true) => {
+      // After the run ended, the append would throw (synchronously); executeTools rejects.
+      if (live)
+        ctx.messages.append({
+          role: "assistant",
+          content: [{ type: "toolCall", id: "t1", name: "add", args: { a: 1, b: 2 } }],
+        });
+      void ctx.executeTools([{ id: "t1", name: "add", args: { a: 1, b: 2 } }]);
+    },
+  };
+  for (const [service, forget] of Object.entries(forgetful)) {
+    it(`ctx.${service}() is cancelled when the run ends, without an unhandled rejection`, async () => {
+      const slowTool = defineTool({
+        name: "add",
+        description: "Adds slowly",
+        inputSchema: z.object({ a: z.number(), b: z.number() }),
+        execute: async ({ a, b }) => {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return a + b;
+        },
+      });
+      const agent = new Agent({
+        provider: scriptedModel([[script.delay(20), script.text('{"a":1}')], [script.text("next")]]),
+        tools: [slowTool],
+        orchestrator: plugin((ctx) => forget(ctx)),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result.stopReason).toBe("completed");
+      await later();
+      expect(unhandled).toEqual([]);
+    });
+
+    it(`ctx.${service}() called after the run ended rejects, without an unhandled rejection`, async () => {
+      let saved: RunContext | undefined;
+      const agent = new Agent({
+        orchestrator: plugin((ctx) => {
+          saved = ctx;
+        }),
+      });
+      await kept(agent.prompt("hi"));
+      forget(saved as RunContext, false);
+      await later();
+      expect(unhandled).toEqual([]);
+    });
+  }
+
+  it("an orchestrator that awaits the call still gets its error", async () => {
+    let thrown: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([[script.hang()]]),
+      orchestrator: plugin(async (ctx) => {
+        try {
+          await ctx.decide();
+        } catch (error) {
+          thrown = error;
+          throw error;
+        }
+      }),
+    });
+    const run = agent.prompt("hi");
+    setTimeout(() => run.abort(), 10);
+    expect((await kept(run)).stopReason).toBe("aborted");
+    expect(thrown).toMatchObject({ code: "aborted" });
+  });
+});
+
+describe("ctx.emit", () => {
+  it("refuses an event that fails its type's schema, so the stream keeps the protocol", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        for (const event of [
+          { type: "custom" },
+          { type: "custom", name: 5 },
+          { type: "text_delta", text: 5 },
+          { type: "thinking" },
+          { type: "context_truncated" },
+        ]) {
+          try {
+            ctx.emit(event as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(refused).toHaveLength(5);
+    for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
+    expect((refused[1] as Error).message).toMatch(/Invalid "custom" event:[\s\S]*name/);
+    expect(run.events.map((event) => event.type)).toEqual(["agent_start", "custom", "agent_end"]);
+  });
+
+  it("refuses what is not an event, and names inherited property names as unknown types, not reserved ones", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        for (const event of [null, undefined, "custom", { type: "toString" }, { type: "__proto__" }]) {
+          try {
+            ctx.emit(event as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        try {
+          ctx.emit({ type: "turn_start" } as never);
+        } catch (error) {
+          refused.push(error);
+        }
+      }),
+    });
+    await kept(agent.prompt("hi"));
+    expect(refused.slice(0, 5).every((error) => error instanceof InvalidEventError)).toBe(true);
+    expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
+    expect(refused[5]).toBeInstanceOf(ReservedEventError);
+  });
+});
+
+describe("messages an orchestrator adds", () => {
+  const malformed: Record<string, unknown> = {
+    "an assistant message whose content is a string": { role: "assistant", content: "hello" },
+    "a tool call without an id": {
+      role: "assistant",
+      content: [{ type: "toolCall", name: "add", args: {} }],
+    },
+    "a part of an unknown type": { role: "assistant", content: [{ type: "image", url: "x" }] },
+    "a user message whose content is an object": { role: "user", content: { a: 1 } },
+    "a tool result whose content is not text": {
+      role: "toolResult",
+      toolCallId: "t",
+      toolName: "add",
+      content: { a: 1 },
+      isError: false,
+      status: "ok",
+    },
+    "a message without a role": { content: "x" },
+    "a number": 5,
+    null: null,
+  };
+  for (const [label, message] of Object.entries(malformed)) {
+    it(`refuses ${label}, in ctx.messages.append() and ctx.applySteering(), leaving the history valid`, async () => {
+      const refused: unknown[] = [];
+      const agent = new Agent({
+        orchestrator: plugin(async (ctx) => {
+          for (const add of [
+            () => ctx.messages.append({ role: "user", content: "fine" }, message as never),
+            () => ctx.applySteering(["fine", message as never]),
+          ]) {
+            try {
+              add();
+            } catch (error) {
+              refused.push(error);
+            }
+          }
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(refused).toHaveLength(2);
+      for (const error of refused) expect(error).toBeInstanceOf(InvalidHistoryError);
+      // Nothing of a refused call entered the history, and another agent takes it as it is.
+      expect(result.messages).toEqual([expect.objectContaining({ role: "user", content: "hi" })]);
+      expect(() => new Agent({ messages: result.messages })).not.toThrow();
+    });
+  }
+});
+
+describe("ctx.endTurn", () => {
+  it("refuses what is not an assistant message, so turn_end keeps its schema", async () => {
+    const refused: unknown[] = [];
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        ctx.startTurn();
+        for (const junk of [
+          null,
+          {},
+          { role: "assistant", content: "text" },
+          { role: "user", content: "x" },
+        ]) {
+          try {
+            ctx.endTurn(junk as never);
+          } catch (error) {
+            refused.push(error);
+          }
+        }
+        ctx.endTurn({ role: "assistant", content: [{ type: "text", text: "done" }] });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(refused).toHaveLength(4);
+    for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
+    expect(eventsOf(run.events, "turn_end")).toHaveLength(1);
+  });
+});
+
+describe("ctx.generateObject options", () => {
+  const replies = () => scriptedModel(Array.from({ length: 6 }, () => [script.text('{"a":1}')]));
+
+  it("a toolCallsOf that returns NaN, an infinite count or a numeric string still gives a valid steering_mode", async () => {
+    const counts = [Number.NaN, Number.POSITIVE_INFINITY, "3", -2];
+    const agent = new Agent({
+      provider: replies(),
+      orchestrator: plugin(async (ctx) => {
+        for (const count of counts)
+          await ctx.generateObject(z.object({ a: z.number() }), { toolCallsOf: () => count as number });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    expect(eventsOf(run.events, "steering_mode").map((e) => e.queueSize)).toEqual([0, 0, 3, 0]);
+  });
+
+  it("a toolCallsOf that throws fails the run, after the model call's steering_mode", async () => {
+    const agent = new Agent({
+      provider: replies(),
+      orchestrator: plugin(async (ctx) => {
+        await ctx.generateObject(z.object({ a: z.number() }), {
+          toolCallsOf: () => {
+            throw new Error("cannot count");
+          },
+        });
+      }),
+    });
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.error?.message).toMatch(/cannot count/);
+    expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
+  });
+
+  it("maxAttempts: NaN counts as not given (two attempts), never as none", async () => {
+    let object: unknown;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("not json")], [script.text('{"a":2}')]]),
+      orchestrator: plugin(async (ctx) => {
+        object = (await ctx.generateObject(z.object({ a: z.number() }), { maxAttempts: Number.NaN })).object;
+      }),
+    });
+    expect((await kept(agent.prompt("hi"))).stopReason).toBe("completed");
+    expect(object).toEqual({ a: 2 });
+  });
+});
+
+describe("ctx.limits", () => {
+  it("cannot be raised by the orchestrator: maxCycles holds for this run and the next", async () => {
+    let refused: unknown;
+    const agent = new Agent({
+      provider: scriptedModel(Array.from({ length: 6 }, () => [script.text("again")])),
+      limits: { maxCycles: 2 },
+      orchestrator: plugin(async (ctx) => {
+        try {
+          (ctx.limits as { maxCycles: number }).maxCycles = 100;
+        } catch (error) {
+          refused = error;
+        }
+        for (;;) await ctx.decide();
+      }),
+    });
+    const result = await kept(agent.prompt("loop"));
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(result.stopReason).toBe("max_cycles");
+    expect(result.metrics.cycles).toBe(2);
+    expect((await kept(agent.prompt("again"))).metrics.cycles).toBe(2);
+  });
+});
