@@ -45,6 +45,8 @@ export class ModelDecisions {
   readonly #call: ModelCallSetup;
   /** Calls of a model reply cut off by the length limit: their arguments may be incomplete. */
   readonly cutOffCalls = new Set<string>();
+  /** The assistant message of the last reply `decide` recorded. */
+  lastReply: AssistantMessage | undefined;
 
   constructor(
     setup: RunSetup,
@@ -98,6 +100,7 @@ export class ModelDecisions {
       timestamp: now,
     };
     this.#log.append(message);
+    this.lastReply = message;
     this.#events.publish(
       { type: "steering_mode", mode: steer ? "steer" : "respond", queueSize: calls.length },
       now,
@@ -130,7 +133,11 @@ export class ModelDecisions {
     return step;
   };
 
-  async generateObject<T>(
+  generateObject<T>(schema: z.ZodType<T>, options: GenerateObjectOptions<T>): Promise<GeneratedObject<T>> {
+    return this.#quietlyIfEnded(this.#generateObject(schema, options));
+  }
+
+  async #generateObject<T>(
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T>,
   ): Promise<GeneratedObject<T>> {
@@ -190,13 +197,15 @@ export class ModelDecisions {
         steering.hasCallback ||
         this.#requests.needsPipeline
       )
-        return this.#callModelSlowly(spec, streamsText, finish);
+        return this.#quietlyIfEnded(this.#callModelSlowly(spec, streamsText, finish));
       this.#countCycle();
       const taken = steering.takeNow() as AgentMessage[];
       if (taken.length > 0) this.#log.applySteering(taken);
       return this.#stream(this.#requests.fromHistory(spec, this.#log.history), streamsText, finish);
     } catch (error) {
-      return Promise.reject(error);
+      const refused = Promise.reject(error);
+      this.#log.settleQuietlyIfEnded(refused);
+      return refused;
     }
   }
 
@@ -225,16 +234,33 @@ export class ModelDecisions {
     const { model, prompt, tools, settings } = request;
     const call = new ModelCall(this.#call, model, prompt, tools, settings, streamsText);
     // Timed here, not by the model step: a runtime's own step (a replay) is accounted the same.
-    return this.#setup.modelStep.run(call).then(
+    // Marked in its own handlers (see `RunLog.settleQuietlyIfEnded`): no wrapper, no extra hop.
+    const returned: Promise<T> = this.#setup.modelStep.run(call).then(
       (step) => {
         call.settled();
-        return finish(step);
+        try {
+          return finish(step);
+        } catch (error) {
+          this.#log.settleQuietlyIfEnded(returned);
+          throw error;
+        }
       },
       (error: unknown) => {
         call.settled();
+        this.#log.settleQuietlyIfEnded(returned);
         throw error;
       },
     );
+    return returned;
+  }
+
+  /** A promise of the slow paths, marked like `#stream`'s when it fails because the run ended. */
+  #quietlyIfEnded<T>(promise: Promise<T>): Promise<T> {
+    const returned: Promise<T> = promise.then(undefined, (error: unknown) => {
+      this.#log.settleQuietlyIfEnded(returned);
+      throw error;
+    });
+    return returned;
   }
 
   #countCycle(): void {

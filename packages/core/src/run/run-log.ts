@@ -26,8 +26,6 @@ export class RunLog {
   stall: StallDetector | undefined;
   /** The batches under way: a call the run's end answers is reported to its batch. */
   readonly #running: ToolBatch[] = [];
-  /** Ids of the calls the batches under way run: a call runs in one batch at a time. */
-  readonly #claimed = new Set<string>();
 
   constructor(
     events: EventPublisher,
@@ -53,6 +51,16 @@ export class RunLog {
   /** The calls of a model reply with ids unique in the history (see `TranscriptKeeper.withUniqueIds`). */
   uniqueIds(calls: ToolCall[]): ToolCall[] {
     return this.#transcript.keeper.withUniqueIds(calls);
+  }
+
+  /**
+   * For a service's promise that is failing (`ctx.decide`, `ctx.executeTools`, …): when the run has
+   * ended or was aborted, the run caused the failure (it cancels what is in flight), so the promise
+   * is marked handled. An orchestrator that did not await the call must not crash the process with
+   * an unhandled rejection; one that awaits it still gets the error.
+   */
+  settleQuietlyIfEnded(failing: Promise<unknown>): void {
+    if (this.#transcript.closed || this.#scope.aborted) failing.catch(ignore);
   }
 
   /** Throws when the run has ended or was aborted: nothing more may start. */
@@ -94,24 +102,15 @@ export class RunLog {
       throw new InvalidHistoryError("executeTools() takes an array of tool calls ({ id, name, args }).");
     const open = this.#transcript.keeper;
     for (let i = 0; i < calls.length; i++) {
-      const call = calls[i] as ToolCall | null | undefined;
-      const problem = this.#cannotRun(call, open.openCalls, i, calls);
-      if (problem !== undefined) {
-        for (let j = 0; j < i; j++) this.#claimed.delete((calls[j] as ToolCall).id);
-        throw new InvalidHistoryError(problem);
-      }
-      this.#claimed.add((call as ToolCall).id);
+      const problem = this.#cannotRun(calls[i], open.openCalls, i, calls);
+      if (problem !== undefined) throw new InvalidHistoryError(problem);
     }
   }
 
   /** Whether a batch under way runs this call. */
   running(toolCallId: string): boolean {
-    return this.#claimed.has(toolCallId);
-  }
-
-  /** Gives back the calls of a batch that ended. */
-  release(calls: readonly ToolCall[]): void {
-    for (const call of calls) this.#claimed.delete(call.id);
+    for (const batch of this.#running) if (batch.runs(toolCallId)) return true;
+    return false;
   }
 
   #cannotRun(
@@ -132,10 +131,12 @@ export class RunLog {
       return `tool call "${call.id}" is not a call of the history waiting for its result: executeTools() runs the calls of the last assistant message (append one that makes them first), each once.`;
     if (made.name !== call.name)
       return `tool call "${call.id}" names "${call.name}", but the assistant message made it for "${made.name}".`;
-    if (!this.#claimed.has(call.id)) return undefined;
-    return calls.findIndex((other) => other?.id === call.id) < index
-      ? `tool call "${call.id}" is given twice to executeTools(); every call runs once.`
-      : `tool call "${call.id}" is already running in another executeTools() batch; every call runs once.`;
+    for (let j = 0; j < index; j++)
+      if (calls[j]?.id === call.id)
+        return `tool call "${call.id}" is given twice to executeTools(); every call runs once.`;
+    if (this.running(call.id))
+      return `tool call "${call.id}" is already running in another executeTools() batch; every call runs once.`;
+    return undefined;
   }
 
   track(batch: ToolBatch): void {
@@ -166,3 +167,5 @@ export class RunLog {
     }
   }
 }
+
+function ignore(): void {}

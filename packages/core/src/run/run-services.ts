@@ -17,7 +17,6 @@ import {
   type MessageInput,
   type ToolCall,
 } from "../messages.js";
-import type { AbortScope } from "../model/abortable.js";
 import type {
   DecideOptions,
   Decision,
@@ -143,24 +142,27 @@ export class RunServices implements RunContext {
 
   endTurn(message: AssistantMessage): void {
     // `turn_end` carries the message: one that is not an assistant message would break its schema.
-    const parsed = assistantMessageSchema.safeParse(message);
-    if (!parsed.success)
-      throw new InvalidEventError(
-        `ctx.endTurn() takes the turn's assistant message:\n${z.prettifyError(parsed.error)}`,
-        { cause: parsed.error },
-      );
+    // The model's last reply, the usual one, was built by the run and needs no check.
+    if (message !== this.#model.lastReply) {
+      const parsed = assistantMessageSchema.safeParse(message);
+      if (!parsed.success)
+        throw new InvalidEventError(
+          `ctx.endTurn() takes the turn's assistant message:\n${z.prettifyError(parsed.error)}`,
+          { cause: parsed.error },
+        );
+    }
     this.turns.end(message);
   }
 
   decide(options: DecideOptions = {}): Promise<Decision> {
-    return this.#cancellable(this.#model.decide(options));
+    return this.#model.decide(options);
   }
 
   generateObject<T>(
     schema: z.ZodType<T>,
     options: GenerateObjectOptions<T> = {},
   ): Promise<GeneratedObject<T>> {
-    return this.#cancellable(this.#model.generateObject(schema, options));
+    return this.#model.generateObject(schema, options);
   }
 
   applySteering(messages: readonly MessageInput[]): void {
@@ -174,22 +176,28 @@ export class RunServices implements RunContext {
   executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
     try {
       const outcome = this.runBatch(calls, options);
-      return outcome instanceof Promise
-        ? this.#cancellable(outcome.then(this.#batchResult))
-        : Promise.resolve(this.#batchResult(outcome));
+      if (!(outcome instanceof Promise)) return Promise.resolve(this.#batchResult(outcome));
+      // Marked in its own handlers (see `RunLog.settleQuietlyIfEnded`): no wrapper, no extra hop.
+      const returned: Promise<ToolBatchResult> = outcome.then(
+        (done) => {
+          try {
+            return this.#batchResult(done);
+          } catch (error) {
+            this.log.settleQuietlyIfEnded(returned);
+            throw error;
+          }
+        },
+        (error: unknown) => {
+          this.log.settleQuietlyIfEnded(returned);
+          throw error;
+        },
+      );
+      return returned;
     } catch (error) {
-      return this.#cancellable(Promise.reject(error));
+      const refused = Promise.reject(error);
+      this.log.settleQuietlyIfEnded(refused);
+      return refused;
     }
-  }
-
-  /**
-   * A service's promise as the orchestrator gets it. When it fails because the run was aborted or
-   * has ended (the run cancels what is in flight), the rejection is marked handled: an orchestrator
-   * that did not await the call (it returned, or was abandoned) must not crash the process with an
-   * unhandled rejection the run itself caused. One that awaits it still gets the error.
-   */
-  #cancellable<T>(promise: Promise<T>): Promise<T> {
-    return new Cancellable(promise, this.#setup.abortScope, this.#transcript).promise;
   }
 
   /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `resumed`. */
@@ -214,7 +222,6 @@ export class RunServices implements RunContext {
     const done = () => {
       this.inFlight--;
       this.log.untrack(batch);
-      this.log.release(own);
     };
     const settle = (outcome: BatchOutcome) => {
       done();
@@ -280,32 +287,6 @@ export class RunServices implements RunContext {
     return { results: outcome.results, steering: outcome.steering };
   };
 }
-
-/** See `RunServices.#cancellable`. A class rather than closures, like the run's other waits. */
-class Cancellable<T> {
-  readonly promise: Promise<T>;
-  readonly #scope: AbortScope;
-  readonly #transcript: TranscriptWriter;
-  #reject!: (error: unknown) => void;
-
-  constructor(inner: Promise<T>, scope: AbortScope, transcript: TranscriptWriter) {
-    this.#scope = scope;
-    this.#transcript = transcript;
-    let resolve!: (value: T) => void;
-    this.promise = new Promise<T>((res, rej) => {
-      resolve = res;
-      this.#reject = rej;
-    });
-    inner.then(resolve, this.#failed);
-  }
-
-  readonly #failed = (error: unknown): void => {
-    if (this.#transcript.closed || this.#scope.aborted) this.promise.catch(ignore);
-    this.#reject(error);
-  };
-}
-
-function ignore(): void {}
 
 /**
  * `ctx.messages`. On Node 20 (V8 11.3) an object literal with getters held by the run kept the

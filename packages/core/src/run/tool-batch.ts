@@ -272,6 +272,12 @@ export class ToolBatch implements FatalToolSink {
       : this.#end(index, call, running);
   }
 
+  /** Whether this batch runs the call (it is one of its calls, whether or not it has started). */
+  runs(toolCallId: string): boolean {
+    for (const call of this.#calls) if (call.id === toolCallId) return true;
+    return false;
+  }
+
   /**
    * The run's end answered one of this batch's calls (it was still running, or never started):
    * the orchestrator's `afterEach` hears of it like of any result, so e.g. every plan step that
