@@ -50,23 +50,31 @@ function scriptStream(cycles: number): (context: Context) => AssistantMessageEve
       value = part?.type === "text" ? resultValue(part.text) : Number.NaN;
     }
     const call = nextCall(value, cycles);
-    const message: AssistantMessage = {
-      role: "assistant",
-      content: call
+    return replyStream(
+      call
         ? [{ type: "toolCall", id: call.id, name: "add", arguments: JSON.parse(call.args) }]
         : [{ type: "text", text: FINAL_TEXT }],
-      api: "bench",
-      provider: "bench",
-      model: "cycle-model",
-      usage,
-      stopReason: call ? "toolUse" : "stop",
-      timestamp: Date.now(),
-    };
-    const stream = createAssistantMessageEventStream();
-    stream.push({ type: "start", partial: message });
-    stream.push({ type: "done", reason: call ? "toolUse" : "stop", message });
-    return stream;
+    );
   };
+}
+
+/** The reply as pi's message, streamed as the minimal `[start, done]` events. */
+function replyStream(content: AssistantMessage["content"]): AssistantMessageEventStream {
+  const toolUse = content.some((part) => part.type === "toolCall");
+  const message: AssistantMessage = {
+    role: "assistant",
+    content,
+    api: "bench",
+    provider: "bench",
+    model: "cycle-model",
+    usage,
+    stopReason: toolUse ? "toolUse" : "stop",
+    timestamp: Date.now(),
+  };
+  const stream = createAssistantMessageEventStream();
+  stream.push({ type: "start", partial: message });
+  stream.push({ type: "done", reason: toolUse ? "toolUse" : "stop", message });
+  return stream;
 }
 
 /**
@@ -95,21 +103,7 @@ function v4Stream(cycles: number, latencyMs: number): StreamFn {
         });
     }
     if (text !== "") content.push({ type: "text", text });
-    const toolUse = content.some((part) => part.type === "toolCall");
-    const message: AssistantMessage = {
-      role: "assistant",
-      content,
-      api: "bench",
-      provider: "bench",
-      model: "cycle-model",
-      usage,
-      stopReason: toolUse ? "toolUse" : "stop",
-      timestamp: Date.now(),
-    };
-    const events = createAssistantMessageEventStream();
-    events.push({ type: "start", partial: message });
-    events.push({ type: "done", reason: toolUse ? "toolUse" : "stop", message });
-    return events;
+    return replyStream(content);
   };
 }
 
