@@ -5,6 +5,7 @@ import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-c
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
 
 // Steering and follow-ups reach a durable run as DBOS messages, wherever it executes; the run's
 // clock is recorded, so a replay of the workflow makes the very same history, timestamps included.
@@ -100,13 +101,8 @@ afterAll(async () => {
   postgres?.stop();
 });
 
-async function untilEvent(runId: string, type: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await runtime.events(runId)).some((event) => event.type === type)) {
-    if (Date.now() > deadline) throw new Error(`no ${type} in ${runId}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Until the run has stored an event of that type. */
+const untilStored = (runId: string, type: string) => untilEvent(runtime, runId, type, 20_000);
 
 const userTexts = (messages: AgentMessage[]) =>
   messages.flatMap((message) =>
@@ -117,7 +113,7 @@ describe("steering and follow-ups of a durable run", () => {
   it("a steering message sent while a tool runs is delivered after the next model call", async () => {
     hold();
     const run = await runtime.start("echo", "Wait, then answer.", { runId: "steered" });
-    await untilEvent("steered", "tool_call");
+    await untilStored("steered", "tool_call");
     await runtime.steer("steered", "Also mind the budget.");
     release();
     const result = await run.result();
@@ -134,7 +130,7 @@ describe("steering and follow-ups of a durable run", () => {
   it("a follow-up continues the run once it would stop", async () => {
     hold();
     const run = await runtime.start("echo", "Wait, then answer.", { runId: "followed" });
-    await untilEvent("followed", "tool_call");
+    await untilStored("followed", "tool_call");
     await runtime.followUp("followed", "And one more thing.");
     release();
     const result = await run.result();
@@ -146,10 +142,10 @@ describe("steering and follow-ups of a durable run", () => {
   it("a follow-up sent while the last reply streams is taken by the same run", async () => {
     hold();
     const run = await runtime.start("echo", "Wait, then answer slow.", { runId: "streaming" });
-    await untilEvent("streaming", "tool_call");
+    await untilStored("streaming", "tool_call");
     release();
     // The last reply streams for 400 ms: the message arrives while it does.
-    await untilEvent("streaming", "tool_result");
+    await untilStored("streaming", "tool_result");
     await new Promise((resolve) => setTimeout(resolve, 150));
     await runtime.followUp("streaming", "Late news.");
     const result = await run.result();
@@ -161,7 +157,7 @@ describe("steering and follow-ups of a durable run", () => {
   it("a message the run did not use, or that came after its last model call, continues the workflow in a run of its own", async () => {
     // Its orchestrator answers once and lingers, asking for no follow-up: the message arrives then.
     const run = await runtime.start("lingering", "Hello.", { runId: "late" });
-    await untilEvent("late", "text_delta");
+    await untilStored("late", "text_delta");
     await runtime.followUp("late", "Late news.");
     const result = await run.result();
     expect(result.runIds).toEqual(["late", "late.2"]);
@@ -174,7 +170,7 @@ describe("steering and follow-ups of a durable run", () => {
 
   it("cancel() aborts the run in the worker running it: the tool's signal, agent_end aborted", async () => {
     const run = await runtime.start("hanging", "Hang.", { runId: "cancelled" });
-    await untilEvent("cancelled", "tool_call");
+    await untilStored("cancelled", "tool_call");
     await runtime.cancel("cancelled");
     const result = await run.result();
     expect(result.stopReason).toBe("aborted");

@@ -12,6 +12,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
 
 // A durable run resumed from a point of its first execution, in process: DBOS forks the workflow
 // at a step, so the steps before it return what they recorded and the rest runs live, as in a
@@ -135,13 +136,7 @@ async function resumeBefore(
 const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
 
 /** Until the run has stored an event of that type. */
-async function untilEvent(runId: string, type: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await runtime.events(runId)).some((event) => event.type === type)) {
-    if (Date.now() > deadline) throw new Error(`no ${type} in ${runId}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const untilStored = (runId: string, type: string) => untilEvent(runtime, runId, type, 10_000);
 
 const results = (messages: AgentMessage[]) =>
   messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
@@ -205,7 +200,7 @@ describe("a durable run resumed after a step", () => {
 describe("a durable run that waits", () => {
   it("cancelled, ends as aborted", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "approving-cancelled" });
-    await untilEvent("approving-cancelled", "agent_end");
+    await untilStored("approving-cancelled", "agent_end");
     await runtime.cancel("approving-cancelled");
     const result = await run.result();
     expect(result.stopReason).toBe("aborted");
@@ -247,7 +242,7 @@ describe("a run id", () => {
 describe("cancel()", () => {
   it("still reaches a running run at once after the worker's connection for it dropped", async () => {
     const run = await runtime.start("hanging", "Hang.", { runId: "hanging-cancelled" });
-    await untilEvent("hanging-cancelled", "tool_call");
+    await untilStored("hanging-cancelled", "tool_call");
     // The database drops the connection the worker listens for cancels on (a restart, a failover).
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
