@@ -316,15 +316,7 @@ describe("execution", () => {
     ]);
     // Steering with no replan left: b and c run on as steps 2 and 3 of the plan.
     let agent: Agent | undefined;
-    const steer = defineTool({
-      name: "steer_me",
-      description: "x",
-      inputSchema: z.object({}),
-      execute: () => {
-        agent?.steer("hurry");
-        return "ok";
-      },
-    });
+    const steer = steeringTool("hurry", () => agent);
     const steered = scriptedModel([
       plan([
         { id: "a", tool: "steer_me" },
@@ -421,15 +413,7 @@ describe("execution", () => {
 
   it("replans when the user steers between steps, with the steering message in the history", async () => {
     let agent: Agent | undefined;
-    const steer = defineTool({
-      name: "steer_me",
-      description: "x",
-      inputSchema: z.object({}),
-      execute: () => {
-        agent?.steer("Use 7 instead");
-        return "ok";
-      },
-    });
+    const steer = steeringTool("Use 7 instead", () => agent);
     const model = scriptedModel([
       plan([
         { id: "a", tool: "steer_me" },
@@ -597,3 +581,16 @@ describe("registration", () => {
     expect(new Agent({}).orchestrator.name).toBe("agentic");
   });
 });
+
+/** A tool, `steer_me`, that steers the agent it runs in (`agentOf`: that agent, once made) with `text`. */
+function steeringTool(text: string, agentOf: () => Agent | undefined) {
+  return defineTool({
+    name: "steer_me",
+    description: "x",
+    inputSchema: z.object({}),
+    execute: () => {
+      agentOf()?.steer(text);
+      return "ok";
+    },
+  });
+}
