@@ -1,22 +1,13 @@
 import type { DependencyContainer } from "tsyringe";
-import { z } from "zod";
+import type { z } from "zod";
 import {
   AwaitingApprovalError,
   AwaitingClientToolError,
   abortError,
   InvalidHistoryError,
-  ReservedEventError,
 } from "../errors.js";
-import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
-import {
-  type AgentMessage,
-  type AssistantMessage,
-  agentMessageSchema,
-  assistantMessageSchema,
-  type MessageInput,
-  type ToolCall,
-} from "../messages.js";
+import type { AgentMessage, AssistantMessage, MessageInput, ToolCall } from "../messages.js";
 import type {
   DecideOptions,
   Decision,
@@ -34,6 +25,7 @@ import { StallDetector } from "../tools/stall-detector.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelDecisions } from "./model-decisions.js";
+import { checkedEvent, checkMessage, checkTurnMessage, copyOf } from "./orchestrator-input.js";
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
 import { awaitingOf, type Resumed, type Suspension } from "./suspension.js";
@@ -115,25 +107,7 @@ export class RunServices implements RunContext {
   }
 
   emit(event: OrchestratorEvent): void {
-    const type = (event as { type?: unknown } | null)?.type;
-    if (typeof event !== "object" || typeof type !== "string")
-      throw new InvalidEventError('ctx.emit() takes an event: an object with a string "type".');
-    if (Object.hasOwn(RESERVED_EVENTS, type))
-      throw new ReservedEventError(type, RESERVED_EVENTS[type as keyof typeof RESERVED_EVENTS]);
-    // Consumers validate every event: one nobody registered, or one that fails its schema, would
-    // be rejected by all of them (and the stream would no longer keep the protocol).
-    const schema = eventSchemaFor(type);
-    if (schema === undefined)
-      throw new InvalidEventError(
-        `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
-      );
-    const copy = { ...event };
-    const checked = schema.safeParse({ ...copy, runId: this.runId, seq: 0, ts: 0 });
-    if (!checked.success)
-      throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
-        cause: checked.error,
-      });
-    this.#events.publish(copy);
+    this.#events.publish(checkedEvent(event, this.runId));
   }
 
   startTurn(): number {
@@ -143,14 +117,7 @@ export class RunServices implements RunContext {
   endTurn(message: AssistantMessage): void {
     // `turn_end` carries the message: one that is not an assistant message would break its schema.
     // The model's last reply, the usual one, was built by the run and needs no check.
-    if (message !== this.#model.lastReply) {
-      const parsed = assistantMessageSchema.safeParse(message);
-      if (!parsed.success)
-        throw new InvalidEventError(
-          `ctx.endTurn() takes the turn's assistant message:\n${z.prettifyError(parsed.error)}`,
-          { cause: parsed.error },
-        );
-    }
+    if (message !== this.#model.lastReply) checkTurnMessage(message);
     this.turns.end(message);
   }
 
@@ -331,35 +298,3 @@ function appendEach(log: RunLog, ...messages: AgentMessage[]): void {
   }
   for (const message of messages) log.append(message);
 }
-
-/** A call as a batch keeps it (a value that is not a call is kept as it is, for the batch to refuse). */
-function copyOf(call: ToolCall): ToolCall {
-  if (call === null || typeof call !== "object") return call;
-  const { id, name, args, originalId } = call;
-  return originalId === undefined ? { id, name, args } : { id, name, args, originalId };
-}
-
-/**
- * Throws an `InvalidHistoryError` unless `message` is a message of the history (`agentMessageSchema`:
- * the three roles the model reads checked in full, an app's own role needing only its `role`). A
- * malformed one would make the history one that `new Agent({ messages })` refuses and a provider
- * rejects, for every later run of the agent.
- */
-function checkMessage(message: unknown, what: string): void {
-  const parsed = agentMessageSchema.safeParse(message);
-  if (!parsed.success)
-    throw new InvalidHistoryError(`${what} got a malformed message:\n${z.prettifyError(parsed.error)}`);
-}
-
-/** Events only the framework emits, because their ordering rules are its guarantees. */
-const RESERVED_EVENTS = {
-  agent_start: "the framework (it starts every run)",
-  agent_end: "the framework (it ends every run)",
-  error: "the framework (throw an AgentError instead)",
-  turn_start: "ctx.startTurn()",
-  turn_end: "ctx.endTurn(message)",
-  steering_mode: "ctx.decide() and ctx.generateObject() (every model decision reports it)",
-  tool_call: "ctx.executeTools(calls)",
-  tool_result: "ctx.executeTools(calls)",
-  steering_applied: "ctx.applySteering(messages)",
-} as const;
