@@ -56,6 +56,7 @@ export {
   rootContainer,
 } from "./orchestrator/registry.js";
 export { runTurns } from "./orchestrator/turns.js";
+export type { ToolTimeouts } from "./run/batch-contract.js";
 export type { ClientToolOutcome } from "./run/client-tools.js";
 export type * from "./run/hooks.js";
 export type { RunResult } from "./run/run-session.js";
@@ -73,7 +74,6 @@ export {
   type ToolRunRequest,
 } from "./run/services.js";
 export type { ApprovalDecision, Suspension, Wait } from "./run/suspension.js";
-export type { ToolTimeouts } from "./run/tool-batch.js";
 export { validateTranscript } from "./run/transcript.js";
 export { type AiSdkToolSet, fromAiSdkTools } from "./tools/ai-sdk-tools.js";
 export { canonicalJson } from "./tools/canonical-json.js";

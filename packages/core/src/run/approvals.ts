@@ -1,11 +1,26 @@
-import type { ToolCall } from "../messages.js";
+import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { Tool, ToolCallContext } from "../tools/define-tool.js";
+import { toolResult } from "../tools/execute-tool.js";
 import { parseArgs } from "../tools/parse-args.js";
 import type { AgentHooks, BeforeToolCallResult } from "./hooks.js";
 import type { ApprovalDecision, Suspension, Wait } from "./suspension.js";
 
 /** What a call may not do: `block`ed by `beforeToolCall`, or decided by a person. */
 export type Verdict = { block: string } | ApprovalDecision;
+
+/** Whether the verdict keeps its call from running: blocked by `beforeToolCall`, or denied. */
+export function refuses(verdict: Verdict | undefined): boolean {
+  return verdict !== undefined && ("block" in verdict || !verdict.approved);
+}
+
+/** The result a call blocked or denied gets without running; undefined when its verdict lets it run. */
+export function refusedResult(call: ToolCall, verdict: Verdict | undefined): ToolResultMessage | undefined {
+  if (verdict === undefined) return undefined;
+  if ("block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
+  if (!verdict.approved)
+    return toolResult(call, "denied", `denied${verdict.reason ? `: ${verdict.reason}` : " by the user"}`);
+  return undefined;
+}
 
 /**
  * Asks `beforeToolCall` (when set) and each tool's `needsApproval` about every call of a batch

@@ -1,5 +1,7 @@
 import { ClientToolError } from "../errors.js";
+import type { ToolCall } from "../messages.js";
 import type { RunnableTool, Tool, ToolExecuteOptions } from "../tools/define-tool.js";
+import { parseArgsNow } from "../tools/parse-args.js";
 
 /** What the user's side answers for a client-executed tool call: its result, or why it failed. */
 export type ClientToolOutcome = { result: unknown } | { error: string };
@@ -23,6 +25,17 @@ function outcomeProblem(outcome: unknown): string | undefined {
   if ("error" in outcome && typeof outcome.error !== "string")
     return `error must be a string, got ${typeof outcome.error}`;
   return undefined;
+}
+
+/**
+ * Whether the run will wait for the user's side to run this call: a client tool with arguments
+ * that pass its schema. Only such a `tool_call` says `execution: "client"`, so a client never runs
+ * a call that was skipped, denied or refused (it gets its `tool_result` at once). A schema that
+ * validates asynchronously cannot answer now: its call is taken to wait, and the check made when
+ * it runs gives invalid arguments their error result.
+ */
+export function waitsForClient(call: ToolCall, tool: Tool | undefined): boolean {
+  return tool?.execution === "client" && (parseArgsNow(tool.inputSchema, call.args)?.success ?? true);
 }
 
 interface Waiter {

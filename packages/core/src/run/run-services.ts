@@ -22,6 +22,7 @@ import type {
 } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { StallDetector } from "../tools/stall-detector.js";
+import type { BatchOutcome, BatchSetup } from "./batch-contract.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelDecisions } from "./model-decisions.js";
@@ -29,7 +30,7 @@ import { checkedEvent, checkMessage, checkTurnMessage, copyOf } from "./orchestr
 import { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
 import { awaitingOf, type Resumed, type Suspension } from "./suspension.js";
-import { type BatchOutcome, type BatchSetup, ToolBatch } from "./tool-batch.js";
+import { ToolBatch } from "./tool-batch.js";
 import type { TranscriptWriter } from "./transcript-keeper.js";
 import { TurnTracker } from "./turn-tracker.js";
 

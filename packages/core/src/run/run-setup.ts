@@ -9,11 +9,11 @@ import type { ModelCallSettings } from "../model/stream-step.js";
 import type { Limits } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallOptions } from "../tools/stall-detector.js";
+import type { ToolTimeouts } from "./batch-contract.js";
 import type { ClientToolCalls } from "./client-tools.js";
 import type { AgentHooks } from "./hooks.js";
 import type { MessageInbox } from "./message-queue.js";
 import type { Clock, ModelStep, ToolRunner } from "./services.js";
-import type { ToolTimeouts } from "./tool-batch.js";
 
 /** Everything a run is made of: what the agent hands it, as data. */
 export interface RunSetup {

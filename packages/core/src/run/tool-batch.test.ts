@@ -7,6 +7,7 @@ import { defineTool, type Tool } from "../tools/define-tool.js";
 import { SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { StallDetector } from "../tools/stall-detector.js";
+import { type BatchOutcome, type BatchSetup, CUT_OFF } from "./batch-contract.js";
 import type { AgentHooks } from "./hooks.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import {
@@ -19,7 +20,7 @@ import {
   trace,
 } from "./run-fixtures.test-support.js";
 import type { ApprovalDecision } from "./suspension.js";
-import { type BatchOutcome, type BatchSetup, CUT_OFF, ToolBatch } from "./tool-batch.js";
+import { ToolBatch } from "./tool-batch.js";
 
 /** A harness whose registry holds `tools`, with the batch setup built from it. */
 function harnessWith(tools: Tool[], overrides: Partial<BatchSetup> = {}) {

@@ -1,5 +1,4 @@
 import { FatalToolError, StallError } from "../errors.js";
-import type { EventPayload } from "../events/schemas.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
@@ -10,66 +9,13 @@ import {
   SKIPPED_BY_STEERING,
   toolResult,
 } from "../tools/execute-tool.js";
-import { parseArgsNow } from "../tools/parse-args.js";
-import type { ToolRegistry } from "../tools/registry.js";
-import type { StallDetector } from "../tools/stall-detector.js";
-import { askBeforeToolCall, mayNeedApproval, type Verdict } from "./approvals.js";
-import type { ClientToolCalls, ClientToolOutcome } from "./client-tools.js";
-import type { EventPublisher } from "./event-publisher.js";
+import { askBeforeToolCall, mayNeedApproval, refusedResult, refuses, type Verdict } from "./approvals.js";
+import { type BatchOutcome, type BatchSetup, CLIENT_TOOL_MS, CUT_OFF } from "./batch-contract.js";
+import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
-import type { AgentHooks } from "./hooks.js";
-import type { MessageInbox } from "./message-queue.js";
 import { withOverride } from "./result-override.js";
-import type { ToolRunner } from "./services.js";
-import type { ApprovalDecision, Resumed, Suspension, Wait } from "./suspension.js";
-import type { TranscriptWriter } from "./transcript-keeper.js";
-
-export interface ToolTimeouts {
-  toolMs?: number;
-  /** Per tool name; wins over `toolMs` and `clientToolMs`. */
-  tools?: Record<string, number>;
-  /** How long a client tool call waits for its result (default 60 s); then it ends as `timeout`. */
-  clientToolMs?: number;
-}
-
-const CLIENT_TOOL_MS = 60_000;
-
-/** What every batch of a run works with; built once per run. */
-export interface BatchSetup {
-  readonly runId: string;
-  readonly tools: ToolRegistry;
-  readonly runner: ToolRunner;
-  /** Where client tool calls wait for their results. */
-  readonly clientTools: ClientToolCalls;
-  /** `clientTools: "suspend"`: a batch with client calls suspends instead of waiting in the run. */
-  readonly suspendForClientTools: boolean;
-  readonly scope: AbortScope;
-  readonly graceMs: number;
-  readonly timeouts: ToolTimeouts;
-  readonly hooks: AgentHooks;
-  readonly steering: MessageInbox;
-  readonly stall: StallDetector | undefined;
-  /** Calls of a model reply that was cut off: their arguments may be incomplete. */
-  readonly cutOffCalls: ReadonlySet<string>;
-  readonly events: EventPublisher;
-  readonly transcript: TranscriptWriter;
-}
-
-/** What a batch returns: its results, or the calls it waits on. */
-export type BatchOutcome =
-  | {
-      kind: "done";
-      /** One result per call, in call order. */
-      results: ToolResultMessage[];
-      /** Steering messages taken during the batch (not yet in the history). */
-      steering: AgentMessage[];
-      /** Set when the batch noticed the run going in circles. */
-      stall: StallError | undefined;
-    }
-  | { kind: "suspended"; suspension: Suspension };
-
-export const CUT_OFF =
-  "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
+import type { ApprovalDecision, Resumed, Wait } from "./suspension.js";
+import { toolCallEvent, toolResultEvent } from "./tool-events.js";
 
 /** Why a batch stops early: a stall, or a fatal tool error. */
 type BatchStop = { reason: "stall"; error: StallError } | { reason: "fatal"; message: string };
@@ -138,7 +84,7 @@ export class ToolBatch implements FatalToolSink {
     const waits = new Map<string, Wait>();
     for (const call of this.#calls) {
       if (
-        !this.#refused(call) &&
+        !refuses(this.#verdicts?.get(call.id)) &&
         !this.#delivered?.has(call.id) &&
         waitsForClient(call, this.#setup.tools.get(call.name))
       )
@@ -149,12 +95,6 @@ export class ToolBatch implements FatalToolSink {
     const suspension =
       decided === undefined ? { calls: this.#calls, waits } : { calls: this.#calls, waits, decided };
     return { kind: "suspended", suspension };
-  }
-
-  /** Blocked or denied by `beforeToolCall` or the app: it gets its result without running. */
-  #refused(call: ToolCall): boolean {
-    const verdict = this.#verdicts?.get(call.id);
-    return verdict !== undefined && ("block" in verdict || !verdict.approved);
   }
 
   #runCalls(concurrency: number): BatchOutcome | Promise<BatchOutcome> {
@@ -208,7 +148,10 @@ export class ToolBatch implements FatalToolSink {
     if (stall === undefined || this.#calls.length < 2) return;
     stall.announceCalls(
       this.#calls.filter(
-        (call) => !tools.get(call.name)?.allowRepeats && !this.#refused(call) && !cutOffCalls.has(call.id),
+        (call) =>
+          !tools.get(call.name)?.allowRepeats &&
+          !refuses(this.#verdicts?.get(call.id)) &&
+          !cutOffCalls.has(call.id),
       ),
     );
   }
@@ -308,10 +251,8 @@ export class ToolBatch implements FatalToolSink {
     if (this.#steering.length > 0) return toolResult(call, "skipped", SKIPPED_BY_STEERING);
     if (this.#setup.cutOffCalls.size > 0 && this.#setup.cutOffCalls.has(call.id))
       return toolResult(call, "error", CUT_OFF);
-    const verdict = this.#verdicts?.get(call.id);
-    if (verdict && "block" in verdict) return toolResult(call, "denied", `blocked: ${verdict.block}`);
-    if (verdict && !verdict.approved)
-      return toolResult(call, "denied", `denied${verdict.reason ? `: ${verdict.reason}` : " by the user"}`);
+    const refused = refusedResult(call, this.#verdicts?.get(call.id));
+    if (refused) return refused;
     const { stall } = this.#setup;
     if (stall && !tool?.allowRepeats) {
       const verdict = stall.checkCall(call);
@@ -353,13 +294,8 @@ export class ToolBatch implements FatalToolSink {
     // Refused once the run has ended, or for a call that has its result: nothing to publish.
     if (!this.#setup.transcript.record(result)) return;
     this.#results[index] = result;
+    this.#setup.events.publish(toolResultEvent(result));
     const { toolCallId, toolName, status } = result;
-    // Built whole: adding fields afterwards would give every event a second backing store.
-    this.#setup.events.publish(
-      result.isError
-        ? { type: "tool_result", toolCallId, toolName, status, error: result.content }
-        : { type: "tool_result", toolCallId, toolName, status, result: result.details },
-    );
     // The user's side never answered: say so beside the result, for whoever watches the stream.
     if (status === "timeout" && this.#setup.tools.get(toolName)?.execution === "client")
       this.#setup.events.publish({
@@ -411,24 +347,4 @@ export class ToolBatch implements FatalToolSink {
       messages: this.#setup.transcript.keeper.messages,
     };
   }
-}
-
-/**
- * Whether the run will wait for the user's side to run this call: a client tool with arguments
- * that pass its schema. Only such a `tool_call` says `execution: "client"`, so a client never runs
- * a call that was skipped, denied or refused (it gets its `tool_result` at once). A schema that
- * validates asynchronously cannot answer now: its call is taken to wait, and the check made when
- * it runs gives invalid arguments their error result.
- */
-function waitsForClient(call: ToolCall, tool: Tool | undefined): boolean {
-  return tool?.execution === "client" && (parseArgsNow(tool.inputSchema, call.args)?.success ?? true);
-}
-
-function toolCallEvent(call: ToolCall, client: boolean): EventPayload<"tool_call"> {
-  const { id: toolCallId, name: toolName, args, originalId } = call;
-  if (originalId === undefined && !client) return { type: "tool_call", toolCallId, toolName, args };
-  const event: EventPayload<"tool_call"> = { type: "tool_call", toolCallId, toolName, args };
-  if (originalId !== undefined) event.originalToolCallId = originalId;
-  if (client) event.execution = "client";
-  return event;
 }

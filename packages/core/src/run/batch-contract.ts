@@ -1,0 +1,64 @@
+// Between `RunServices` and a `ToolBatch`: what every batch of a run works with, and what a batch
+// gives back.
+
+import type { StallError } from "../errors.js";
+import type { AgentMessage, ToolResultMessage } from "../messages.js";
+import type { AbortScope } from "../model/abortable.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import type { StallDetector } from "../tools/stall-detector.js";
+import type { ClientToolCalls } from "./client-tools.js";
+import type { EventPublisher } from "./event-publisher.js";
+import type { AgentHooks } from "./hooks.js";
+import type { MessageInbox } from "./message-queue.js";
+import type { ToolRunner } from "./services.js";
+import type { Suspension } from "./suspension.js";
+import type { TranscriptWriter } from "./transcript-keeper.js";
+
+export interface ToolTimeouts {
+  toolMs?: number;
+  /** Per tool name; wins over `toolMs` and `clientToolMs`. */
+  tools?: Record<string, number>;
+  /** How long a client tool call waits for its result (default 60 s); then it ends as `timeout`. */
+  clientToolMs?: number;
+}
+
+/** `clientToolMs` when it is not set. */
+export const CLIENT_TOOL_MS = 60_000;
+
+/** What every batch of a run works with; built once per run. */
+export interface BatchSetup {
+  readonly runId: string;
+  readonly tools: ToolRegistry;
+  readonly runner: ToolRunner;
+  /** Where client tool calls wait for their results. */
+  readonly clientTools: ClientToolCalls;
+  /** `clientTools: "suspend"`: a batch with client calls suspends instead of waiting in the run. */
+  readonly suspendForClientTools: boolean;
+  readonly scope: AbortScope;
+  readonly graceMs: number;
+  readonly timeouts: ToolTimeouts;
+  readonly hooks: AgentHooks;
+  readonly steering: MessageInbox;
+  readonly stall: StallDetector | undefined;
+  /** Calls of a model reply that was cut off: their arguments may be incomplete. */
+  readonly cutOffCalls: ReadonlySet<string>;
+  readonly events: EventPublisher;
+  readonly transcript: TranscriptWriter;
+}
+
+/** What a batch returns: its results, or the calls it waits on. */
+export type BatchOutcome =
+  | {
+      kind: "done";
+      /** One result per call, in call order. */
+      results: ToolResultMessage[];
+      /** Steering messages taken during the batch (not yet in the history). */
+      steering: AgentMessage[];
+      /** Set when the batch noticed the run going in circles. */
+      stall: StallError | undefined;
+    }
+  | { kind: "suspended"; suspension: Suspension };
+
+/** The error a call of `cutOffCalls` gets as its result instead of running. */
+export const CUT_OFF =
+  "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
