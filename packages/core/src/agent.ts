@@ -3,33 +3,27 @@ import type { DependencyContainer } from "tsyringe";
 import {
   type AgentConfig,
   defaultLimits,
-  type MessageCallback,
   type PromptOptions,
   resolveContextBudget,
   type Timeouts,
 } from "./agent-config.js";
-import { AgentRun } from "./agent-run.js";
+import type { AgentRun } from "./agent-run.js";
 import { validateAgentConfig, validateMessageInput, validatePromptOptions } from "./config.js";
-import { AgentBusyError, abortError, TimeoutError } from "./errors.js";
+import { AgentBusyError } from "./errors.js";
 import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
-import type { ContextBudgetOptions } from "./history/context-budget.js";
-import { type AgentMessage, emptyUsage, type MessageInput, toMessageAt } from "./messages.js";
-import { AbortScope } from "./model/abortable.js";
-import { defaultRetry, type RetryOptions } from "./model/retry.js";
-import { type Logger, silentLogger } from "./observe/logger.js";
-import { RunLogLines } from "./observe/run-log-lines.js";
-import { bothObservers, type RunObserver } from "./observe/run-observer.js";
-import type { Limits, Orchestrator } from "./orchestrator/contract.js";
+import { type AgentMessage, type MessageInput, toMessageAt } from "./messages.js";
+import { defaultRetry } from "./model/retry.js";
+import type { Logger } from "./observe/logger.js";
+import type { Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
 import type { ClientToolOutcome } from "./run/client-tools.js";
 import { type RunServiceSet, registerDefaultServices, resolveServices } from "./run/default-services.js";
-import { EventPublisher } from "./run/event-publisher.js";
-import { MessageInbox, MessageQueue } from "./run/message-queue.js";
-import { type RunResult, RunSession } from "./run/run-session.js";
+import { MessageQueue } from "./run/message-queue.js";
 import { CLOCK, type Clock } from "./run/services.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
 import { WaitingCalls } from "./run/waiting-calls.js";
+import { RunQueue } from "./run-queue.js";
 import { ToolRegistry } from "./tools/registry.js";
 
 /**
@@ -44,37 +38,29 @@ export class Agent {
   readonly tools: ToolRegistry;
   readonly #config: AgentConfig;
   readonly #orchestrator: Orchestrator;
-  readonly #limits: Limits;
-  readonly #retry: RetryOptions;
   readonly #transcript = new TranscriptKeeper();
   readonly #steeringQueue = new MessageQueue();
   readonly #followUpQueue = new MessageQueue();
   readonly #listeners: ListenerBus;
-  /** The aborts of the runs in progress or waiting: `abort()` fires them all. */
-  readonly #scopes = new Set<AbortScope>();
-  readonly #contextBudget: ContextBudgetOptions | undefined;
   /** What runs wait for from outside: a suspended batch's approvals and client results, live client calls. */
   readonly #waiting = new WaitingCalls<PromptOptions>();
-  /** The history as the last finished run left it (`result().messages` of that run). */
-  #settledHistory: readonly AgentMessage[] = [];
-  /** Settles when the last run started or queued has ended: the next prompt waits for it. */
-  #tail: Promise<unknown> = Promise.resolve();
+  /** The run in progress and those waiting their turn. */
+  readonly #runs: RunQueue;
   #resolved: RunServiceSet | undefined;
 
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
     this.#config = config;
     // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
-    this.#limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
-    this.#retry = { ...defaultRetry, ...config.retry };
+    const limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
+    const retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
-    this.#contextBudget = resolveContextBudget(config.contextBudget, config.provider);
+    const contextBudget = resolveContextBudget(config.contextBudget, config.provider);
     this.#listeners = new ListenerBus(
       config.onListenerError ?? ((error, event) => this.#logListenerError(error, event)),
     );
     // Through the keeper, which learns the tool-call ids and checks them as a run's writes are checked.
     for (const message of config.messages ?? []) this.#transcript.append(message);
-    this.#settledHistory = this.#transcript.messages.slice();
     this.#parent = config.container ?? rootContainer;
     // The root container has the default services; a container of the app's own may not.
     if (config.container) registerDefaultServices(config.container);
@@ -82,6 +68,20 @@ export class Agent {
       typeof config.orchestrator === "object"
         ? validateOrchestrator(config.orchestrator, "config.orchestrator")
         : this.#parent.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
+    this.#runs = new RunQueue({
+      config,
+      owner: this,
+      tools: this.tools,
+      orchestrator: this.#orchestrator,
+      limits,
+      retry,
+      contextBudget,
+      transcript: this.#transcript,
+      steeringQueue: this.#steeringQueue,
+      followUpQueue: this.#followUpQueue,
+      listeners: this.#listeners,
+      waiting: this.#waiting,
+    });
   }
 
   /**
@@ -113,7 +113,7 @@ export class Agent {
 
   /** True while a run is in progress or waiting its turn. */
   get busy(): boolean {
-    return this.#scopes.size > 0;
+    return this.#runs.busy;
   }
 
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
@@ -121,10 +121,12 @@ export class Agent {
     validatePromptOptions(options);
     const inputs = Array.isArray(input) ? input : [input];
     for (const message of inputs) validateMessageInput(message, "prompt");
-    const now = this.#services().clock.now();
-    return this.#start(
+    const services = this.#services();
+    const now = services.clock.now();
+    return this.#runs.start(
       inputs.map((message: MessageInput) => toMessageAt(message, now)),
       options,
+      services,
     );
   }
 
@@ -169,59 +171,7 @@ export class Agent {
    * a prompt resumes the batch (unless a run queued before it resumes it first).
    */
   #resume(options: PromptOptions | undefined): AgentRun | undefined {
-    return options === undefined ? undefined : this.#start(RESUME_ONLY, options);
-  }
-
-  /** `inputs` is `RESUME_ONLY` for the run `approve()`/`deny()` start: it only resumes the batch. */
-  #start(inputs: AgentMessage[], options: PromptOptions): AgentRun {
-    const scope = new AbortScope(options.signal);
-    const run = new AgentRun(this.#services().ids.runId(), (reason) => scope.abort(reason));
-    const queued = this.#scopes.size > 0;
-    this.#scopes.add(scope);
-    const timeouts = options.timeouts
-      ? { ...this.#config.timeouts, ...options.timeouts }
-      : (this.#config.timeouts ?? NO_TIMEOUTS);
-    if (!queued) {
-      // Set before the run starts: it publishes its first events at once, and a prompt made from a
-      // listener of those must queue behind it. (`#execute` never rejects.)
-      this.#tail = run.result();
-      void this.#execute(run, inputs, scope, timeouts, options.clientTools);
-      return run;
-    }
-    // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
-    const removeQueuedAbort = scope.onAbort(() => this.#endQueued(run, scope));
-    this.#tail = this.#tail.then(() => {
-      removeQueuedAbort();
-      if (run.done) return;
-      return this.#execute(run, inputs, scope, timeouts, options.clientTools);
-    });
-    return run;
-  }
-
-  /** A run aborted before it started: `agent_start`, `error`, `agent_end`, and nothing else. */
-  #endQueued(run: AgentRun, scope: AbortScope): void {
-    this.#scopes.delete(scope);
-    scope.dispose();
-    const events = this.#publisher(run, this.#observe(run, scope));
-    const error = abortError(scope.signal.reason);
-    events.publish({ type: "agent_start" });
-    events.publish({ type: "error", code: error.code, message: error.message });
-    const usage = emptyUsage();
-    const metrics = { cycles: 0, toolCalls: {}, modelMs: 0, toolMs: 0, frameworkMs: 0, usage };
-    events.publish({ type: "agent_end", stopReason: "aborted", usage, durationMs: 0, metrics });
-    // The history as the last run left it: the run in progress may be in the middle of a batch.
-    const messages = this.#settledHistory.slice();
-    run.end({
-      runId: run.runId,
-      messages,
-      newMessages: [],
-      stopReason: "aborted",
-      usage,
-      durationMs: 0,
-      text: "",
-      error,
-      metrics,
-    });
+    return options === undefined ? undefined : this.#runs.resume(options, this.#services());
   }
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
@@ -248,14 +198,13 @@ export class Agent {
 
   /** Aborts the running run and every run waiting behind it. */
   abort(reason?: unknown): void {
-    for (const scope of [...this.#scopes]) scope.abort(reason);
+    this.#runs.abort(reason);
   }
 
   /** Clears the history and both queues. Not allowed while a run is in progress. */
   reset(): void {
     if (this.busy) throw new AgentBusyError("reset the agent");
-    this.#transcript.clear();
-    this.#settledHistory = [];
+    this.#runs.clearHistory();
     this.#waiting.dropBatch();
     this.#steeringQueue.clear();
     this.#followUpQueue.clear();
@@ -295,109 +244,10 @@ export class Agent {
     return this.#config.logger ?? this.#services().logger;
   }
 
-  /**
-   * What observes the run: its trace (when the tracing records it) and its log lines (unless the
-   * logger is the silent one). Undefined when neither: the run then pays nothing for them.
-   */
-  #observe(run: AgentRun, scope: AbortScope): RunObserver | undefined {
-    const { runId } = run;
-    const traced = this.#services().tracing.startRun({
-      runId,
-      orchestrator: this.#orchestrator.name,
-      signal: scope.signal,
-    });
-    const logger = this.#logger();
-    return bothObservers(traced, logger === silentLogger ? undefined : new RunLogLines(logger, runId));
-  }
-
-  /**
-   * The run's one publisher: events go to the run's own stream, the listeners, the sink, then
-   * the run's observer.
-   */
-  #publisher(run: AgentRun, observer: RunObserver | undefined): EventPublisher {
-    const { clock, sink } = this.#services();
-    return new EventPublisher(run.runId, clock, run, this.#listeners, sink, observer);
-  }
-
   #logListenerError(error: unknown, event: AgentEvent): void {
     this.#logger().error(
       { runId: event.runId, eventType: event.type, err: error },
       "an event listener threw",
     );
   }
-
-  async #execute(
-    run: AgentRun,
-    input: AgentMessage[],
-    abortScope: AbortScope,
-    timeouts: Timeouts,
-    clientTools: "wait" | "suspend" | undefined,
-  ): Promise<void> {
-    // A batch the last run left waiting is resumed first, with the decisions made so far.
-    const resume = this.#waiting.takeBatch();
-    // A run that only resumes, when a run queued before it has resumed the batch: nothing to do.
-    const idle = input === RESUME_ONLY && resume === undefined;
-    const { totalMs, stepMs, firstChunkMs, chunkMs, toolMs, tools, clientToolMs } = timeouts;
-    const total =
-      totalMs === undefined
-        ? undefined
-        : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
-    const config = this.#config;
-    const transcript = this.#transcript.writer();
-    const { clock, modelStep, toolRunner } = this.#services();
-    const observer = this.#observe(run, abortScope);
-    const session = new RunSession(
-      {
-        runId: run.runId,
-        limits: this.#limits,
-        systemPrompt: config.systemPrompt ?? "",
-        provider: config.provider,
-        tools: this.tools,
-        hooks: config,
-        transformContext: config.transformContext,
-        convertToLlm: config.convertToLlm,
-        contextBudget: this.#contextBudget,
-        modelSettings: config.modelSettings,
-        retry: this.#retry,
-        stepTimeouts: (stepMs ?? firstChunkMs ?? chunkMs) ? { stepMs, firstChunkMs, chunkMs } : undefined,
-        toolTimeouts: { toolMs, tools, clientToolMs },
-        concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
-        stall: config.stall ?? {},
-        steering: this.#inbox(this.#steeringQueue, config.getSteeringMessages, run.runId, clock),
-        followUps: this.#inbox(this.#followUpQueue, config.getFollowUpMessages, run.runId, clock),
-        owner: this,
-        abortScope,
-        clock,
-        modelStep: observer ? observer.modelStep(modelStep) : modelStep,
-        toolRunner: observer ? observer.toolRunner(toolRunner) : toolRunner,
-        clientTools: this.#waiting.clientTools,
-        clientToolMode: clientTools ?? config.clientTools ?? "wait",
-      },
-      { orchestrator: this.#orchestrator, input, resume, idle },
-      this.#publisher(run, observer),
-      transcript,
-    );
-    const result: RunResult = await session.execute();
-    clearTimeout(total);
-    this.#waiting.settle(session.suspension, { timeouts, clientTools });
-    this.#settledHistory = result.messages;
-    abortScope.dispose();
-    this.#scopes.delete(abortScope);
-    run.end(result);
-  }
-
-  #inbox(
-    queue: MessageQueue,
-    callback: MessageCallback | undefined,
-    runId: string,
-    clock: Clock,
-  ): MessageInbox {
-    const transcript = this.#transcript;
-    const ask = callback && (() => callback({ runId, messages: transcript.messages }));
-    return new MessageInbox(queue, ask, clock);
-  }
 }
-
-const RESUME_ONLY: AgentMessage[] = [];
-
-const NO_TIMEOUTS: Timeouts = Object.freeze({});
