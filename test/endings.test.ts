@@ -334,6 +334,31 @@ describe("steering and follow-ups are never lost", () => {
     ]);
   });
 
+  it("keeps what steer() and followUp() queued when the callback beside the queue throws or rejects", async () => {
+    const down = () => {
+      throw new Error("inbox down");
+    };
+    const rejects = async () => down();
+    const cases = [
+      { kind: "steering", getSteeringMessages: down },
+      { kind: "steering", getSteeringMessages: rejects },
+      { kind: "followUps", getFollowUpMessages: down },
+      { kind: "followUps", getFollowUpMessages: rejects },
+    ] as const;
+    for (const { kind, ...callback } of cases) {
+      const agent = new Agent({ provider: scriptedModel([[script.text("Hi.")]]), ...callback });
+      if (kind === "steering") agent.steer("keep me");
+      else agent.followUp("keep me");
+      const result = await agent.prompt("go").result();
+      expect(result.stopReason, kind).toBe("error");
+      expect(result.error?.message, kind).toBe('Orchestrator "agentic" failed: inbox down');
+      expect(
+        agent.queued[kind].map((m) => (m as { content: string }).content),
+        kind,
+      ).toEqual(["keep me"]);
+    }
+  });
+
   it("does not let the abandoned orchestrator of an aborted run take the next run's follow-up", async () => {
     // Ignores the abort for 30 ms (abandoned after 5), then looks for follow-ups.
     const stubborn: Orchestrator = {

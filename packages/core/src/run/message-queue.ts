@@ -82,10 +82,29 @@ export class MessageInbox implements MessageSource {
     if (this.#closed || (this.#callback === undefined && this.#queue.size === 0)) return NOTHING;
     const queued = this.#queue.drain();
     if (this.#callback === undefined) return this.#hold(queued);
-    const extra = this.#callback();
+    let extra: ReturnType<InboxCallback>;
+    try {
+      extra = this.#callback();
+    } catch (error) {
+      throw this.#giveBack(queued, error);
+    }
     return isPromise(extra)
-      ? extra.then((more) => this.#hold(this.#merge(queued, more)))
+      ? extra.then(
+          (more) => this.#hold(this.#merge(queued, more)),
+          (error: unknown) => {
+            throw this.#giveBack(queued, error);
+          },
+        )
       : this.#hold(this.#merge(queued, extra));
+  }
+
+  /**
+   * The callback failed, and the run with it: what `steer()` or `followUp()` queued was drained
+   * beside it and is no less owed to the next run. Returns the error, for the caller to throw.
+   */
+  #giveBack(queued: AgentMessage[], error: unknown): unknown {
+    this.#queue.restore(queued);
+    return error;
   }
 
   /** This message entered the history (if it was taken from here, it is no longer owed back). */
