@@ -359,6 +359,51 @@ describe("steering and follow-ups are never lost", () => {
     }
   });
 
+  it("refuses a malformed message from a callback before it enters the history or a queue, naming the callback", async () => {
+    const message = 'must be a string or an AgentMessage (e.g. { role: "user", content: "…" })';
+    const cases = [
+      [[42], "getSteeringMessages", `Invalid message from getSteeringMessages: message ${message}, got 42.`],
+      [
+        [{ role: "user" }],
+        "getSteeringMessages",
+        `Invalid message from getSteeringMessages: message ${message}, got {"role":"user"}.`,
+      ],
+      [
+        [null],
+        "getFollowUpMessages",
+        `Invalid message from getFollowUpMessages: message ${message}, got null.`,
+      ],
+      [
+        "hi",
+        "getFollowUpMessages",
+        'Invalid getFollowUpMessages result: result must be an array of messages or undefined, got "hi".',
+      ],
+    ] as const;
+    for (const [returned, callback, error] of cases) {
+      let asked = 0;
+      const agent = new Agent({
+        provider: scriptedModel([[script.text("Hi.")], [script.text("Hello again.")]]),
+        // Bad once, then nothing: the next run must not meet it again.
+        [callback]: () => (asked++ === 0 ? returned : []),
+      });
+      agent.steer("queued beside it");
+      const result = await agent.prompt("go").result();
+      expect(result.stopReason, error).toBe("error");
+      expect(result.error, error).toBeInstanceOf(InvalidConfigError);
+      expect(result.error?.message).toBe(error);
+      expect(validateTranscript(result.messages), error).toEqual([]);
+      expect(JSON.stringify(result.messages), error).not.toContain(JSON.stringify(returned));
+      // What steer() queued beside the steering callback goes back to the queue, unused.
+      const { steering, followUps } = agent.takeQueued();
+      expect(
+        steering.map((m) => (m as { content: string }).content),
+        error,
+      ).toEqual(callback === "getSteeringMessages" ? ["queued beside it"] : []);
+      expect(followUps, error).toEqual([]);
+      expect((await agent.prompt("again").result()).stopReason, error).toBe("completed");
+    }
+  });
+
   it("does not let the abandoned orchestrator of an aborted run take the next run's follow-up", async () => {
     // Ignores the abort for 30 ms (abandoned after 5), then looks for follow-ups.
     const stubborn: Orchestrator = {

@@ -277,6 +277,19 @@ export function validateMessageInput(input: unknown, what: string): void {
   validate(messageInputSchema, input, what, "message");
 }
 
+const callbackResultSchema = z.array(z.unknown(), expecting("an array of messages or undefined"));
+
+/**
+ * Checks what a `getSteeringMessages` or `getFollowUpMessages` callback returned (`what` names it),
+ * as `steer()` and `followUp()` check their message: a bad one must not enter the history or the
+ * queues, where it would fail every later run. `undefined` (and `null`) is nothing to add.
+ */
+export function validateCallbackMessages(result: unknown, what: string): void {
+  if (result === undefined || result === null) return;
+  if (!Array.isArray(result)) validate(callbackResultSchema, result, `${what} result`, "result");
+  for (const input of result as unknown[]) validateMessageInput(input, `message from ${what}`);
+}
+
 /**
  * Checks a plug-in's options against its zod schema; throws an `AgentConfigError` (an
  * `InvalidConfigError`) naming each bad field, as `new Agent()` does for its config.

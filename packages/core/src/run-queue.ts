@@ -199,8 +199,20 @@ export class RunQueue {
         toolTimeouts: { toolMs, tools, clientToolMs },
         concurrency: config.toolExecution === "parallel" ? (config.maxConcurrency ?? 8) : 1,
         stall: config.stall ?? {},
-        steering: this.#inbox(agent.steeringQueue, config.getSteeringMessages, run.runId, clock),
-        followUps: this.#inbox(agent.followUpQueue, config.getFollowUpMessages, run.runId, clock),
+        steering: this.#inbox(
+          agent.steeringQueue,
+          config.getSteeringMessages,
+          run.runId,
+          clock,
+          "getSteeringMessages",
+        ),
+        followUps: this.#inbox(
+          agent.followUpQueue,
+          config.getFollowUpMessages,
+          run.runId,
+          clock,
+          "getFollowUpMessages",
+        ),
         owner: agent.owner,
         abortScope,
         clock,
@@ -227,10 +239,11 @@ export class RunQueue {
     callback: MessageCallback | undefined,
     runId: string,
     clock: Clock,
+    what: string,
   ): MessageInbox {
     const transcript = this.#agent.transcript;
     const ask = callback && (() => callback({ runId, messages: transcript.messages }));
-    return new MessageInbox(queue, ask, clock);
+    return new MessageInbox(queue, ask, clock, what);
   }
 }
 

@@ -1,3 +1,4 @@
+import { validateCallbackMessages } from "../config.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "../messages.js";
 import type { MessageSource } from "../orchestrator/contract.js";
 import { systemClock } from "./default-services.js";
@@ -55,14 +56,22 @@ export class MessageInbox implements MessageSource {
   readonly #queue: MessageQueue;
   readonly #callback: InboxCallback | undefined;
   readonly #clock: Clock;
+  /** The callback's name, for the error that refuses what it returned. */
+  readonly #what: string;
   /** Taken, not yet in the history. */
   #taken: AgentMessage[] = NOTHING;
   #closed = false;
 
-  constructor(queue: MessageQueue, callback: InboxCallback | undefined, clock: Clock = systemClock) {
+  constructor(
+    queue: MessageQueue,
+    callback: InboxCallback | undefined,
+    clock: Clock = systemClock,
+    what = "the message callback",
+  ) {
     this.#queue = queue;
     this.#callback = callback;
     this.#clock = clock;
+    this.#what = what;
   }
 
   /** With a callback, taking may be asynchronous. */
@@ -123,6 +132,11 @@ export class MessageInbox implements MessageSource {
   }
 
   #merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
+    try {
+      validateCallbackMessages(extra, this.#what);
+    } catch (error) {
+      throw this.#giveBack(queued, error);
+    }
     if (!extra || extra.length === 0) return queued;
     const now = this.#clock.now();
     return [...queued, ...extra.map((input) => toMessageAt(input, now))];
