@@ -445,6 +445,34 @@ describe("the agent", () => {
     expect(next.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 
+  it("reset also drops the queued messages and the calls waiting for approval, and is refused while a run waits its turn", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })],
+        [script.delay(10), script.text("a")],
+        [script.text("b")],
+        [script.text("c")],
+      ]),
+      tools: [add],
+      beforeToolCall: ({ call }) => (call.id === "c1" ? { requireApproval: true } : undefined),
+    });
+    expect((await agent.prompt("add").result()).stopReason).toBe("awaiting_approval");
+    agent.steer("stale steering");
+    agent.followUp("stale follow-up");
+    agent.reset();
+    expect(agent.messages).toEqual([]);
+    expect(agent.pendingApprovals).toEqual([]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+    expect(() => agent.approve("c1")).toThrow('No tool call "c1" is waiting for approval.');
+    const running = agent.prompt("x");
+    const waiting = agent.prompt("y");
+    await running.result();
+    expect(() => agent.reset()).toThrow(new AgentBusyError("reset the agent").message);
+    await waiting.result();
+    agent.reset();
+    expect((await agent.prompt("z").result()).messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
   it("starts from the history in config.messages: the model sees it, and its call ids stay taken", async () => {
     const saved = await new Agent({
       provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "c1" })], [script.text("3")]]),
