@@ -320,6 +320,9 @@ describe('clientTools: "suspend"', () => {
       stopReason: "awaiting_client_tool",
       pendingClientTools: first.pendingClientTools,
     });
+    // A run that waits has not failed: no error event, no error.
+    expect(heard.filter((event) => event.type === "error")).toEqual([]);
+    expect(first.error).toBeUndefined();
     // Nothing ran: the server tool waits with the batch, so no result gets ahead of an open call.
     expect(heard.filter((event) => event.type === "tool_call")).toEqual([]);
     // The calls stay open in the history until their results arrive.
