@@ -1,5 +1,15 @@
 import "@agent-core/agentic";
-import { Agent, type AgentConfig, type AgentRun, defineTool, FatalToolError } from "@agent-core/core";
+import {
+  Agent,
+  type AgentConfig,
+  type AgentRun,
+  defineTool,
+  FatalToolError,
+  InvalidConfigError,
+  InvalidEventError,
+  InvalidHistoryError,
+  OrchestratorError,
+} from "@agent-core/core";
 import { eventsOf, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -601,6 +611,65 @@ describe("hooks", () => {
     expect(result.stopReason).toBe("completed");
     expect(result.error).toBeUndefined();
     expect(model.doStreamCalls).toHaveLength(1);
+  });
+});
+
+describe("hooks that fail", () => {
+  const down = () => {
+    throw new Error("hook down");
+  };
+  const hooks: Partial<AgentConfig>[] = [
+    { beforeToolCall: down },
+    { beforeToolCall: async () => down() },
+    { afterToolCall: down },
+    { prepareStep: down },
+    { shouldStop: down },
+    { transformContext: down },
+    { convertToLlm: down },
+  ];
+  it("a hook that throws or rejects ends the run with an orchestrator_error carrying its message; every call gets a result", async () => {
+    for (const hook of hooks) {
+      const name = Object.keys(hook)[0];
+      const model = scriptedModel([[script.toolCall("echo", { text: "a" })], [script.text("done")]]);
+      const run = new Agent({ provider: model, tools: [echo], ...hook }).prompt("x");
+      const result = await finished(run);
+      expect(result.stopReason, name).toBe("error");
+      expect(result.error, name).toBeInstanceOf(OrchestratorError);
+      expect(result.error?.message, name).toBe('Orchestrator "agentic" failed: hook down');
+      expect(eventsOf(run.events, "error"), name).toMatchObject([
+        { code: "orchestrator_error", message: 'Orchestrator "agentic" failed: hook down' },
+      ]);
+    }
+  });
+});
+
+describe("errors and stop reasons", () => {
+  it("a run that fails on a broken history, event or callback reports the class and code of the table", async () => {
+    const breaksPairs: Partial<AgentConfig> = {
+      tools: [echo],
+      transformContext: (messages) => messages.filter((m) => m.role !== "assistant"),
+    };
+    const emitsUnknown: Partial<AgentConfig> = {
+      orchestrator: { name: "unknown-event", run: async (ctx) => ctx.emit({ type: "nope" } as never) },
+    };
+    const badCallback: Partial<AgentConfig> = { getSteeringMessages: () => [42] as never };
+    const cases = [
+      [breaksPairs, InvalidHistoryError, "invalid_history"],
+      [emitsUnknown, InvalidEventError, "invalid_event"],
+      [badCallback, InvalidConfigError, "invalid_config"],
+    ] as const;
+    for (const [config, errorClass, code] of cases) {
+      const model = scriptedModel([[script.toolCall("echo", { text: "a" })], [script.text("done")]]);
+      const run = new Agent({ provider: model, ...config }).prompt("x");
+      const result = await finished(run);
+      expect(result.stopReason, code).toBe("error");
+      expect(result.error, code).toBeInstanceOf(errorClass);
+      expect(result.error?.code, code).toBe(code);
+      expect(
+        eventsOf(run.events, "error").map((e) => e.code),
+        code,
+      ).toEqual([code]);
+    }
   });
 });
 
