@@ -469,6 +469,32 @@ describe("hooks", () => {
     expect(() => agent.approve("pay")).toThrow('No tool call "pay" is waiting for approval.');
   });
 
+  it("approve() and deny() throw an InvalidConfigError for a call not waiting or decided already", async () => {
+    const model = scriptedModel([
+      [
+        script.toolCall("echo", { text: "a" }, { id: "a" }),
+        script.toolCall("echo", { text: "b" }, { id: "b" }),
+      ],
+      [script.text("done")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    expect((await agent.prompt("x").result()).stopReason).toBe("awaiting_approval");
+    expect(() => agent.approve("nope")).toThrow(InvalidConfigError);
+    expect(() => agent.deny("nope")).toThrow('No tool call "nope" is waiting for approval.');
+    expect(agent.approve("a")).toBeUndefined();
+    expect(() => agent.approve("a")).toThrow(new InvalidConfigError('Tool call "a" was already approved.'));
+    expect(() => agent.deny("a", "changed my mind")).toThrow('Tool call "a" was already approved.');
+    const result = await finished(agent.deny("b", "no") as AgentRun);
+    expect(toolResults(result.messages).map((r) => [r.toolCallId, r.status])).toEqual([
+      ["a", "ok"],
+      ["b", "denied"],
+    ]);
+  });
+
   it("deny() gives the model the reason; a new prompt denies what is still pending", async () => {
     const model = scriptedModel([
       [script.toolCall("echo", { text: "a" }, { id: "a" })],
