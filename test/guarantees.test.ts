@@ -141,6 +141,55 @@ describe("bad messages", () => {
   });
 });
 
+describe("a tool result as a steering or follow-up message", () => {
+  const result = {
+    role: "toolResult",
+    toolCallId: "c1",
+    toolName: "add",
+    content: "3",
+    isError: false,
+    status: "ok",
+    timestamp: 1,
+  } as const;
+  const thrown = (fn: () => void): Error | undefined => {
+    try {
+      fn();
+    } catch (error) {
+      return error as Error;
+    }
+    return undefined;
+  };
+  const refused =
+    'message must not be a tool result: only a run answers the model\'s tool calls, got the result of "c1".';
+
+  it("is refused at once, as a malformed one is: it could never enter the history, and would fail every run", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    for (const [queue, what] of [
+      [() => agent.steer(result), "steering message"],
+      [() => agent.followUp(result), "follow-up message"],
+    ] as const) {
+      const error = thrown(queue);
+      expect(error, what).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message, what).toBe(`Invalid ${what}: ${refused}`);
+    }
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+    expect((await agent.prompt("hello").result()).stopReason).toBe("completed");
+  });
+
+  it("from a callback ends that run with the same error, and not the next one", async () => {
+    let asked = 0;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("hi")]]),
+      getSteeringMessages: () => (asked++ === 0 ? [result] : []),
+    });
+    const first = await agent.prompt("hello").result();
+    expect(first.error).toBeInstanceOf(InvalidConfigError);
+    expect(first.error?.message).toBe(`Invalid message from getSteeringMessages: ${refused}`);
+    expect(first.messages.map((m) => m.role)).toEqual(["user"]);
+    expect((await agent.prompt("again").result()).stopReason).toBe("completed");
+  });
+});
+
 describe("a provider that ignores its signal before its stream arrives", () => {
   it("abort ends the run at once (not after the grace period), and the late stream is cancelled", async () => {
     const { model, release, cancelled } = stuckBeforeStream();

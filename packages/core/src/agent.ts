@@ -8,7 +8,12 @@ import {
   type Timeouts,
 } from "./agent-config.js";
 import type { AgentRun } from "./agent-run.js";
-import { validateAgentConfig, validateMessageInput, validatePromptOptions } from "./config.js";
+import {
+  validateAgentConfig,
+  validateMessageInput,
+  validatePromptOptions,
+  validateQueuedMessage,
+} from "./config.js";
 import { AgentBusyError } from "./errors.js";
 import { ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
@@ -176,13 +181,13 @@ export class Agent {
 
   /** Queues a message delivered at the next steering boundary (between tools, before a model call). */
   steer(message: MessageInput): void {
-    validateMessageInput(message, "steering message");
+    validateQueuedMessage(message, "steering message");
     this.#steeringQueue.push(message, this.#clock().now());
   }
 
   /** Queues a message that continues the run when it would otherwise stop. */
   followUp(message: MessageInput): void {
-    validateMessageInput(message, "follow-up message");
+    validateQueuedMessage(message, "follow-up message");
     this.#followUpQueue.push(message, this.#clock().now());
   }
 

@@ -277,6 +277,23 @@ export function validateMessageInput(input: unknown, what: string): void {
   validate(messageInputSchema, input, what, "message");
 }
 
+/**
+ * Checks a message for the steering or follow-up queue: as `validateMessageInput`, and no tool
+ * result, which only a run may add (every call is answered by then, so it would answer none):
+ * queued, it would fail the run that applies it and, put back, every run after that one.
+ */
+export function validateQueuedMessage(input: unknown, what: string): void {
+  validateMessageInput(input, what);
+  const message = input as { role?: unknown; toolCallId?: unknown };
+  if (typeof input === "object" && message.role === "toolResult")
+    throw new AgentConfigError(what, [
+      {
+        path: "message",
+        message: `must not be a tool result: only a run answers the model's tool calls, got the result of ${show(message.toolCallId)}`,
+      },
+    ]);
+}
+
 const callbackResultSchema = z.array(z.unknown(), expecting("an array of messages or undefined"));
 
 /**
@@ -287,7 +304,7 @@ const callbackResultSchema = z.array(z.unknown(), expecting("an array of message
 export function validateCallbackMessages(result: unknown, what: string): void {
   if (result === undefined || result === null) return;
   if (!Array.isArray(result)) validate(callbackResultSchema, result, `${what} result`, "result");
-  for (const input of result as unknown[]) validateMessageInput(input, `message from ${what}`);
+  for (const input of result as unknown[]) validateQueuedMessage(input, `message from ${what}`);
 }
 
 /**
