@@ -32,6 +32,13 @@ describe("limits", () => {
     expect(result.messages.filter((m) => m.role === "toolResult")).toHaveLength(3);
   });
 
+  it("names a limit of one model call in the singular", async () => {
+    const loop = [[script.toolCall("add", { a: 1, b: 1 })], [script.text("never")]];
+    const agent = new Agent({ provider: scriptedModel(loop), tools: [add], limits: { maxCycles: 1 } });
+    const result = await finished(agent.prompt("count"));
+    expect(result.error?.message).toBe("The run reached its limit of 1 model call (limits.maxCycles).");
+  });
+
   it("defaults to 10 cycles and emits an error event with code max_cycles before agent_end", async () => {
     const loop = Array.from({ length: 12 }, (_, i) => [script.toolCall("add", { a: i, b: 1 })]);
     const model = scriptedModel(loop);

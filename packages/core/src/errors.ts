@@ -22,7 +22,7 @@ export class AbortedError extends AgentError {
 export class MaxCyclesExceededError extends AgentError {
   readonly maxCycles: number;
   constructor(maxCycles: number) {
-    super("max_cycles", `The run reached its limit of ${maxCycles} model calls (limits.maxCycles).`, {
+    super("max_cycles", `The run reached its limit of ${maxCycles} model ${maxCycles === 1 ? "call" : "calls"} (limits.maxCycles).`, {
       stopReason: "max_cycles",
     });
     this.maxCycles = maxCycles;
