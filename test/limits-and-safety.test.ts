@@ -32,6 +32,32 @@ describe("timeouts", () => {
     });
   });
 
+  it("totalMs gives the calls it stopped `aborted` results, as abort() does, even a tool that ignores its signal", async () => {
+    const deaf = defineTool({
+      name: "deaf",
+      description: "Ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => sleep(300).then(() => "late"),
+    });
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("deaf", {}, { id: "c1" }), script.toolCall("deaf", {}, { id: "c2" })],
+      ]),
+      tools: [deaf],
+      limits: { abortGraceMs: 20 },
+      timeouts: { totalMs: 40 },
+    });
+    const run = agent.prompt("x");
+    const result = await finished(run);
+    expect(result.stopReason).toBe("timeout");
+    const closed = "not completed: The run took longer than 40 ms (timeouts.totalMs).";
+    expect(toolResults(result.messages).map((m) => [m.toolCallId, m.status, m.content])).toEqual([
+      ["c1", "aborted", closed],
+      ["c2", "aborted", closed],
+    ]);
+    expect(eventsOf(run.events, "tool_result").map((e) => e.status)).toEqual(["aborted", "aborted"]);
+  });
+
   it("stepMs, firstChunkMs and chunkMs each end a slow model call", async () => {
     const chunksEvery = (ms: number, count: number) =>
       Array.from({ length: count }, () => [script.delay(ms), script.text("b")]).flat();

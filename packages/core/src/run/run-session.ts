@@ -176,11 +176,12 @@ export class RunSession {
     // Whatever is still in flight (an abandoned tool, a model call not awaited) is cancelled.
     const scope = this.#setup.abortScope;
     if (services.inFlight > 0 && !scope.aborted) scope.abort(new AbortedError("the run has ended"));
-    // Calls a suspended run waits on stay open; every other call gets its result now.
+    // Calls a suspended run waits on stay open; every other call gets its result now: `aborted`
+    // when the run was stopped (by `abort()` or its time limit), as a call it stopped while running.
     if (suspension === undefined)
       services.log.publishClosed(
         this.#transcript.closeCalls(
-          stopReason === "aborted" ? "aborted" : "error",
+          stopReason === "aborted" || stopReason === "timeout" ? "aborted" : "error",
           `not completed: ${reported ? reported.message : "the orchestrator ended without running this call"}`,
         ),
       );
