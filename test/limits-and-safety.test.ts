@@ -492,6 +492,16 @@ describe("hooks", () => {
       ["pay", "ok"],
       ["log", "ok"],
     ]);
+    // The suspended run closed its turn; the resumed batch comes before the new run's own turn.
+    expect(first.events.map((e) => e.type).slice(-2)).toEqual(["turn_end", "agent_end"]);
+    expect((continued as AgentRun).events.map((e) => e.type).slice(0, 6)).toEqual([
+      "agent_start",
+      "tool_call",
+      "tool_result",
+      "tool_call",
+      "tool_result",
+      "turn_start",
+    ]);
     expect(() => agent.approve("pay")).toThrow('No tool call "pay" is waiting for approval.');
   });
 
