@@ -587,3 +587,34 @@ describe("ctx.limits", () => {
     expect((await kept(agent.prompt("again"))).metrics.cycles).toBe(2);
   });
 });
+
+describe("turns the plug-in leaves unbalanced (writing-an-orchestrator.md)", () => {
+  it("endTurn with no turn open, or a second time, does nothing; a turn left open ends with the run", async () => {
+    const model = scriptedModel([[script.text("one")], [script.text("two")]]);
+    const agent = new Agent({
+      provider: model,
+      orchestrator: plugin(async (ctx) => {
+        const first = await ctx.decide({ tools: false });
+        ctx.endTurn(first.message);
+        ctx.startTurn();
+        ctx.endTurn(first.message);
+        ctx.endTurn(first.message);
+        ctx.startTurn();
+        await ctx.decide({ tools: false });
+      }),
+    });
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.stopReason).toBe("completed");
+    expect(run.events.map((e) => e.type).filter((type) => type.startsWith("turn_"))).toEqual([
+      "turn_start",
+      "turn_end",
+      "turn_start",
+      "turn_end",
+    ]);
+    expect(eventsOf(run.events, "turn_end").map((e) => e.message.content)).toEqual([
+      [{ type: "text", text: "one" }],
+      [{ type: "text", text: "two" }],
+    ]);
+  });
+});
