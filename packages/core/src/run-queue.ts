@@ -83,9 +83,9 @@ export class RunQueue {
       : (this.#agent.config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
       // Set before the run starts: it publishes its first events at once, and a prompt made from a
-      // listener of those must queue behind it. (`#execute` never rejects.)
+      // listener of those must queue behind it. (`run.result()` never rejects.)
       this.#tail = run.result();
-      void this.#execute(run, inputs, scope, timeouts, options.clientTools, services);
+      this.#execute(run, inputs, scope, timeouts, options.clientTools, services);
       return run;
     }
     // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
@@ -93,7 +93,8 @@ export class RunQueue {
     this.#tail = this.#tail.then(() => {
       removeQueuedAbort();
       if (run.done) return;
-      return this.#execute(run, inputs, scope, timeouts, options.clientTools, services);
+      this.#execute(run, inputs, scope, timeouts, options.clientTools, services);
+      return run.result();
     });
     return run;
   }
@@ -160,14 +161,15 @@ export class RunQueue {
     return new EventPublisher(run.runId, clock, run, this.#agent.listeners, sink, observer);
   }
 
-  async #execute(
+  /** Starts the run; it ends (`run.end`) when its session hands over the result. */
+  #execute(
     run: AgentRun,
     input: AgentMessage[],
     abortScope: AbortScope,
     timeouts: Timeouts,
     clientTools: "wait" | "suspend" | undefined,
     services: RunServiceSet,
-  ): Promise<void> {
+  ): void {
     const agent = this.#agent;
     // A batch the last run left waiting is resumed first, with the decisions made so far.
     const resume = agent.waiting.takeBatch();
@@ -225,13 +227,14 @@ export class RunQueue {
       this.#publisher(run, observer, services),
       transcript,
     );
-    const result: RunResult = await session.execute();
-    clearTimeout(total);
-    agent.waiting.settle(session.suspension, { timeouts, clientTools });
-    this.#settledHistory = result.messages;
-    abortScope.dispose();
-    this.#scopes.delete(abortScope);
-    run.end(result);
+    session.execute((result: RunResult) => {
+      clearTimeout(total);
+      agent.waiting.settle(session.suspension, { timeouts, clientTools });
+      this.#settledHistory = result.messages;
+      abortScope.dispose();
+      this.#scopes.delete(abortScope);
+      run.end(result);
+    });
   }
 
   #inbox(

@@ -28,7 +28,7 @@ import {
   trace,
   usage,
 } from "./run-fixtures.test-support.js";
-import { RunSession, type RunStart } from "./run-session.js";
+import { type RunResult, RunSession, type RunStart } from "./run-session.js";
 import { validateTranscript } from "./transcript.js";
 
 const user = (content: string): AgentMessage => ({ role: "user", content, timestamp: 1 });
@@ -61,6 +61,9 @@ function sessionOf(
   );
   return { ...h, session };
 }
+
+/** The session's run, its result once it ends. */
+const executed = (session: RunSession) => new Promise<RunResult>((resolve) => session.execute(resolve));
 
 /** One turn: a model call, its tools if it asks for them, the answer. */
 const oneTurn = orchestrator(async (ctx) => {
@@ -95,7 +98,7 @@ describe("RunSession", () => {
         ],
       },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(trace(s.events)).toEqual([
       "agent_start",
       "turn_start",
@@ -124,7 +127,7 @@ describe("RunSession", () => {
       throw new Error("boom");
     });
     const s = sessionOf({ orchestrator: failing });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("error");
     expect(result.error).toBeInstanceOf(OrchestratorError);
     expect(result.error?.message).toBe('Orchestrator "tiny" failed: boom');
@@ -145,7 +148,7 @@ describe("RunSession", () => {
       },
     };
     const s = sessionOf({ orchestrator: sync });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.error?.message).toBe('Orchestrator "sync" failed: not even a promise');
     expect(trace(s.events)).toEqual(["agent_start", "error", "agent_end"]);
   });
@@ -158,7 +161,7 @@ describe("RunSession", () => {
       { setup: { limits: { maxCycles: 10, abortGraceMs: 100 } } },
     );
     let settled = false;
-    const running = s.session.execute().finally(() => {
+    const running = executed(s.session).finally(() => {
       settled = true;
     });
     s.setup.abortScope.abort("user pressed stop");
@@ -190,7 +193,7 @@ describe("RunSession", () => {
       { replies: [callsReply([call("a")])], setup: { hooks: { beforeToolCall } } },
     );
     let settled = false;
-    const running = s.session.execute().finally(() => {
+    const running = executed(s.session).finally(() => {
       settled = true;
     });
     await flush();
@@ -225,7 +228,7 @@ describe("RunSession", () => {
       },
       { history },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(seen).toEqual(["user", "assistant", "toolResult", "user"]);
     expect(result.stopReason).toBe("completed");
     expect(trace(s.events)).toEqual(["agent_start", "tool_call:a", "tool_result:a", "agent_end"]);
@@ -251,7 +254,7 @@ describe("RunSession", () => {
       },
       { history, setup: { hooks: { afterToolCall } } },
     );
-    const running = s.session.execute();
+    const running = executed(s.session);
     await flush();
     expect(hooked).toBe(1);
     s.setup.abortScope.abort("user pressed stop");
@@ -283,7 +286,7 @@ describe("RunSession", () => {
         ],
       },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("completed");
     expect(request?.abortScope?.aborted).toBe(true);
     expect(s.setup.abortScope.signal.reason).toEqual(new AbortedError("the run has ended"));
@@ -297,7 +300,7 @@ describe("RunSession", () => {
       await ctx.decide();
     });
     const s = sessionOf({ orchestrator: leaving }, { replies: [callsReply([call("a")])] });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("completed");
     expect(trace(s.events)).toEqual([
       "agent_start",
@@ -323,7 +326,7 @@ describe("RunSession", () => {
     const s = sessionOf({ orchestrator: taking });
     s.steeringQueue.push("steer", 2);
     s.followUpQueue.push("follow", 3);
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     const steer = { role: "user", content: "steer", timestamp: 2 };
     const follow = { role: "user", content: "follow", timestamp: 3 };
     expect(result.requeued).toEqual([steer, follow]);
@@ -334,7 +337,7 @@ describe("RunSession", () => {
   it("with nothing to do (idle), completes without running the orchestrator", async () => {
     const never = orchestrator(async () => {});
     const s = sessionOf({ orchestrator: never, idle: true });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(never.runs).toBe(0);
     expect(result.stopReason).toBe("completed");
     expect(result.newMessages).toEqual([]);
@@ -381,7 +384,7 @@ describe("RunSession and its services, what the measured survivors showed untest
         setup: { tools: tools(() => s) },
       },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("completed");
     expect(s.setup.abortScope.aborted).toBe(false);
     expect(result.metrics.toolMs).toBe(30);
@@ -401,7 +404,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       });
     });
     const s = sessionOf({ orchestrator: hasty }, { setup: { tools: new ToolRegistry([slow.tool]) } });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("completed");
     expect(slow.aborted).toEqual(["w"]);
     expect(s.setup.abortScope.signal.reason).toEqual(new AbortedError("the run has ended"));
@@ -436,7 +439,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       { orchestrator: failing },
       { setup: { tools: new ToolRegistry([echoTool, slow.tool]) } },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(errors).toEqual([new Error("before"), new Error("after")]);
     expect(result.stopReason).toBe("completed");
     // Both batches ended: nothing in flight was left to cancel.
@@ -454,7 +457,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       });
     });
     const s = sessionOf({ orchestrator: catching }, { setup: { hooks: { beforeToolCall } } });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("awaiting_approval");
     // The run ends as it suspends; the orchestrator hears of it as it unwinds.
     await flush();
@@ -480,7 +483,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       { orchestrator: catching },
       { setup: { clientToolMode: "suspend", tools: new ToolRegistry([echoTool, page]) } },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("awaiting_client_tool");
     expect(thrown).toBeInstanceOf(AwaitingClientToolError);
     expect((thrown as AwaitingClientToolError).calls).toEqual([
@@ -498,7 +501,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       { orchestrator: oneTurn },
       { replies: [callsReply([call("a")])], setup: { hooks: { beforeToolCall } } },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("aborted");
     expect(result.error).toBeInstanceOf(AbortedError);
     expect(result.pendingApprovals).toBeUndefined();
@@ -526,7 +529,7 @@ describe("RunSession and its services, what the measured survivors showed untest
         setup: { hooks: { beforeToolCall: () => ({ requireApproval: true as const }) } },
       },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("awaiting_approval");
     expect(result.error).toBeUndefined();
   });
@@ -539,7 +542,7 @@ describe("RunSession and its services, what the measured survivors showed untest
         ),
     );
     const s = sessionOf({ orchestrator: listening });
-    const running = s.session.execute();
+    const running = executed(s.session);
     s.setup.abortScope.abort("user pressed stop");
     const result = await running;
     expect(result.stopReason).toBe("aborted");
@@ -563,7 +566,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       },
       { history, setup: { tools: tools(() => s) } },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.newMessages.flatMap((m) => ("status" in m ? [m.status] : []))).toEqual(["ok", "ok"]);
   });
 
@@ -586,7 +589,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       },
       { history, setup: { hooks: { beforeToolCall } } },
     );
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(never.runs).toBe(0);
     expect(result.stopReason).toBe("awaiting_approval");
     expect(result.pendingApprovals?.map((p) => p.toolCallId)).toEqual(["b"]);
@@ -598,7 +601,7 @@ describe("RunSession and its services, what the measured survivors showed untest
     });
     const s = sessionOf({ orchestrator: delivering });
     s.steeringQueue.push("steer", 2);
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.requeued).toBeUndefined();
     expect(s.steeringQueue.size).toBe(0);
     expect(result.newMessages.map((m) => m.role === "user" && m.content)).toEqual(["hi", "steer"]);
@@ -611,7 +614,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       expect(() => ctx.emit({ type: "never_registered" } as never)).toThrow(InvalidEventError);
     });
     const s = sessionOf({ orchestrator: looking });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(result.stopReason).toBe("completed");
     expect(seen).toEqual([s.setup.owner.container, 1]);
   });
@@ -626,7 +629,7 @@ describe("RunSession and its services, what the measured survivors showed untest
       ctx.messages.append(user("noted"));
     });
     const s = sessionOf({ orchestrator: editing });
-    const result = await s.session.execute();
+    const result = await executed(s.session);
     expect(again).toBe(first);
     expect(first.map((m) => m.role)).toEqual(["user"]);
     expect(result.messages.map((m) => (m as { content: string }).content)).toEqual(["hi", "noted"]);
@@ -635,7 +638,7 @@ describe("RunSession and its services, what the measured survivors showed untest
   it("ends a turn left open with an empty answer saying why the run stopped", async () => {
     const stopReasonOf = async (run: (ctx: RunContext) => Promise<void>, abort = false) => {
       const s = sessionOf({ orchestrator: orchestrator(run) });
-      const running = s.session.execute();
+      const running = executed(s.session);
       if (abort) s.setup.abortScope.abort("stop");
       await running;
       return eventsOf(s.events, "turn_end")[0]?.message.stopReason;
@@ -668,7 +671,7 @@ describe("RunSession and its services, what the measured survivors showed untest
           ),
       );
       const s = sessionOf({ orchestrator: listening });
-      const running = s.session.execute();
+      const running = executed(s.session);
       s.setup.abortScope.abort("user pressed stop");
       expect((await running).stopReason).toBe("aborted");
       // A timer left running would keep the process alive for abortGraceMs after the run.

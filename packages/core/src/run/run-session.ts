@@ -96,21 +96,32 @@ export class RunSession {
   suspended(suspension: Suspension): boolean {
     if (this.#suspension === undefined && this.#setup.abortScope.aborted) return false;
     this.#suspension ??= suspension;
-    this.#wait?.end();
+    // The batch that reports it is still on the stack: the run ends once it has returned.
+    if (this.#wait !== undefined) queueMicrotask(this.#wait.endNow);
     return true;
   }
 
-  /** Runs the orchestrator to its end; never rejects. */
-  async execute(): Promise<RunResult> {
+  /**
+   * Runs the orchestrator to its end, then hands the result to `ended` (once; nothing is thrown).
+   * A callback rather than a promise: the run's end then needs no async frame of its own, here or
+   * in the caller (each frame a run keeps suspended costs about half a kilobyte of its heap).
+   */
+  execute(ended: (result: RunResult) => void): void {
     this.#events.publish({ type: "agent_start" }, this.#startedAt);
+    const wait = new BodyWait(this, ended, this.#setup.abortScope, this.#setup.limits.abortGraceMs);
+    this.#wait = wait;
+    this.#body().then(
+      () => wait.end(),
+      (error: unknown) => wait.fail(error),
+    );
+  }
+
+  /** @internal The body ended (`failed`: with `error`), the run suspended, or the grace period ran out. */
+  bodyEnded(failed: boolean, error: unknown): RunResult {
     let failure: AgentError | undefined;
-    try {
-      await this.#untilEnded(this.#body());
-      if (this.#suspension === undefined && this.#setup.abortScope.aborted)
-        failure = abortError(this.#setup.abortScope.signal.reason);
-    } catch (error) {
-      if (this.#suspension === undefined) failure = this.#toAgentError(error);
-    }
+    if (this.#suspension === undefined)
+      if (failed) failure = this.#toAgentError(error);
+      else if (this.#setup.abortScope.aborted) failure = abortError(this.#setup.abortScope.signal.reason);
     return this.#finish(failure);
   }
 
@@ -143,21 +154,6 @@ export class RunSession {
       // An orchestrator whose run() throws synchronously (or a bad input) fails the run alike.
       return Promise.reject(error);
     }
-  }
-
-  /**
-   * Waits for the run's body, but no longer than until it suspends, or `abortGraceMs` after an
-   * abort: an orchestrator or hook that ignores the abort is abandoned, so abort is prompt on
-   * every path, a resumed batch included.
-   */
-  #untilEnded(body: Promise<void>): Promise<void> {
-    const wait = new BodyWait(this.#setup.abortScope, this.#setup.limits.abortGraceMs);
-    this.#wait = wait;
-    body.then(
-      () => wait.end(),
-      (error: unknown) => wait.fail(error),
-    );
-    return wait.promise;
   }
 
   #finish(failure: AgentError | undefined): RunResult {
@@ -228,26 +224,24 @@ export class RunSession {
 }
 
 /**
- * The wait for a run's body: it settles with the body, or when the run suspends (`end`), or
- * `graceMs` after the run's abort. A class rather than closures kept in fields: on Node 20 a
- * closure assigned to a field of the run after its creation kept every run alive through
- * young-generation collections (see docs/benchmarks.md).
+ * The wait for a run's body: the run ends when the body settles, or when the run suspends, or
+ * `graceMs` after the run's abort: an orchestrator or hook that ignores the abort is abandoned,
+ * so abort is prompt on every path, a resumed batch included. A class rather than closures kept
+ * in fields: on Node 20 a closure assigned to a field of the run after its creation kept every
+ * run alive through young-generation collections (see docs/benchmarks.md).
  */
 class BodyWait extends AbortHook {
-  readonly promise: Promise<void>;
-  #resolve!: () => void;
-  #reject!: (error: unknown) => void;
+  readonly #session: RunSession;
+  readonly #ended: (result: RunResult) => void;
   readonly #scope: AbortScope;
   readonly #graceMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #settled = false;
 
-  constructor(scope: AbortScope, graceMs: number) {
+  constructor(session: RunSession, ended: (result: RunResult) => void, scope: AbortScope, graceMs: number) {
     super();
-    this.promise = new Promise<void>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
+    this.#session = session;
+    this.#ended = ended;
     this.#scope = scope;
     this.#graceMs = graceMs;
     scope.add(this);
@@ -255,15 +249,20 @@ class BodyWait extends AbortHook {
 
   /** The run aborted: the body has `graceMs` to end. */
   fire(): void {
-    if (!this.#settled) this.#timer = setTimeout(() => this.end(), this.#graceMs);
+    if (!this.#settled) this.#timer = setTimeout(this.endNow, this.#graceMs);
+  }
+
+  /** `end`, for a timer or a microtask (made only on those rare paths). */
+  get endNow(): () => void {
+    return () => this.end();
   }
 
   end(): void {
-    if (this.#settle()) this.#resolve();
+    if (this.#settle()) this.#ended(this.#session.bodyEnded(false, undefined));
   }
 
   fail(error: unknown): void {
-    if (this.#settle()) this.#reject(error);
+    if (this.#settle()) this.#ended(this.#session.bodyEnded(true, error));
   }
 
   #settle(): boolean {
