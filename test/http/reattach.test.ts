@@ -86,6 +86,7 @@ describe("re-attaching", () => {
       ["?after=0x2", {}],
       ["?after=1e0", {}],
       ["?after=01", {}],
+      ["?after=017", {}],
       ["?after=-1", {}],
       ["?after=+1", {}],
       ["?after=1.0", {}],
