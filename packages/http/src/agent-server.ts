@@ -152,6 +152,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         "after-out-of-range",
         `The run has no event ${after} yet (its last is ${run.log.end - 1}).`,
       );
+    // Nothing will ever follow: an empty 200 stream would have an EventSource reconnect every few
+    // seconds until the run is forgotten; 204 is what tells it to stop.
+    if (run.log.closed && after === run.log.end - 1)
+      return new Response(null, { status: 204, headers: { "x-run-id": run.runId } });
     return streamEvents(request, run, after + 1, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }
 
