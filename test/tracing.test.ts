@@ -331,6 +331,31 @@ describe("the span tree", () => {
     expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
   });
 
+  it("a client tool call that got no result: a timeout event on the turn; the run that goes on is no error", async () => {
+    const readPage = defineTool({
+      name: "read_page",
+      description: "Reads the page.",
+      inputSchema: z.object({}),
+      execution: "client",
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("read_page", {}, { id: "r1" })], [script.text("No page.")]]),
+      tools: [readPage],
+      timeouts: { clientToolMs: 1 },
+    });
+    expect((await agent.prompt("read").result()).stopReason).toBe("completed");
+
+    const [turn] = spansNamed("agent_core.turn");
+    expect(turn?.events.map((event) => [event.name, event.attributes?.["gen_ai.tool.call.id"]])).toEqual([
+      ["agent_core.timeout", "r1"],
+    ]);
+    const [run] = spansNamed("invoke_agent");
+    expect(run?.status).toEqual({ code: SpanStatusCode.UNSET });
+    expect(eventNames(run as ReadableSpan)).toEqual([]);
+    expect(run?.attributes["error.type"]).toBeUndefined();
+    expect(run?.attributes["agent_core.stop_reason"]).toBe("completed");
+  });
+
   it("a follow-up opens a second turn span, with a follow-up event", async () => {
     const agent = tracedAgent({ provider: scriptedModel([[script.text("one")], [script.text("two")]]) });
     agent.followUp("and then?");

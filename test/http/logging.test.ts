@@ -34,7 +34,10 @@ describe("the server's logger", () => {
       }),
     );
     server.close();
-    expect(response.status).toBe(500);
+    expect([response.status, await response.json()]).toEqual([
+      500,
+      { error: { code: "internal", message: "The server failed to answer this request." } },
+    ]);
     expect(logger.lines).toEqual([
       {
         level: "error",

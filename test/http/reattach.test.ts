@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { connect } from "node:net";
+import type { AgentEvent } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import {
@@ -76,6 +77,26 @@ describe("re-attaching", () => {
     expect(stranger.status).toBe(404);
   });
 
+  it("answers 204 to a re-attach after an ended run's last event, so that an EventSource stops reconnecting", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("hi")]]) }));
+    const text = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const end = ndjsonEvents(text).at(-1) as AgentEvent;
+    expect(end.type).toBe("agent_end");
+    // What an EventSource sends when the stream it read to agent_end closes.
+    const sse = { accept: "text/event-stream", "last-event-id": String(end.seq) };
+    for (const extra of [sse, { "last-event-id": String(end.seq) }]) {
+      const done = await fetch(`${url}/runs/${end.runId}/events`, { headers: headers("alice", extra) });
+      expect([done.status, done.headers.get("x-run-id"), await done.text()]).toEqual([204, end.runId, ""]);
+    }
+    const last = await fetch(`${url}/runs/${end.runId}/events?after=${end.seq - 1}`, {
+      headers: headers("alice", { accept: "text/event-stream" }),
+    });
+    expect([last.status, await last.text()]).toEqual([
+      200,
+      `id: ${end.seq}\nevent: agent_end\ndata: ${text.trimEnd().split("\n").at(-1)}\n\n`,
+    ]);
+  });
+
   it("takes a seq only in decimal digits: anything else, even empty, is 400 invalid-after, never a silent skip", async () => {
     const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("a", "b")]]) }));
     const [start] = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text());
@@ -86,6 +107,7 @@ describe("re-attaching", () => {
       ["?after=0x2", {}],
       ["?after=1e0", {}],
       ["?after=01", {}],
+      ["?after=017", {}],
       ["?after=-1", {}],
       ["?after=+1", {}],
       ["?after=1.0", {}],

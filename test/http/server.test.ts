@@ -156,6 +156,35 @@ describe("POST /runs", () => {
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
   });
 
+  it("answers 405 only where another method is a route: its Allow names it, and that method is served", async () => {
+    const { url } = await startServer(answer("x"));
+    const answers: [string, string, number, string, string | null][] = [];
+    for (const [method, path] of [
+      ["GET", "/runs"],
+      ["PUT", "/runs/r1/events"],
+      ["GET", "/runs/r1/steer"],
+      ["DELETE", "/runs/r1/cancel"],
+      ["GET", "/runs/r1"],
+      ["POST", "/runs/r1"],
+      ["GET", "/runs/r1/unknown"],
+      ["POST", "/runs/r1/unknown"],
+    ] as const) {
+      const response = await fetch(`${url}${path}`, { method, headers: headers() });
+      const { error } = await response.json();
+      answers.push([method, path, response.status, error.code, response.headers.get("allow")]);
+    }
+    expect(answers).toEqual([
+      ["GET", "/runs", 405, "method-not-allowed", "POST"],
+      ["PUT", "/runs/r1/events", 405, "method-not-allowed", "GET"],
+      ["GET", "/runs/r1/steer", 405, "method-not-allowed", "POST"],
+      ["DELETE", "/runs/r1/cancel", 405, "method-not-allowed", "POST"],
+      ["GET", "/runs/r1", 404, "not-found", null],
+      ["POST", "/runs/r1", 404, "not-found", null],
+      ["GET", "/runs/r1/unknown", 404, "not-found", null],
+      ["POST", "/runs/r1/unknown", 404, "not-found", null],
+    ]);
+  });
+
   it("refuses a run id that is not valid percent-encoding with 400 invalid-path", async () => {
     const { url } = await startServer(answer("x"));
     const requests: [string, string][] = [

@@ -152,6 +152,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         "after-out-of-range",
         `The run has no event ${after} yet (its last is ${run.log.end - 1}).`,
       );
+    // Nothing will ever follow: an empty 200 stream would have an EventSource reconnect every few
+    // seconds until the run is forgotten; 204 is what tells it to stop.
+    if (run.log.closed && after === run.log.end - 1)
+      return new Response(null, { status: 204, headers: { "x-run-id": run.runId } });
     return streamEvents(request, run, after + 1, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }
 
@@ -253,20 +257,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const url = new URL(request.url);
     if (!url.pathname.startsWith(config.basePath)) throw notFound();
     const parts = url.pathname.slice(config.basePath.length).split("/").filter(Boolean);
-    if (parts[0] !== "runs" || parts.length > 3) throw notFound();
+    const allowed = routeMethod(parts);
+    if (allowed === undefined) throw notFound();
     const principal = await authorizedPrincipal(options.authorize, request);
+    if (request.method !== allowed) throw notAllowed(allowed);
     const runId = parts[1] === undefined ? undefined : runIdOf(parts[1]);
+    if (runId === undefined) return startRun(request, principal);
     const action = parts[2];
-    const method = request.method;
-    if (runId === undefined) {
-      if (method === "POST") return startRun(request, principal);
-      throw notAllowed("POST");
-    }
-    if (action === "events") {
-      if (method === "GET") return reattach(request, principal, runId);
-      throw notAllowed("GET");
-    }
-    if (method !== "POST") throw notAllowed("POST");
+    if (action === "events") return reattach(request, principal, runId);
     switch (action) {
       case "tool-results":
         return toolResult(request, principal, runId);
@@ -338,6 +336,21 @@ async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
   if (principal.documents === undefined || principal.documents.includes(documentId)) return;
   throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
+}
+
+/** What follows a run id in the path of a route that takes a POST. */
+const RUN_ACTIONS = new Set(["tool-results", "steer", "follow-up", "cancel"]);
+
+/**
+ * The method of the route a path names, or undefined when it names none: a 405's `Allow` then
+ * only ever names a method that is served there.
+ */
+function routeMethod(parts: readonly string[]): "GET" | "POST" | undefined {
+  if (parts[0] !== "runs") return undefined;
+  if (parts.length === 1) return "POST";
+  if (parts.length !== 3) return undefined;
+  if (parts[2] === "events") return "GET";
+  return RUN_ACTIONS.has(parts[2] as string) ? "POST" : undefined;
 }
 
 function notFound(): HttpError {

@@ -27,6 +27,18 @@ describe("HookTokens", () => {
     expect(nonceOf({ runId: "r1\u0000c1", toolCallId: "" })).not.toBe(tokens.verify(a)?.nonce);
   });
 
+  it("gives a call the same nonce across a key rotation: a process with the new key first signs it alike", () => {
+    const before = new HookTokens([{ id: "old", secret }]);
+    const during = new HookTokens([
+      { id: "new", secret: "another secret of at least 32 characters" },
+      { id: "old", secret },
+    ]);
+    const signedBefore = during.verify(before.sign(claims));
+    const signedDuring = during.verify(during.sign(claims));
+    expect([signedBefore?.kid, signedDuring?.kid]).toEqual(["old", "new"]);
+    expect(signedDuring?.nonce).toBe(signedBefore?.nonce);
+  });
+
   it("refuses edited claims, another key's signature, garbage and oversized tokens", () => {
     const tokens = new HookTokens(secret);
     const token = tokens.sign(claims);

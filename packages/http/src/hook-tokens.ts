@@ -45,13 +45,18 @@ export class HookTokens {
   }
 
   /**
-   * The nonce is derived from the run and the call: every token for one call, whichever server
-   * process signs it and however often, has the same one, so the ledger allows one result per call.
+   * The nonce is derived from the run and the call alone: every token for one call, whichever
+   * server process signs it, however often and with whichever key goes first, has the same one,
+   * so the ledger allows one result per call. It needs no key: the claims are readable anyway, and
+   * only a signed token reaches the ledger.
    */
   sign(claims: Omit<HookClaims, "kid" | "nonce">): string {
     const kid = this.#signing.id;
-    const nonce = this.#mac(kid, `nonce\u0000${claims.runId}\u0000${claims.toolCallId}`)?.slice(0, 22);
-    const full: HookClaims = { ...claims, kid, nonce: nonce as string };
+    const nonce = createHash("sha256")
+      .update(`nonce\u0000${claims.runId}\u0000${claims.toolCallId}`)
+      .digest("base64url")
+      .slice(0, 22);
+    const full: HookClaims = { ...claims, kid, nonce };
     const body = Buffer.from(JSON.stringify(full), "utf8").toString("base64url");
     return `${body}.${this.#mac(this.#signing.id, body)}`;
   }

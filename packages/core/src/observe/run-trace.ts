@@ -219,8 +219,10 @@ export class RunTrace implements RunObserver {
   #failed(code: string, message: string, toolCallId: string | undefined): void {
     const attributes: Attributes = { [names.ERROR_TYPE]: code, [names.MESSAGE]: message };
     if (toolCallId !== undefined) {
+      // One call's problem, which the model reads: an event of the turn, never the run's failure.
       attributes[names.GEN_AI_TOOL_CALL_ID] = toolCallId;
       this.#addEvent(isTimeout(code) ? names.TIMEOUT_EVENT : "exception", attributes);
+      return;
     }
     const span = this.#runSpan;
     if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT, attributes);
