@@ -390,6 +390,20 @@ describe("AgentClient: reconnects", () => {
     expect(await rejection(run.runId)).toMatchObject({ code: "http" });
   });
 
+  it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(204, { "x-run-id": RUN });
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).attach(RUN, { after: 6 });
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 204 });
+    expect(error.message).toBe(
+      `HTTP 204: run "${RUN}" has ended and nothing follows event 6; attach with a lower \`after\` to read its end again.`,
+    );
+    expect(requests).toHaveLength(1);
+  });
+
   it("attach(runId, { after }) asks for the events after it and yields only those", async () => {
     const events = script(7);
     const { baseUrl, requests } = await serve((_req, res) => {

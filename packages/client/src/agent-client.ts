@@ -76,7 +76,8 @@ export class AgentClient {
   /**
    * Follows an existing run (`GET {baseUrl}/runs/:runId/events?after=…`), e.g. after a page
    * reload: the events after `after` (all of them by default), then the live ones. A first
-   * connection that fails is retried like a dropped one; a 4xx fails the run with code `"http"`.
+   * connection that fails is retried like a dropped one; a 4xx fails the run with code `"http"`, as
+   * does a 204: the run has ended and `after` was its last event (nothing more will come).
    */
   attach(runId: string, options: AttachOptions = {}): ClientRun {
     if (typeof runId !== "string" || runId === "") throw new TypeError("attach() needs a run id.");

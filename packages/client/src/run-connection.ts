@@ -127,6 +127,15 @@ export class RunConnection {
       }
       const headerRunId = response.headers.get("x-run-id");
       if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
+      // The server's answer to a re-attach after an ended run's last event: no retry brings more.
+      if (response.status === 204) {
+        const runId = this.#run.currentRunId() as string;
+        throw new ClientError(
+          "http",
+          `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`,
+          { status: 204 },
+        );
+      }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
       const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
       const parser = sse ? new SseParser() : new NdjsonParser();
