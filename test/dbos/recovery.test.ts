@@ -132,6 +132,20 @@ async function resumeBefore(
   return { result: () => fork.getResult() };
 }
 
+/**
+ * The workflow again under a new id, as recovered after its last recorded step (its worker died
+ * right before the workflow ended), and without the messages sent to it.
+ */
+async function resumeAfterAll(
+  workflowId: string,
+  newId: string,
+): Promise<{ result(): Promise<DurableRunResult> }> {
+  const steps = (await DBOS.listWorkflowSteps(workflowId)) ?? [];
+  const at = Math.max(...steps.map((s) => s.functionID)) + 1;
+  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, { newWorkflowID: newId });
+  return { result: () => fork.getResult() };
+}
+
 /** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
 const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
 
@@ -175,6 +189,27 @@ describe("a durable run resumed after a step", () => {
     const events = await runtime.events("noted-cancelled");
     assertEventProtocol(events);
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "aborted" });
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+  });
+
+  it("a run cancelled live while a tool ran, recovered before its workflow ended, ends aborted at the same point", async () => {
+    const run = await runtime.start("hanging", "Hang.", { runId: "cancelled-live" });
+    await untilStored("cancelled-live", "tool_call");
+    await runtime.cancel("cancelled-live");
+    const original = await run.result();
+    expect(original.stopReason).toBe("aborted");
+    const calls = modelCalls;
+    // Its worker died right after the abort, before the workflow ended; the fork has none of the
+    // run's messages, so only what the steps recorded can end it.
+    const resumed = await (await resumeAfterAll("cancelled-live", "cancelled-live-recovered")).result();
+    expect(resumed.stopReason).toBe("aborted");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    const events = await runtime.events("cancelled-live-recovered");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(
+      (await runtime.events("cancelled-live")).map((event) => event.type),
+    );
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
   });
 

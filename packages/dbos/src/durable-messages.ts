@@ -89,20 +89,21 @@ export function messageFor(
 }
 
 /**
- * Cancels a run wherever it is: a `NOTIFY` makes the worker running it abort it at once; two
- * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, or a
- * queued one takes the cancel before it calls the model or a tool again) or if it waits for an
- * answer.
+ * Cancels a run wherever it is: two durable messages reach it if no worker runs it now (a dead
+ * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
+ * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
+ * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
+ * dies (it may be the process that cancelled) the run that recovers takes it too.
  */
 export async function cancelRun(
   workflowId: string,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
 ): Promise<void> {
-  await notify(CANCEL_CHANNEL, workflowId);
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);
+  await notify(CANCEL_CHANNEL, workflowId);
 }
 
 /**

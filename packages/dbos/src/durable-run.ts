@@ -14,7 +14,12 @@ import {
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Pool } from "pg";
 import { ANSWERS, type DurableAnswer, MESSAGES, receiveMessages } from "./durable-messages.js";
-import { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
+import {
+  durableModelStep,
+  durableToolRunner,
+  type RecordedAbort,
+  RecordedClock,
+} from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
 
 /**
@@ -42,8 +47,20 @@ export interface DurableRunHost {
   readonly pool: Pick<Pool, "query">;
   /** How long a run that waits for an approval or a client tool result waits. */
   readonly answerTimeoutSec: number;
-  /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
-  readonly executing: Map<string, Agent>;
+  /** The runs executing in this process, by workflow id: what a cancel's `NOTIFY` reaches. */
+  readonly executing: Map<string, ExecutingRun>;
+}
+
+/** A run executing in this process, as a cancel's `NOTIFY` reaches it. */
+export interface ExecutingRun {
+  /**
+   * Aborts the run, recorded: the model or tool call it interrupts records it, so a replay aborts
+   * at the same point. While the run replays what it recorded, nothing happens: aborted there, it
+   * would end at another point than its first execution and make other events for the seqs
+   * already stored. The cancel's message, stored before its `NOTIFY`, reaches the run at its first
+   * live call instead.
+   */
+  cancel(): void;
 }
 
 /** What a cancelled run's agent is aborted with, whether the cancel came as a NOTIFY or a message. */
@@ -60,7 +77,13 @@ export async function runDurably(
   started?: (run: AgentRun) => void,
 ): Promise<DurableRunResult> {
   const workflowId = DBOS.workflowID as string;
-  const clock = new RecordedClock(await checkOrchestrator(agent));
+  // Whether this execution ran a step live (or still replays what an earlier one recorded).
+  let executing = false;
+  const clock = new RecordedClock(
+    await checkOrchestrator(agent, () => {
+      executing = true;
+    }),
+  );
   const { container } = agent;
   // Registered on the agent's own container before its first prompt, when it resolves them.
   container.registerInstance(CLOCK, clock);
@@ -68,19 +91,27 @@ export async function runDurably(
   // follow-ups sent meanwhile are received without breaking determinism. The step records
   // whether any waits (one read), and only then are they received (recorded receives).
   let live = false;
+  // The abort this execution took live, which every step that ends from then on records.
+  let taken: RecordedAbort | undefined;
+  const abort = (why: RecordedAbort) => {
+    taken ??= why;
+    agent.abort(CANCELLED);
+  };
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
     // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
     firstLive: () => {
       const first = !live;
       live = true;
+      executing = true;
       return first;
     },
     cancelWaiting: () => cancelWaiting(host.pool, workflowId),
-    cancel: () => agent.abort(CANCELLED),
+    taken: () => taken,
+    abort,
     receive: async () => {
       for (const received of await receiveMessages(clock))
-        if (received.queue === "cancel") agent.abort(CANCELLED);
+        if (received.queue === "cancel") abort("cancel");
         else agent[received.queue](received.message);
     },
   };
@@ -98,7 +129,13 @@ export async function runDurably(
     },
   });
   container.registerInstance(EVENT_SINK, host.store.sink());
-  host.executing.set(workflowId, agent);
+  host.executing.set(workflowId, {
+    // Not while it replays (see `ExecutingRun.cancel`), nor while it waits: no run takes it then,
+    // and the cancel's answer ends the wait.
+    cancel: () => {
+      if (executing && agent.busy) abort("cancel");
+    },
+  });
   try {
     return await runToEnd(agent, prompt, host, clock, runIds, started);
   } finally {
@@ -213,13 +250,18 @@ function deliver(agent: Agent, answer: Exclude<DurableAnswer, { kind: "cancel" }
 /**
  * Records the orchestrator a run starts with and when (a step: a resumed run reads the record, and
  * its clock starts there) and refuses to go on with another orchestrator: a changed loop could
- * take another path through the recorded steps.
+ * take another path through the recorded steps. `live` is called when the step runs (the
+ * workflow's first execution), not when it is replayed.
  */
-async function checkOrchestrator(agent: Agent): Promise<number> {
+async function checkOrchestrator(agent: Agent, live: () => void): Promise<number> {
   const current = `${agent.orchestrator.name}@${agent.orchestrator.version ?? "unversioned"}`;
-  const started = await DBOS.runStep(async () => ({ orchestrator: current, at: Date.now() }), {
-    name: "agent-core.orchestrator",
-  });
+  const started = await DBOS.runStep(
+    async () => {
+      live();
+      return { orchestrator: current, at: Date.now() };
+    },
+    { name: "agent-core.orchestrator" },
+  );
   if (started.orchestrator !== current) throw new OrchestratorVersionError(started.orchestrator, current);
   return started.at;
 }

@@ -14,7 +14,7 @@ import {
   stamped,
   UnknownRunError,
 } from "./durable-messages.js";
-import { CANCELLED, type DurableRunHost, type DurableRunResult, runDurably } from "./durable-run.js";
+import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 
 export interface DurableRuntimeOptions {
@@ -66,8 +66,8 @@ export class DurableRuntime {
   readonly #store: EventStore;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
   readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
-  /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
-  readonly #executing = new Map<string, Agent>();
+  /** The runs executing in this process, by workflow id: what a cancel aborts. */
+  readonly #executing = new Map<string, ExecutingRun>();
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
   #cancelListener: pg.Client | undefined;
@@ -206,7 +206,7 @@ export class DurableRuntime {
   async #listenForCancels(): Promise<void> {
     const listener = new pg.Client({ connectionString: this.#options.databaseUrl });
     listener.on("notification", ({ payload }) => {
-      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
+      if (payload !== undefined) this.#executing.get(payload)?.cancel();
     });
     let lost = false;
     const reconnect = () => {
@@ -254,7 +254,7 @@ export class DurableRuntime {
        WHERE destination_uuid = ANY($1) AND topic = $2 AND NOT consumed AND message LIKE '%"queue":"cancel"%'`,
       [executing, MESSAGES],
     );
-    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.abort(CANCELLED);
+    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.cancel();
   }
 
   async shutdown(): Promise<void> {

@@ -22,7 +22,16 @@ interface RecordedModelCall {
   messagesWaiting?: boolean;
   /** Not made: messages waited before it (see `StepInbox.firstLive`); they come first. */
   deferred?: true;
+  /** The run was aborted live by the time it ended: a replay aborts it at the same point. */
+  aborted?: RecordedAbort;
 }
+
+/**
+ * An abort of a durable run, as a step records it: a cancel (`runtime.cancel()`). A replay takes
+ * it again right after the step that recorded it, so the recovered run ends where the first
+ * execution did, with the same events.
+ */
+export type RecordedAbort = "cancel";
 
 /** The run's messages as the model step sees them: checked in the step, received after it. */
 export interface StepInbox {
@@ -37,8 +46,16 @@ export interface StepInbox {
   firstLive?(): boolean;
   /** Inside the step: whether a cancel waits (a cheap read). */
   cancelWaiting?(): Promise<boolean>;
-  /** In the workflow, after a step that found a cancel waiting: aborts the run as the cancel does. */
-  cancel?(): void;
+  /**
+   * Inside a step, at its end: the abort this execution of the run took live so far (a cancel's
+   * `NOTIFY`), recorded with the step.
+   */
+  taken?(): RecordedAbort | undefined;
+  /**
+   * In the workflow: aborts the run as `abort` does live, after a step that found a cancel
+   * waiting, or after a replayed step that recorded an abort.
+   */
+  abort?(abort: RecordedAbort): void;
   /** In the workflow, after a step that found messages waiting: receives them (recorded). */
   receive(): Promise<void>;
 }
@@ -119,15 +136,20 @@ export function durableModelStep(
                   request.onReasoning?.(text);
                 },
               });
-              return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
+              const at = Date.now();
+              const messagesWaiting = await inbox?.waiting();
+              return { chunks, result, at, messagesWaiting, aborted: inbox?.taken?.() };
             } catch (error) {
               const failure =
                 error instanceof AgentError ? error : new AgentError("provider_error", String(error));
+              const at = Date.now();
+              const messagesWaiting = await inbox?.waiting();
               return {
                 chunks,
                 error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
-                at: Date.now(),
-                messagesWaiting: await inbox?.waiting(),
+                at,
+                messagesWaiting,
+                aborted: inbox?.taken?.(),
               };
             }
           },
@@ -146,6 +168,8 @@ export function durableModelStep(
           if (kind === "text") request.onText?.(text);
           else request.onReasoning?.(text);
       clock?.passed(recorded.at);
+      // Live, the abort came while the call ran: a replay takes it here, before what came after.
+      if (!executed && recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
       if (recorded.messagesWaiting) await inbox?.receive();
       if (recorded.error !== undefined) {
         const { code, message, stopReason } = recorded.error;
@@ -158,13 +182,14 @@ export function durableModelStep(
 }
 
 /**
- * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
- * its result and that it failed fatally, which a replay tells the batch again, or (when the run
- * had been cancelled while no worker ran it) the result of a call not run, which aborts the run.
+ * A tool call as the workflow records it: its result, or its result and what a replay must do
+ * again after it: tell the batch the tool failed fatally (it threw a `FatalToolError`), abort the
+ * run (it was aborted live while the call ran); or (when the run had been cancelled while no
+ * worker ran it) the result of a call not run, which aborts the run.
  */
 type RecordedToolCall =
   | ToolResultMessage
-  | { message: ToolResultMessage; fatal: true }
+  | { message: ToolResultMessage; fatal?: true; aborted?: RecordedAbort }
   | { message: ToolResultMessage; cancelled: true };
 
 /**
@@ -197,7 +222,9 @@ export function durableToolRunner(
               },
             },
           });
-          return fatal ? { message, fatal } : message;
+          const aborted = inbox?.taken?.();
+          if (!fatal && aborted === undefined) return message;
+          return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
         },
         { name: `agent-core.tool.${request.call.name}` },
       );
@@ -206,10 +233,14 @@ export function durableToolRunner(
         return recorded;
       }
       const { message } = recorded;
-      if ("cancelled" in recorded) inbox?.cancel?.();
-      // A replayed fatal failure stops its batch as the first execution's did: the calls after it
-      // are skipped, not run.
-      else if (!executed) request.fatal.toolFailedFatally(request.call);
+      if ("cancelled" in recorded) inbox?.abort?.("cancel");
+      else if (!executed) {
+        // A replayed fatal failure stops its batch as the first execution's did: the calls after
+        // it are skipped, not run.
+        if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
+        // Aborted live while the call ran: so is the replay, before the batch goes on.
+        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
+      }
       if (message.timestamp !== undefined) clock?.passed(message.timestamp);
       return message;
     },
