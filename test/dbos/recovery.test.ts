@@ -53,6 +53,22 @@ const note = defineTool({
   },
 });
 
+/** How long `wait` waits (unless its run is aborted first). */
+let waitMs = 0;
+const wait = defineTool({
+  name: "wait",
+  description: "Waits a while",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => resolve("waited"), waitMs);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      });
+    }),
+});
+
 /**
  * Replies by the number of assistant messages so far, so a replay continues the script; counts
  * the calls it gets.
@@ -77,6 +93,25 @@ beforeAll(async () => {
         new Agent({
           provider: byTurn([script.toolCall("hang", {}, { id: "h1" })], [script.text("Never.")]),
           tools: [hang],
+        }),
+      // Each with a time limit (timeouts.totalMs).
+      "timed-note": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n4" })], [script.text("Noted.")]),
+          tools: [note],
+          timeouts: { totalMs: 1500 },
+        }),
+      "timed-wait": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("wait", {}, { id: "w1" })], [script.text("Waited.")]),
+          tools: [wait],
+          timeouts: { totalMs: 3000 },
+        }),
+      "timed-hang": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("hang", {}, { id: "h4" })], [script.text("Never.")]),
+          tools: [hang],
+          timeouts: { totalMs: 500 },
         }),
       // Asks for approval of a note.
       approving: () =>
@@ -229,6 +264,69 @@ describe("a durable run resumed after a step", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("a durable run's timeouts.totalMs", () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("counts from the run's recorded start: recovered after its time ran out, the run ends as timeout before its next call", async () => {
+    const startedAt = Date.now();
+    const original = await (await runtime.start("timed-note", "Note it.", { runId: "timed-note" })).result();
+    expect(original.stopReason).toBe("completed");
+    await sleep(startedAt + 1700 - Date.now());
+    const calls = modelCalls;
+    // Recovered before its answer, after its 1.5 s: no model call, however little the replay took.
+    const resumed = await (
+      await resumeBefore("timed-note", "agent-core.model", 2, "timed-note-late")
+    ).result();
+    expect(resumed.stopReason).toBe("timeout");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual([["n4", "ok", "noted"]]);
+    const events = await runtime.events("timed-note-late");
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "error")).toEqual([
+      expect.objectContaining({
+        code: "timeout",
+        message: "The run took longer than 1500 ms (timeouts.totalMs).",
+      }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+  });
+
+  it("gives a recovered run what was left of its time, not all of it again", async () => {
+    waitMs = 0;
+    const startedAt = Date.now();
+    const original = await (await runtime.start("timed-wait", "Wait.", { runId: "timed-wait" })).result();
+    expect(original.stopReason).toBe("completed");
+    // Recovered 1.5 s into its 3 s, right before a call that now waits 10 s.
+    await sleep(startedAt + 1500 - Date.now());
+    waitMs = 10_000;
+    const recoveredAt = Date.now();
+    const resumed = await (
+      await resumeBefore("timed-wait", "agent-core.tool.wait", 1, "timed-wait-late")
+    ).result();
+    const took = Date.now() - recoveredAt;
+    expect(resumed.stopReason).toBe("timeout");
+    // About the 1.5 s left (the whole 3 s again would be 3 s).
+    expect(took).toBeLessThan(2500);
+    assertEventProtocol(await runtime.events("timed-wait-late"));
+  });
+
+  it("ran out live during a tool call: recovered before its workflow ended, the run ends as timeout at the same point", async () => {
+    const original = await (await runtime.start("timed-hang", "Hang.", { runId: "timed-hang" })).result();
+    expect(original.stopReason).toBe("timeout");
+    const calls = modelCalls;
+    const resumed = await (await resumeAfterAll("timed-hang", "timed-hang-recovered")).result();
+    expect(resumed.stopReason).toBe("timeout");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    const events = await runtime.events("timed-hang-recovered");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(
+      (await runtime.events("timed-hang")).map((event) => event.type),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 });
 

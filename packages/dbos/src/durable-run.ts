@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import {
   type Agent,
   AgentError,
@@ -9,6 +10,7 @@ import {
   InvalidConfigError,
   MODEL_STEP,
   type StopReason,
+  TimeoutError,
   TOOL_RUNNER,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
@@ -95,8 +97,10 @@ export async function runDurably(
   let taken: RecordedAbort | undefined;
   const abort = (why: RecordedAbort) => {
     taken ??= why;
-    agent.abort(CANCELLED);
+    agent.abort(why === "cancel" ? CANCELLED : new TimeoutError("total", why.timeout));
   };
+  // The agent's `timeouts.totalMs` is kept here, not in the agent (its runs get none): see `RunDeadline`.
+  const deadline = new RunDeadline(agent.timeouts.totalMs, (totalMs) => abort({ timeout: totalMs }));
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
     // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
@@ -104,8 +108,10 @@ export async function runDurably(
       const first = !live;
       live = true;
       executing = true;
+      if (first) deadline.live();
       return first;
     },
+    expired: () => deadline.expired(),
     cancelWaiting: () => cancelWaiting(host.pool, workflowId),
     taken: () => taken,
     abort,
@@ -123,7 +129,9 @@ export async function runDurably(
   // The prompt's run is the workflow; each resumption after a wait is a run of its own.
   const runIds: string[] = [];
   container.registerInstance(ID_SOURCE, {
+    // Called as each run begins: its time limit counts from its recorded start.
     runId: () => {
+      deadline.begin(clock.now(), executing);
       runIds.push(runIds.length === 0 ? workflowId : `${workflowId}.${runIds.length + 1}`);
       return runIds.at(-1) as string;
     },
@@ -137,9 +145,65 @@ export async function runDurably(
     },
   });
   try {
-    return await runToEnd(agent, prompt, host, clock, runIds, started);
+    return await runToEnd(agent, prompt, host, clock, runIds, deadline, started);
   } finally {
+    deadline.end();
     host.executing.delete(workflowId);
+  }
+}
+
+/**
+ * A durable run's `timeouts.totalMs`, which counts from the run's recorded start (the workflow's
+ * start for its first run, the answer or message that began a later one), not from the start of
+ * the process that executes it now: a run recovered after a crash has what was left of its time.
+ * The timer runs only live: while a recovered run replays what it recorded, an abort would land at
+ * another point than in its first execution. The first call the run makes live checks whether the
+ * time ran out meanwhile (and the run ends as `timeout` before making it); from then on a timer
+ * takes what is left, and a timeout it fires is recorded like a cancel (`RecordedAbort`).
+ */
+class RunDeadline {
+  readonly #totalMs: number | undefined;
+  readonly #expire: (totalMs: number) => void;
+  /** The recorded start of the run in progress, or undefined between runs. */
+  #startedAt: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(totalMs: number | undefined, expire: (totalMs: number) => void) {
+    this.#totalMs = totalMs;
+    // Fired in the workflow's context, as the agent's own timer would be, not the step's that
+    // armed it.
+    this.#expire = AsyncResource.bind(expire);
+  }
+
+  /** A run begins at `at` (the recorded clock's time); `live`: the execution runs live by now. */
+  begin(at: number, live: boolean): void {
+    this.end();
+    this.#startedAt = at;
+    if (live) this.live();
+  }
+
+  /** The execution runs live from here: the timer takes what is left of the run's time. */
+  live(): void {
+    const totalMs = this.#totalMs;
+    const startedAt = this.#startedAt;
+    if (totalMs === undefined || startedAt === undefined || this.#timer !== undefined) return;
+    const left = Math.max(0, totalMs - (Date.now() - startedAt));
+    this.#timer = setTimeout(() => this.#expire(totalMs), left);
+  }
+
+  /** `totalMs` when the run in progress has used it up, else undefined. */
+  expired(): number | undefined {
+    const totalMs = this.#totalMs;
+    const startedAt = this.#startedAt;
+    if (totalMs === undefined || startedAt === undefined) return undefined;
+    return Date.now() - startedAt >= totalMs ? totalMs : undefined;
+  }
+
+  /** The run in progress has ended (or is waiting): no timer. */
+  end(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#startedAt = undefined;
   }
 }
 
@@ -150,10 +214,20 @@ async function runToEnd(
   host: DurableRunHost,
   clock: RecordedClock,
   runIds: string[],
+  deadline: RunDeadline,
   started: ((run: AgentRun) => void) | undefined,
 ): Promise<DurableRunResult> {
-  // Client tools suspend the run (a wait is a durable message, not a process holding on).
-  const run = agent.prompt(prompt, { clientTools: "suspend" });
+  // Client tools suspend the run (a wait is a durable message, not a process holding on). The
+  // agent's `totalMs` is the deadline's (a run resumed after a wait keeps these options).
+  const options = { clientTools: "suspend", timeouts: { totalMs: undefined } } as const;
+  const ended = async (run: AgentRun) => {
+    try {
+      return await run.result();
+    } finally {
+      deadline.end();
+    }
+  };
+  const run = agent.prompt(prompt, options);
   // An agent resolves its services once, at its first prompt: one that ran before runs with the
   // services it had then, none of them this workflow's (its run id tells).
   if (run.runId !== runIds[0]) {
@@ -164,7 +238,7 @@ async function runToEnd(
     throw error;
   }
   started?.(run);
-  let result = await run.result();
+  let result = await ended(run);
   let cancelled = false;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
@@ -178,7 +252,7 @@ async function runToEnd(
       }
       if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
       const resumed = deliver(agent, answer);
-      if (resumed !== undefined) result = await resumed.result();
+      if (resumed !== undefined) result = await ended(resumed);
       continue;
     }
     if (result.stopReason !== "completed") break;
@@ -190,7 +264,7 @@ async function runToEnd(
     const input = [...left.steering, ...left.followUps];
     for (const received of late) if (received.queue !== "cancel") input.push(received.message);
     if (input.length === 0) break;
-    result = await agent.prompt(input, { clientTools: "suspend" }).result();
+    result = await ended(agent.prompt(input, options));
   }
   await host.store.flush(runIds);
   return {

@@ -27,11 +27,11 @@ interface RecordedModelCall {
 }
 
 /**
- * An abort of a durable run, as a step records it: a cancel (`runtime.cancel()`). A replay takes
- * it again right after the step that recorded it, so the recovered run ends where the first
- * execution did, with the same events.
+ * An abort of a durable run, as a step records it: a cancel (`runtime.cancel()`), or the run's
+ * `timeouts.totalMs` running out (`timeout`: its ms). A replay takes it again right after the step
+ * that recorded it, so the recovered run ends where the first execution did, with the same events.
  */
-export type RecordedAbort = "cancel";
+export type RecordedAbort = "cancel" | { timeout: number };
 
 /** The run's messages as the model step sees them: checked in the step, received after it. */
 export interface StepInbox {
@@ -46,6 +46,11 @@ export interface StepInbox {
   firstLive?(): boolean;
   /** Inside the step: whether a cancel waits (a cheap read). */
   cancelWaiting?(): Promise<boolean>;
+  /**
+   * Inside the first live step: the run's `timeouts.totalMs` when it ran out while no worker ran
+   * the run (it counts from the run's recorded start), else undefined.
+   */
+  expired?(): number | undefined;
   /**
    * Inside a step, at its end: the abort this execution of the run took live so far (a cancel's
    * `NOTIFY`), recorded with the step.
@@ -113,8 +118,12 @@ export function durableModelStep(
         recorded = await DBOS.runStep(
           async (): Promise<RecordedModelCall> => {
             executed = true;
-            if (inbox?.firstLive?.() && (await inbox.waiting()))
-              return { chunks: [], at: Date.now(), deferred: true };
+            if (inbox?.firstLive?.()) {
+              const expired = inbox.expired?.();
+              if (expired !== undefined)
+                return { chunks: [], at: Date.now(), deferred: true, aborted: { timeout: expired } };
+              if (await inbox.waiting()) return { chunks: [], at: Date.now(), deferred: true };
+            }
             const chunks: RecordedModelCall["chunks"] = [];
             try {
               const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
@@ -156,8 +165,10 @@ export function durableModelStep(
           { name: "agent-core.model" },
         );
         if (!recorded.deferred) break;
+        // The run's time ran out while no worker ran it: it ends before the model is called.
+        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
         // Messages sent while no worker ran the run: a cancel ends it before the model is called.
-        await inbox?.receive();
+        else await inbox?.receive();
         const aborted = request.abortScope?.aborted ? request.abortScope.signal : request.signal;
         if (aborted?.aborted) throw abortError(aborted.reason);
         executed = false;
@@ -184,13 +195,15 @@ export function durableModelStep(
 /**
  * A tool call as the workflow records it: its result, or its result and what a replay must do
  * again after it: tell the batch the tool failed fatally (it threw a `FatalToolError`), abort the
- * run (it was aborted live while the call ran); or (when the run had been cancelled while no
- * worker ran it) the result of a call not run, which aborts the run.
+ * run (it was aborted live while the call ran); or (when the run had been cancelled, or its
+ * `timeouts.totalMs` ran out, while no worker ran it) the result of a call not run, which aborts
+ * the run.
  */
 type RecordedToolCall =
   | ToolResultMessage
   | { message: ToolResultMessage; fatal?: true; aborted?: RecordedAbort }
-  | { message: ToolResultMessage; cancelled: true };
+  | { message: ToolResultMessage; cancelled: true }
+  | { message: ToolResultMessage; expired: number };
 
 /**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
@@ -208,10 +221,15 @@ export function durableToolRunner(
       const recorded = await DBOS.runStep(
         async (): Promise<RecordedToolCall> => {
           executed = true;
-          // A cancel that no worker could take: the call is not run. (No message is received
-          // here: a receive beside the batch's other steps could take another step's place.)
-          if (inbox?.firstLive?.() && (await inbox.cancelWaiting?.()))
-            return { message: notRun(request.call, Date.now()), cancelled: true };
+          // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
+          // is not run. (No message is received here: a receive beside the batch's other steps
+          // could take another step's place.)
+          if (inbox?.firstLive?.()) {
+            const expired = inbox.expired?.();
+            if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
+            if (await inbox.cancelWaiting?.())
+              return { message: notRun(request.call, Date.now()), cancelled: true };
+          }
           let fatal = false;
           const message = await inner.run({
             ...request,
@@ -234,6 +252,7 @@ export function durableToolRunner(
       }
       const { message } = recorded;
       if ("cancelled" in recorded) inbox?.abort?.("cancel");
+      else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
       else if (!executed) {
         // A replayed fatal failure stops its batch as the first execution's did: the calls after
         // it are skipped, not run.
