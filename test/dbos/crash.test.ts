@@ -273,9 +273,17 @@ describe("a run resumed by a process with another orchestrator version", () => {
     first.process.kill("SIGKILL");
     await first.output;
     const resumed = lastLine(await worker("resume", databaseUrl, runId, "v2").output);
-    expect(resumed.failed).toContain(
-      "This run started with orchestrator agentic@1; this process has agentic@2.",
+    expect(resumed.failed).toBe(
+      'Durable run "versioned" failed: This run started with orchestrator agentic@1; this process has agentic@2, which could take another path through its recorded steps, so the run ends here. Keep workers with agentic@1 until their runs end (see docs/durable-runs.md, "Upgrading").',
     );
+    // Its log is ended as a failed run's (the call it left open gets its result), so nobody
+    // following it waits forever.
+    const log = await events(runId);
+    assertEventProtocol(log);
+    expect(log.slice(-2)).toEqual([
+      expect.objectContaining({ type: "error", code: "orchestrator_version" }),
+      expect.objectContaining({ type: "agent_end", stopReason: "error" }),
+    ]);
   }, 60_000);
 });
 

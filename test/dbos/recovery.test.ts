@@ -2,12 +2,15 @@ import {
   DurableRunClient,
   type DurableRunResult,
   DurableRuntime,
+  durableBackend,
   RunEndedError,
+  RunFailedError,
   UnknownRunError,
 } from "@agent-core/dbos";
+import { createAgentServer, serveNode } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import { Agent, type AgentEvent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -94,6 +97,11 @@ beforeAll(async () => {
           provider: byTurn([script.toolCall("hang", {}, { id: "h1" })], [script.text("Never.")]),
           tools: [hang],
         }),
+      // Factories that fail: the workflow cannot make its agent.
+      broken: () => {
+        throw new Error("no API key for the provider");
+      },
+      "not-an-agent": () => Promise.resolve(new Agent({})) as unknown as Agent,
       // Each with a time limit (timeouts.totalMs).
       "timed-note": () =>
         new Agent({
@@ -263,6 +271,101 @@ describe("a durable run resumed after a step", () => {
       expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("a durable run whose workflow fails before its agent runs", () => {
+  const factoryFailure = {
+    code: "agent_factory_failed",
+    message: 'The factory of agent "broken" threw: no API key for the provider',
+  };
+
+  /** What every `result()` of the run rejects with. */
+  async function failure(result: Promise<unknown>): Promise<RunFailedError> {
+    const error = await result.then(
+      () => expect.unreachable("the result resolved"),
+      (error: unknown) => error,
+    );
+    expect(error).toBeInstanceOf(RunFailedError);
+    return error as RunFailedError;
+  }
+
+  it("rejects every result() with a RunFailedError saying what failed, and ends the run's log as a failed run's", async () => {
+    const run = await runtime.start("broken", "Hi.", { runId: "broken" });
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      const errors = await Promise.all(
+        [run.result(), runtime.retrieve("broken").result(), client.result("broken")].map(failure),
+      );
+      for (const error of errors) {
+        expect(error).toMatchObject({ code: "run_failed", runId: "broken", failure: factoryFailure });
+        expect(error.message).toBe(
+          'Durable run "broken" failed: The factory of agent "broken" threw: no API key for the provider',
+        );
+      }
+      // The workflow ended (DBOS: ERROR, never run again): it takes no more messages.
+      expect((await DBOS.getWorkflowStatus("broken"))?.status).toBe("ERROR");
+      await expect(runtime.steer("broken", "Go on.")).rejects.toBeInstanceOf(RunEndedError);
+    } finally {
+      await client.close();
+    }
+    const events = await runtime.events("broken");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(["agent_start", "error", "agent_end"]);
+    expect(events[1]).toMatchObject(factoryFailure);
+    expect(events[2]).toMatchObject({ stopReason: "error" });
+  });
+
+  it("says when a factory makes something else than an Agent", async () => {
+    const run = await runtime.start("not-an-agent", "Hi.", { runId: "not-an-agent" });
+    expect((await failure(run.result())).failure).toEqual({
+      code: "agent_factory_failed",
+      message: 'The factory of agent "not-an-agent" made a Promise, not an Agent.',
+    });
+  });
+
+  it("says when the worker that takes a queued run has no agent of its name", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl, queue: "held-nobody" });
+    try {
+      const runId = await client.start("nobody", "Hi.", { runId: "nobody" });
+      await serve("held-nobody");
+      expect((await failure(client.result(runId))).failure).toEqual({
+        code: "invalid_config",
+        message: 'No agent "nobody" in this process.',
+      });
+      assertEventProtocol(await runtime.events(runId));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("ends an HTTP stream of the run with the failure's error and agent_end, instead of leaving it open", async () => {
+    const backend = await durableBackend({ databaseUrl, runs: runtime, agentName: "broken", pollMs: 200 });
+    const server = createAgentServer({
+      backend,
+      ledger: backend.ledger,
+      hookSecret: "a shared secret of at least 32 characters",
+      authorize: () => ({ userId: "u1" }),
+    });
+    const node = await serveNode(server.fetch);
+    try {
+      const response = await fetch(`${node.url}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "Hi" }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const events = (await response.text())
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as AgentEvent);
+      expect(events.map((event) => event.type)).toEqual(["agent_start", "error", "agent_end"]);
+      expect(events[1]).toMatchObject(factoryFailure);
+      expect(events[2]).toMatchObject({ stopReason: "error" });
+    } finally {
+      await node.close();
+      server.close(); // closes the backend too
     }
   });
 });

@@ -340,12 +340,15 @@ async function checkOrchestrator(agent: Agent, live: () => void): Promise<number
   return started.at;
 }
 
-/** A durable run resumed by a process whose orchestrator is not the one the run started with. */
+/**
+ * A durable run resumed by a process whose orchestrator is not the one the run started with: its
+ * workflow fails there (`RunFailedError`), for good.
+ */
 export class OrchestratorVersionError extends AgentError {
   constructor(started: string, current: string) {
     super(
       "orchestrator_version",
-      `This run started with orchestrator ${started}; this process has ${current}. Resume it with a worker that still has ${started} (see docs/durable-runs.md, "Upgrading").`,
+      `This run started with orchestrator ${started}; this process has ${current}, which could take another path through its recorded steps, so the run ends here. Keep workers with ${started} until their runs end (see docs/durable-runs.md, "Upgrading").`,
     );
   }
 }
