@@ -1,4 +1,5 @@
 import "@agent-core/agentic";
+import { runInNewContext } from "node:vm";
 import {
   Agent,
   type AgentRun,
@@ -438,6 +439,140 @@ describe("ctx.emit", () => {
     expect(refused.slice(0, 5).every((error) => error instanceof InvalidEventError)).toBe(true);
     expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
+  });
+});
+
+describe("ctx.emit of a custom event: data must be JSON, checked at emit", () => {
+  class Money {
+    toJSON() {
+      return "5 EUR";
+    }
+  }
+  const cyclic: { list: unknown[] } = { list: [] };
+  cyclic.list.push(cyclic);
+  const refused: [string, () => unknown, string][] = [
+    ["a BigInt, deep", () => ({ a: { b: 10n } }), "data.a.b: BigInt is not JSON"],
+    ["a BigInt as data", () => 5n, "data: BigInt is not JSON"],
+    ["a cycle", () => cyclic, "data.list[0]: a cycle is not JSON (this is data again)"],
+    ["a function", () => ({ f() {} }), "data.f: a function is not JSON"],
+    ["a symbol", () => ({ s: Symbol("x") }), "data.s: a symbol is not JSON"],
+    ["NaN", () => ({ n: Number.NaN }), "data.n: NaN is not JSON (JSON writes null)"],
+    ["Infinity", () => [Number.POSITIVE_INFINITY], "data[0]: Infinity is not JSON (JSON writes null)"],
+    ["-Infinity", () => ({ n: -Infinity }), "data.n: -Infinity is not JSON (JSON writes null)"],
+    [
+      "undefined in an array",
+      () => [1, undefined],
+      "data[1]: undefined in an array is not JSON (JSON writes null)",
+    ],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case
+    ["a hole in an array", () => [, 1], "data[0]: undefined in an array is not JSON (JSON writes null)"],
+    [
+      "a Date",
+      () => ({ at: new Date(0) }),
+      "data.at: a Date is not JSON (only plain objects and arrays are: convert it first)",
+    ],
+    [
+      "a class instance with toJSON, under a key that is not an identifier",
+      () => ({ "total amount": new Money() }),
+      'data["total amount"]: a Money is not JSON (only plain objects and arrays are: convert it first)',
+    ],
+    [
+      "a Map",
+      () => ({ m: new Map() }),
+      "data.m: a Map is not JSON (only plain objects and arrays are: convert it first)",
+    ],
+    [
+      "an Error",
+      () => ({ e: new Error("x") }),
+      "data.e: an Error is not JSON (only plain objects and arrays are: convert it first)",
+    ],
+    [
+      "a getter that throws",
+      () => ({
+        a: {
+          get x() {
+            throw new Error("boom");
+          },
+        },
+      }),
+      "data.a.x: could not be read (boom)",
+    ],
+  ];
+  for (const [label, data, why] of refused) {
+    it(`refuses ${label} with InvalidEventError naming its path; the run goes on`, async () => {
+      const thrown: unknown[] = [];
+      const agent = new Agent({
+        orchestrator: plugin(async (ctx) => {
+          try {
+            ctx.emit({ type: "custom", name: "misuse.data", data: data() });
+          } catch (error) {
+            thrown.push(error);
+          }
+          ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
+        }),
+      });
+      const run = agent.prompt("hi");
+      await kept(run);
+      expect(thrown).toHaveLength(1);
+      expect(thrown[0]).toBeInstanceOf(InvalidEventError);
+      expect((thrown[0] as Error).message).toBe(`Invalid "custom" event: ${why}.`);
+      expect(run.events.map((event) => event.type)).toEqual(["agent_start", "custom", "agent_end"]);
+      // What was published serializes, as an HTTP stream and the durable log do.
+      expect(() => JSON.stringify(run.events)).not.toThrow();
+    });
+  }
+
+  it("ends a run that does not catch the refusal with that error, its history valid", async () => {
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        ctx.emit({ type: "custom", name: "misuse.data", data: { a: { b: 10n } } });
+      }),
+    });
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(InvalidEventError);
+    expect(result.error).toMatchObject({
+      code: "invalid_event",
+      message: 'Invalid "custom" event: data.a.b: BigInt is not JSON.',
+    });
+    expect(() => JSON.stringify(run.events)).not.toThrow();
+  });
+
+  it("publishes JSON data as it was given: plain and null-prototype objects, arrays, undefined properties, a shared object, no data", async () => {
+    const shared = { k: "v" };
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { x: 1 });
+    const fromAnotherRealm = runInNewContext("({ a: [1, { b: null }] })") as unknown;
+    const data = {
+      s: "x",
+      n: -1.5,
+      zero: 0,
+      t: true,
+      f: false,
+      z: null,
+      nested: { list: [1, "two", [null], {}] },
+      skipped: undefined,
+      first: shared,
+      second: shared,
+      bare,
+      fromAnotherRealm,
+    };
+    const agent = new Agent({
+      orchestrator: plugin(async (ctx) => {
+        ctx.emit({ type: "custom", name: "ok.data", data });
+        ctx.emit({ type: "custom", name: "ok.none" });
+        ctx.emit({ type: "custom", name: "ok.string", data: "just text" });
+      }),
+    });
+    const run = agent.prompt("hi");
+    await kept(run);
+    const custom = run.events.filter((event) => event.type === "custom");
+    expect(custom.map((event) => event.name)).toEqual(["ok.data", "ok.none", "ok.string"]);
+    // Handed out as given, and read the same after JSON (an undefined property is left out).
+    expect(custom[0]?.data).toBe(data);
+    expect(JSON.parse(JSON.stringify(custom[0]?.data))).toEqual(data);
+    expect(custom[1]?.data).toBeUndefined();
+    expect(custom[2]?.data).toBe("just text");
   });
 });
 

@@ -200,6 +200,68 @@ describe("a durable run that waits for a client tool, then an approval", () => {
   }, 90_000);
 });
 
+describe("a durable run cancelled by the process that runs it, which dies right after", () => {
+  it("ends aborted when recovered: the cancel was stored before the run took it, and recorded where it took it", async () => {
+    const runId = "self-cancelled";
+    const first = worker("start", databaseUrl, runId, "self-cancel");
+    let exited = false;
+    void first.output.then(() => {
+      exited = true;
+    });
+    // (The worker makes the table it counts tool calls in.)
+    await until(
+      async () => (await toolRuns(runId).catch(() => ({}) as Record<string, number>)).k1 === 1,
+      "the tool to start",
+    );
+    // While this lock is held no message can be stored: the cancel's message waits, as if the
+    // process that sent it died before it was stored (here it is the worker, killed when its run
+    // ends).
+    const lock = new pg.Client({ connectionString: databaseUrl });
+    await lock.connect();
+    const waitingForLock = async () =>
+      (
+        await pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+      ).rows[0].n > 0;
+    try {
+      await lock.query("BEGIN");
+      await lock.query("LOCK TABLE dbos.notifications IN EXCLUSIVE MODE");
+      await pool.query("CREATE TABLE IF NOT EXISTS cancel_gate (open boolean)");
+      await pool.query("INSERT INTO cancel_gate VALUES (true)");
+      await until(waitingForLock, "the cancel's message to wait for the lock");
+      // A cancel whose NOTIFY went out before its message was stored is taken now, and the
+      // worker dies at its run's end: its message is then never stored.
+      await until(async () => exited, "the worker to die", 2000).catch(() => {});
+      if (exited)
+        await pool.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+    } finally {
+      await lock.query("ROLLBACK");
+      await lock.end();
+    }
+    await first.output;
+    const before = await events(runId);
+    expect(before.some((event) => event.type === "agent_end")).toBe(false);
+
+    const resumed = lastLine(await worker("resume", databaseUrl, runId, "self-cancel").output);
+    expect(resumed).toMatchObject({ stopReason: "aborted", text: "" });
+    expect(await toolRuns(runId)).toEqual({ k1: 1 });
+    const log = await events(runId);
+    assertEventProtocol(log);
+    expect(log.slice(0, before.length)).toEqual(before);
+    expect(log.filter((event) => event.type === "agent_end")).toEqual([
+      expect.objectContaining({ stopReason: "aborted" }),
+    ]);
+    expect(log.find((event) => event.type === "tool_result")).toMatchObject({
+      toolCallId: "k1",
+      status: "aborted",
+    });
+    expect(log.some((event) => event.type === "text_delta")).toBe(false);
+  }, 90_000);
+});
+
 describe("a run resumed by a process with another orchestrator version", () => {
   it("fails clearly instead of taking another path through the recorded steps", async () => {
     const runId = "versioned";
@@ -211,9 +273,17 @@ describe("a run resumed by a process with another orchestrator version", () => {
     first.process.kill("SIGKILL");
     await first.output;
     const resumed = lastLine(await worker("resume", databaseUrl, runId, "v2").output);
-    expect(resumed.failed).toContain(
-      "This run started with orchestrator agentic@1; this process has agentic@2.",
+    expect(resumed.failed).toBe(
+      'Durable run "versioned" failed: This run started with orchestrator agentic@1; this process has agentic@2, which could take another path through its recorded steps, so the run ends here. Keep workers with agentic@1 until their runs end (see docs/durable-runs.md, "Upgrading").',
     );
+    // Its log is ended as a failed run's (the call it left open gets its result), so nobody
+    // following it waits forever.
+    const log = await events(runId);
+    assertEventProtocol(log);
+    expect(log.slice(-2)).toEqual([
+      expect.objectContaining({ type: "error", code: "orchestrator_version" }),
+      expect.objectContaining({ type: "agent_end", stopReason: "error" }),
+    ]);
   }, 60_000);
 });
 

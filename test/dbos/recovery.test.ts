@@ -2,12 +2,15 @@ import {
   DurableRunClient,
   type DurableRunResult,
   DurableRuntime,
+  durableBackend,
   RunEndedError,
+  RunFailedError,
   UnknownRunError,
 } from "@agent-core/dbos";
+import { createAgentServer, serveNode } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import { Agent, type AgentEvent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -53,6 +56,22 @@ const note = defineTool({
   },
 });
 
+/** How long `wait` waits (unless its run is aborted first). */
+let waitMs = 0;
+const wait = defineTool({
+  name: "wait",
+  description: "Waits a while",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => resolve("waited"), waitMs);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      });
+    }),
+});
+
 /**
  * Replies by the number of assistant messages so far, so a replay continues the script; counts
  * the calls it gets.
@@ -77,6 +96,30 @@ beforeAll(async () => {
         new Agent({
           provider: byTurn([script.toolCall("hang", {}, { id: "h1" })], [script.text("Never.")]),
           tools: [hang],
+        }),
+      // Factories that fail: the workflow cannot make its agent.
+      broken: () => {
+        throw new Error("no API key for the provider");
+      },
+      "not-an-agent": () => Promise.resolve(new Agent({})) as unknown as Agent,
+      // Each with a time limit (timeouts.totalMs).
+      "timed-note": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("note", {}, { id: "n4" })], [script.text("Noted.")]),
+          tools: [note],
+          timeouts: { totalMs: 1500 },
+        }),
+      "timed-wait": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("wait", {}, { id: "w1" })], [script.text("Waited.")]),
+          tools: [wait],
+          timeouts: { totalMs: 3000 },
+        }),
+      "timed-hang": () =>
+        new Agent({
+          provider: byTurn([script.toolCall("hang", {}, { id: "h4" })], [script.text("Never.")]),
+          tools: [hang],
+          timeouts: { totalMs: 500 },
         }),
       // Asks for approval of a note.
       approving: () =>
@@ -132,6 +175,20 @@ async function resumeBefore(
   return { result: () => fork.getResult() };
 }
 
+/**
+ * The workflow again under a new id, as recovered after its last recorded step (its worker died
+ * right before the workflow ended), and without the messages sent to it.
+ */
+async function resumeAfterAll(
+  workflowId: string,
+  newId: string,
+): Promise<{ result(): Promise<DurableRunResult> }> {
+  const steps = (await DBOS.listWorkflowSteps(workflowId)) ?? [];
+  const at = Math.max(...steps.map((s) => s.functionID)) + 1;
+  const fork = await DBOS.forkWorkflow<DurableRunResult>(workflowId, at, { newWorkflowID: newId });
+  return { result: () => fork.getResult() };
+}
+
 /** Lets this worker serve a queue no worker served so far: the runs waiting on it start. */
 const serve = (queueName: string) => DBOS.registerQueue(queueName, { minPollingIntervalMs: 50 });
 
@@ -178,6 +235,27 @@ describe("a durable run resumed after a step", () => {
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
   });
 
+  it("a run cancelled live while a tool ran, recovered before its workflow ended, ends aborted at the same point", async () => {
+    const run = await runtime.start("hanging", "Hang.", { runId: "cancelled-live" });
+    await untilStored("cancelled-live", "tool_call");
+    await runtime.cancel("cancelled-live");
+    const original = await run.result();
+    expect(original.stopReason).toBe("aborted");
+    const calls = modelCalls;
+    // Its worker died right after the abort, before the workflow ended; the fork has none of the
+    // run's messages, so only what the steps recorded can end it.
+    const resumed = await (await resumeAfterAll("cancelled-live", "cancelled-live-recovered")).result();
+    expect(resumed.stopReason).toBe("aborted");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    const events = await runtime.events("cancelled-live-recovered");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(
+      (await runtime.events("cancelled-live")).map((event) => event.type),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+  });
+
   it("a queued run cancelled before any worker took it ends aborted without calling the model", async () => {
     const client = await DurableRunClient.connect({ databaseUrl, queue: "held-queued" });
     try {
@@ -194,6 +272,164 @@ describe("a durable run resumed after a step", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("a durable run whose workflow fails before its agent runs", () => {
+  const factoryFailure = {
+    code: "agent_factory_failed",
+    message: 'The factory of agent "broken" threw: no API key for the provider',
+  };
+
+  /** What every `result()` of the run rejects with. */
+  async function failure(result: Promise<unknown>): Promise<RunFailedError> {
+    const error = await result.then(
+      () => expect.unreachable("the result resolved"),
+      (error: unknown) => error,
+    );
+    expect(error).toBeInstanceOf(RunFailedError);
+    return error as RunFailedError;
+  }
+
+  it("rejects every result() with a RunFailedError saying what failed, and ends the run's log as a failed run's", async () => {
+    const run = await runtime.start("broken", "Hi.", { runId: "broken" });
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      const errors = await Promise.all(
+        [run.result(), runtime.retrieve("broken").result(), client.result("broken")].map(failure),
+      );
+      for (const error of errors) {
+        expect(error).toMatchObject({ code: "run_failed", runId: "broken", failure: factoryFailure });
+        expect(error.message).toBe(
+          'Durable run "broken" failed: The factory of agent "broken" threw: no API key for the provider',
+        );
+      }
+      // The workflow ended (DBOS: ERROR, never run again): it takes no more messages.
+      expect((await DBOS.getWorkflowStatus("broken"))?.status).toBe("ERROR");
+      await expect(runtime.steer("broken", "Go on.")).rejects.toBeInstanceOf(RunEndedError);
+    } finally {
+      await client.close();
+    }
+    const events = await runtime.events("broken");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(["agent_start", "error", "agent_end"]);
+    expect(events[1]).toMatchObject(factoryFailure);
+    expect(events[2]).toMatchObject({ stopReason: "error" });
+  });
+
+  it("says when a factory makes something else than an Agent", async () => {
+    const run = await runtime.start("not-an-agent", "Hi.", { runId: "not-an-agent" });
+    expect((await failure(run.result())).failure).toEqual({
+      code: "agent_factory_failed",
+      message: 'The factory of agent "not-an-agent" made a Promise, not an Agent.',
+    });
+  });
+
+  it("says when the worker that takes a queued run has no agent of its name", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl, queue: "held-nobody" });
+    try {
+      const runId = await client.start("nobody", "Hi.", { runId: "nobody" });
+      await serve("held-nobody");
+      expect((await failure(client.result(runId))).failure).toEqual({
+        code: "invalid_config",
+        message: 'No agent "nobody" in this process.',
+      });
+      assertEventProtocol(await runtime.events(runId));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("ends an HTTP stream of the run with the failure's error and agent_end, instead of leaving it open", async () => {
+    const backend = await durableBackend({ databaseUrl, runs: runtime, agentName: "broken", pollMs: 200 });
+    const server = createAgentServer({
+      backend,
+      ledger: backend.ledger,
+      hookSecret: "a shared secret of at least 32 characters",
+      authorize: () => ({ userId: "u1" }),
+    });
+    const node = await serveNode(server.fetch);
+    try {
+      const response = await fetch(`${node.url}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "Hi" }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const events = (await response.text())
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as AgentEvent);
+      expect(events.map((event) => event.type)).toEqual(["agent_start", "error", "agent_end"]);
+      expect(events[1]).toMatchObject(factoryFailure);
+      expect(events[2]).toMatchObject({ stopReason: "error" });
+    } finally {
+      await node.close();
+      server.close(); // closes the backend too
+    }
+  });
+});
+
+describe("a durable run's timeouts.totalMs", () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("counts from the run's recorded start: recovered after its time ran out, the run ends as timeout before its next call", async () => {
+    const startedAt = Date.now();
+    const original = await (await runtime.start("timed-note", "Note it.", { runId: "timed-note" })).result();
+    expect(original.stopReason).toBe("completed");
+    await sleep(startedAt + 1700 - Date.now());
+    const calls = modelCalls;
+    // Recovered before its answer, after its 1.5 s: no model call, however little the replay took.
+    const resumed = await (
+      await resumeBefore("timed-note", "agent-core.model", 2, "timed-note-late")
+    ).result();
+    expect(resumed.stopReason).toBe("timeout");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual([["n4", "ok", "noted"]]);
+    const events = await runtime.events("timed-note-late");
+    assertEventProtocol(events);
+    expect(events.filter((event) => event.type === "error")).toEqual([
+      expect.objectContaining({
+        code: "timeout",
+        message: "The run took longer than 1500 ms (timeouts.totalMs).",
+      }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+  });
+
+  it("gives a recovered run what was left of its time, not all of it again", async () => {
+    waitMs = 0;
+    const startedAt = Date.now();
+    const original = await (await runtime.start("timed-wait", "Wait.", { runId: "timed-wait" })).result();
+    expect(original.stopReason).toBe("completed");
+    // Recovered 1.5 s into its 3 s, right before a call that now waits 10 s.
+    await sleep(startedAt + 1500 - Date.now());
+    waitMs = 10_000;
+    const recoveredAt = Date.now();
+    const resumed = await (
+      await resumeBefore("timed-wait", "agent-core.tool.wait", 1, "timed-wait-late")
+    ).result();
+    const took = Date.now() - recoveredAt;
+    expect(resumed.stopReason).toBe("timeout");
+    // About the 1.5 s left (the whole 3 s again would be 3 s).
+    expect(took).toBeLessThan(2500);
+    assertEventProtocol(await runtime.events("timed-wait-late"));
+  });
+
+  it("ran out live during a tool call: recovered before its workflow ended, the run ends as timeout at the same point", async () => {
+    const original = await (await runtime.start("timed-hang", "Hang.", { runId: "timed-hang" })).result();
+    expect(original.stopReason).toBe("timeout");
+    const calls = modelCalls;
+    const resumed = await (await resumeAfterAll("timed-hang", "timed-hang-recovered")).result();
+    expect(resumed.stopReason).toBe("timeout");
+    expect(modelCalls).toBe(calls);
+    expect(results(resumed.messages)).toEqual(results(original.messages));
+    const events = await runtime.events("timed-hang-recovered");
+    assertEventProtocol(events);
+    expect(events.map((event) => event.type)).toEqual(
+      (await runtime.events("timed-hang")).map((event) => event.type),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 });
 

@@ -71,6 +71,43 @@ function model(parallel: boolean, slowAnswer: boolean) {
   return scriptedModel(Array.from({ length: 10 }, () => byTurn));
 }
 
+/**
+ * `self-cancel`: its tool cancels its own run once the test opens `cancel_gate` (as a process that
+ * is a worker and a server does when its client cancels), then waits for the abort; started, the
+ * worker dies (SIGKILL) the moment the run ends, before its workflow does.
+ */
+const cancelling = defineTool({
+  name: "cancel_me",
+  description: "Cancels its own run, then waits for the abort",
+  inputSchema: z.object({}),
+  execute: async (_, { toolCallId, idempotencyKey, signal }) => {
+    const runId = idempotencyKey.slice(0, idempotencyKey.lastIndexOf(":"));
+    await pool.query("INSERT INTO tool_runs (run_id, tool_call_id, pid) VALUES ($1, $2, $3)", [
+      runId,
+      toolCallId,
+      process.pid,
+    ]);
+    await pool.query("CREATE TABLE IF NOT EXISTS cancel_gate (open boolean)");
+    while ((await pool.query("SELECT 1 FROM cancel_gate")).rowCount === 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    void runtime.cancel(runId);
+    return new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+  },
+});
+function selfCancelling(): Agent {
+  const agent = new Agent({
+    provider: scriptedModel(
+      Array.from({ length: 10 }, () => (options: { prompt: { role: string }[] }) => {
+        const turn = options.prompt.filter((message) => message.role === "assistant").length;
+        return turn === 0 ? [script.toolCall("cancel_me", {}, { id: "k1" })] : [script.text("Went on.")];
+      }),
+    ),
+    tools: [cancelling],
+  });
+  if (mode === "start") agent.on("agent_end", () => process.kill(process.pid, "SIGKILL"));
+  return agent;
+}
+
 const parallel = execution === "parallel";
 // "v2": the same loop under a version the run did not start with.
 const orchestrator =
@@ -81,6 +118,7 @@ const runtime = new DurableRuntime({
   // `work`: a worker of the queue, taking at most two runs at once.
   ...(mode === "work" ? { queue: { workerConcurrency: 2 } } : {}),
   agents: {
+    "self-cancelling": selfCancelling,
     adder: () =>
       new Agent({
         provider: model(parallel, execution === "stream"),
@@ -109,7 +147,8 @@ if (mode === "work") {
   console.log("working");
   await new Promise(() => {}); // takes runs from the queue until killed
 }
-const agentName = execution === "waits" ? "reader" : "adder";
+const agentName =
+  execution === "waits" ? "reader" : execution === "self-cancel" ? "self-cancelling" : "adder";
 if (mode === "start") {
   await runtime.start(agentName, "Add 1+2, 3+4 and 5+6.", { runId });
   console.log("started");

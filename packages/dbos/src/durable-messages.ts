@@ -1,4 +1,10 @@
-import { AgentError, type ClientToolOutcome, InvalidConfigError, type UserMessage } from "@agent-core/core";
+import {
+  AgentError,
+  type ClientToolOutcome,
+  errorMessage,
+  InvalidConfigError,
+  type UserMessage,
+} from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { RecordedClock } from "./durable-services.js";
 
@@ -53,6 +59,70 @@ export class UnknownRunError extends AgentError {
   }
 }
 
+/** What made a durable run's workflow fail: the code and the message of its error. */
+export interface RunFailure {
+  /**
+   * `agent_factory_failed` (the agent's factory threw, or made no `Agent`), an `AgentError`'s own
+   * code (`invalid_config`, `orchestrator_version`, …), or `workflow_error` for anything else.
+   */
+  code: string;
+  message: string;
+}
+
+/**
+ * A durable run's workflow failed outside its agent's run: its agent could not be made, resumed
+ * under another orchestrator version, its log could not be written, …. DBOS marked the workflow
+ * `ERROR`: it never runs again. What `result()` rejects with, wherever it is read.
+ */
+export class RunFailedError extends AgentError {
+  /** The workflow's id. */
+  readonly runId: string;
+  readonly failure: RunFailure;
+
+  constructor(runId: string, failure: RunFailure) {
+    super("run_failed", `Durable run "${runId}" failed: ${failure.message}`);
+    this.runId = runId;
+    this.failure = failure;
+  }
+}
+
+/** What failed, as `RunFailedError.failure` says it. */
+export function failureOf(error: unknown): RunFailure {
+  const { code, name } = (typeof error === "object" && error !== null ? error : {}) as {
+    code?: unknown;
+    name?: unknown;
+  };
+  const message = errorMessage(error);
+  // An AgentError's code (DBOS hands back a copy of the error that keeps its fields, not its class).
+  if (typeof code === "string" && /^[a-z][a-z0-9_]*$/.test(code)) return { code, message };
+  const named = typeof name === "string" && name !== "" && name !== "Error" && !message.startsWith(name);
+  return { code: "workflow_error", message: named ? `${name}: ${message}` : message };
+}
+
+/**
+ * A workflow's result, or its failure as a `RunFailedError`: DBOS rejects with a copy of what the
+ * workflow threw (its class lost), or with an error of its own (a workflow cancelled through DBOS).
+ */
+export async function resultOf<T>(runId: string, result: Promise<T>): Promise<T> {
+  try {
+    return await result;
+  } catch (error) {
+    if (error instanceof RunFailedError) throw error;
+    const copy = (typeof error === "object" && error !== null ? error : {}) as {
+      name?: unknown;
+      failure?: Partial<RunFailure>;
+    };
+    const failure = copy.failure;
+    if (
+      copy.name === "RunFailedError" &&
+      typeof failure?.code === "string" &&
+      typeof failure.message === "string"
+    )
+      throw new RunFailedError(runId, { code: failure.code, message: failure.message });
+    throw new RunFailedError(runId, failureOf(error));
+  }
+}
+
 /** The answer as sent: stamped with the sending time. */
 export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
@@ -89,20 +159,21 @@ export function messageFor(
 }
 
 /**
- * Cancels a run wherever it is: a `NOTIFY` makes the worker running it abort it at once; two
- * durable messages reach it later if no worker runs it now (a dead worker's run, recovered, or a
- * queued one takes the cancel before it calls the model or a tool again) or if it waits for an
- * answer.
+ * Cancels a run wherever it is: two durable messages reach it if no worker runs it now (a dead
+ * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
+ * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
+ * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
+ * dies (it may be the process that cancelled) the run that recovers takes it too.
  */
 export async function cancelRun(
   workflowId: string,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
 ): Promise<void> {
-  await notify(CANCEL_CHANNEL, workflowId);
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);
+  await notify(CANCEL_CHANNEL, workflowId);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import {
   type Agent,
   AgentError,
@@ -9,12 +10,18 @@ import {
   InvalidConfigError,
   MODEL_STEP,
   type StopReason,
+  TimeoutError,
   TOOL_RUNNER,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Pool } from "pg";
 import { ANSWERS, type DurableAnswer, MESSAGES, receiveMessages } from "./durable-messages.js";
-import { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";
+import {
+  durableModelStep,
+  durableToolRunner,
+  type RecordedAbort,
+  RecordedClock,
+} from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
 
 /**
@@ -42,8 +49,20 @@ export interface DurableRunHost {
   readonly pool: Pick<Pool, "query">;
   /** How long a run that waits for an approval or a client tool result waits. */
   readonly answerTimeoutSec: number;
-  /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
-  readonly executing: Map<string, Agent>;
+  /** The runs executing in this process, by workflow id: what a cancel's `NOTIFY` reaches. */
+  readonly executing: Map<string, ExecutingRun>;
+}
+
+/** A run executing in this process, as a cancel's `NOTIFY` reaches it. */
+export interface ExecutingRun {
+  /**
+   * Aborts the run, recorded: the model or tool call it interrupts records it, so a replay aborts
+   * at the same point. While the run replays what it recorded, nothing happens: aborted there, it
+   * would end at another point than its first execution and make other events for the seqs
+   * already stored. The cancel's message, stored before its `NOTIFY`, reaches the run at its first
+   * live call instead.
+   */
+  cancel(): void;
 }
 
 /** What a cancelled run's agent is aborted with, whether the cancel came as a NOTIFY or a message. */
@@ -60,7 +79,13 @@ export async function runDurably(
   started?: (run: AgentRun) => void,
 ): Promise<DurableRunResult> {
   const workflowId = DBOS.workflowID as string;
-  const clock = new RecordedClock(await checkOrchestrator(agent));
+  // Whether this execution ran a step live (or still replays what an earlier one recorded).
+  let executing = false;
+  const clock = new RecordedClock(
+    await checkOrchestrator(agent, () => {
+      executing = true;
+    }),
+  );
   const { container } = agent;
   // Registered on the agent's own container before its first prompt, when it resolves them.
   container.registerInstance(CLOCK, clock);
@@ -68,19 +93,31 @@ export async function runDurably(
   // follow-ups sent meanwhile are received without breaking determinism. The step records
   // whether any waits (one read), and only then are they received (recorded receives).
   let live = false;
+  // The abort this execution took live, which every step that ends from then on records.
+  let taken: RecordedAbort | undefined;
+  const abort = (why: RecordedAbort) => {
+    taken ??= why;
+    agent.abort(why === "cancel" ? CANCELLED : new TimeoutError("total", why.timeout));
+  };
+  // The agent's `timeouts.totalMs` is kept here, not in the agent (its runs get none): see `RunDeadline`.
+  const deadline = new RunDeadline(agent.timeouts.totalMs, (totalMs) => abort({ timeout: totalMs }));
   const inbox = {
     waiting: () => messagesWaiting(host.pool, workflowId),
     // A cancel sent while no worker ran this run had no one to NOTIFY: it waits as a message.
     firstLive: () => {
       const first = !live;
       live = true;
+      executing = true;
+      if (first) deadline.live();
       return first;
     },
+    expired: () => deadline.expired(),
     cancelWaiting: () => cancelWaiting(host.pool, workflowId),
-    cancel: () => agent.abort(CANCELLED),
+    taken: () => taken,
+    abort,
     receive: async () => {
       for (const received of await receiveMessages(clock))
-        if (received.queue === "cancel") agent.abort(CANCELLED);
+        if (received.queue === "cancel") abort("cancel");
         else agent[received.queue](received.message);
     },
   };
@@ -92,17 +129,81 @@ export async function runDurably(
   // The prompt's run is the workflow; each resumption after a wait is a run of its own.
   const runIds: string[] = [];
   container.registerInstance(ID_SOURCE, {
+    // Called as each run begins: its time limit counts from its recorded start.
     runId: () => {
+      deadline.begin(clock.now(), executing);
       runIds.push(runIds.length === 0 ? workflowId : `${workflowId}.${runIds.length + 1}`);
       return runIds.at(-1) as string;
     },
   });
   container.registerInstance(EVENT_SINK, host.store.sink());
-  host.executing.set(workflowId, agent);
+  host.executing.set(workflowId, {
+    // Not while it replays (see `ExecutingRun.cancel`), nor while it waits: no run takes it then,
+    // and the cancel's answer ends the wait.
+    cancel: () => {
+      if (executing && agent.busy) abort("cancel");
+    },
+  });
   try {
-    return await runToEnd(agent, prompt, host, clock, runIds, started);
+    return await runToEnd(agent, prompt, host, clock, runIds, deadline, started);
   } finally {
+    deadline.end();
     host.executing.delete(workflowId);
+  }
+}
+
+/**
+ * A durable run's `timeouts.totalMs`, which counts from the run's recorded start (the workflow's
+ * start for its first run, the answer or message that began a later one), not from the start of
+ * the process that executes it now: a run recovered after a crash has what was left of its time.
+ * The timer runs only live: while a recovered run replays what it recorded, an abort would land at
+ * another point than in its first execution. The first call the run makes live checks whether the
+ * time ran out meanwhile (and the run ends as `timeout` before making it); from then on a timer
+ * takes what is left, and a timeout it fires is recorded like a cancel (`RecordedAbort`).
+ */
+class RunDeadline {
+  readonly #totalMs: number | undefined;
+  readonly #expire: (totalMs: number) => void;
+  /** The recorded start of the run in progress, or undefined between runs. */
+  #startedAt: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(totalMs: number | undefined, expire: (totalMs: number) => void) {
+    this.#totalMs = totalMs;
+    // Fired in the workflow's context, as the agent's own timer would be, not the step's that
+    // armed it.
+    this.#expire = AsyncResource.bind(expire);
+  }
+
+  /** A run begins at `at` (the recorded clock's time); `live`: the execution runs live by now. */
+  begin(at: number, live: boolean): void {
+    this.end();
+    this.#startedAt = at;
+    if (live) this.live();
+  }
+
+  /** The execution runs live from here: the timer takes what is left of the run's time. */
+  live(): void {
+    const totalMs = this.#totalMs;
+    const startedAt = this.#startedAt;
+    if (totalMs === undefined || startedAt === undefined || this.#timer !== undefined) return;
+    const left = Math.max(0, totalMs - (Date.now() - startedAt));
+    this.#timer = setTimeout(() => this.#expire(totalMs), left);
+  }
+
+  /** `totalMs` when the run in progress has used it up, else undefined. */
+  expired(): number | undefined {
+    const totalMs = this.#totalMs;
+    const startedAt = this.#startedAt;
+    if (totalMs === undefined || startedAt === undefined) return undefined;
+    return Date.now() - startedAt >= totalMs ? totalMs : undefined;
+  }
+
+  /** The run in progress has ended (or is waiting): no timer. */
+  end(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#startedAt = undefined;
   }
 }
 
@@ -113,10 +214,20 @@ async function runToEnd(
   host: DurableRunHost,
   clock: RecordedClock,
   runIds: string[],
+  deadline: RunDeadline,
   started: ((run: AgentRun) => void) | undefined,
 ): Promise<DurableRunResult> {
-  // Client tools suspend the run (a wait is a durable message, not a process holding on).
-  const run = agent.prompt(prompt, { clientTools: "suspend" });
+  // Client tools suspend the run (a wait is a durable message, not a process holding on). The
+  // agent's `totalMs` is the deadline's (a run resumed after a wait keeps these options).
+  const options = { clientTools: "suspend", timeouts: { totalMs: undefined } } as const;
+  const ended = async (run: AgentRun) => {
+    try {
+      return await run.result();
+    } finally {
+      deadline.end();
+    }
+  };
+  const run = agent.prompt(prompt, options);
   // An agent resolves its services once, at its first prompt: one that ran before runs with the
   // services it had then, none of them this workflow's (its run id tells).
   if (run.runId !== runIds[0]) {
@@ -127,7 +238,7 @@ async function runToEnd(
     throw error;
   }
   started?.(run);
-  let result = await run.result();
+  let result = await ended(run);
   let cancelled = false;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
@@ -141,7 +252,7 @@ async function runToEnd(
       }
       if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
       const resumed = deliver(agent, answer);
-      if (resumed !== undefined) result = await resumed.result();
+      if (resumed !== undefined) result = await ended(resumed);
       continue;
     }
     if (result.stopReason !== "completed") break;
@@ -153,7 +264,7 @@ async function runToEnd(
     const input = [...left.steering, ...left.followUps];
     for (const received of late) if (received.queue !== "cancel") input.push(received.message);
     if (input.length === 0) break;
-    result = await agent.prompt(input, { clientTools: "suspend" }).result();
+    result = await ended(agent.prompt(input, options));
   }
   await host.store.flush(runIds);
   return {
@@ -213,23 +324,31 @@ function deliver(agent: Agent, answer: Exclude<DurableAnswer, { kind: "cancel" }
 /**
  * Records the orchestrator a run starts with and when (a step: a resumed run reads the record, and
  * its clock starts there) and refuses to go on with another orchestrator: a changed loop could
- * take another path through the recorded steps.
+ * take another path through the recorded steps. `live` is called when the step runs (the
+ * workflow's first execution), not when it is replayed.
  */
-async function checkOrchestrator(agent: Agent): Promise<number> {
+async function checkOrchestrator(agent: Agent, live: () => void): Promise<number> {
   const current = `${agent.orchestrator.name}@${agent.orchestrator.version ?? "unversioned"}`;
-  const started = await DBOS.runStep(async () => ({ orchestrator: current, at: Date.now() }), {
-    name: "agent-core.orchestrator",
-  });
+  const started = await DBOS.runStep(
+    async () => {
+      live();
+      return { orchestrator: current, at: Date.now() };
+    },
+    { name: "agent-core.orchestrator" },
+  );
   if (started.orchestrator !== current) throw new OrchestratorVersionError(started.orchestrator, current);
   return started.at;
 }
 
-/** A durable run resumed by a process whose orchestrator is not the one the run started with. */
+/**
+ * A durable run resumed by a process whose orchestrator is not the one the run started with: its
+ * workflow fails there (`RunFailedError`), for good.
+ */
 export class OrchestratorVersionError extends AgentError {
   constructor(started: string, current: string) {
     super(
       "orchestrator_version",
-      `This run started with orchestrator ${started}; this process has ${current}. Resume it with a worker that still has ${started} (see docs/durable-runs.md, "Upgrading").`,
+      `This run started with orchestrator ${started}; this process has ${current}, which could take another path through its recorded steps, so the run ends here. Keep workers with ${started} until their runs end (see docs/durable-runs.md, "Upgrading").`,
     );
   }
 }

@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { type Agent, type AgentEvent, type AgentRun, InvalidConfigError } from "@agent-core/core";
+import {
+  type Agent,
+  AgentError,
+  type AgentEvent,
+  type AgentRun,
+  errorMessage,
+  InvalidConfigError,
+} from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import {
@@ -9,12 +16,15 @@ import {
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
+  failureOf,
   MESSAGES,
   messageFor,
+  RunFailedError,
+  resultOf,
   stamped,
   UnknownRunError,
 } from "./durable-messages.js";
-import { CANCELLED, type DurableRunHost, type DurableRunResult, runDurably } from "./durable-run.js";
+import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 
 export interface DurableRuntimeOptions {
@@ -49,7 +59,10 @@ const DEFAULT_QUEUE = "agent-core.runs";
 /** A durable run, wherever it runs now. */
 export interface DurableRun {
   readonly runId: string;
-  /** Resolves when the run ends, in this process or another one that resumed it. */
+  /**
+   * Resolves when the run ends, in this process or another one that resumed it; rejects with
+   * `RunFailedError` when its workflow failed (its agent could not be made, …).
+   */
   result(): Promise<DurableRunResult>;
 }
 
@@ -66,8 +79,8 @@ export class DurableRuntime {
   readonly #store: EventStore;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
   readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
-  /** The agents of the runs executing in this process, by workflow id: what a cancel aborts. */
-  readonly #executing = new Map<string, Agent>();
+  /** The runs executing in this process, by workflow id: what a cancel aborts. */
+  readonly #executing = new Map<string, ExecutingRun>();
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
   #cancelListener: pg.Client | undefined;
@@ -90,12 +103,13 @@ export class DurableRuntime {
       executing: this.#executing,
     };
     this.#workflow = DBOS.registerWorkflow(
-      (agentName: string, prompt: string) => this.#run(agentName, prompt),
+      (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
       { name: RUN_WORKFLOW },
     );
-    this.#localWorkflow = DBOS.registerWorkflow((key: string) => this.#runLocal(key), {
-      name: "agent-core.local-run",
-    });
+    this.#localWorkflow = DBOS.registerWorkflow(
+      (key: string) => this.#failingClearly(() => this.#runLocal(key)),
+      { name: "agent-core.local-run" },
+    );
   }
 
   /** Connects, creates what is missing, and resumes the runs a crashed process left. */
@@ -137,17 +151,20 @@ export class DurableRuntime {
       ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
     })(agentName, prompt);
     // Its handle: a run that executes here resolves without polling the database.
-    return { runId: handle.workflowID, result: () => handle.getResult() };
+    return { runId: handle.workflowID, result: () => resultOf(handle.workflowID, handle.getResult()) };
   }
 
-  /** A run started by any process; its `result()` rejects with `UnknownRunError` when none has that id. */
+  /**
+   * A run started by any process; its `result()` rejects with `UnknownRunError` when none has that
+   * id, and with `RunFailedError` when its workflow failed.
+   */
   retrieve(runId: string): DurableRun {
     return {
       runId,
       result: async () => {
         // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
         if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
-        return DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult();
+        return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
       },
     };
   }
@@ -206,7 +223,7 @@ export class DurableRuntime {
   async #listenForCancels(): Promise<void> {
     const listener = new pg.Client({ connectionString: this.#options.databaseUrl });
     listener.on("notification", ({ payload }) => {
-      if (payload !== undefined) this.#executing.get(payload)?.abort(CANCELLED);
+      if (payload !== undefined) this.#executing.get(payload)?.cancel();
     });
     let lost = false;
     const reconnect = () => {
@@ -254,7 +271,7 @@ export class DurableRuntime {
        WHERE destination_uuid = ANY($1) AND topic = $2 AND NOT consumed AND message LIKE '%"queue":"cancel"%'`,
       [executing, MESSAGES],
     );
-    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.abort(CANCELLED);
+    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.cancel();
   }
 
   async shutdown(): Promise<void> {
@@ -279,13 +296,45 @@ export class DurableRuntime {
     this.#local.set(key, { agent, input, started });
     const handle = await DBOS.startWorkflow(this.#localWorkflow)(key);
     // A workflow that fails before the run begins (an agent that has run before) rejects.
-    return Promise.race([run, handle.getResult().then(() => run)]);
+    return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
+  }
+
+  /**
+   * The body of a workflow, failing with a `RunFailedError` (what every `result()` rejects with)
+   * after the run's stored log is ended as a failed run's, so that no stream of it waits forever.
+   * DBOS marks the workflow `ERROR` and never runs it again.
+   */
+  async #failingClearly(body: () => Promise<DurableRunResult>): Promise<DurableRunResult> {
+    try {
+      return await body();
+    } catch (error) {
+      const workflowId = DBOS.workflowID as string;
+      const failed =
+        error instanceof RunFailedError ? error : new RunFailedError(workflowId, failureOf(error));
+      // A log that cannot be written (the database is gone) is left as it is.
+      await this.#store.endFailedRun(workflowId, failed.failure).catch(() => {});
+      throw failed;
+    }
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
     const make = this.#options.agents[agentName];
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
-    return runDurably(make(), prompt, this.#host);
+    let agent: Agent;
+    try {
+      agent = make();
+    } catch (error) {
+      throw new AgentError(
+        "agent_factory_failed",
+        `The factory of agent "${agentName}" threw: ${errorMessage(error)}`,
+      );
+    }
+    if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
+      throw new AgentError(
+        "agent_factory_failed",
+        `The factory of agent "${agentName}" made ${describe(agent)}, not an Agent.`,
+      );
+    return runDurably(agent, prompt, this.#host);
   }
 
   async #runLocal(key: string): Promise<DurableRunResult> {
@@ -295,4 +344,12 @@ export class DurableRuntime {
     this.#local.delete(key);
     return runDurably(local.agent, local.input, this.#host, local.started);
   }
+}
+
+/** What a factory made instead of an agent, for its error: "undefined", "a Promise", "a number". */
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (typeof value !== "object") return `a ${typeof value}`;
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "" && name !== "Object" ? `a ${name}` : "an object";
 }

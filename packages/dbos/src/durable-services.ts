@@ -22,7 +22,16 @@ interface RecordedModelCall {
   messagesWaiting?: boolean;
   /** Not made: messages waited before it (see `StepInbox.firstLive`); they come first. */
   deferred?: true;
+  /** The run was aborted live by the time it ended: a replay aborts it at the same point. */
+  aborted?: RecordedAbort;
 }
+
+/**
+ * An abort of a durable run, as a step records it: a cancel (`runtime.cancel()`), or the run's
+ * `timeouts.totalMs` running out (`timeout`: its ms). A replay takes it again right after the step
+ * that recorded it, so the recovered run ends where the first execution did, with the same events.
+ */
+export type RecordedAbort = "cancel" | { timeout: number };
 
 /** The run's messages as the model step sees them: checked in the step, received after it. */
 export interface StepInbox {
@@ -37,8 +46,21 @@ export interface StepInbox {
   firstLive?(): boolean;
   /** Inside the step: whether a cancel waits (a cheap read). */
   cancelWaiting?(): Promise<boolean>;
-  /** In the workflow, after a step that found a cancel waiting: aborts the run as the cancel does. */
-  cancel?(): void;
+  /**
+   * Inside the first live step: the run's `timeouts.totalMs` when it ran out while no worker ran
+   * the run (it counts from the run's recorded start), else undefined.
+   */
+  expired?(): number | undefined;
+  /**
+   * Inside a step, at its end: the abort this execution of the run took live so far (a cancel's
+   * `NOTIFY`), recorded with the step.
+   */
+  taken?(): RecordedAbort | undefined;
+  /**
+   * In the workflow: aborts the run as `abort` does live, after a step that found a cancel
+   * waiting, or after a replayed step that recorded an abort.
+   */
+  abort?(abort: RecordedAbort): void;
   /** In the workflow, after a step that found messages waiting: receives them (recorded). */
   receive(): Promise<void>;
 }
@@ -96,8 +118,12 @@ export function durableModelStep(
         recorded = await DBOS.runStep(
           async (): Promise<RecordedModelCall> => {
             executed = true;
-            if (inbox?.firstLive?.() && (await inbox.waiting()))
-              return { chunks: [], at: Date.now(), deferred: true };
+            if (inbox?.firstLive?.()) {
+              const expired = inbox.expired?.();
+              if (expired !== undefined)
+                return { chunks: [], at: Date.now(), deferred: true, aborted: { timeout: expired } };
+              if (await inbox.waiting()) return { chunks: [], at: Date.now(), deferred: true };
+            }
             const chunks: RecordedModelCall["chunks"] = [];
             try {
               const { model, prompt, tools, settings, signal, abortScope, retry, timeouts } = request;
@@ -119,23 +145,30 @@ export function durableModelStep(
                   request.onReasoning?.(text);
                 },
               });
-              return { chunks, result, at: Date.now(), messagesWaiting: await inbox?.waiting() };
+              const at = Date.now();
+              const messagesWaiting = await inbox?.waiting();
+              return { chunks, result, at, messagesWaiting, aborted: inbox?.taken?.() };
             } catch (error) {
               const failure =
                 error instanceof AgentError ? error : new AgentError("provider_error", String(error));
+              const at = Date.now();
+              const messagesWaiting = await inbox?.waiting();
               return {
                 chunks,
                 error: { code: failure.code, message: failure.message, stopReason: failure.stopReason },
-                at: Date.now(),
-                messagesWaiting: await inbox?.waiting(),
+                at,
+                messagesWaiting,
+                aborted: inbox?.taken?.(),
               };
             }
           },
           { name: "agent-core.model" },
         );
         if (!recorded.deferred) break;
+        // The run's time ran out while no worker ran it: it ends before the model is called.
+        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
         // Messages sent while no worker ran the run: a cancel ends it before the model is called.
-        await inbox?.receive();
+        else await inbox?.receive();
         const aborted = request.abortScope?.aborted ? request.abortScope.signal : request.signal;
         if (aborted?.aborted) throw abortError(aborted.reason);
         executed = false;
@@ -146,6 +179,8 @@ export function durableModelStep(
           if (kind === "text") request.onText?.(text);
           else request.onReasoning?.(text);
       clock?.passed(recorded.at);
+      // Live, the abort came while the call ran: a replay takes it here, before what came after.
+      if (!executed && recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
       if (recorded.messagesWaiting) await inbox?.receive();
       if (recorded.error !== undefined) {
         const { code, message, stopReason } = recorded.error;
@@ -158,14 +193,17 @@ export function durableModelStep(
 }
 
 /**
- * A tool call as the workflow records it: its result, or (when the tool threw a `FatalToolError`)
- * its result and that it failed fatally, which a replay tells the batch again, or (when the run
- * had been cancelled while no worker ran it) the result of a call not run, which aborts the run.
+ * A tool call as the workflow records it: its result, or its result and what a replay must do
+ * again after it: tell the batch the tool failed fatally (it threw a `FatalToolError`), abort the
+ * run (it was aborted live while the call ran); or (when the run had been cancelled, or its
+ * `timeouts.totalMs` ran out, while no worker ran it) the result of a call not run, which aborts
+ * the run.
  */
 type RecordedToolCall =
   | ToolResultMessage
-  | { message: ToolResultMessage; fatal: true }
-  | { message: ToolResultMessage; cancelled: true };
+  | { message: ToolResultMessage; fatal?: true; aborted?: RecordedAbort }
+  | { message: ToolResultMessage; cancelled: true }
+  | { message: ToolResultMessage; expired: number };
 
 /**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
@@ -183,10 +221,15 @@ export function durableToolRunner(
       const recorded = await DBOS.runStep(
         async (): Promise<RecordedToolCall> => {
           executed = true;
-          // A cancel that no worker could take: the call is not run. (No message is received
-          // here: a receive beside the batch's other steps could take another step's place.)
-          if (inbox?.firstLive?.() && (await inbox.cancelWaiting?.()))
-            return { message: notRun(request.call, Date.now()), cancelled: true };
+          // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
+          // is not run. (No message is received here: a receive beside the batch's other steps
+          // could take another step's place.)
+          if (inbox?.firstLive?.()) {
+            const expired = inbox.expired?.();
+            if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
+            if (await inbox.cancelWaiting?.())
+              return { message: notRun(request.call, Date.now()), cancelled: true };
+          }
           let fatal = false;
           const message = await inner.run({
             ...request,
@@ -197,7 +240,9 @@ export function durableToolRunner(
               },
             },
           });
-          return fatal ? { message, fatal } : message;
+          const aborted = inbox?.taken?.();
+          if (!fatal && aborted === undefined) return message;
+          return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
         },
         { name: `agent-core.tool.${request.call.name}` },
       );
@@ -206,10 +251,15 @@ export function durableToolRunner(
         return recorded;
       }
       const { message } = recorded;
-      if ("cancelled" in recorded) inbox?.cancel?.();
-      // A replayed fatal failure stops its batch as the first execution's did: the calls after it
-      // are skipped, not run.
-      else if (!executed) request.fatal.toolFailedFatally(request.call);
+      if ("cancelled" in recorded) inbox?.abort?.("cancel");
+      else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
+      else if (!executed) {
+        // A replayed fatal failure stops its batch as the first execution's did: the calls after
+        // it are skipped, not run.
+        if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
+        // Aborted live while the call ran: so is the replay, before the batch goes on.
+        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
+      }
       if (message.timestamp !== undefined) clock?.passed(message.timestamp);
       return message;
     },

@@ -1,4 +1,4 @@
-import type { AgentEvent, EventSink } from "@agent-core/core";
+import type { AgentEvent, EventSink, OrchestratorEvent } from "@agent-core/core";
 import type { Pool } from "pg";
 
 /** The channel `NOTIFY` names the runs with new events on. */
@@ -59,6 +59,30 @@ export class EventStore {
     }
   }
 
+  /**
+   * Ends the stored log of a workflow whose workflow failed (`RunFailedError`), so that whoever
+   * follows it (an HTTP stream, an `EventFollower`) stops: its last run, `<workflowId>.<n>` or the
+   * workflow's own, gets the events that end a failed run (see `failedRunEnding`). A run that has
+   * its `agent_end` is left as it is.
+   */
+  async endFailedRun(workflowId: string, failure: { code: string; message: string }): Promise<void> {
+    // The events published before the failure are stored first.
+    await this.#writing.catch(() => {});
+    let runId = workflowId;
+    // The runs of a workflow are `<id>`, `<id>.2`, `<id>.3`, …: a primary key lookup each.
+    for (let index = 2; ; index++) {
+      const next = `${workflowId}.${index}`;
+      const { rowCount } = await this.#pool.query(
+        "SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1",
+        [next],
+      );
+      if (rowCount === 0) break;
+      runId = next;
+    }
+    const ending = failedRunEnding(runId, await this.read(runId), failure, Date.now());
+    if (ending.length > 0) await this.#insert(ending);
+  }
+
   /** The stored events of a run after `after`, in seq order. */
   async read(runId: string, after = -1): Promise<AgentEvent[]> {
     const { rows } = await this.#pool.query<{ event: AgentEvent }>(
@@ -107,6 +131,53 @@ export class EventStore {
       values,
     );
   }
+}
+
+/**
+ * The events that end the stored log of a run whose workflow failed, after `stored` (its events so
+ * far): `agent_start` if it has none, a `tool_result` (status `error`) for each call it left
+ * without one, a `turn_end` (an empty assistant message) for a turn it left open, then `error`
+ * with the failure's code and message and `agent_end` (`stopReason: "error"`, zero usage: what the
+ * run used is not known here). None when it has its `agent_end`.
+ */
+export function failedRunEnding(
+  runId: string,
+  stored: readonly AgentEvent[],
+  failure: { code: string; message: string },
+  now: number,
+): AgentEvent[] {
+  const last = stored.at(-1);
+  if (last?.type === "agent_end") return [];
+  let seq = last === undefined ? 0 : last.seq + 1;
+  const ts = Math.max(now, last?.ts ?? 0);
+  const open = new Map<string, string>();
+  let turnStartedAt: number | undefined;
+  for (const event of stored)
+    if (event.type === "tool_call") open.set(event.toolCallId, event.toolName);
+    else if (event.type === "tool_result") open.delete(event.toolCallId);
+    else if (event.type === "turn_start") turnStartedAt = event.ts;
+    else if (event.type === "turn_end") turnStartedAt = undefined;
+  const ending: AgentEvent[] = [];
+  const add = (event: OrchestratorEvent) => ending.push({ ...event, runId, seq: seq++, ts } as AgentEvent);
+  if (last === undefined) add({ type: "agent_start" });
+  for (const [toolCallId, toolName] of open)
+    add({
+      type: "tool_result",
+      toolCallId,
+      toolName,
+      status: "error",
+      error: `not finished: ${failure.message}`,
+    });
+  if (turnStartedAt !== undefined)
+    add({
+      type: "turn_end",
+      message: { role: "assistant", content: [], stopReason: "error", timestamp: ts },
+      durationMs: ts - turnStartedAt,
+    });
+  add({ type: "error", code: failure.code, message: failure.message });
+  const usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  add({ type: "agent_end", stopReason: "error", usage, durationMs: ts - (stored[0]?.ts ?? ts) });
+  return ending;
 }
 
 /**

@@ -4,7 +4,13 @@ export {
   type DurableRunControl,
   durableBackend,
 } from "./durable-backend.js";
-export { type DurableAnswer, RunEndedError, UnknownRunError } from "./durable-messages.js";
+export {
+  type DurableAnswer,
+  RunEndedError,
+  RunFailedError,
+  type RunFailure,
+  UnknownRunError,
+} from "./durable-messages.js";
 export { type DurableRunResult, OrchestratorVersionError } from "./durable-run.js";
 export { type DurableRun, DurableRuntime, type DurableRuntimeOptions } from "./durable-runtime.js";
 export { durableModelStep, durableToolRunner, RecordedClock } from "./durable-services.js";

@@ -8,6 +8,7 @@ import {
   type DurableAnswer,
   MESSAGES,
   messageFor,
+  resultOf,
   stamped,
   UnknownRunError,
 } from "./durable-messages.js";
@@ -61,10 +62,13 @@ export class DurableRunClient {
     return handle.workflowID;
   }
 
-  /** Resolves when the run ends, in whichever worker; `UnknownRunError` when none has that id. */
+  /**
+   * Resolves when the run ends, in whichever worker; `UnknownRunError` when none has that id,
+   * `RunFailedError` when its workflow failed.
+   */
   async result(runId: string): Promise<DurableRunResult> {
     if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
-    return this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult();
+    return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
   }
 
   /**

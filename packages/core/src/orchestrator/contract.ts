@@ -131,8 +131,8 @@ export interface RunContext {
   readonly container: DependencyContainer;
   /**
    * Emits an event; the framework adds `runId`, `seq` and `ts`. Throws `ReservedEventError` for a
-   * type only a service emits, `InvalidEventError` for a type nobody registered or an event that
-   * fails its type's schema.
+   * type only a service emits, `InvalidEventError` for a type nobody registered, an event that
+   * fails its type's schema, or a `custom` event whose `data` is not JSON (docs/events.md#custom).
    */
   emit(event: OrchestratorEvent): void;
   /** Opens a turn (emits `turn_start`) and returns its number, from 1. */

@@ -11,8 +11,8 @@ import { agentMessageSchema, assistantMessageSchema, type ToolCall } from "../me
 
 /**
  * `ctx.emit`'s event as the run publishes it: a copy, checked against its type's schema. Refuses
- * the framework's own types (`ReservedEventError`), types nobody registered and events that fail
- * their schema (`InvalidEventError`).
+ * the framework's own types (`ReservedEventError`), types nobody registered, events that fail
+ * their schema and a `custom` event whose `data` is not JSON (`InvalidEventError`).
  */
 export function checkedEvent(event: OrchestratorEvent, runId: string): OrchestratorEvent {
   const type = (event as { type?: unknown } | null)?.type;
@@ -33,7 +33,115 @@ export function checkedEvent(event: OrchestratorEvent, runId: string): Orchestra
     throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
       cause: checked.error,
     });
+  // `data` is the one payload no schema describes: a value that is not JSON would break every
+  // consumer that serializes the event (an HTTP stream, the durable log), far from its cause.
+  if (type === "custom") {
+    const { data } = copy as { data?: unknown };
+    const problem = data === undefined ? undefined : notJson(data, "data");
+    if (problem !== undefined) throw new InvalidEventError(`Invalid "custom" event: ${problem}.`);
+  }
   return copy;
+}
+
+/**
+ * Where `value` is not JSON that reads the same in process as after `JSON.stringify`, as
+ * `"<path>: <why>"`, or undefined when it is: `null`, booleans, strings, finite numbers, arrays of
+ * such values and plain objects (prototype `Object.prototype` or `null`) of them, with `undefined`
+ * allowed as an object's property (JSON leaves the property out, and it reads `undefined` either
+ * way). Refused: BigInt, symbols, functions, NaN and ±Infinity (JSON writes `null`), `undefined` or
+ * a hole in an array (JSON writes `null`), cycles, and every other object (a `Date`, a `Map`, a
+ * class instance, with or without `toJSON`: a listener would get the object, a client its JSON).
+ * The same object twice, not inside itself, is fine: JSON writes it twice.
+ */
+function notJson(value: unknown, path: string): string | undefined {
+  try {
+    return jsonProblem(value, path, []);
+  } catch (error) {
+    // A getter or a proxy's trap that throws, or data nested deeper than the stack.
+    return `${path}: could not be read (${reasonOf(error)})`;
+  }
+}
+
+function jsonProblem(
+  value: unknown,
+  path: string,
+  ancestors: { object: object; path: string }[],
+): string | undefined {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      return Number.isFinite(value) ? undefined : `${path}: ${value} is not JSON (JSON writes null)`;
+    case "bigint":
+      return `${path}: BigInt is not JSON`;
+    case "symbol":
+      return `${path}: a symbol is not JSON`;
+    case "function":
+      return `${path}: a function is not JSON`;
+    case "undefined":
+      return `${path}: undefined is not JSON`;
+  }
+  if (value === null) return undefined;
+  const object = value as object;
+  const cycle = ancestors.find((ancestor) => ancestor.object === object);
+  if (cycle !== undefined) return `${path}: a cycle is not JSON (this is ${cycle.path} again)`;
+  ancestors.push({ object, path });
+  if (Array.isArray(object)) {
+    for (let index = 0; index < object.length; index++) {
+      const item: unknown = object[index];
+      const at = `${path}[${index}]`;
+      if (item === undefined) return `${at}: undefined in an array is not JSON (JSON writes null)`;
+      const problem = jsonProblem(item, at, ancestors);
+      if (problem !== undefined) return problem;
+    }
+  } else {
+    const prototype: unknown = Object.getPrototypeOf(object);
+    if (!isPlainPrototype(prototype)) {
+      const name = (prototype as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+      const what =
+        typeof name === "string" && name !== ""
+          ? `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`
+          : "an object with a prototype";
+      return `${path}: ${what} is not JSON (only plain objects and arrays are: convert it first)`;
+    }
+    for (const key of Object.keys(object)) {
+      const at = `${path}${keyPath(key)}`;
+      let item: unknown;
+      try {
+        item = (object as Record<string, unknown>)[key];
+      } catch (error) {
+        return `${at}: could not be read (${reasonOf(error)})`;
+      }
+      if (item === undefined) continue;
+      const problem = jsonProblem(item, at, ancestors);
+      if (problem !== undefined) return problem;
+    }
+  }
+  ancestors.pop();
+  return undefined;
+}
+
+/** `Object.prototype` (of this realm or another: data from a `vm` context or a worker), or `null`. */
+function isPlainPrototype(prototype: unknown): boolean {
+  if (prototype === null || prototype === Object.prototype) return true;
+  return (
+    Object.getPrototypeOf(prototype) === null &&
+    (prototype as { constructor?: { name?: unknown } }).constructor?.name === "Object"
+  );
+}
+
+function reasonOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "it threw";
+  }
+}
+
+/** `.key`, or `["some key"]` for a key that is not an identifier. */
+function keyPath(key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
 /** `ctx.endTurn`'s message: `turn_end` carries it, so one that is not an assistant message is refused. */
