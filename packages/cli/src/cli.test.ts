@@ -123,6 +123,7 @@ describe("main: usage", () => {
     // Node would listen on every interface for an empty host: the page has no login.
     [["serve", "--host="], '--host needs a host name or an address, got "".'],
     [["serve", "--host", " "], '--host needs a host name or an address, got " ".'],
+    [["serve", "--base-url", "ftp://x"], '--base-url must be an http:// or https:// URL, got "ftp://x".'],
   ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
@@ -152,6 +153,33 @@ describe("main: usage", () => {
     } finally {
       taken.close();
     }
+  });
+
+  it("serve: --model and --base-url override AGENT_CORE_MODEL and OPENAI_BASE_URL, as for run", async () => {
+    const stop = new AbortController();
+    let stdout = "";
+    const served = main(
+      ["serve", "--port", "0", "--model", "flag-model", "--base-url", "http://127.0.0.1:9/flag"],
+      {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: () => {} },
+        env: {
+          OPENAI_API_KEY: "k",
+          AGENT_CORE_MODEL: "env-model",
+          OPENAI_BASE_URL: "http://127.0.0.1:9/env",
+        },
+        signal: stop.signal,
+      },
+    );
+    try {
+      await vi.waitFor(() => expect(stdout).toContain("open http"));
+    } finally {
+      stop.abort();
+    }
+    expect(await served).toBe(0);
+    expect(stdout).toMatch(
+      /^agent-core serve: open http:\/\/127\.0\.0\.1:\d+\/ in a browser \(model: flag-model via http:\/\/127\.0\.0\.1:9\/flag\)\. Ctrl-C stops\.\n$/,
+    );
   });
 
   it("names an unknown orchestrator and lists the registered ones", async () => {

@@ -33,7 +33,7 @@ const RUN_USAGE =
   'agent-core run "<prompt>" [--json] [--verbose] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
 const MCP_USAGE = "agent-core mcp [--orchestrator NAME] [--system TEXT] [--model NAME] …";
 const SERVE_USAGE =
-  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
+  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--model NAME] [--base-url URL] [--database-url URL [--worker-id ID]]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -202,7 +202,7 @@ the run before it has ended; the exit code is 1 if a run did not complete or a c
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
 run in your browser; open the address it prints. --port (default 8787), --host (default
-127.0.0.1), --static (the page's folder). With --database-url postgres://… runs are durable
+127.0.0.1), --static (the page's folder), --model and --base-url as for run. With --database-url postgres://… runs are durable
 (docs/durable-runs.md): each is a workflow in that database that survives a restart, and several
 serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
 the same in each) and each its own --worker-id.
