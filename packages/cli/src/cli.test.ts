@@ -132,6 +132,29 @@ describe("main: usage", () => {
     expect(stderr.split("\n")[0]).toContain(message);
   });
 
+  it.each([
+    [["run", "hi", "--port", "9000"], "--port is for serve: run does not take it."],
+    [["run", "hi", "--database-url", "postgres://db"], "--database-url is for serve: run does not take it."],
+    [["chat", "--verbose"], "--verbose is for run and serve: chat does not take it."],
+    [["chat", "--json"], "--json is for run: chat shows the live view."],
+    [["chat", "--static", "page"], "--static is for serve: chat does not take it."],
+    [["mcp", "--json"], "--json is for run: mcp does not take it."],
+    [["mcp", "--verbose"], "--verbose is for run and serve: mcp does not take it."],
+    [["serve", "--max-cycles", "3"], "--max-cycles is for run, chat and mcp: serve does not take it."],
+    [["serve", "--no-stall"], "--no-stall is for run, chat and mcp: serve does not take it."],
+    [["serve", "--json"], "--json is for run: serve does not take it."],
+    [["serve", "--load", "chat.json"], "--load is for chat: serve does not take it."],
+  ])("refuses %j, an option of another command, with exit 2 rather than ignore it", async (argv, message) => {
+    const { code, stdout, stderr } = await cliWithInput([], ...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines).toEqual([
+      `agent-core: ${message}`,
+      expect.stringMatching(new RegExp(`^Usage: agent-core ${argv[0]} `)),
+    ]);
+  });
+
   it("serve: a port in use, or a host it cannot listen on, is one line and exit 1, not a stack trace", async () => {
     const taken = createServer();
     await new Promise<void>((listening) => taken.listen(0, "127.0.0.1", listening));

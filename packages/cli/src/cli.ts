@@ -52,6 +52,40 @@ const OPTIONS = {
   "worker-id": { type: "string" },
 } as const;
 
+type CommandName = "run" | "chat" | "serve" | "mcp";
+
+const AGENT_COMMANDS: readonly CommandName[] = ["run", "chat", "mcp"];
+
+/**
+ * The commands each option is for. Parsing takes every option for every command, so one given to
+ * a command that has no use for it (`run --port 9000`, `serve --max-cycles 3`) is refused here:
+ * ignored, it would look as if it had worked.
+ */
+const OPTION_COMMANDS: {
+  [Name in Exclude<keyof typeof OPTIONS, "help" | "version">]: readonly CommandName[];
+} = {
+  json: ["run"],
+  verbose: ["run", "serve"],
+  load: ["chat"],
+  ...(Object.fromEntries(Object.keys(AGENT_OPTIONS).map((name) => [name, AGENT_COMMANDS])) as {
+    [Name in keyof typeof AGENT_OPTIONS]: readonly CommandName[];
+  }),
+  model: [...AGENT_COMMANDS, "serve"],
+  "base-url": [...AGENT_COMMANDS, "serve"],
+  port: ["serve"],
+  host: ["serve"],
+  static: ["serve"],
+  "database-url": ["serve"],
+  "worker-id": ["serve"],
+};
+
+const USAGE: Record<CommandName, string> = {
+  run: RUN_USAGE,
+  chat: CHAT_USAGE,
+  serve: SERVE_USAGE,
+  mcp: MCP_USAGE,
+};
+
 interface RunCommand {
   kind: "run";
   prompt: string;
@@ -101,16 +135,15 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
       "Missing command.",
       'Run "agent-core --help" for the commands: run, chat, serve and mcp.',
     );
+  if (!isCommandName(name))
+    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat", "serve" and "mcp".`);
+  refuseOtherCommandsOptions(name, values);
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
     return parseServeCommand(values, env);
   }
   if (name === "chat") return parseChatCommand(words, values, parseAgentOptions(values, env));
-  if (name !== "run" && name !== "mcp")
-    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat", "serve" and "mcp".`);
-  if (values.load !== undefined)
-    throw new UsageError(`--load is for chat: ${name} starts a new conversation.`, `Usage: ${RUN_USAGE}`);
   if (name === "mcp") {
     if (words.length > 0)
       throw new UsageError(`mcp takes no words, got "${words.join(" ")}".`, `Usage: ${MCP_USAGE}`);
@@ -126,6 +159,36 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
     verbose: values.verbose ?? false,
     agent: parseAgentOptions(values, env),
   };
+}
+
+function isCommandName(name: string): name is CommandName {
+  return Object.hasOwn(USAGE, name);
+}
+
+function refuseOtherCommandsOptions(
+  name: CommandName,
+  values: Partial<Record<keyof typeof OPTIONS, unknown>>,
+): void {
+  for (const [option, commands] of Object.entries(OPTION_COMMANDS)) {
+    if (values[option as keyof typeof OPTIONS] === undefined || commands.includes(name)) continue;
+    throw new UsageError(
+      `--${option} is for ${listed(commands)}: ${name} ${whyNot(option, name)}.`,
+      `Usage: ${USAGE[name]}`,
+    );
+  }
+}
+
+/** The reasons people most often need: the rest are simply not options of the command. */
+function whyNot(option: string, name: CommandName): string {
+  if (option === "load" && name !== "serve") return "starts a new conversation";
+  if (option === "json" && name === "chat") return "shows the live view";
+  return "does not take it";
+}
+
+function listed(commands: readonly CommandName[]): string {
+  return commands.length === 1
+    ? (commands[0] as string)
+    : `${commands.slice(0, -1).join(", ")} and ${commands.at(-1)}`;
 }
 
 async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
