@@ -62,6 +62,8 @@ describe("main: usage", () => {
     [["ask", "hi"], 'Unknown command "ask"'],
     [["run", "hi", "--verbos"], 'Unknown option "--verbos".'],
     [["run", "hi", "--orchestrator"], "argument missing"],
+    [["run", "--total-ms", "-5", "hi"], '--total-ms needs a value, and the word after it starts with "-".'],
+    [["run", "--system", "--json", "hi"], '--system needs a value, and the word after it starts with "-".'],
     [["run", "hi", "--max-cycles", "abc"], '--max-cycles must be a whole number >= 1, got "abc"'],
     [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
     [["run", "hi", "--max-cycles", "2.5"], "--max-cycles must be a whole number >= 1"],

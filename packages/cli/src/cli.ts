@@ -229,8 +229,17 @@ function isParseArgsError(error: unknown): error is TypeError & { code: string }
   );
 }
 
-/** Node's unknown-option message is a paragraph about positionals; most often the option is just mistyped. */
+/**
+ * Node's messages for these are paragraphs (about positionals, or three lines for a value starting
+ * with "-"); a usage error is one line and a hint. An unknown option is most often just mistyped.
+ */
 function fromParseArgsError(error: TypeError & { code: string }): UsageError {
+  const ambiguous = /^Option '([^']+)' argument is ambiguous/.exec(error.message)?.[1];
+  if (ambiguous !== undefined)
+    return new UsageError(
+      `${ambiguous} needs a value, and the word after it starts with "-".`,
+      `Run "agent-core --help" for its values; one that starts with "-" goes after "=": ${ambiguous}=-…`,
+    );
   const option = /^Unknown option '([^']+)'/.exec(error.message)?.[1];
   if (error.code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || option === undefined)
     return new UsageError(error.message);
