@@ -207,6 +207,36 @@ describe("main: usage", () => {
     );
   });
 
+  it("refuses a base URL that is not http(s): --base-url's always, OPENAI_BASE_URL's only with OPENAI_API_KEY", async () => {
+    const run = async (env: Record<string, string>, ...options: string[]) => {
+      let stdout = "";
+      let stderr = "";
+      const code = await main(["run", ...options, "hi"], {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        env: { AGENT_CORE_DEMO_DELAY_MS: "0", ...env },
+      });
+      return { code, stdout, stderr };
+    };
+    const withKey = await run({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: "ftp://x" });
+    expect(withKey).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        'agent-core: OPENAI_BASE_URL must be an http:// or https:// URL, got "ftp://x".\nFor example http://localhost:11434/v1 (Ollama); unset it for OpenAI\'s.\n',
+    });
+    const option = await run({}, "--base-url", "ftp://x");
+    expect(option.code).toBe(2);
+    expect(option.stderr.split("\n")[0]).toBe(
+      'agent-core: --base-url must be an http:// or https:// URL, got "ftp://x".',
+    );
+    // Without a key the variable is not read: the demo model answers.
+    const demo = await run({ OPENAI_BASE_URL: "ftp://x" });
+    expect(demo.code).toBe(0);
+    expect(demo.stderr).toBe("");
+    expect(demo.stdout).toContain("[demo] I am the offline demo model");
+  });
+
   it("names an unknown orchestrator and lists the registered ones", async () => {
     const { code, stdout, stderr } = await cli("run", "hi", "--orchestrator", "nope");
     expect(code).toBe(2);
