@@ -309,6 +309,12 @@ describe("main: usage", () => {
     expect(typeof runId).toBe("string");
   });
 
+  it("takes the last value of an option given twice", async () => {
+    const { code, stdout } = await cli("run", "--max-cycles", "5", "--max-cycles", "1", "What is 2+2?");
+    expect(code).toBe(1);
+    expect(stdout).toContain("✗ max_cycles: The run reached its limit of 1 model call (limits.maxCycles).");
+  });
+
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {
     expect((await cli("run", "What", "is", "6*7?")).stdout).toContain("6*7 = 42");
     expect((await cli("run", "--", "-5+3?")).stdout).toContain("-5+3 = -2");
