@@ -309,6 +309,18 @@ describe("main: usage", () => {
     expect(typeof runId).toBe("string");
   });
 
+  it("run exits 1 on a timeout, as on any stop reason but completed", async () => {
+    let stdout = "";
+    const code = await main(["run", "--total-ms", "100", "What is 15*3 and 10+5?"], {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: () => {} },
+      env: { AGENT_CORE_DEMO_DELAY_MS: "50" },
+    });
+    expect(code).toBe(1);
+    expect(stdout).toContain("✗ timeout: The run took longer than 100 ms (timeouts.totalMs).");
+    expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ timeout · /);
+  });
+
   it("takes the last value of an option given twice", async () => {
     const { code, stdout } = await cli("run", "--max-cycles", "5", "--max-cycles", "1", "What is 2+2?");
     expect(code).toBe(1);
