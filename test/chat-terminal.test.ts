@@ -148,6 +148,19 @@ describe("agent-core chat in a terminal", () => {
     const history = await chat.waitFor("user: What is 7*6?");
     expect(history).toMatch(/\d+\. user: what is 2\+2/);
 
+    // Esc with a key right behind it (one write: "\x1bwhat", as a quick typist's terminal sends
+    // it) still aborts the run, and the key is typed, not swallowed as Alt-w.
+    chat.type("What is 9*9?");
+    chat.press("Enter");
+    await chat.waitFor((screen) =>
+      screen.slice(screen.lastIndexOf("you › What is 9*9?")).includes("· thinking:"),
+    );
+    chat.press("Escape", "what");
+    const abortedAgain = await chat.waitFor("■ aborted", { times: 2 });
+    expect(abortedAgain).not.toContain("9*9 = 81");
+    await chat.waitFor(() => chat.cursorLine() === "you › what");
+    chat.press("C-u");
+
     // Ctrl-C when idle asks first, then leaves.
     chat.press("C-c");
     await chat.waitFor("(Ctrl-C again to exit)");

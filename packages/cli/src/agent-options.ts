@@ -102,7 +102,7 @@ export function parseAgentOptions(
     ? false
     : definedOnly({ repeatedCalls: stallCalls, repeatedResults: stallResults });
   return {
-    modelEnv: modelEnv(env, text("model"), baseUrl(text("base-url"))),
+    modelEnv: parseModelOptions(values, env),
     config: {
       systemPrompt: text("system") ?? SYSTEM_PROMPT,
       orchestrator,
@@ -113,6 +113,17 @@ export function parseAgentOptions(
       ...(stall === false || Object.keys(stall).length > 0 ? { stall } : {}),
     },
   };
+}
+
+/**
+ * The environment the model is picked from, with --model and --base-url over AGENT_CORE_MODEL and
+ * OPENAI_BASE_URL: what every command that talks to a model (serve too) reads.
+ */
+export function parseModelOptions(
+  values: { model?: string | boolean; "base-url"?: string | boolean },
+  env: Record<string, string | undefined>,
+): Record<string, string | undefined> {
+  return modelEnv(env, values.model as string | undefined, baseUrl(values["base-url"] as string | undefined));
 }
 
 /** The CLI's agent: the demo tools, the options' settings, and the history to start from. */

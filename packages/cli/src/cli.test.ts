@@ -62,6 +62,8 @@ describe("main: usage", () => {
     [["ask", "hi"], 'Unknown command "ask"'],
     [["run", "hi", "--verbos"], 'Unknown option "--verbos".'],
     [["run", "hi", "--orchestrator"], "argument missing"],
+    [["run", "--total-ms", "-5", "hi"], '--total-ms needs a value, and the word after it starts with "-".'],
+    [["run", "--system", "--json", "hi"], '--system needs a value, and the word after it starts with "-".'],
     [["run", "hi", "--max-cycles", "abc"], '--max-cycles must be a whole number >= 1, got "abc"'],
     [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
     [["run", "hi", "--max-cycles", "2.5"], "--max-cycles must be a whole number >= 1"],
@@ -123,12 +125,36 @@ describe("main: usage", () => {
     // Node would listen on every interface for an empty host: the page has no login.
     [["serve", "--host="], '--host needs a host name or an address, got "".'],
     [["serve", "--host", " "], '--host needs a host name or an address, got " ".'],
+    [["serve", "--base-url", "ftp://x"], '--base-url must be an http:// or https:// URL, got "ftp://x".'],
   ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
     expect(stdout).toBe("");
     expect(stderr.split("\n")[0]).toMatch(/^agent-core: /);
     expect(stderr.split("\n")[0]).toContain(message);
+  });
+
+  it.each([
+    [["run", "hi", "--port", "9000"], "--port is for serve: run does not take it."],
+    [["run", "hi", "--database-url", "postgres://db"], "--database-url is for serve: run does not take it."],
+    [["chat", "--verbose"], "--verbose is for run and serve: chat does not take it."],
+    [["chat", "--json"], "--json is for run: chat shows the live view."],
+    [["chat", "--static", "page"], "--static is for serve: chat does not take it."],
+    [["mcp", "--json"], "--json is for run: mcp does not take it."],
+    [["mcp", "--verbose"], "--verbose is for run and serve: mcp does not take it."],
+    [["serve", "--max-cycles", "3"], "--max-cycles is for run, chat and mcp: serve does not take it."],
+    [["serve", "--no-stall"], "--no-stall is for run, chat and mcp: serve does not take it."],
+    [["serve", "--json"], "--json is for run: serve does not take it."],
+    [["serve", "--load", "chat.json"], "--load is for chat: serve does not take it."],
+  ])("refuses %j, an option of another command, with exit 2 rather than ignore it", async (argv, message) => {
+    const { code, stdout, stderr } = await cliWithInput([], ...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines).toEqual([
+      `agent-core: ${message}`,
+      expect.stringMatching(new RegExp(`^Usage: agent-core ${argv[0]} `)),
+    ]);
   });
 
   it("serve: a port in use, or a host it cannot listen on, is one line and exit 1, not a stack trace", async () => {
@@ -152,6 +178,63 @@ describe("main: usage", () => {
     } finally {
       taken.close();
     }
+  });
+
+  it("serve: --model and --base-url override AGENT_CORE_MODEL and OPENAI_BASE_URL, as for run", async () => {
+    const stop = new AbortController();
+    let stdout = "";
+    const served = main(
+      ["serve", "--port", "0", "--model", "flag-model", "--base-url", "http://127.0.0.1:9/flag"],
+      {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: () => {} },
+        env: {
+          OPENAI_API_KEY: "k",
+          AGENT_CORE_MODEL: "env-model",
+          OPENAI_BASE_URL: "http://127.0.0.1:9/env",
+        },
+        signal: stop.signal,
+      },
+    );
+    try {
+      await vi.waitFor(() => expect(stdout).toContain("open http"));
+    } finally {
+      stop.abort();
+    }
+    expect(await served).toBe(0);
+    expect(stdout).toMatch(
+      /^agent-core serve: open http:\/\/127\.0\.0\.1:\d+\/ in a browser \(model: flag-model via http:\/\/127\.0\.0\.1:9\/flag\)\. Ctrl-C stops\.\n$/,
+    );
+  });
+
+  it("refuses a base URL that is not http(s): --base-url's always, OPENAI_BASE_URL's only with OPENAI_API_KEY", async () => {
+    const run = async (env: Record<string, string>, ...options: string[]) => {
+      let stdout = "";
+      let stderr = "";
+      const code = await main(["run", ...options, "hi"], {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        env: { AGENT_CORE_DEMO_DELAY_MS: "0", ...env },
+      });
+      return { code, stdout, stderr };
+    };
+    const withKey = await run({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: "ftp://x" });
+    expect(withKey).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        'agent-core: OPENAI_BASE_URL must be an http:// or https:// URL, got "ftp://x".\nFor example http://localhost:11434/v1 (Ollama); unset it for OpenAI\'s.\n',
+    });
+    const option = await run({}, "--base-url", "ftp://x");
+    expect(option.code).toBe(2);
+    expect(option.stderr.split("\n")[0]).toBe(
+      'agent-core: --base-url must be an http:// or https:// URL, got "ftp://x".',
+    );
+    // Without a key the variable is not read: the demo model answers.
+    const demo = await run({ OPENAI_BASE_URL: "ftp://x" });
+    expect(demo.code).toBe(0);
+    expect(demo.stderr).toBe("");
+    expect(demo.stdout).toContain("[demo] I am the offline demo model");
   });
 
   it("names an unknown orchestrator and lists the registered ones", async () => {
@@ -224,6 +307,24 @@ describe("main: usage", () => {
     expect(await served).toBe(0);
     const runId = JSON.parse(stderr.split("\n")[0] as string).runId;
     expect(typeof runId).toBe("string");
+  });
+
+  it("run exits 1 on a timeout, as on any stop reason but completed", async () => {
+    let stdout = "";
+    const code = await main(["run", "--total-ms", "100", "What is 15*3 and 10+5?"], {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: () => {} },
+      env: { AGENT_CORE_DEMO_DELAY_MS: "50" },
+    });
+    expect(code).toBe(1);
+    expect(stdout).toContain("✗ timeout: The run took longer than 100 ms (timeouts.totalMs).");
+    expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ timeout · /);
+  });
+
+  it("takes the last value of an option given twice", async () => {
+    const { code, stdout } = await cli("run", "--max-cycles", "5", "--max-cycles", "1", "What is 2+2?");
+    expect(code).toBe(1);
+    expect(stdout).toContain("✗ max_cycles: The run reached its limit of 1 model call (limits.maxCycles).");
   });
 
   it("joins unquoted words into one prompt and reads prompts starting with - after --", async () => {

@@ -33,7 +33,7 @@ const RUN_USAGE =
   'agent-core run "<prompt>" [--json] [--verbose] [--orchestrator NAME] [--model NAME] [--total-ms N] …';
 const MCP_USAGE = "agent-core mcp [--orchestrator NAME] [--system TEXT] [--model NAME] …";
 const SERVE_USAGE =
-  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--database-url URL [--worker-id ID]]";
+  "agent-core serve [--verbose] [--port N] [--host HOST] [--static DIR] [--model NAME] [--base-url URL] [--database-url URL [--worker-id ID]]";
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -51,6 +51,40 @@ const OPTIONS = {
   "database-url": { type: "string" },
   "worker-id": { type: "string" },
 } as const;
+
+type CommandName = "run" | "chat" | "serve" | "mcp";
+
+const AGENT_COMMANDS: readonly CommandName[] = ["run", "chat", "mcp"];
+
+/**
+ * The commands each option is for. Parsing takes every option for every command, so one given to
+ * a command that has no use for it (`run --port 9000`, `serve --max-cycles 3`) is refused here:
+ * ignored, it would look as if it had worked.
+ */
+const OPTION_COMMANDS: {
+  [Name in Exclude<keyof typeof OPTIONS, "help" | "version">]: readonly CommandName[];
+} = {
+  json: ["run"],
+  verbose: ["run", "serve"],
+  load: ["chat"],
+  ...(Object.fromEntries(Object.keys(AGENT_OPTIONS).map((name) => [name, AGENT_COMMANDS])) as {
+    [Name in keyof typeof AGENT_OPTIONS]: readonly CommandName[];
+  }),
+  model: [...AGENT_COMMANDS, "serve"],
+  "base-url": [...AGENT_COMMANDS, "serve"],
+  port: ["serve"],
+  host: ["serve"],
+  static: ["serve"],
+  "database-url": ["serve"],
+  "worker-id": ["serve"],
+};
+
+const USAGE: Record<CommandName, string> = {
+  run: RUN_USAGE,
+  chat: CHAT_USAGE,
+  serve: SERVE_USAGE,
+  mcp: MCP_USAGE,
+};
 
 interface RunCommand {
   kind: "run";
@@ -101,16 +135,15 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
       "Missing command.",
       'Run "agent-core --help" for the commands: run, chat, serve and mcp.',
     );
+  if (!isCommandName(name))
+    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat", "serve" and "mcp".`);
+  refuseOtherCommandsOptions(name, values);
   if (name === "serve") {
     if (words.length > 0)
       throw new UsageError(`serve takes no words, got "${words.join(" ")}".`, `Usage: ${SERVE_USAGE}`);
     return parseServeCommand(values, env);
   }
   if (name === "chat") return parseChatCommand(words, values, parseAgentOptions(values, env));
-  if (name !== "run" && name !== "mcp")
-    throw new UsageError(`Unknown command "${name}"; the commands are "run", "chat", "serve" and "mcp".`);
-  if (values.load !== undefined)
-    throw new UsageError(`--load is for chat: ${name} starts a new conversation.`, `Usage: ${RUN_USAGE}`);
   if (name === "mcp") {
     if (words.length > 0)
       throw new UsageError(`mcp takes no words, got "${words.join(" ")}".`, `Usage: ${MCP_USAGE}`);
@@ -126,6 +159,36 @@ function parseCommand(argv: string[], env: CliIO["env"]): Command {
     verbose: values.verbose ?? false,
     agent: parseAgentOptions(values, env),
   };
+}
+
+function isCommandName(name: string): name is CommandName {
+  return Object.hasOwn(USAGE, name);
+}
+
+function refuseOtherCommandsOptions(
+  name: CommandName,
+  values: Partial<Record<keyof typeof OPTIONS, unknown>>,
+): void {
+  for (const [option, commands] of Object.entries(OPTION_COMMANDS)) {
+    if (values[option as keyof typeof OPTIONS] === undefined || commands.includes(name)) continue;
+    throw new UsageError(
+      `--${option} is for ${listed(commands)}: ${name} ${whyNot(option, name)}.`,
+      `Usage: ${USAGE[name]}`,
+    );
+  }
+}
+
+/** The reasons people most often need: the rest are simply not options of the command. */
+function whyNot(option: string, name: CommandName): string {
+  if (option === "load" && name !== "serve") return "starts a new conversation";
+  if (option === "json" && name === "chat") return "shows the live view";
+  return "does not take it";
+}
+
+function listed(commands: readonly CommandName[]): string {
+  return commands.length === 1
+    ? (commands[0] as string)
+    : `${commands.slice(0, -1).join(", ")} and ${commands.at(-1)}`;
 }
 
 async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
@@ -166,8 +229,17 @@ function isParseArgsError(error: unknown): error is TypeError & { code: string }
   );
 }
 
-/** Node's unknown-option message is a paragraph about positionals; most often the option is just mistyped. */
+/**
+ * Node's messages for these are paragraphs (about positionals, or three lines for a value starting
+ * with "-"); a usage error is one line and a hint. An unknown option is most often just mistyped.
+ */
 function fromParseArgsError(error: TypeError & { code: string }): UsageError {
+  const ambiguous = /^Option '([^']+)' argument is ambiguous/.exec(error.message)?.[1];
+  if (ambiguous !== undefined)
+    return new UsageError(
+      `${ambiguous} needs a value, and the word after it starts with "-".`,
+      `Run "agent-core --help" for its values; one that starts with "-" goes after "=": ${ambiguous}=-…`,
+    );
   const option = /^Unknown option '([^']+)'/.exec(error.message)?.[1];
   if (error.code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || option === undefined)
     return new UsageError(error.message);
@@ -202,7 +274,7 @@ the run before it has ended; the exit code is 1 if a run did not complete or a c
 
 serve: the agent over HTTP with a demo page (examples/http-browser) where it uses page tools that
 run in your browser; open the address it prints. --port (default 8787), --host (default
-127.0.0.1), --static (the page's folder). With --database-url postgres://… runs are durable
+127.0.0.1), --static (the page's folder), --model and --base-url as for run. With --database-url postgres://… runs are durable
 (docs/durable-runs.md): each is a workflow in that database that survives a restart, and several
 serve processes on one database share the runs; give them AGENT_CORE_HOOK_SECRET (32+ characters,
 the same in each) and each its own --worker-id.

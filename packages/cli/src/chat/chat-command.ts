@@ -21,7 +21,7 @@ export interface ChatCommand {
 
 export function parseChatCommand(
   words: string[],
-  values: { json?: boolean; load?: string },
+  values: { load?: string },
   agent: AgentOptions,
 ): ChatCommand {
   if (words.length > 0)
@@ -29,7 +29,6 @@ export function parseChatCommand(
       `chat takes no prompt on the command line, got "${words.join(" ")}".`,
       `Type prompts once it starts. Usage: ${CHAT_USAGE}`,
     );
-  if (values.json) throw new UsageError("--json is for run: chat shows the live view.");
   if (values.load === "") throw new UsageError("--load needs a file name.", `Usage: ${CHAT_USAGE}`);
   return { kind: "chat", agent, load: values.load };
 }

@@ -107,6 +107,11 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
         if (editor.edit(pasted, {})) redraw();
         return;
       }
+      const afterEsc = keyAfterEsc(key);
+      if (afterEsc !== undefined) {
+        onKey(undefined, { name: "escape" });
+        return onKey(afterEsc.sequence, afterEsc);
+      }
       if (key.ctrl && key.name === "c") return interrupt();
       exitArmed = false;
       if (key.name === "escape") {
@@ -135,4 +140,18 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
     redraw();
     input.resume();
   });
+}
+
+/**
+ * Esc is a lone "\x1b", and Node waits 500 ms for what may follow it: a key typed in that time
+ * comes as one "meta" (Alt) key, "\x1b/" for Esc then "/". The chat has no Alt keys but
+ * Alt-Backspace, so such a key is Esc (which must abort the run) and then the key itself, whose
+ * character must not be lost. Returns that key, or undefined for any other.
+ */
+function keyAfterEsc(key: Keypress): Keypress | undefined {
+  const { meta, name, sequence } = key;
+  if (!meta || name === "escape" || name === "backspace" || sequence?.startsWith("\x1b") !== true)
+    return undefined;
+  const rest = sequence.slice(1);
+  return rest === "" ? undefined : { ...key, meta: false, sequence: rest };
 }

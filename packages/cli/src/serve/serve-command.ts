@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { errorMessage, type Logger } from "@agent-core/core";
 import { serveNode } from "@agent-core/http";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { parseModelOptions } from "../agent-options.js";
 import type { CliIO } from "../cli-io.js";
 import { jsonLinesLogger } from "../json-lines-logger.js";
 import { modelFromEnv } from "../provider.js";
@@ -18,6 +19,8 @@ export interface ServeCommand {
   staticDir: string;
   /** Log lines of the server and its agents to stderr. */
   verbose: boolean;
+  /** The environment with --model and --base-url over AGENT_CORE_MODEL and OPENAI_BASE_URL. */
+  modelEnv: Record<string, string | undefined>;
   /** Runs durable in this PostgreSQL database, with the secret every serve process shares. */
   durable?: { databaseUrl: string; hookSecret: string; workerId: string };
 }
@@ -33,6 +36,8 @@ export function parseServeCommand(
     verbose?: boolean;
     "database-url"?: string;
     "worker-id"?: string;
+    model?: string | boolean;
+    "base-url"?: string | boolean;
   },
   env: Record<string, string | undefined>,
 ): ServeCommand {
@@ -58,6 +63,7 @@ export function parseServeCommand(
     host: values.host ?? "127.0.0.1",
     staticDir,
     verbose: values.verbose ?? false,
+    modelEnv: parseModelOptions(values, env),
   };
   const databaseUrl = values["database-url"];
   if (databaseUrl === undefined) {
@@ -78,7 +84,7 @@ export function parseServeCommand(
 
 /** Serves the page until `io.signal` aborts (Ctrl-C), then closes every run and connection. */
 export async function servePage(command: ServeCommand, io: CliIO): Promise<number> {
-  const { model, label, demo } = modelFromEnv(io.env, {
+  const { model, label, demo } = modelFromEnv(command.modelEnv, {
     demoModel: (chunkDelayMs) => createPageDemoModel({ chunkDelayMs }),
   });
   const logger = command.verbose ? jsonLinesLogger(io.stderr) : undefined;
