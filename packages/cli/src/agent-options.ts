@@ -123,7 +123,21 @@ export function parseModelOptions(
   values: { model?: string | boolean; "base-url"?: string | boolean },
   env: Record<string, string | undefined>,
 ): Record<string, string | undefined> {
-  return modelEnv(env, values.model as string | undefined, baseUrl(values["base-url"] as string | undefined));
+  return modelEnv(
+    env,
+    modelName(values.model as string | undefined),
+    baseUrl(values["base-url"] as string | undefined),
+  );
+}
+
+/** An empty name would fall back to the default model: the option would look as if it had worked. */
+function modelName(value: string | undefined): string | undefined {
+  if (value !== undefined && value.trim() === "")
+    throw new UsageError(
+      `--model needs a name, got "${value}".`,
+      "Leave the option out for AGENT_CORE_MODEL's model (or the default).",
+    );
+  return value;
 }
 
 /** The CLI's agent: the demo tools, the options' settings, and the history to start from. */

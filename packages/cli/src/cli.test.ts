@@ -95,6 +95,8 @@ describe("main: usage", () => {
     [["chat", "--chunk-ms", "4294967296"], '--chunk-ms must be at most 2147483647, got "4294967296".'],
     [["run", "hi", "--orchestrator="], "--orchestrator needs a name"],
     [["chat", "--orchestrator", " "], "--orchestrator needs a name"],
+    [["run", "hi", "--model="], '--model needs a name, got "".'],
+    [["chat", "--model", " "], '--model needs a name, got " ".'],
   ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
     const { code, stdout, stderr } = await cliWithInput([], ...argv);
     expect(code).toBe(2);
@@ -126,6 +128,7 @@ describe("main: usage", () => {
     [["serve", "--host="], '--host needs a host name or an address, got "".'],
     [["serve", "--host", " "], '--host needs a host name or an address, got " ".'],
     [["serve", "--base-url", "ftp://x"], '--base-url must be an http:// or https:// URL, got "ftp://x".'],
+    [["serve", "--model="], '--model needs a name, got "".'],
   ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect(code).toBe(2);
