@@ -22,9 +22,13 @@ export class AbortedError extends AgentError {
 export class MaxCyclesExceededError extends AgentError {
   readonly maxCycles: number;
   constructor(maxCycles: number) {
-    super("max_cycles", `The run reached its limit of ${maxCycles} model ${maxCycles === 1 ? "call" : "calls"} (limits.maxCycles).`, {
-      stopReason: "max_cycles",
-    });
+    super(
+      "max_cycles",
+      `The run reached its limit of ${maxCycles} model ${maxCycles === 1 ? "call" : "calls"} (limits.maxCycles).`,
+      {
+        stopReason: "max_cycles",
+      },
+    );
     this.maxCycles = maxCycles;
   }
 }
