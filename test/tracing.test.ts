@@ -464,6 +464,23 @@ describe("enabling tracing", () => {
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
+  it("a tracer whose startRun throws: the runs go on untraced, and the agent takes the next prompt", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("one")], [script.text("two")], [script.text("three")]]),
+    });
+    agent.container.registerInstance(TRACING, {
+      startRun: () => {
+        throw new Error("the tracer is broken");
+      },
+    });
+    // The second prompt queues behind the first, the third comes after both ended.
+    const [first, second] = [agent.prompt("a"), agent.prompt("b")];
+    expect((await first.result()).text).toBe("one");
+    expect((await second.result()).text).toBe("two");
+    expect(agent.busy).toBe(false);
+    expect((await agent.prompt("c").result()).stopReason).toBe("completed");
+  });
+
   it("a run under an active span (an HTTP request's) is its child", async () => {
     const agent = tracedAgent({ provider: scriptedModel([[script.text("hi")]]) });
     const request = provider.getTracer("app").startSpan("POST /runs");

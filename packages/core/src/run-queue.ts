@@ -143,11 +143,17 @@ export class RunQueue {
    */
   #observe(run: AgentRun, scope: AbortScope, services: RunServiceSet): RunObserver | undefined {
     const { runId } = run;
-    const traced = services.tracing.startRun({
-      runId,
-      orchestrator: this.#agent.orchestrator.name,
-      signal: scope.signal,
-    });
+    let traced: RunObserver | undefined;
+    try {
+      traced = services.tracing.startRun({
+        runId,
+        orchestrator: this.#agent.orchestrator.name,
+        signal: scope.signal,
+      });
+    } catch {
+      // A tracer that throws: the run goes on untraced, as when its observer throws later (see
+      // `EventPublisher`), rather than fail, or never start and leave the agent busy.
+    }
     const logger = this.#agent.config.logger ?? services.logger;
     return bothObservers(traced, logger === silentLogger ? undefined : new RunLogLines(logger, runId));
   }
