@@ -87,6 +87,28 @@ describe("the logger", () => {
     expect(onceMore.busy).toBe(false);
   });
 
+  it("a logger that throws at a stall nudge leaves the run to go on as it would", async () => {
+    const fails = () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: fails, warn: fails, info: fails, debug: fails };
+    const same = () => [script.toolCall("add", { a: 1, b: 2 })];
+    const model = scriptedModel([same(), same(), [script.text("stopped repeating")]]);
+    const quiet = new Agent({ provider: model, tools: [add] });
+    const loud = new Agent({
+      provider: scriptedModel([same(), same(), [script.text("stopped repeating")]]),
+      tools: [add],
+      logger,
+    });
+    const expected = await quiet.prompt("add").result();
+    const result = await loud.prompt("add").result();
+    expect(result.stopReason).toBe("completed");
+    expect(result.messages.map((m) => ("content" in m ? m.content : m.role))).toEqual(
+      expected.messages.map((m) => ("content" in m ? m.content : m.role)),
+    );
+    expect(result.messages.some((m) => m.role === "toolResult" && m.status === "skipped")).toBe(true);
+  });
+
   it("a failed run logs its error; an aborted one a warning", async () => {
     const logger = recordingLogger();
     const failing = new Agent({ logger });

@@ -88,7 +88,12 @@ export class EventPublisher {
    * tool result), but what a trace or a log wants to show.
    */
   nudged(call: ToolCall, message: string): void {
-    if (!this.#sealed) this.#observer?.nudged(call, message);
+    if (this.#sealed || this.#observer === undefined) return;
+    try {
+      this.#observer.nudged(call, message);
+    } catch {
+      // As in `#observe`: the run goes on, the observer misses the nudge.
+    }
   }
 
   #keepsToolProtocol(event: OrchestratorEvent): boolean {
