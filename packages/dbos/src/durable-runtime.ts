@@ -9,6 +9,7 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   CANCEL_CHANNEL,
@@ -120,6 +121,8 @@ export class DurableRuntime {
       logLevel: "warn",
       ...(this.#options.executorId === undefined ? {} : { executorID: this.#options.executorId }),
     });
+    // Out of reach, it fails here with a clear error, before DBOS holds anything open.
+    await checkReachable(this.#options.databaseUrl, { missingIsFine: true });
     await DBOS.launch();
     await this.#store.createTable();
     // A cancelled run stops at once in the worker that runs it (and later through its messages

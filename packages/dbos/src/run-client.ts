@@ -1,5 +1,6 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
@@ -37,6 +38,7 @@ export class DurableRunClient {
     name?: string;
     queue?: string;
   }): Promise<DurableRunClient> {
+    await checkReachable(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
