@@ -499,6 +499,40 @@ describe("cancel()", () => {
   });
 });
 
+describe("cancel() of a run that is not running", () => {
+  it("leaves an ended run as it ended, sending nothing; refuses an id no workflow has: UnknownRunError", async () => {
+    const ended = await (
+      await runtime.start("noting", "Note it.", { runId: "noted-then-cancelled" })
+    ).result();
+    const messages = async () => {
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query(
+          "SELECT count(*)::int AS n FROM dbos.notifications WHERE destination_uuid = $1",
+          ["noted-then-cancelled"],
+        );
+        return rows[0].n;
+      } finally {
+        await admin.end();
+      }
+    };
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const cancel of [runtime.cancel.bind(runtime), client.cancel.bind(client)]) {
+        await cancel("noted-then-cancelled");
+        await expect(cancel("no-such-run")).rejects.toThrow(new UnknownRunError("no-such-run"));
+        await expect(cancel("noted-then-cancelled.2")).rejects.toBeInstanceOf(UnknownRunError);
+      }
+      expect(await messages()).toBe(0);
+      expect(await runtime.retrieve("noted-then-cancelled").result()).toEqual(ended);
+      expect(await client.result("noted-then-cancelled")).toEqual(ended);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("runtime.prompt()", () => {
   it("refuses an agent that has run before: its runs would keep that run's services, not the workflow's", async () => {
     const agent = new Agent({ provider: byTurn([script.text("One.")], [script.text("Two.")]) });

@@ -159,7 +159,8 @@ export function messageFor(
 }
 
 /**
- * Cancels a run wherever it is: two durable messages reach it if no worker runs it now (a dead
+ * Cancels a run wherever it is (`status`: its workflow's, `undefined` when none has that id:
+ * `UnknownRunError`; an ended one is left as it is): two durable messages reach it if no worker runs it now (a dead
  * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
  * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
  * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
@@ -167,9 +168,14 @@ export function messageFor(
  */
 export async function cancelRun(
   workflowId: string,
+  status: string | undefined,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
 ): Promise<void> {
+  // An id no workflow has is a mistake to say (DBOS would refuse the messages with an error of its
+  // own); a workflow that has ended stays as it ended, with nothing sent that no one would read.
+  if (status === undefined) throw new UnknownRunError(workflowId);
+  if (ENDED.has(status)) return;
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);

@@ -203,11 +203,13 @@ export class DurableRuntime {
 
   /**
    * Cancels a run wherever it executes: it ends as `aborted` (a tool running gets its signal
-   * aborted); a run that waits for an answer ends there.
+   * aborted); a run that waits for an answer ends there. A run whose workflow has ended is left as
+   * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
-  cancel(workflowId: string): Promise<void> {
+  async cancel(workflowId: string): Promise<void> {
     return cancelRun(
       workflowId,
+      (await DBOS.getWorkflowStatus(workflowId))?.status,
       (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
       (message, topic) => DBOS.send(workflowId, message, topic),
     );

@@ -93,11 +93,12 @@ export class DurableRunClient {
   }
 
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
-  cancel(workflowId: string): Promise<void> {
+  async cancel(workflowId: string): Promise<void> {
     this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
     const pool = this.#pool;
     return cancelRun(
       workflowId,
+      (await this.#client.getWorkflow(workflowId))?.status,
       (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
       (message, topic) => this.#client.send(workflowId, message, topic),
     );
