@@ -14,6 +14,7 @@ import {
   ANSWERS,
   CANCEL_CHANNEL,
   cancelRun,
+  checkAnswer,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -184,6 +185,7 @@ export class DurableRuntime {
    */
   async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
+    await checkAnswer(this.#store, workflowId, answer);
     await DBOS.send(workflowId, stamped(answer), ANSWERS);
   }
 
