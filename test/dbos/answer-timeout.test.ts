@@ -48,11 +48,15 @@ afterAll(async () => {
 });
 
 describe("a durable run whose wait for an answer times out", () => {
-  it("ends its workflow with the run's own stop reason; the answers that come later are refused", async () => {
+  it("ends its workflow with the run's own stop reason, unread what was sent meanwhile; the answers that come later are refused", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "unanswered" });
     const began = Date.now();
+    // Taken while the run waits (the workflow has not ended), but read only by a run that resumes.
+    await untilEvent(runtime, "unanswered", "agent_end", 20_000);
+    await runtime.followUp("unanswered", "Any news?");
     const result = await run.result();
     expect(Date.now() - began).toBeGreaterThanOrEqual(ANSWER_TIMEOUT_MS);
+    expect(result.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
     expect(result).toMatchObject({
       runId: "unanswered",
       runIds: ["unanswered"],
