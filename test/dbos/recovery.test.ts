@@ -10,7 +10,15 @@ import {
 import { createAgentServer, serveNode } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, type AgentEvent, type AgentMessage, defineTool, FatalToolError } from "agent-core";
+import {
+  Agent,
+  type AgentEvent,
+  type AgentMessage,
+  ClientToolError,
+  defineTool,
+  FatalToolError,
+  InvalidConfigError,
+} from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -458,6 +466,46 @@ describe("a durable run that waits", () => {
   });
 });
 
+describe("an answer the waiting run could not take", () => {
+  it("is refused as the agent refuses it in process, and the run still waits for the right one", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "approving-checked" });
+    await untilStored("approving-checked", "agent_end");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const answer of [runtime.answer.bind(runtime), client.answer.bind(client)]) {
+        await expect(
+          answer("approving-checked", { kind: "approval", toolCallId: "n9", approved: true }),
+        ).rejects.toThrow(new InvalidConfigError('No tool call "n9" is waiting for approval.'));
+        await expect(
+          answer("approving-checked", { kind: "tool-result", toolCallId: "n3", outcome: { result: 1 } }),
+        ).rejects.toThrow(new ClientToolError('No client tool call "n3" is waiting for a result.'));
+        const reason = 42 as unknown as string;
+        await expect(
+          answer("approving-checked", { kind: "approval", toolCallId: "n3", approved: false, reason }),
+        ).rejects.toThrow(new InvalidConfigError("A denial's reason must be a string, got number."));
+        const outcome = { error: 42 } as unknown as { error: string };
+        await expect(
+          answer("approving-checked", { kind: "tool-result", toolCallId: "n3", outcome }),
+        ).rejects.toThrow(
+          new ClientToolError(
+            'The outcome for client tool call "n3" must be { result } or { error: string }: error must be a string, got number.',
+          ),
+        );
+      }
+      // None of them reached the run: the right answer resumes it.
+      await client.answer("approving-checked", { kind: "approval", toolCallId: "n3", approved: true });
+      const result = await run.result();
+      expect(result).toMatchObject({
+        stopReason: "completed",
+        runIds: ["approving-checked", "approving-checked.2"],
+      });
+      expect(results(result.messages)).toEqual([["n3", "ok", "noted"]]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("a run id", () => {
   it("of the form of a workflow's later runs (<runId>.2, …) is refused: it would share their events", async () => {
     const client = await DurableRunClient.connect({ databaseUrl });
@@ -496,6 +544,40 @@ describe("cancel()", () => {
       new Promise((resolve) => setTimeout(() => resolve("still running after 5 s"), 5000)),
     ]);
     expect(ended).toBe("aborted");
+  });
+});
+
+describe("cancel() of a run that is not running", () => {
+  it("leaves an ended run as it ended, sending nothing; refuses an id no workflow has: UnknownRunError", async () => {
+    const ended = await (
+      await runtime.start("noting", "Note it.", { runId: "noted-then-cancelled" })
+    ).result();
+    const messages = async () => {
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query(
+          "SELECT count(*)::int AS n FROM dbos.notifications WHERE destination_uuid = $1",
+          ["noted-then-cancelled"],
+        );
+        return rows[0].n;
+      } finally {
+        await admin.end();
+      }
+    };
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const cancel of [runtime.cancel.bind(runtime), client.cancel.bind(client)]) {
+        await cancel("noted-then-cancelled");
+        await expect(cancel("no-such-run")).rejects.toThrow(new UnknownRunError("no-such-run"));
+        await expect(cancel("noted-then-cancelled.2")).rejects.toBeInstanceOf(UnknownRunError);
+      }
+      expect(await messages()).toBe(0);
+      expect(await runtime.retrieve("noted-then-cancelled").result()).toEqual(ended);
+      expect(await client.result("noted-then-cancelled")).toEqual(ended);
+    } finally {
+      await client.close();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import {
   AgentError,
+  ClientToolError,
   type ClientToolOutcome,
   errorMessage,
   InvalidConfigError,
@@ -7,6 +8,7 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { RecordedClock } from "./durable-services.js";
+import type { EventStore } from "./event-store.js";
 
 /**
  * What reaches a durable run from outside, as DBOS messages (delivered to the workflow wherever it
@@ -123,6 +125,50 @@ export async function resultOf<T>(runId: string, result: Promise<T>): Promise<T>
   }
 }
 
+/**
+ * Throws, as the agent's `approve()`, `deny()` or `submitToolResult()` would in process, when the
+ * run could not take the answer: a denial's reason that is not text, an outcome that is neither
+ * `{ result }` nor `{ error: string }`, or (when the workflow's last run has ended waiting) a call
+ * it does not wait for. In the workflow such an answer would be dropped, and the run would go on
+ * waiting until `answerTimeoutMs` with no one told why. A run that has not suspended yet is not
+ * checked: an answer sent before it waits is kept for its wait.
+ */
+export async function checkAnswer(
+  store: Pick<EventStore, "lastRun" | "last">,
+  workflowId: string,
+  answer: DurableAnswer,
+): Promise<void> {
+  if (answer.kind === "cancel") return;
+  const { toolCallId } = answer;
+  if (answer.kind === "approval" && answer.reason !== undefined && typeof answer.reason !== "string")
+    throw new InvalidConfigError(`A denial's reason must be a string, got ${typeof answer.reason}.`);
+  if (answer.kind === "tool-result") {
+    const problem = outcomeProblem(answer.outcome);
+    if (problem !== undefined)
+      throw new ClientToolError(
+        `The outcome for client tool call "${toolCallId}" must be { result } or { error: string }: ${problem}.`,
+      );
+  }
+  const last = await store.last(await store.lastRun(workflowId));
+  if (last?.type !== "agent_end") return;
+  const waits = (calls: { toolCallId: string }[] | undefined) =>
+    (calls ?? []).some((call) => call.toolCallId === toolCallId);
+  if (answer.kind === "approval" && !waits(last.pendingApprovals))
+    throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
+  if (answer.kind === "tool-result" && !waits(last.pendingClientTools))
+    throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+}
+
+/** What is wrong with a client tool's outcome (as the agent checks it), or undefined. */
+function outcomeProblem(outcome: unknown): string | undefined {
+  if (typeof outcome !== "object" || outcome === null)
+    return `got ${outcome === null ? "null" : typeof outcome}`;
+  if ("result" in outcome === "error" in outcome) return "give either result or error";
+  if ("error" in outcome && typeof outcome.error !== "string")
+    return `error must be a string, got ${typeof outcome.error}`;
+  return undefined;
+}
+
 /** The answer as sent: stamped with the sending time. */
 export function stamped(answer: DurableAnswer): DurableAnswer {
   return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
@@ -159,7 +205,8 @@ export function messageFor(
 }
 
 /**
- * Cancels a run wherever it is: two durable messages reach it if no worker runs it now (a dead
+ * Cancels a run wherever it is (`status`: its workflow's, `undefined` when none has that id:
+ * `UnknownRunError`; an ended one is left as it is): two durable messages reach it if no worker runs it now (a dead
  * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
  * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
  * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
@@ -167,9 +214,14 @@ export function messageFor(
  */
 export async function cancelRun(
   workflowId: string,
+  status: string | undefined,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
 ): Promise<void> {
+  // An id no workflow has is a mistake to say (DBOS would refuse the messages with an error of its
+  // own); a workflow that has ended stays as it ended, with nothing sent that no one would read.
+  if (status === undefined) throw new UnknownRunError(workflowId);
+  if (ENDED.has(status)) return;
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);

@@ -9,10 +9,12 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   CANCEL_CHANNEL,
   cancelRun,
+  checkAnswer,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -120,6 +122,8 @@ export class DurableRuntime {
       logLevel: "warn",
       ...(this.#options.executorId === undefined ? {} : { executorID: this.#options.executorId }),
     });
+    // Out of reach, it fails here with a clear error, before DBOS holds anything open.
+    await checkReachable(this.#options.databaseUrl, { missingIsFine: true });
     await DBOS.launch();
     await this.#store.createTable();
     // A cancelled run stops at once in the worker that runs it (and later through its messages
@@ -181,6 +185,7 @@ export class DurableRuntime {
    */
   async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
+    await checkAnswer(this.#store, workflowId, answer);
     await DBOS.send(workflowId, stamped(answer), ANSWERS);
   }
 
@@ -200,11 +205,13 @@ export class DurableRuntime {
 
   /**
    * Cancels a run wherever it executes: it ends as `aborted` (a tool running gets its signal
-   * aborted); a run that waits for an answer ends there.
+   * aborted); a run that waits for an answer ends there. A run whose workflow has ended is left as
+   * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
-  cancel(workflowId: string): Promise<void> {
+  async cancel(workflowId: string): Promise<void> {
     return cancelRun(
       workflowId,
+      (await DBOS.getWorkflowStatus(workflowId))?.status,
       (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
       (message, topic) => DBOS.send(workflowId, message, topic),
     );

@@ -68,6 +68,13 @@ export class EventStore {
   async endFailedRun(workflowId: string, failure: { code: string; message: string }): Promise<void> {
     // The events published before the failure are stored first.
     await this.#writing.catch(() => {});
+    const runId = await this.lastRun(workflowId);
+    const ending = failedRunEnding(runId, await this.read(runId), failure, Date.now());
+    if (ending.length > 0) await this.#insert(ending);
+  }
+
+  /** The id of the workflow's last run that stored an event: `<workflowId>.<n>`, or its own. */
+  async lastRun(workflowId: string): Promise<string> {
     let runId = workflowId;
     // The runs of a workflow are `<id>`, `<id>.2`, `<id>.3`, …: a primary key lookup each.
     for (let index = 2; ; index++) {
@@ -76,11 +83,18 @@ export class EventStore {
         "SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1",
         [next],
       );
-      if (rowCount === 0) break;
+      if (rowCount === 0) return runId;
       runId = next;
     }
-    const ending = failedRunEnding(runId, await this.read(runId), failure, Date.now());
-    if (ending.length > 0) await this.#insert(ending);
+  }
+
+  /** The run's last stored event, if any. */
+  async last(runId: string): Promise<AgentEvent | undefined> {
+    const { rows } = await this.#pool.query<{ event: AgentEvent }>(
+      "SELECT event FROM agent_core_events WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
+      [runId],
+    );
+    return rows[0]?.event;
   }
 
   /** The stored events of a run after `after`, in seq order. */

@@ -1,8 +1,10 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
+  checkAnswer,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -14,6 +16,7 @@ import {
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
+import { EventStore } from "./event-store.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -23,7 +26,7 @@ export class DurableRunClient {
   readonly #client: DBOSClient;
   readonly #queue: string;
   readonly #databaseUrl: string;
-  /** For `cancel()`'s NOTIFY, made when first needed. */
+  /** For reading the event log and `cancel()`'s NOTIFY, made when first needed. */
   #pool: pg.Pool | undefined;
 
   private constructor(client: DBOSClient, queue: string, databaseUrl: string) {
@@ -37,6 +40,7 @@ export class DurableRunClient {
     name?: string;
     queue?: string;
   }): Promise<DurableRunClient> {
+    await checkReachable(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
@@ -77,6 +81,7 @@ export class DurableRunClient {
    */
   async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
+    await checkAnswer(new EventStore(this.#connection()), workflowId, answer);
     await this.#client.send(workflowId, stamped(answer), ANSWERS);
   }
 
@@ -91,14 +96,20 @@ export class DurableRunClient {
   }
 
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
-  cancel(workflowId: string): Promise<void> {
-    this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
-    const pool = this.#pool;
+  async cancel(workflowId: string): Promise<void> {
+    const pool = this.#connection();
     return cancelRun(
       workflowId,
+      (await this.#client.getWorkflow(workflowId))?.status,
       (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
       (message, topic) => this.#client.send(workflowId, message, topic),
     );
+  }
+
+  /** The client's own connection (for reading the event log, and cancels' `NOTIFY`). */
+  #connection(): pg.Pool {
+    this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
+    return this.#pool;
   }
 
   async #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {

@@ -1,0 +1,95 @@
+import { type DurableRunResult, DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent, defineTool } from "agent-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
+
+// A durable run that waits for an answer waits `answerTimeoutMs`, counted from when it began to
+// wait: what its result is when no answer comes, and what a run recovered mid-wait has left.
+
+const ANSWER_TIMEOUT_MS = 6000;
+let postgres: ThrowawayPostgres;
+let runtime: DurableRuntime;
+let noteRuns = 0;
+
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({}),
+  execute: () => {
+    noteRuns++;
+    return "noted";
+  },
+});
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  runtime = new DurableRuntime({
+    databaseUrl: await postgres.createDatabase("agent_core_answer_timeout"),
+    answerTimeoutMs: ANSWER_TIMEOUT_MS,
+    agents: {
+      approving: () =>
+        new Agent({
+          provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
+          tools: [note],
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
+    },
+  });
+  await runtime.launch();
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.shutdown();
+  postgres?.stop();
+});
+
+describe("a durable run whose wait for an answer times out", () => {
+  it("ends its workflow with the run's own stop reason, unread what was sent meanwhile; the answers that come later are refused", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "unanswered" });
+    const began = Date.now();
+    // Taken while the run waits (the workflow has not ended), but read only by a run that resumes.
+    await untilEvent(runtime, "unanswered", "agent_end", 20_000);
+    await runtime.followUp("unanswered", "Any news?");
+    const result = await run.result();
+    expect(Date.now() - began).toBeGreaterThanOrEqual(ANSWER_TIMEOUT_MS);
+    expect(result.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    expect(result).toMatchObject({
+      runId: "unanswered",
+      runIds: ["unanswered"],
+      stopReason: "awaiting_approval",
+      text: "",
+    });
+    const log = await runtime.events("unanswered");
+    assertEventProtocol(log);
+    expect(log.filter((event) => event.type === "agent_end")).toEqual([
+      expect.objectContaining({ stopReason: "awaiting_approval" }),
+    ]);
+    await expect(
+      runtime.answer("unanswered", { kind: "approval", toolCallId: "n1", approved: true }),
+    ).rejects.toBeInstanceOf(RunEndedError);
+    await expect(runtime.steer("unanswered", "Too late.")).rejects.toBeInstanceOf(RunEndedError);
+    expect(noteRuns).toBe(0);
+  }, 60_000);
+
+  it("recovered while it waits, waits what was left of its time, not all of it again", async () => {
+    await runtime.start("approving", "Note it.", { runId: "waiting" });
+    await untilEvent(runtime, "waiting", "agent_end", 20_000);
+    // Two thirds of its wait pass; then its worker dies, and another recovers the workflow: a
+    // fork after its recorded steps replays them (the wait's deadline among them) and goes on live.
+    await new Promise((resolve) => setTimeout(resolve, (ANSWER_TIMEOUT_MS * 2) / 3));
+    const steps = (await DBOS.listWorkflowSteps("waiting")) ?? [];
+    const recovered = Date.now();
+    const fork = await DBOS.forkWorkflow<DurableRunResult>(
+      "waiting",
+      Math.max(...steps.map((step) => step.functionID)) + 1,
+      { newWorkflowID: "waiting-recovered" },
+    );
+    expect((await fork.getResult()).stopReason).toBe("awaiting_approval");
+    // A third was left (2 s); the whole wait again would be 6 s.
+    expect(Date.now() - recovered).toBeLessThan(ANSWER_TIMEOUT_MS - 1000);
+  }, 60_000);
+});

@@ -1,0 +1,78 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { DurableRunClient, DurableRuntime } from "@agent-core/dbos";
+import { InvalidConfigError } from "agent-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// A database URL that leads nowhere: `launch()` and `DurableRunClient.connect()` fail at once
+// with a clear error, and leave nothing that holds the process open. Each runs in a process of
+// its own (DBOS is one per process), which must end by itself.
+
+const CONNECTING = fileURLToPath(new URL("./connecting.ts", import.meta.url));
+let postgres: ThrowawayPostgres;
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+
+afterAll(() => postgres?.stop());
+
+/** The process's JSON line, or a rejection when it has not ended by itself within `timeoutMs`. */
+function connecting(mode: "runtime" | "client", databaseUrl: string, timeoutMs = 30_000): Promise<unknown> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=@agent-core/source", CONNECTING, mode, databaseUrl],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let stdout = "";
+  child.stdout?.on("data", (chunk) => (stdout += chunk));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${mode} had not ended after ${timeoutMs} ms; it printed: ${stdout}`));
+    }, timeoutMs);
+    child.on("exit", () => {
+      clearTimeout(timer);
+      resolve(JSON.parse(stdout.trim().split("\n").at(-1) as string));
+    });
+  });
+}
+
+describe("a database URL", () => {
+  it("that is not postgres:// is refused by the runtime and the client alike: InvalidConfigError", async () => {
+    const message = 'databaseUrl must be a postgres:// URL, got "mysql://db".';
+    expect(() => new DurableRuntime({ databaseUrl: "mysql://db", agents: {} })).toThrow(
+      new InvalidConfigError(message),
+    );
+    await expect(DurableRunClient.connect({ databaseUrl: "mysql://db" })).rejects.toThrow(
+      new InvalidConfigError(message),
+    );
+  });
+});
+
+describe("a database out of reach", () => {
+  it.each(["runtime", "client"] as const)(
+    "fails the %s's start with database_unreachable, and the process ends",
+    async (mode) => {
+      // Nothing listens on port 1 of the loopback: the connection is refused.
+      expect(await connecting(mode, "postgres://postgres@127.0.0.1:1/agent_core")).toEqual({
+        name: "AgentError",
+        code: "database_unreachable",
+        message: "Cannot reach the database: connect ECONNREFUSED 127.0.0.1:1",
+      });
+    },
+    40_000,
+  );
+
+  it("of a server that answers without the database: launch() creates it, a client finds nothing to follow", async () => {
+    const missing = postgres.url("agent_core_missing");
+    expect(await connecting("client", missing)).toEqual({
+      name: "AgentError",
+      code: "database_unreachable",
+      message: 'Cannot reach the database: database "agent_core_missing" does not exist',
+    });
+    expect(await connecting("runtime", missing)).toMatchObject({ ok: true });
+    expect(await connecting("client", missing)).toEqual({ ok: true });
+  }, 90_000);
+});
