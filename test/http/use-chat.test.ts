@@ -232,6 +232,28 @@ describe("useChat against createUseChatHandler", () => {
     expect(textOf(answer)).toBe("Adding.2+3 = 5");
   });
 
+  it("a server tool's result that JSON rewrites (a Date) is checked as the page read it", async () => {
+    const clock = defineTool({
+      name: "clock",
+      description: "The time",
+      inputSchema: z.object({}),
+      execute: () => ({ at: new Date(0), zone: undefined }),
+    });
+    const model = scriptedModel([
+      [script.toolCall("clock", {}, { id: "c1" })],
+      [script.text("Midnight.")],
+      [script.text("Still midnight.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [clock] })));
+    const answer = await page.send("what time is it?");
+    expect(toolParts(answer)[0]).toMatchObject({
+      state: "output-available",
+      output: { at: "1970-01-01T00:00:00.000Z" },
+    });
+    // The page resends the output it read: the same as the server's, so the chat goes on.
+    expect(textOf(await page.send("and now?"))).toBe("Still midnight.");
+  });
+
   it("runs a client tool in the page: its output, posted with the chat, resumes the run", async () => {
     const model = scriptedModel([
       [script.text("Let me look."), script.toolCall("get_location", {}, { id: "loc1" })],
