@@ -14,6 +14,7 @@ import {
   readUIMessageStream,
   type UIMessage,
   type UIMessageChunk,
+  uiMessageChunkSchema,
 } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -38,8 +39,10 @@ const bookTable = defineTool({
 });
 
 const handlers: UseChatHandler[] = [];
+const refusedChunks: unknown[] = [];
 afterEach(() => {
   for (const handler of handlers.splice(0)) handler.close();
+  expect(refusedChunks.splice(0), "chunks the AI SDK's uiMessageChunkSchema refuses").toEqual([]);
 });
 
 function chatHandler(
@@ -77,16 +80,29 @@ function uiChunks(response: Response): ReadableStream<UIMessageChunk> {
   let buffer = "";
   return response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
     new TransformStream<string, UIMessageChunk>({
-      transform(text, controller) {
+      async transform(text, controller) {
         buffer += text;
         for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
           const data = buffer.slice(0, end).replace(/^data: /, "");
           buffer = buffer.slice(end + 2);
-          if (data !== "[DONE]") controller.enqueue(JSON.parse(data));
+          if (data !== "[DONE]") controller.enqueue(await checkedChunk(JSON.parse(data)));
         }
       },
     }),
   );
+}
+
+const chunkSchema = uiMessageChunkSchema();
+
+/**
+ * A chunk as DefaultChatTransport takes it: checked against the AI SDK's own chunk schema. One it
+ * would refuse is kept for afterEach to fail the test with (a stream that errors leaves
+ * readUIMessageStream waiting).
+ */
+async function checkedChunk(chunk: unknown): Promise<UIMessageChunk> {
+  const checked = await chunkSchema.validate?.(chunk);
+  if (checked === undefined || !checked.success) refusedChunks.push(chunk);
+  return chunk as UIMessageChunk;
 }
 
 /** The assistant message a response streams (continuing `message` when given), once it ended. */
