@@ -620,6 +620,45 @@ describe("what a page resends is checked against the server's chat", () => {
   });
 });
 
+describe("the other refusals the docs name", () => {
+  it("empty-message, invalid-approval, invalid-json, unsupported-media-type, rate-limited", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([[script.toolCall("book_table", { city: "Oslo", people: 8 }, { id: "b1" })]]),
+        tools: [bookTable],
+      }),
+      { rateLimit: { points: 5, durationSec: 60 } },
+    );
+    const blank = { id: "u0", role: "user", parts: [{ type: "text", text: "  " }] };
+    const post = (body: unknown) => handler.fetch(chatRequest(body as Record<string, unknown>));
+    expect(await refusal(await post({ id: "c", messages: [blank], trigger: "submit-message" }))).toEqual([
+      422,
+      "empty-message",
+    ]);
+    // A page whose approval response says neither yes nor no.
+    const page = new Page(handler);
+    await page.send("a table for 8");
+    const last = page.messages.at(-1) as UIMessage;
+    last.parts = last.parts.map((part) =>
+      isToolUIPart(part) ? ({ ...part, state: "approval-responded" } as typeof part) : part,
+    );
+    expect(await refusal(await page.post())).toEqual([422, "invalid-approval"]);
+    const raw = (body: string, type: string) =>
+      handler.fetch(
+        new Request("http://chat.test/api/chat", {
+          method: "POST",
+          headers: { "content-type": type, "x-user": "alice" },
+          body,
+        }),
+      );
+    expect(await refusal(await raw("{", "application/json"))).toEqual([400, "invalid-json"]);
+    expect(await refusal(await raw("{}", "text/plain"))).toEqual([415, "unsupported-media-type"]);
+    // Five posts so far: the sixth within the minute is one too many.
+    const limited = await raw("{}", "application/json");
+    expect(await refusal(limited)).toEqual([429, "rate-limited"]);
+  });
+});
+
 describe("run time", () => {
   it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
     const handler = chatHandler(
