@@ -6,6 +6,7 @@ import {
   defineTool,
   InvalidConfigError,
   TimeoutError,
+  ToolRegistry,
   type ToolResultMessage,
 } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
@@ -108,6 +109,9 @@ describe("a ToolSet in new Agent({ tools })", () => {
     const again = { calculator: tool({ inputSchema: weatherInput, execute: () => 1 }) };
     expect(() => new Agent({ tools: [calculator, again] })).toThrow(DuplicateToolError);
     expect(() => new Agent({ tools: [again, again] })).toThrow(/"calculator" is already registered/);
+    expect(() => new ToolRegistry([again]).register(calculator)).toThrow(
+      expect.objectContaining({ name: "DuplicateToolError", code: "duplicate_tool" }),
+    );
   });
 
   it("refuses a provider tool at new Agent(), naming it", () => {
