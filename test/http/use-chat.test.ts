@@ -659,6 +659,26 @@ describe("the other refusals the docs name", () => {
   });
 });
 
+describe("maxMessages", () => {
+  it("counts user and assistant messages; a post of more is 400 invalid-body at messages", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }), {
+      maxMessages: 2,
+    });
+    const page = new Page(handler);
+    expect(textOf(await page.send("first"))).toBe("one");
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "second" }] });
+    const refused = await page.post();
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: {
+        code: "invalid-body",
+        message: "The body does not match what this route takes.",
+        issues: [{ path: "messages", message: "Too big: expected array to have <=2 items" }],
+      },
+    });
+  });
+});
+
 describe("run time", () => {
   it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
     const handler = chatHandler(
