@@ -1,3 +1,4 @@
+import { InvalidConfigError } from "@agent-core/core";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import type { McpConnection } from "./mcp-connection.js";
@@ -48,6 +49,23 @@ describe("agentToolsOf", () => {
       { prefix: "fs" },
     );
     expect(tools.map((tool) => tool.name)).toEqual(["fs_notes_read", "fs_a_b"]);
+  });
+
+  it('gives any character model APIs refuse as "_", not only "." and "/"', () => {
+    const tools = agentToolsOf(connection, [mcpTool("read file"), mcpTool("météo:now")], {});
+    expect(tools.map((tool) => tool.name)).toEqual(["read_file", "m_t_o_now"]);
+  });
+
+  it("refuses a prefix model APIs refuse as the caller's InvalidConfigError, not the server's error", () => {
+    for (const prefix of ["my.fs", "my fs", ""]) {
+      const refused = () => agentToolsOf(connection, [mcpTool("read")], { prefix });
+      expect(refused).toThrow(InvalidConfigError);
+      expect(refused).toThrow(
+        new InvalidConfigError(
+          `tools({ prefix }): the prefix must be letters, digits, "_" or "-" (what model APIs accept in a tool name), got ${JSON.stringify(prefix)}.`,
+        ),
+      );
+    }
   });
 
   it("refuses a schema that does not compile, naming the server and the tool", () => {
