@@ -5,6 +5,7 @@ import {
   DuplicateToolError,
   defineTool,
   InvalidConfigError,
+  OrchestratorError,
   TimeoutError,
   ToolRegistry,
   type ToolResultMessage,
@@ -212,6 +213,39 @@ describe("an AI SDK tool's needsApproval", () => {
       ["denied: too far", "denied"],
     ]);
     expect(execute).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("an AI SDK tool's needsApproval that throws", () => {
+  it("ends the run as a hook that throws: orchestrator_error, no call of the reply runs", async () => {
+    const ran = vi.fn();
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("pay", {}, { id: "p1" }), script.toolCall("log", {}, { id: "l1" })],
+        [script.text("never")],
+      ]),
+      tools: {
+        pay: tool({
+          inputSchema: z.object({}),
+          needsApproval: () => {
+            throw new Error("no rule for this");
+          },
+          execute: ran,
+        }),
+        log: tool({ inputSchema: z.object({}), execute: ran }),
+      },
+    });
+    const statuses: string[] = [];
+    agent.on("tool_result", (event) => statuses.push(`${event.toolName} ${event.status}`));
+    const result = await agent.prompt("pay").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(OrchestratorError);
+    expect(result.error).toMatchObject({
+      code: "orchestrator_error",
+      message: 'Orchestrator "agentic" failed: no rule for this',
+    });
+    expect(statuses).toEqual(["pay error", "log error"]);
+    expect(ran).not.toHaveBeenCalled();
   });
 });
 
