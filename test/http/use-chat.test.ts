@@ -659,6 +659,52 @@ describe("the other refusals the docs name", () => {
   });
 });
 
+describe("chatTtlMs", () => {
+  /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
+  function clockedPage(toolMs: number) {
+    const clock = { now: 0 };
+    const slow = defineTool({
+      name: "slow",
+      description: "Takes a while",
+      inputSchema: z.object({}),
+      execute: () => {
+        clock.now += toolMs;
+        return "done";
+      },
+    });
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("slow", {}, { id: "s1" })],
+          [script.text("one")],
+          [script.text("two")],
+        ]),
+        tools: [slow],
+      }),
+      { chatTtlMs: 1_000, now: () => clock.now },
+    );
+    return { clock, handler, page: new Page(handler) };
+  }
+
+  it("forgets a chat idle longer than chatTtlMs: its next post is 404 chat-not-found", async () => {
+    const { clock, handler, page } = clockedPage(0);
+    await page.send("first");
+    expect(handler.chatCount).toBe(1);
+    clock.now = 1_001;
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "second" }] });
+    expect(await refusal(await page.post())).toEqual([404, "chat-not-found"]);
+    expect(handler.chatCount).toBe(0);
+  });
+
+  it("counts idle time from the end of the answer, not from the post that asked for it", async () => {
+    // The answer takes 800 ms; the next post comes 700 ms after it ended, 1.5 s after the first.
+    const { clock, page } = clockedPage(800);
+    expect(textOf(await page.send("first"))).toBe("one");
+    clock.now += 700;
+    expect(textOf(await page.send("second"))).toBe("two");
+  });
+});
+
 describe("maxMessages", () => {
   it("counts user and assistant messages; a post of more is 400 invalid-body at messages", async () => {
     const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }), {
