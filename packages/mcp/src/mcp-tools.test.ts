@@ -27,15 +27,20 @@ describe("agentToolsOf", () => {
     expect(issues?.map((issue) => [issue.path, issue.message])).toEqual([[["point", 1], "must be string"]]);
   });
 
-  it("reads a schema that names draft-07 as draft-07", () => {
-    const inputSchema = {
-      $schema: "http://json-schema.org/draft-07/schema#",
-      type: "object",
-      properties: { point: { type: "array", prefixItems: [{ type: "number" }, { type: "string" }] } },
-    };
-    const [tool] = agentToolsOf(connection, [mcpTool("plot", inputSchema)], {});
-    // prefixItems is no draft-07 keyword: ignored.
-    expect(tool?.inputSchema.safeParse({ point: [1, 2] }).success).toBe(true);
+  it("reads a schema that names draft-07 as draft-07, over http or https", () => {
+    for (const $schema of [
+      "http://json-schema.org/draft-07/schema#",
+      "https://json-schema.org/draft-07/schema#",
+    ]) {
+      const inputSchema = {
+        $schema,
+        type: "object",
+        properties: { point: { type: "array", prefixItems: [{ type: "number" }, { type: "string" }] } },
+      };
+      const [tool] = agentToolsOf(connection, [mcpTool("plot", inputSchema)], {});
+      // prefixItems is no draft-07 keyword: ignored.
+      expect(tool?.inputSchema.safeParse({ point: [1, 2] }).success).toBe(true);
+    }
   });
 
   it('gives "." and "/" of MCP names as "_", puts the prefix first and leaves out tools that need MCP tasks', () => {
