@@ -5,7 +5,9 @@ import {
   DuplicateToolError,
   defineTool,
   InvalidConfigError,
+  OrchestratorError,
   TimeoutError,
+  ToolRegistry,
   type ToolResultMessage,
 } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
@@ -108,6 +110,9 @@ describe("a ToolSet in new Agent({ tools })", () => {
     const again = { calculator: tool({ inputSchema: weatherInput, execute: () => 1 }) };
     expect(() => new Agent({ tools: [calculator, again] })).toThrow(DuplicateToolError);
     expect(() => new Agent({ tools: [again, again] })).toThrow(/"calculator" is already registered/);
+    expect(() => new ToolRegistry([again]).register(calculator)).toThrow(
+      expect.objectContaining({ name: "DuplicateToolError", code: "duplicate_tool" }),
+    );
   });
 
   it("refuses a provider tool at new Agent(), naming it", () => {
@@ -208,6 +213,39 @@ describe("an AI SDK tool's needsApproval", () => {
       ["denied: too far", "denied"],
     ]);
     expect(execute).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("an AI SDK tool's needsApproval that throws", () => {
+  it("ends the run as a hook that throws: orchestrator_error, no call of the reply runs", async () => {
+    const ran = vi.fn();
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("pay", {}, { id: "p1" }), script.toolCall("log", {}, { id: "l1" })],
+        [script.text("never")],
+      ]),
+      tools: {
+        pay: tool({
+          inputSchema: z.object({}),
+          needsApproval: () => {
+            throw new Error("no rule for this");
+          },
+          execute: ran,
+        }),
+        log: tool({ inputSchema: z.object({}), execute: ran }),
+      },
+    });
+    const statuses: string[] = [];
+    agent.on("tool_result", (event) => statuses.push(`${event.toolName} ${event.status}`));
+    const result = await agent.prompt("pay").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(OrchestratorError);
+    expect(result.error).toMatchObject({
+      code: "orchestrator_error",
+      message: 'Orchestrator "agentic" failed: no rule for this',
+    });
+    expect(statuses).toEqual(["pay error", "log error"]);
+    expect(ran).not.toHaveBeenCalled();
   });
 });
 

@@ -14,6 +14,7 @@ import {
   readUIMessageStream,
   type UIMessage,
   type UIMessageChunk,
+  uiMessageChunkSchema,
 } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -38,8 +39,10 @@ const bookTable = defineTool({
 });
 
 const handlers: UseChatHandler[] = [];
+const refusedChunks: unknown[] = [];
 afterEach(() => {
   for (const handler of handlers.splice(0)) handler.close();
+  expect(refusedChunks.splice(0), "chunks the AI SDK's uiMessageChunkSchema refuses").toEqual([]);
 });
 
 function chatHandler(
@@ -77,16 +80,29 @@ function uiChunks(response: Response): ReadableStream<UIMessageChunk> {
   let buffer = "";
   return response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
     new TransformStream<string, UIMessageChunk>({
-      transform(text, controller) {
+      async transform(text, controller) {
         buffer += text;
         for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
           const data = buffer.slice(0, end).replace(/^data: /, "");
           buffer = buffer.slice(end + 2);
-          if (data !== "[DONE]") controller.enqueue(JSON.parse(data));
+          if (data !== "[DONE]") controller.enqueue(await checkedChunk(JSON.parse(data)));
         }
       },
     }),
   );
+}
+
+const chunkSchema = uiMessageChunkSchema();
+
+/**
+ * A chunk as DefaultChatTransport takes it: checked against the AI SDK's own chunk schema. One it
+ * would refuse is kept for afterEach to fail the test with (a stream that errors leaves
+ * readUIMessageStream waiting).
+ */
+async function checkedChunk(chunk: unknown): Promise<UIMessageChunk> {
+  const checked = await chunkSchema.validate?.(chunk);
+  if (checked === undefined || !checked.success) refusedChunks.push(chunk);
+  return chunk as UIMessageChunk;
 }
 
 /** The assistant message a response streams (continuing `message` when given), once it ended. */
@@ -230,6 +246,28 @@ describe("useChat against createUseChatHandler", () => {
       output: 5,
     });
     expect(textOf(answer)).toBe("Adding.2+3 = 5");
+  });
+
+  it("a server tool's result that JSON rewrites (a Date) is checked as the page read it", async () => {
+    const clock = defineTool({
+      name: "clock",
+      description: "The time",
+      inputSchema: z.object({}),
+      execute: () => ({ at: new Date(0), zone: undefined }),
+    });
+    const model = scriptedModel([
+      [script.toolCall("clock", {}, { id: "c1" })],
+      [script.text("Midnight.")],
+      [script.text("Still midnight.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [clock] })));
+    const answer = await page.send("what time is it?");
+    expect(toolParts(answer)[0]).toMatchObject({
+      state: "output-available",
+      output: { at: "1970-01-01T00:00:00.000Z" },
+    });
+    // The page resends the output it read: the same as the server's, so the chat goes on.
+    expect(textOf(await page.send("and now?"))).toBe("Still midnight.");
   });
 
   it("runs a client tool in the page: its output, posted with the chat, resumes the run", async () => {
@@ -579,6 +617,111 @@ describe("what a page resends is checked against the server's chat", () => {
     expect(await refusal(await handler.fetch(anonymous))).toEqual([401, "unauthorized"]);
     const get = new Request("http://chat.test/api/chat", { headers: { "x-user": "alice" } });
     expect(await refusal(await handler.fetch(get))).toEqual([405, "method-not-allowed"]);
+  });
+});
+
+describe("the other refusals the docs name", () => {
+  it("empty-message, invalid-approval, invalid-json, unsupported-media-type, rate-limited", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([[script.toolCall("book_table", { city: "Oslo", people: 8 }, { id: "b1" })]]),
+        tools: [bookTable],
+      }),
+      { rateLimit: { points: 5, durationSec: 60 } },
+    );
+    const blank = { id: "u0", role: "user", parts: [{ type: "text", text: "  " }] };
+    const post = (body: unknown) => handler.fetch(chatRequest(body as Record<string, unknown>));
+    expect(await refusal(await post({ id: "c", messages: [blank], trigger: "submit-message" }))).toEqual([
+      422,
+      "empty-message",
+    ]);
+    // A page whose approval response says neither yes nor no.
+    const page = new Page(handler);
+    await page.send("a table for 8");
+    const last = page.messages.at(-1) as UIMessage;
+    last.parts = last.parts.map((part) =>
+      isToolUIPart(part) ? ({ ...part, state: "approval-responded" } as typeof part) : part,
+    );
+    expect(await refusal(await page.post())).toEqual([422, "invalid-approval"]);
+    const raw = (body: string, type: string) =>
+      handler.fetch(
+        new Request("http://chat.test/api/chat", {
+          method: "POST",
+          headers: { "content-type": type, "x-user": "alice" },
+          body,
+        }),
+      );
+    expect(await refusal(await raw("{", "application/json"))).toEqual([400, "invalid-json"]);
+    expect(await refusal(await raw("{}", "text/plain"))).toEqual([415, "unsupported-media-type"]);
+    // Five posts so far: the sixth within the minute is one too many.
+    const limited = await raw("{}", "application/json");
+    expect(await refusal(limited)).toEqual([429, "rate-limited"]);
+  });
+});
+
+describe("chatTtlMs", () => {
+  /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
+  function clockedPage(toolMs: number) {
+    const clock = { now: 0 };
+    const slow = defineTool({
+      name: "slow",
+      description: "Takes a while",
+      inputSchema: z.object({}),
+      execute: () => {
+        clock.now += toolMs;
+        return "done";
+      },
+    });
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("slow", {}, { id: "s1" })],
+          [script.text("one")],
+          [script.text("two")],
+        ]),
+        tools: [slow],
+      }),
+      { chatTtlMs: 1_000, now: () => clock.now },
+    );
+    return { clock, handler, page: new Page(handler) };
+  }
+
+  it("forgets a chat idle longer than chatTtlMs: its next post is 404 chat-not-found", async () => {
+    const { clock, handler, page } = clockedPage(0);
+    await page.send("first");
+    expect(handler.chatCount).toBe(1);
+    clock.now = 1_001;
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "second" }] });
+    expect(await refusal(await page.post())).toEqual([404, "chat-not-found"]);
+    expect(handler.chatCount).toBe(0);
+  });
+
+  it("counts idle time from the end of the answer, not from the post that asked for it", async () => {
+    // The answer takes 800 ms; the next post comes 700 ms after it ended, 1.5 s after the first.
+    const { clock, page } = clockedPage(800);
+    expect(textOf(await page.send("first"))).toBe("one");
+    clock.now += 700;
+    expect(textOf(await page.send("second"))).toBe("two");
+  });
+});
+
+describe("maxMessages", () => {
+  it("counts user and assistant messages; a post of more is 400 invalid-body at messages", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }), {
+      maxMessages: 2,
+    });
+    const page = new Page(handler);
+    expect(textOf(await page.send("first"))).toBe("one");
+    page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "second" }] });
+    const refused = await page.post();
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: {
+        code: "invalid-body",
+        message: "The body does not match what this route takes.",
+        issues: [{ path: "messages", message: "Too big: expected array to have <=2 items" }],
+      },
+    });
   });
 });
 

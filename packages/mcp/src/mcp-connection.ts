@@ -38,7 +38,7 @@ export class McpConnection implements AsyncDisposable {
   /**
    * The server's tools now (every page of its list), as agent-core tools that call it. Tools that
    * can only run as MCP tasks are left out. Throws an `McpServerError` when the list cannot be had
-   * or a tool cannot be offered to a model.
+   * or a tool cannot be offered to a model; an `InvalidConfigError` for a prefix no tool name can have.
    */
   async tools(options: McpToolsOptions = {}): Promise<Tool[]> {
     return agentToolsOf(this, await this.#listTools(), options);

@@ -1,3 +1,4 @@
+import { InvalidConfigError } from "@agent-core/core";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import type { McpConnection } from "./mcp-connection.js";
@@ -26,15 +27,20 @@ describe("agentToolsOf", () => {
     expect(issues?.map((issue) => [issue.path, issue.message])).toEqual([[["point", 1], "must be string"]]);
   });
 
-  it("reads a schema that names draft-07 as draft-07", () => {
-    const inputSchema = {
-      $schema: "http://json-schema.org/draft-07/schema#",
-      type: "object",
-      properties: { point: { type: "array", prefixItems: [{ type: "number" }, { type: "string" }] } },
-    };
-    const [tool] = agentToolsOf(connection, [mcpTool("plot", inputSchema)], {});
-    // prefixItems is no draft-07 keyword: ignored.
-    expect(tool?.inputSchema.safeParse({ point: [1, 2] }).success).toBe(true);
+  it("reads a schema that names draft-07 as draft-07, over http or https", () => {
+    for (const $schema of [
+      "http://json-schema.org/draft-07/schema#",
+      "https://json-schema.org/draft-07/schema#",
+    ]) {
+      const inputSchema = {
+        $schema,
+        type: "object",
+        properties: { point: { type: "array", prefixItems: [{ type: "number" }, { type: "string" }] } },
+      };
+      const [tool] = agentToolsOf(connection, [mcpTool("plot", inputSchema)], {});
+      // prefixItems is no draft-07 keyword: ignored.
+      expect(tool?.inputSchema.safeParse({ point: [1, 2] }).success).toBe(true);
+    }
   });
 
   it('gives "." and "/" of MCP names as "_", puts the prefix first and leaves out tools that need MCP tasks', () => {
@@ -48,6 +54,23 @@ describe("agentToolsOf", () => {
       { prefix: "fs" },
     );
     expect(tools.map((tool) => tool.name)).toEqual(["fs_notes_read", "fs_a_b"]);
+  });
+
+  it('gives any character model APIs refuse as "_", not only "." and "/"', () => {
+    const tools = agentToolsOf(connection, [mcpTool("read file"), mcpTool("météo:now")], {});
+    expect(tools.map((tool) => tool.name)).toEqual(["read_file", "m_t_o_now"]);
+  });
+
+  it("refuses a prefix model APIs refuse as the caller's InvalidConfigError, not the server's error", () => {
+    for (const prefix of ["my.fs", "my fs", ""]) {
+      const refused = () => agentToolsOf(connection, [mcpTool("read")], { prefix });
+      expect(refused).toThrow(InvalidConfigError);
+      expect(refused).toThrow(
+        new InvalidConfigError(
+          `tools({ prefix }): the prefix must be letters, digits, "_" or "-" (what model APIs accept in a tool name), got ${JSON.stringify(prefix)}.`,
+        ),
+      );
+    }
   });
 
   it("refuses a schema that does not compile, naming the server and the tool", () => {

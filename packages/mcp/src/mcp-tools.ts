@@ -1,6 +1,7 @@
 import {
   compileJsonSchema,
   errorMessage,
+  InvalidConfigError,
   type JsonSchemaValidator,
   type ServerTool,
   type Tool,
@@ -40,6 +41,7 @@ export function agentToolsOf(
   tools: readonly McpTool[],
   options: McpToolsOptions,
 ): Tool[] {
+  checkToolsOptions(options);
   const offered = new Map<string, string>();
   return tools
     .filter((tool) => tool.execution?.taskSupport !== "required")
@@ -57,7 +59,20 @@ export function agentToolsOf(
     });
 }
 
-/** MCP names may hold "." and "/", which model APIs refuse: they become "_". */
+/**
+ * Throws an `InvalidConfigError` for a prefix that is not letters, digits, "_" or "-": it is the
+ * caller's, so it is not rewritten as a server's names are, and every tool would otherwise be
+ * refused as if the server had named it badly.
+ */
+function checkToolsOptions(options: McpToolsOptions): void {
+  const { prefix } = options as { prefix?: unknown };
+  if (prefix !== undefined && (typeof prefix !== "string" || !/^[a-zA-Z0-9_-]+$/.test(prefix)))
+    throw new InvalidConfigError(
+      `tools({ prefix }): the prefix must be letters, digits, "_" or "-" (what model APIs accept in a tool name), got ${JSON.stringify(prefix)}.`,
+    );
+}
+
+/** MCP names may hold "." and "/" (any character), which model APIs refuse: they become "_". */
 function agentToolName(mcpName: string, prefix: string | undefined): string {
   const name = mcpName.replace(/[^a-zA-Z0-9_-]/g, "_");
   return prefix === undefined ? name : `${prefix}_${name}`;

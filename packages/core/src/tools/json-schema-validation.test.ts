@@ -75,6 +75,33 @@ describe("compileJsonSchema", () => {
     expect(compileJsonSchema(schema as never)({ card: "4111" })).toEqual([]);
   });
 
+  it("reads a $schema that names a dialect in any spelling: http or https, with or without #", () => {
+    const tuple = { type: "array", items: [{ type: "string" }, { type: "number" }] };
+    for (const draft7 of [
+      "http://json-schema.org/draft-07/schema#",
+      "http://json-schema.org/draft-07/schema",
+      "https://json-schema.org/draft-07/schema#",
+      "https://json-schema.org/draft-07/schema",
+    ])
+      expect(compileJsonSchema({ $schema: draft7, ...tuple } as never)(["a", "b"])).toEqual([
+        { path: [1], message: "must be number" },
+      ]);
+    const prefixed = { type: "array", prefixItems: [{ type: "string" }] };
+    for (const draft2020 of [
+      "https://json-schema.org/draft/2020-12/schema#",
+      "http://json-schema.org/draft/2020-12/schema",
+    ])
+      expect(compileJsonSchema({ $schema: draft2020, ...prefixed } as never)([1])).toEqual([
+        { path: [0], message: "must be string" },
+      ]);
+    const dependent = { type: "object", dependentRequired: { card: ["cvc"] } };
+    expect(
+      compileJsonSchema({ $schema: "http://json-schema.org/draft/2019-09/schema#", ...dependent } as never)({
+        card: "4111",
+      }),
+    ).toEqual([{ path: [], message: "must have property cvc when property card is present" }]);
+  });
+
   it("turns array indexes in a path into numbers, and only those", () => {
     const keyed = compileJsonSchema({
       type: "object",

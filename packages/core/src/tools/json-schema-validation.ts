@@ -40,8 +40,39 @@ const dialects = {
  * cannot compile the schema (an invalid schema, an unknown `$schema`, a `$ref` that resolves nowhere).
  */
 export function compileJsonSchema(schema: JSONSchema7): JsonSchemaValidator {
-  const validate = ajvFor(schema).compile(schema);
+  const known = knownDialectOf(schema.$schema);
+  const validate =
+    known === undefined
+      ? ajvFor(schema).compile(schema)
+      : dialects[known.dialect]().compile({ ...schema, $schema: known.id });
   return (value) => (validate(value) ? [] : issuesOf(validate));
+}
+
+/**
+ * Each dialect's `$schema`, as http or https, with or without the empty fragment: schemas are
+ * written with any of them (`https://json-schema.org/draft-07/schema#` is common), but ajv knows a
+ * meta-schema by one spelling only, `id`, and would refuse the others as unknown.
+ */
+const KNOWN_DIALECTS = [
+  {
+    uri: /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/,
+    dialect: "draft7",
+    id: "http://json-schema.org/draft-07/schema#",
+  },
+  {
+    uri: /^https?:\/\/json-schema\.org\/draft\/2019-09\/schema#?$/,
+    dialect: "draft2019",
+    id: "https://json-schema.org/draft/2019-09/schema",
+  },
+  {
+    uri: /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/,
+    dialect: "draft2020",
+    id: "https://json-schema.org/draft/2020-12/schema",
+  },
+] as const;
+
+function knownDialectOf(uri: string | undefined): (typeof KNOWN_DIALECTS)[number] | undefined {
+  return uri === undefined ? undefined : KNOWN_DIALECTS.find((known) => known.uri.test(uri));
 }
 
 function ajvFor(schema: JSONSchema7): Ajv {

@@ -56,7 +56,10 @@ export class RunChunks {
       case "tool_result": {
         const { toolCallId } = event;
         if (event.status === "ok")
-          return [...this.#closeParts(), { type: "tool-output-available", toolCallId, output: event.result }];
+          return [
+            ...this.#closeParts(),
+            { type: "tool-output-available", toolCallId, output: asPageReadsIt(event.result) },
+          ];
         if (event.status === "denied")
           return [...this.#closeParts(), { type: "tool-output-denied", toolCallId }];
         return [
@@ -158,6 +161,15 @@ export class RunChunks {
   #nextId(kind: string): string {
     return `${kind}-${this.#parts++}`;
   }
+}
+
+/**
+ * A tool's result as the page reads it once it went through JSON (a `Date` is its ISO string, a
+ * `toJSON` its value): the transcript records the chunk, and a resent output is compared with it.
+ */
+function asPageReadsIt(result: unknown): unknown {
+  const json = JSON.stringify(result);
+  return json === undefined ? undefined : JSON.parse(json);
 }
 
 function finishReasonOf(stopReason: StopReason): "stop" | "tool-calls" | "error" {

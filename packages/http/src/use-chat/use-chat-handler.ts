@@ -52,7 +52,19 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     await settled(session);
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
-    return uiMessageStreamResponse(streamRun(session, run, turn, request.signal));
+    const response = uiMessageStreamResponse(streamRun(session, run, turn, request.signal));
+    if (run !== undefined) idleFromItsEnd(session);
+    return response;
+  }
+
+  /**
+   * A chat is idle from when its answer ended, not from the post that asked for it: a run that
+   * takes its time (up to runTimeoutMs) must not eat into the chatTtlMs the user has to reply.
+   */
+  function idleFromItsEnd(session: ChatSession): void {
+    void session.current?.streamed.then(() => {
+      session.usedAt = config.now();
+    });
   }
 
   async function newChat(userId: string, chatId: string, messages: number): Promise<ChatSession> {

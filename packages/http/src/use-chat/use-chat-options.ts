@@ -12,7 +12,7 @@ export interface UseChatHandlerOptions {
   authorize(request: Request): Principal | undefined | Promise<Principal | undefined>;
   /** A run's whole time (default 10 min), unless the agent sets its own `timeouts.totalMs`. */
   runTimeoutMs?: number;
-  /** Chats idle this long are forgotten (default 30 min). */
+  /** Chats idle this long, from the end of their last answer, are forgotten (default 30 min). */
   chatTtlMs?: number;
   /** Largest request body (default 1 MiB: useChat posts the whole chat every time). */
   maxBodyBytes?: number;
