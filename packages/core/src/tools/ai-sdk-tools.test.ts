@@ -229,6 +229,33 @@ describe("fromAiSdkTools, execute", () => {
     expect(await run(weather, { city: "Oslo" })).toMatchObject({ status: "error", content: "stream broke" });
   });
 
+  it("stops reading an async iterable at its next value once the call is aborted, and closes it", async () => {
+    let yielded = 0;
+    let closed = false;
+    async function* endless() {
+      try {
+        for (;;) {
+          yielded++;
+          yield { status: "loading" };
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    const weather = only({ weather: tool({ inputSchema: jsonSchema(weatherSchema), execute: endless }) });
+    const scope = new AbortScope();
+    const result = run(weather, { city: "Oslo" }, scope);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    scope.abort(new Error("stop"));
+    expect(await result).toMatchObject({ status: "aborted" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(closed).toBe(true);
+    const atClose = yielded;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(yielded).toBe(atClose);
+  });
+
   it("takes a tool whose type says function, and an execute that returns nothing", async () => {
     const ping = only({
       ping: { type: "function", inputSchema: z.object({}), execute: () => null } as never,

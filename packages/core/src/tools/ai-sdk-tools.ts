@@ -81,7 +81,8 @@ function fromAiSdkTool(name: string, tool: AiSdkTool): Tool {
  * The AI SDK's `execute` run with agent-core's options: its signal (aborted on the run's abort and
  * on the tool's timeout) as `abortSignal`. agent-core gives tools no history and no tool context,
  * so `messages` is empty and `context` is `{}`. An `AsyncIterable` of preliminary outputs is read
- * to its end; the last value is the result, as `generateText` takes it.
+ * to its end; the last value is the result, as `generateText` takes it. After an abort it is read
+ * no further than its next value, and closed.
  */
 function executeOf(execute: NonNullable<AiSdkTool["execute"]>): ServerToolDefinition["execute"] {
   return (args, { signal, toolCallId }) => {
@@ -92,13 +93,18 @@ function executeOf(execute: NonNullable<AiSdkTool["execute"]>): ServerToolDefini
       context: {},
     };
     const output: unknown = execute(args, options);
-    return isAsyncIterable(output) ? lastValueOf(output) : output;
+    return isAsyncIterable(output) ? lastValueOf(output, signal) : output;
   };
 }
 
-async function lastValueOf(outputs: AsyncIterable<unknown>): Promise<unknown> {
+/** Read until the iterable ends, or until its next value after `signal` aborts: then it is closed. */
+async function lastValueOf(outputs: AsyncIterable<unknown>, signal: AbortSignal): Promise<unknown> {
   let last: unknown;
-  for await (const output of outputs) last = output;
+  for await (const output of outputs) {
+    // Leaving the loop calls the iterator's `return()`: a generator runs its `finally` and stops.
+    if (signal.aborted) throw signal.reason;
+    last = output;
+  }
   return last;
 }
 
