@@ -57,7 +57,7 @@ export {
 } from "./orchestrator/registry.js";
 export { runTurns } from "./orchestrator/turns.js";
 export type { ToolTimeouts } from "./run/batch-contract.js";
-export type { ClientToolOutcome } from "./run/client-tools.js";
+export { type ClientToolOutcome, checkClientToolOutcome } from "./run/client-tools.js";
 export type * from "./run/hooks.js";
 export type { RunResult } from "./run/run-session.js";
 export {

@@ -2,6 +2,7 @@ import {
   AgentError,
   ClientToolError,
   type ClientToolOutcome,
+  checkClientToolOutcome,
   errorMessage,
   InvalidConfigError,
   type UserMessage,
@@ -142,13 +143,7 @@ export async function checkAnswer(
   const { toolCallId } = answer;
   if (answer.kind === "approval" && answer.reason !== undefined && typeof answer.reason !== "string")
     throw new InvalidConfigError(`A denial's reason must be a string, got ${typeof answer.reason}.`);
-  if (answer.kind === "tool-result") {
-    const problem = outcomeProblem(answer.outcome);
-    if (problem !== undefined)
-      throw new ClientToolError(
-        `The outcome for client tool call "${toolCallId}" must be { result } or { error: string }: ${problem}.`,
-      );
-  }
+  if (answer.kind === "tool-result") checkClientToolOutcome(toolCallId, answer.outcome);
   const last = await store.last(await store.lastRun(workflowId));
   if (last?.type !== "agent_end") return;
   const waits = (calls: { toolCallId: string }[] | undefined) =>
@@ -157,16 +152,6 @@ export async function checkAnswer(
     throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
   if (answer.kind === "tool-result" && !waits(last.pendingClientTools))
     throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
-}
-
-/** What is wrong with a client tool's outcome (as the agent checks it), or undefined. */
-function outcomeProblem(outcome: unknown): string | undefined {
-  if (typeof outcome !== "object" || outcome === null)
-    return `got ${outcome === null ? "null" : typeof outcome}`;
-  if ("result" in outcome === "error" in outcome) return "give either result or error";
-  if ("error" in outcome && typeof outcome.error !== "string")
-    return `error must be a string, got ${typeof outcome.error}`;
-  return undefined;
 }
 
 /** The answer as sent: stamped with the sending time. */

@@ -10,7 +10,7 @@ export type ClientToolOutcome = { result: unknown } | { error: string };
  * Throws a `ClientToolError` unless `outcome` is `{ result }` or `{ error: string }`: checked before
  * anything is taken, so that a bad outcome leaves the call waiting for a good one.
  */
-export function checkOutcome(toolCallId: string, outcome: unknown): void {
+export function checkClientToolOutcome(toolCallId: string, outcome: unknown): void {
   const problem = outcomeProblem(outcome);
   if (problem !== undefined)
     throw new ClientToolError(

@@ -1,5 +1,5 @@
 import { ClientToolError, InvalidConfigError } from "../errors.js";
-import { ClientToolCalls, type ClientToolOutcome, checkOutcome } from "./client-tools.js";
+import { ClientToolCalls, type ClientToolOutcome, checkClientToolOutcome } from "./client-tools.js";
 import type { ApprovalDecision, PendingDecisions, Suspension } from "./suspension.js";
 
 /** The batch the last run left waiting, and the options of the prompt whose run left it. */
@@ -80,7 +80,7 @@ export class WaitingCalls<ResumeOptions> {
    * waits, or it has its result already.
    */
   submit(toolCallId: string, outcome: ClientToolOutcome): ResumeOptions | undefined {
-    checkOutcome(toolCallId, outcome);
+    checkClientToolOutcome(toolCallId, outcome);
     const suspended = this.#suspended;
     if (suspended?.pending.suspension.waits.get(toolCallId)?.kind !== "client") {
       this.clientTools.deliver(toolCallId, outcome);
