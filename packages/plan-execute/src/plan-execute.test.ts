@@ -457,14 +457,18 @@ describe("execution", () => {
     expect(result.text).toBe("90");
   });
 
-  it("gives every call an id new to the history, also when run ids share their first characters", async () => {
-    // A durable workflow's runs are <id>, <id>.2, …: the same plan in each must not repeat a call id.
-    const model = scriptedModel([
+  /** Two prompts whose plans each have a step "a": their call ids must still differ. */
+  const samePlanTwice = () =>
+    scriptedModel([
       plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
       answer("2"),
       plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
       answer("4"),
     ]);
+
+  it("gives every call an id new to the history, also when run ids share their first characters", async () => {
+    // A durable workflow's runs are <id>, <id>.2, …: the same plan in each must not repeat a call id.
+    const model = samePlanTwice();
     const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
     let runs = 0;
     agent.container.registerInstance(ID_SOURCE, {
@@ -485,12 +489,7 @@ describe("execution", () => {
   });
 
   it("gives a call a suffix rather than repeat an id already in the history (a runtime that repeats a run id)", async () => {
-    const model = scriptedModel([
-      plan([{ id: "a", tool: "calculator", args: { expression: "1+1" } }]),
-      answer("2"),
-      plan([{ id: "a", tool: "calculator", args: { expression: "2+2" } }]),
-      answer("4"),
-    ]);
+    const model = samePlanTwice();
     const agent = new Agent({ provider: model, tools: [calculator], orchestrator: planExecute() });
     agent.container.registerInstance(ID_SOURCE, { runId: () => "same" });
     await agent.prompt("1+1?").result();
