@@ -1,7 +1,8 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type AgentConfigError, validateAgentConfig, validatePromptOptions } from "./config.js";
+import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import type { AgentConfigError } from "./config-issues.js";
 import { InvalidConfigError } from "./errors.js";
 import { contextBudget } from "./history/context-budget.js";
 import { keepRecent } from "./history/pipeline.js";

@@ -10,13 +10,8 @@ export {
   type Timeouts,
 } from "./agent-config.js";
 export { AgentRun } from "./agent-run.js";
-export {
-  AgentConfigError,
-  type ConfigIssue,
-  validateAgentConfig,
-  validateOptions,
-  validatePromptOptions,
-} from "./config.js";
+export { validateAgentConfig, validatePromptOptions } from "./config.js";
+export { AgentConfigError, type ConfigIssue, validateOptions } from "./config-issues.js";
 export * from "./errors.js";
 export {
   type EventSchema,

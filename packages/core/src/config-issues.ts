@@ -1,0 +1,91 @@
+import type { core, z } from "zod";
+import { InvalidConfigError } from "./errors.js";
+
+// How a refused setting is reported: each bad field's path, the domain it must be in and the value
+// it has, whichever schema (the agent's config, a prompt's options, a plug-in's options) refused it.
+
+/** One bad setting: its dotted path (`timeouts.toolMs`) and what is wrong with it. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+/** An `InvalidConfigError` that lists every bad setting of a config, one line each. */
+export class AgentConfigError extends InvalidConfigError {
+  readonly issues: readonly ConfigIssue[];
+  constructor(what: string, issues: readonly ConfigIssue[]) {
+    const lines = issues.map((issue) => `${issue.path} ${issue.message}.`);
+    super(
+      lines.length === 1
+        ? `Invalid ${what}: ${lines[0]}`
+        : `Invalid ${what}:\n${lines.map((line) => `- ${line}`).join("\n")}`,
+    );
+    this.issues = issues;
+  }
+}
+
+/**
+ * Every message is the expected domain, whatever check failed: a field reads "must be <domain>,
+ * got <value>" whether it was of the wrong type, NaN, infinite or out of range.
+ */
+export function expecting(domain: string): { error: string } {
+  return { error: domain };
+}
+
+/**
+ * Checks a plug-in's options against its zod schema; throws an `AgentConfigError` (an
+ * `InvalidConfigError`) naming each bad field, as `new Agent()` does for its config.
+ */
+export function validateOptions(schema: z.ZodType, options: unknown, what: string): void {
+  validate(schema, options, what, "options");
+}
+
+export function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
+  const result = schema.safeParse(input);
+  if (result.success) return;
+  const issues = result.error.issues
+    .flatMap((issue) => leafIssues(issue, []))
+    .map((issue) => ({
+      path: issue.path.length === 0 ? root : issue.path.map(String).join("."),
+      message: `must be ${issue.message}, got ${show(valueAt(input, issue.path))}`,
+    }));
+  throw new AgentConfigError(what, issues);
+}
+
+/**
+ * A union (`stall`) reports only "no option matched"; when the value is of one option's type and
+ * only its fields are wrong, those fields are the useful issues.
+ */
+function leafIssues(
+  issue: core.$ZodIssue,
+  prefix: PropertyKey[],
+): { path: PropertyKey[]; message: string }[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === "invalid_union") {
+    const typeMatched = issue.errors.filter((branch) => branch.every((inner) => inner.path.length > 0));
+    if (typeMatched.length === 1) return (typeMatched[0] ?? []).flatMap((inner) => leafIssues(inner, path));
+  }
+  return [{ path, message: issue.message }];
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) value = (value as Record<PropertyKey, unknown>)[key];
+  return value;
+}
+
+const SHOWN_CHARACTERS = 80;
+
+/** JSON where it says the truth; `String()` for NaN, infinities, functions, undefined and the like. */
+export function show(value: unknown): string {
+  let text: string | undefined;
+  if (typeof value !== "number" || Number.isFinite(value)) {
+    try {
+      text = typeof value === "function" ? undefined : JSON.stringify(value);
+    } catch {
+      text = undefined;
+    }
+  }
+  text ??= String(value);
+  return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}…` : text;
+}
