@@ -7,6 +7,7 @@ import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
 import { HttpError } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
 import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
+import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
@@ -336,27 +337,4 @@ async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
 function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
   if (principal.documents === undefined || principal.documents.includes(documentId)) return;
   throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
-}
-
-/** What follows a run id in the path of a route that takes a POST. */
-const RUN_ACTIONS = new Set(["tool-results", "steer", "follow-up", "cancel"]);
-
-/**
- * The method of the route a path names, or undefined when it names none: a 405's `Allow` then
- * only ever names a method that is served there.
- */
-function routeMethod(parts: readonly string[]): "GET" | "POST" | undefined {
-  if (parts[0] !== "runs") return undefined;
-  if (parts.length === 1) return "POST";
-  if (parts.length !== 3) return undefined;
-  if (parts[2] === "events") return "GET";
-  return RUN_ACTIONS.has(parts[2] as string) ? "POST" : undefined;
-}
-
-function notFound(): HttpError {
-  return new HttpError(404, "not-found", "No such route.");
-}
-
-function notAllowed(allow: string): HttpError {
-  return new HttpError(405, "method-not-allowed", `Use ${allow} here.`, { headers: { allow } });
 }
