@@ -9,10 +9,10 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { CancelListener } from "./cancel-listener.js";
 import { checkReachable } from "./database.js";
 import {
   ANSWERS,
-  CANCEL_CHANNEL,
   cancelRun,
   checkAnswer,
   checkRunId,
@@ -85,8 +85,8 @@ export class DurableRuntime {
   readonly #executing = new Map<string, ExecutingRun>();
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
-  #cancelListener: pg.Client | undefined;
-  #shuttingDown = false;
+  /** Where the cancels of the runs executing here reach them. */
+  readonly #cancels: CancelListener;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
@@ -98,6 +98,7 @@ export class DurableRuntime {
     this.#options = options;
     this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
     this.#store = new EventStore(this.#pool);
+    this.#cancels = new CancelListener(options.databaseUrl, this.#pool, this.#executing);
     this.#host = {
       store: this.#store,
       pool: this.#pool,
@@ -128,7 +129,7 @@ export class DurableRuntime {
     await this.#store.createTable();
     // A cancelled run stops at once in the worker that runs it (and later through its messages
     // when none does).
-    await this.#listenForCancels();
+    await this.#cancels.listen();
     const queue = this.#options.queue;
     if (queue)
       await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
@@ -222,69 +223,10 @@ export class DurableRuntime {
     await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
   }
 
-  /**
-   * The connection the cancels' `NOTIFY` reach this worker on. When it drops (a restart or a
-   * failover of the database), it is made again, and the runs executing here whose cancel came
-   * meanwhile are aborted then: without it, no cancel would reach a running run of this worker.
-   */
-  async #listenForCancels(): Promise<void> {
-    const listener = new pg.Client({ connectionString: this.#options.databaseUrl });
-    listener.on("notification", ({ payload }) => {
-      if (payload !== undefined) this.#executing.get(payload)?.cancel();
-    });
-    let lost = false;
-    const reconnect = () => {
-      if (lost || this.#shuttingDown) return;
-      lost = true;
-      void listener.end().catch(() => {});
-      this.#relisten(100);
-    };
-    listener.on("error", reconnect);
-    listener.on("end", reconnect);
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${CANCEL_CHANNEL}`);
-    } catch (error) {
-      lost = true;
-      await listener.end().catch(() => {});
-      throw error;
-    }
-    this.#cancelListener = listener;
-    // Shut down while it connected: it listens for no one.
-    if (this.#shuttingDown) await listener.end().catch(() => {});
-  }
-
-  /** Listens again after `delayMs` (doubling up to 5 s while the database is away). */
-  #relisten(delayMs: number): void {
-    this.#cancelListener = undefined;
-    const timer = setTimeout(async () => {
-      if (this.#shuttingDown) return;
-      try {
-        await this.#listenForCancels();
-        await this.#abortCancelledMeanwhile();
-      } catch {
-        this.#relisten(Math.min(delayMs * 2, 5000));
-      }
-    }, delayMs);
-    timer.unref();
-  }
-
-  /** The runs executing here with a cancel waiting as a message: their `NOTIFY` may be lost. */
-  async #abortCancelledMeanwhile(): Promise<void> {
-    const executing = [...this.#executing.keys()];
-    if (executing.length === 0) return;
-    const { rows } = await this.#pool.query<{ workflow_id: string }>(
-      `SELECT DISTINCT destination_uuid AS workflow_id FROM dbos.notifications
-       WHERE destination_uuid = ANY($1) AND topic = $2 AND NOT consumed AND message LIKE '%"queue":"cancel"%'`,
-      [executing, MESSAGES],
-    );
-    for (const { workflow_id } of rows) this.#executing.get(workflow_id)?.cancel();
-  }
-
   async shutdown(): Promise<void> {
-    this.#shuttingDown = true;
+    this.#cancels.closing();
     await DBOS.shutdown();
-    await this.#cancelListener?.end().catch(() => {});
+    await this.#cancels.close();
     await this.#pool.end();
   }
 
