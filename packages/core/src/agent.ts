@@ -15,7 +15,7 @@ import {
   validateQueuedMessage,
 } from "./config.js";
 import { AgentBusyError } from "./errors.js";
-import { ListenerBus } from "./events/listener-bus.js";
+import { deliver, ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "./messages.js";
 import { defaultRetry } from "./model/retry.js";
@@ -23,7 +23,12 @@ import type { Logger } from "./observe/logger.js";
 import type { Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
 import type { ClientToolOutcome } from "./run/client-tools.js";
-import { type RunServiceSet, registerDefaultServices, resolveServices } from "./run/default-services.js";
+import {
+  guardedClock,
+  type RunServiceSet,
+  registerDefaultServices,
+  resolveServices,
+} from "./run/default-services.js";
 import { MessageQueue } from "./run/message-queue.js";
 import { CLOCK, type Clock } from "./run/services.js";
 import { TranscriptKeeper } from "./run/transcript-keeper.js";
@@ -52,6 +57,7 @@ export class Agent {
   /** The run in progress and those waiting their turn. */
   readonly #runs: RunQueue;
   #resolved: RunServiceSet | undefined;
+  #guard: { clock: Clock; guarded: Clock } | undefined;
 
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
@@ -231,7 +237,19 @@ export class Agent {
    * first needs them (its first prompt): register yours before that.
    */
   #services(): RunServiceSet {
-    this.#resolved ??= resolveServices(this.#container ?? this.#parent);
+    if (this.#resolved === undefined) {
+      const services = resolveServices(this.#container ?? this.#parent);
+      const { sink } = services;
+      services.clock = this.#guarded(services.clock);
+      this.#resolved = services;
+      if (sink !== undefined) {
+        // Delivered as the listeners are: a sink that throws or rejects is logged and stops neither
+        // the run nor the consumers after it.
+        const receive = (event: AgentEvent) => sink.publish(event);
+        const onError = (error: unknown, event: AgentEvent) => this.#logSinkError(error, event);
+        this.#resolved.sink = { publish: (event) => deliver(receive, event, onError) };
+      }
+    }
     return this.#resolved;
   }
 
@@ -241,12 +259,30 @@ export class Agent {
    * prompted after `steer()`).
    */
   #clock(): Clock {
-    return this.#resolved?.clock ?? (this.#container ?? this.#parent).resolve(CLOCK);
+    return this.#resolved?.clock ?? this.#guarded((this.#container ?? this.#parent).resolve(CLOCK));
+  }
+
+  /** The clock as runs read it (see `guardedClock`); one guard per clock, so one warning. */
+  #guarded(clock: Clock): Clock {
+    if (this.#guard?.clock !== clock) {
+      const guarded = guardedClock(clock, (reading, fault) =>
+        this.#logger().warn(
+          { reading, fault },
+          `the CLOCK service's ${reading}() gave no finite number; the system clock stands in`,
+        ),
+      );
+      this.#guard = { clock, guarded };
+    }
+    return this.#guard.guarded;
   }
 
   /** `config.logger`, or the container's `LOGGER`. */
   #logger(): Logger {
     return this.#config.logger ?? this.#services().logger;
+  }
+
+  #logSinkError(error: unknown, event: AgentEvent): void {
+    this.#logger().error({ runId: event.runId, eventType: event.type, err: error }, "the event sink threw");
   }
 
   #logListenerError(error: unknown, event: AgentEvent): void {

@@ -1,7 +1,7 @@
 import type { DependencyContainer } from "tsyringe";
 import type { AgentConfig, MessageCallback, PromptOptions, Timeouts } from "./agent-config.js";
 import { AgentRun } from "./agent-run.js";
-import { abortError, TimeoutError } from "./errors.js";
+import { abortError, InvalidConfigError, TimeoutError } from "./errors.js";
 import type { ListenerBus } from "./events/listener-bus.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
 import { type AgentMessage, emptyUsage } from "./messages.js";
@@ -74,8 +74,14 @@ export class RunQueue {
    * resolved at its first prompt.
    */
   start(inputs: AgentMessage[], options: PromptOptions, services: RunServiceSet): AgentRun {
+    const runId = services.ids.runId();
+    // Every event, message and log line of the run carries it, and clients address the run by it.
+    if (typeof runId !== "string" || runId === "")
+      throw new InvalidConfigError(
+        `The ID_SOURCE service's runId() returned ${typeof runId === "string" ? "an empty string" : runId === null ? "null" : `a value of type ${typeof runId}`}: a run id must be a non-empty string.`,
+      );
     const scope = new AbortScope(options.signal);
-    const run = new AgentRun(services.ids.runId(), (reason) => scope.abort(reason));
+    const run = new AgentRun(runId, (reason) => scope.abort(reason));
     const queued = this.#scopes.size > 0;
     this.#scopes.add(scope);
     const timeouts = options.timeouts

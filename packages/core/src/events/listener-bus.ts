@@ -60,22 +60,38 @@ export class ListenerBus {
   }
 
   #call(listener: Listener, event: AgentEvent): void {
-    try {
-      const returned: unknown = (listener as (event: AgentEvent) => unknown)(event);
-      // An async listener's rejection would otherwise go unhandled (and end a default Node process).
-      if (isThenable(returned)) returned.then(undefined, (error: unknown) => this.#report(error, event));
-    } catch (error) {
-      this.#report(error, event);
-    }
+    deliver(listener as (event: AgentEvent) => unknown, event, this.#onError);
   }
+}
 
-  #report(error: unknown, event: AgentEvent): void {
-    try {
-      this.#onError(error, event);
-    } catch {
-      // The error handler (or the logger it writes to) threw too: there is nowhere left to report
-      // it, and a listener's failure must not end the run.
-    }
+/**
+ * Hands `event` to `receive`; what it throws, or the rejection of the promise it returns, goes to
+ * `onError` instead of the run that published the event. For the listeners and the event sink.
+ */
+export function deliver(
+  receive: (event: AgentEvent) => unknown,
+  event: AgentEvent,
+  onError: (error: unknown, event: AgentEvent) => void,
+): void {
+  try {
+    const returned = receive(event);
+    // An async receiver's rejection would otherwise go unhandled (and end a default Node process).
+    if (isThenable(returned)) returned.then(undefined, (error: unknown) => report(onError, error, event));
+  } catch (error) {
+    report(onError, error, event);
+  }
+}
+
+function report(
+  onError: (error: unknown, event: AgentEvent) => void,
+  error: unknown,
+  event: AgentEvent,
+): void {
+  try {
+    onError(error, event);
+  } catch {
+    // The error handler (or the logger it writes to) threw too: there is nowhere left to report
+    // it, and a listener's or sink's failure must not end the run.
   }
 }
 

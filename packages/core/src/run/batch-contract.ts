@@ -2,7 +2,7 @@
 // gives back.
 
 import type { StallError } from "../errors.js";
-import type { AgentMessage, ToolResultMessage } from "../messages.js";
+import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
@@ -62,3 +62,26 @@ export type BatchOutcome =
 /** The error a call of `cutOffCalls` gets as its result instead of running. */
 export const CUT_OFF =
   "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
+
+/**
+ * What the tool runner (`TOOL_RUNNER`, a runtime's replay or recording) gave for `call`: anything
+ * but this call's tool result fails the batch, as a runner that throws does, rather than leave the
+ * call to be closed as "not completed" at the run's end.
+ */
+export function checkedResult(call: ToolCall, result: ToolResultMessage): ToolResultMessage {
+  const value = result as Partial<ToolResultMessage> | null;
+  if (
+    typeof value === "object" &&
+    value !== null &&
+    value.role === "toolResult" &&
+    value.toolCallId === call.id
+  )
+    return result;
+  const got =
+    typeof value !== "object" || value === null
+      ? String(value)
+      : value.role !== "toolResult"
+        ? "an object that is no tool result message"
+        : `the result of call "${String(value.toolCallId)}"`;
+  throw new TypeError(`The tool runner (the TOOL_RUNNER service) gave ${got} for call "${call.id}".`);
+}

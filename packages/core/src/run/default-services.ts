@@ -75,6 +75,37 @@ export function resolveServices(container: DependencyContainer): RunServiceSet {
   };
 }
 
+/**
+ * A clock of the app's own, as runs read it: a reading that throws, or that is no finite number,
+ * is taken from the system clock instead (a timestamp is never `NaN`, and a run never fails or
+ * hangs on one), and `onFault` is told of the first such reading.
+ */
+export function guardedClock(
+  clock: Clock,
+  onFault: (reading: "now" | "monotonic", fault: unknown) => void,
+): Clock {
+  if (clock === systemClock) return clock;
+  let told = false;
+  const read = (reading: "now" | "monotonic", fallback: () => number): number => {
+    let value: unknown;
+    try {
+      value = clock[reading]();
+    } catch (error) {
+      value = error;
+    }
+    if (typeof value === "number" && Number.isFinite(value)) return value;
+    if (!told) {
+      told = true;
+      onFault(reading, value);
+    }
+    return fallback();
+  };
+  return {
+    now: () => read("now", systemClock.now),
+    monotonic: () => read("monotonic", systemClock.monotonic),
+  };
+}
+
 /** Registers the default of every service the container cannot resolve yet. */
 export function registerDefaultServices(container: DependencyContainer): void {
   const defaults: [InjectionToken<unknown>, unknown][] = [

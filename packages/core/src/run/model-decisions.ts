@@ -4,6 +4,7 @@ import type { z } from "zod";
 import {
   EmptyResponseError,
   MaxCyclesExceededError,
+  ProviderError,
   StopRequestedError,
   StructuredOutputError,
 } from "../errors.js";
@@ -14,6 +15,7 @@ import {
   type LlmMessage,
   type ToolCall,
   textOf,
+  type Usage,
 } from "../messages.js";
 import type { ModelStepResult } from "../model/stream-step.js";
 import { parseStructured } from "../model/structured-output.js";
@@ -239,7 +241,7 @@ export class ModelDecisions {
       (step) => {
         call.settled();
         try {
-          return finish(step);
+          return finish(checkedStep(step));
         } catch (error) {
           this.#log.settleQuietlyIfEnded(returned);
           throw error;
@@ -271,6 +273,42 @@ export class ModelDecisions {
     // A new reply: calls made from here on are not held against each other's reply.
     this.#log.stall?.beginReply();
   }
+}
+
+/**
+ * What the model step (`MODEL_STEP`, a runtime's replay or recording) resolved with, checked as far
+ * as the run reads it: a malformed one fails the call with a `ProviderError` that says so, not with
+ * a `TypeError` from deep inside the run. The blocks themselves are checked as the history takes them.
+ */
+function checkedStep(step: ModelStepResult): ModelStepResult {
+  const value = step as Partial<Record<keyof ModelStepResult, unknown>> | null;
+  let wrong: string | undefined;
+  if (typeof value !== "object" || value === null) wrong = value === null ? "null" : `a ${typeof value}`;
+  else if (!Array.isArray(value.content)) wrong = "an object without a `content` array";
+  else if (!Array.isArray(value.toolCalls)) wrong = "an object without a `toolCalls` array";
+  else if (typeof value.finishReason !== "string") wrong = "an object without a `finishReason` string";
+  else if (!isUsage(value.usage)) wrong = "an object without a `usage` of token counts";
+  if (wrong === undefined) return step;
+  throw new ProviderError(
+    `The model step (the MODEL_STEP service) resolved with ${wrong}, not a ModelStepResult.`,
+  );
+}
+
+/** Token counts the run adds up: the three totals are numbers, the two details numbers when given. */
+function isUsage(usage: unknown): boolean {
+  if (typeof usage !== "object" || usage === null) return false;
+  const { inputTokens, outputTokens, totalTokens, reasoningTokens, cachedInputTokens } = usage as Usage;
+  return (
+    isCount(inputTokens) &&
+    isCount(outputTokens) &&
+    isCount(totalTokens) &&
+    (reasoningTokens === undefined || isCount(reasoningTokens)) &&
+    (cachedInputTokens === undefined || isCount(cachedInputTokens))
+  );
+}
+
+function isCount(value: unknown): boolean {
+  return typeof value === "number" && value >= 0 && value < Number.POSITIVE_INFINITY;
 }
 
 /** What `toolCallsOf` returned, as a `queueSize`: a whole number >= 0 (NaN or infinite: 0). */

@@ -10,7 +10,13 @@ import {
   toolResult,
 } from "../tools/execute-tool.js";
 import { askBeforeToolCall, mayNeedApproval, refusedResult, refuses, type Verdict } from "./approvals.js";
-import { type BatchOutcome, type BatchSetup, CLIENT_TOOL_MS, CUT_OFF } from "./batch-contract.js";
+import {
+  type BatchOutcome,
+  type BatchSetup,
+  CLIENT_TOOL_MS,
+  CUT_OFF,
+  checkedResult,
+} from "./batch-contract.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import { withOverride } from "./result-override.js";
@@ -211,8 +217,8 @@ export class ToolBatch implements FatalToolSink {
       fatal: this,
     });
     return running instanceof Promise
-      ? running.then((result) => this.#end(index, call, result))
-      : this.#end(index, call, running);
+      ? running.then((result) => this.#end(index, call, checkedResult(call, result)))
+      : this.#end(index, call, checkedResult(call, running));
   }
 
   /** Whether this batch runs the call (it is one of its calls, whether or not it has started). */
