@@ -13,6 +13,7 @@ import {
   rootContainer,
   TOOL_RUNNER,
   type ToolRunner,
+  TRACING,
 } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
@@ -274,6 +275,41 @@ describe("a TOOL_RUNNER that gives something else than the call's tool result", 
       expect(result.error?.message).toContain(`The tool runner (the TOOL_RUNNER service) ${says}`);
       const answer = result.messages.find((message) => message.role === "toolResult");
       expect(answer).toMatchObject({ toolCallId: "c1", isError: true });
+      expect((await drain(agent, "again")).result.stopReason).toBe("completed");
+    });
+  }
+});
+
+describe("a TRACING service whose startRun gives no usable observer", () => {
+  const passThrough = { publish() {}, nudged() {} };
+  for (const [name, observer] of [
+    ["42", () => 42],
+    ["an object without methods", () => ({})],
+    [
+      "an observer whose modelStep decorator throws",
+      () => ({
+        ...passThrough,
+        modelStep: () => {
+          throw new Error("decorator broke");
+        },
+        toolRunner: (inner: ToolRunner) => inner,
+      }),
+    ],
+    [
+      "an observer whose toolRunner decorator gives no tool runner",
+      () => ({ ...passThrough, modelStep: (inner: unknown) => inner, toolRunner: () => 42 }),
+    ],
+  ] as const) {
+    it(`${name}: the run goes on untraced, with its log lines, and the agent takes the next prompt`, async () => {
+      const { logger, lines } = recordingLogger();
+      const agent = new Agent({ provider: toolThenText(), tools: [add], logger });
+      agent.container.registerInstance(TRACING, { startRun: observer as never });
+      const { events, result } = await drain(agent, "add");
+      expect(result.stopReason).toBe("completed");
+      expect(events.map((event) => event.type)).toContain("tool_result");
+      // The run's log lines are written as they are with no tracer at all.
+      expect(lines.some((line) => line.fields.runId === result.runId)).toBe(true);
+      expect(agent.busy).toBe(false);
       expect((await drain(agent, "again")).result.stopReason).toBe("completed");
     });
   }

@@ -15,7 +15,7 @@ import type { RunServiceSet } from "./run/default-services.js";
 import { EventPublisher } from "./run/event-publisher.js";
 import { MessageInbox, type MessageQueue } from "./run/message-queue.js";
 import { type RunResult, RunSession } from "./run/run-session.js";
-import type { Clock } from "./run/services.js";
+import type { Clock, ModelStep, ToolRunner } from "./run/services.js";
 import type { TranscriptKeeper } from "./run/transcript-keeper.js";
 import type { WaitingCalls } from "./run/waiting-calls.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -120,7 +120,7 @@ export class RunQueue {
   #endQueued(run: AgentRun, scope: AbortScope, services: RunServiceSet): void {
     this.#scopes.delete(scope);
     scope.dispose();
-    const events = this.#publisher(run, this.#observe(run, scope, services), services);
+    const events = this.#publisher(run, this.#observe(run, scope, services).observer, services);
     const error = abortError(scope.signal.reason);
     events.publish({ type: "agent_start" });
     events.publish({ type: "error", code: error.code, message: error.message });
@@ -143,25 +143,39 @@ export class RunQueue {
   }
 
   /**
-   * What observes the run: its trace (when the tracing records it) and its log lines (unless the
-   * logger, `config.logger` or the container's `LOGGER`, is the silent one). Undefined when
-   * neither: the run then pays nothing for them.
+   * What observes the run, and the model step and tool runner it runs with: its trace (when the
+   * tracing records it) and its log lines (unless the logger, `config.logger` or the container's
+   * `LOGGER`, is the silent one) decorate the agent's. Neither: the run pays nothing for them.
    */
-  #observe(run: AgentRun, scope: AbortScope, services: RunServiceSet): RunObserver | undefined {
+  #observe(run: AgentRun, scope: AbortScope, services: RunServiceSet): Observed {
     const { runId } = run;
-    let traced: RunObserver | undefined;
+    const logger = this.#agent.config.logger ?? services.logger;
+    const lines = logger === silentLogger ? undefined : new RunLogLines(logger, runId);
+    const { modelStep, toolRunner } = services;
+    const untraced: Observed = lines
+      ? { observer: lines, modelStep: lines.modelStep(modelStep), toolRunner: lines.toolRunner(toolRunner) }
+      : { observer: undefined, modelStep, toolRunner };
+    // A tracer that throws, or gives no observer whose decorators are a model step and a tool
+    // runner: the run goes on untraced, as when its observer throws later (see `EventPublisher`),
+    // rather than fail, or never start and leave the agent busy.
     try {
-      traced = services.tracing.startRun({
+      const traced = services.tracing.startRun({
         runId,
         orchestrator: this.#agent.orchestrator.name,
         signal: scope.signal,
       });
+      if (traced === undefined || typeof traced.publish !== "function" || typeof traced.nudged !== "function")
+        return untraced;
+      const observed: Observed = {
+        observer: bothObservers(traced, lines),
+        modelStep: traced.modelStep(untraced.modelStep),
+        toolRunner: traced.toolRunner(untraced.toolRunner),
+      };
+      const runs = (service: { run?: unknown } | undefined) => typeof service?.run === "function";
+      return runs(observed.modelStep) && runs(observed.toolRunner) ? observed : untraced;
     } catch {
-      // A tracer that throws: the run goes on untraced, as when its observer throws later (see
-      // `EventPublisher`), rather than fail, or never start and leave the agent busy.
+      return untraced;
     }
-    const logger = this.#agent.config.logger ?? services.logger;
-    return bothObservers(traced, logger === silentLogger ? undefined : new RunLogLines(logger, runId));
   }
 
   /**
@@ -194,8 +208,8 @@ export class RunQueue {
         : setTimeout(() => abortScope.abort(new TimeoutError("total", totalMs)), totalMs);
     const config = agent.config;
     const transcript = agent.transcript.writer();
-    const { clock, modelStep, toolRunner } = services;
-    const observer = this.#observe(run, abortScope, services);
+    const { clock } = services;
+    const { observer, modelStep, toolRunner } = this.#observe(run, abortScope, services);
     const session = new RunSession(
       {
         runId: run.runId,
@@ -230,8 +244,8 @@ export class RunQueue {
         owner: agent.owner,
         abortScope,
         clock,
-        modelStep: observer ? observer.modelStep(modelStep) : modelStep,
-        toolRunner: observer ? observer.toolRunner(toolRunner) : toolRunner,
+        modelStep,
+        toolRunner,
         clientTools: agent.waiting.clientTools,
         clientToolMode: clientTools ?? config.clientTools ?? "wait",
       },
@@ -260,6 +274,13 @@ export class RunQueue {
     const ask = callback && (() => callback({ runId, messages: transcript.messages }));
     return new MessageInbox(queue, ask, clock, what);
   }
+}
+
+/** A run's observer (none when nothing observes it) and the services it decorated. */
+interface Observed {
+  observer: RunObserver | undefined;
+  modelStep: ModelStep;
+  toolRunner: ToolRunner;
 }
 
 /** The input of a run that only resumes the suspended batch (`resume()`). */
