@@ -28,6 +28,7 @@ import {
   type RunServiceSet,
   registerDefaultServices,
   resolveServices,
+  systemClock,
 } from "./run/default-services.js";
 import { MessageQueue } from "./run/message-queue.js";
 import { CLOCK, type Clock } from "./run/services.js";
@@ -264,6 +265,7 @@ export class Agent {
 
   /** The clock as runs read it (see `guardedClock`); one guard per clock, so one warning. */
   #guarded(clock: Clock): Clock {
+    if (clock === systemClock) return clock;
     if (this.#guard?.clock !== clock) {
       const guarded = guardedClock(clock, (reading, fault) =>
         this.#logger().warn(
