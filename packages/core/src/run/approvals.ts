@@ -45,7 +45,8 @@ export async function askBeforeToolCall(
     }
     const context = contextOf(call);
     // The hook speaks first: its block or its reason wins; the tool's own rule applies when it lets the call through.
-    const verdict = (await hook?.(context)) ?? ((await toolNeedsApproval(context)) ? APPROVAL : undefined);
+    const verdict =
+      checkedVerdict(await hook?.(context)) ?? ((await toolNeedsApproval(context)) ? APPROVAL : undefined);
     if (ended()) break;
     if (verdict === undefined) continue;
     if ("block" in verdict) verdicts.set(call.id, verdict);
@@ -69,6 +70,28 @@ export function mayNeedApproval(
 }
 
 const APPROVAL: BeforeToolCallResult = { requireApproval: true };
+
+/**
+ * What `beforeToolCall` returned, checked as `prepareStep`'s and `afterToolCall`'s results are: an
+ * object with neither a `block` nor `requireApproval: true` would otherwise hold the batch for an
+ * approval nobody asked for.
+ */
+function checkedVerdict(verdict: unknown): BeforeToolCallResult {
+  if (verdict === undefined || verdict === null) return undefined;
+  const { block, requireApproval, reason } = (typeof verdict === "object" ? verdict : {}) as Record<
+    string,
+    unknown
+  >;
+  let problem: string | undefined;
+  if (typeof verdict !== "object") problem = `expected an object or undefined, got ${typeof verdict}`;
+  else if (block !== undefined) {
+    if (typeof block !== "string") problem = `block must be a string (the reason), got ${typeof block}`;
+  } else if (requireApproval !== true) problem = "expected { block: string } or { requireApproval: true }";
+  else if (reason !== undefined && typeof reason !== "string")
+    problem = `reason must be a string, got ${typeof reason}`;
+  if (problem !== undefined) throw new TypeError(`beforeToolCall returned an invalid result: ${problem}.`);
+  return verdict as BeforeToolCallResult;
+}
 
 /** The tool's `needsApproval`; a function is asked only about arguments that pass the schema. */
 async function toolNeedsApproval(context: ToolCallContext): Promise<boolean> {

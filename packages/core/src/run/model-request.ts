@@ -9,6 +9,7 @@ import type { DecideOptions } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { AgentHooks } from "./hooks.js";
+import { checkedMessages } from "./pipeline-output.js";
 import { validateTranscript } from "./transcript.js";
 
 /** What a `decide` or `generateObject` call asks for, before the pipeline builds the prompt. */
@@ -91,10 +92,10 @@ export class ModelRequestBuilder {
     const { transformContext, convertToLlm = defaultConvertToLlm, hooks } = this.#setup;
     const signal = this.#signal;
     let kept: readonly AgentMessage[] = transformContext
-      ? await transformContext([...history], { signal })
+      ? checkedMessages(await transformContext([...history], { signal }), history, "transformContext", false)
       : history;
     if (this.#budget) kept = await this.#budget(kept, { signal });
-    const messages: readonly LlmMessage[] = convertToLlm(kept);
+    const messages = checkedMessages<LlmMessage>(convertToLlm(kept), kept, "convertToLlm", true);
     let model = this.#provider();
     let system = spec.system ?? this.#setup.systemPrompt;
     let tools = this.tools(spec.tools);
@@ -110,6 +111,7 @@ export class ModelRequestBuilder {
     });
     const problem = preparedProblem(prepared, this.#setup.tools);
     if (problem !== undefined) throw new TypeError(`prepareStep returned an invalid result: ${problem}.`);
+    if (prepared?.messages) checkedMessages(prepared.messages, messages, "prepareStep", true, "messages");
     system = prepared?.system ?? system;
     model = prepared?.model ?? model;
     if (prepared?.tools) tools = this.tools(prepared.tools);
