@@ -343,8 +343,6 @@ describe("executeToolCall: returned values", () => {
   it.each([
     ["undefined", undefined, ""],
     ["null", null, "null"],
-    ["a function", () => 1, ""],
-    ["a Symbol", Symbol("s"), ""],
     ["a string", "plain text", "plain text"],
     ["a number", 42, "42"],
     ["an object", { a: [1, "b"] }, '{"a":[1,"b"]}'],
@@ -361,6 +359,8 @@ describe("executeToolCall: returned values", () => {
   it.each([
     ["a cyclic object", cyclic(), /^The tool returned a value that is not JSON: .*circular/i],
     ["a BigInt", 10n, /^The tool returned a value that is not JSON: .*BigInt/],
+    ["a function", () => 1, /^The tool returned a value that is not JSON: a function\.$/],
+    ["a Symbol", Symbol("s"), /^The tool returned a value that is not JSON: a symbol\.$/],
   ])("%s is an error result saying it is not JSON", (_label, value, content) => {
     const result = run(toolWith(() => value)) as ToolResultMessage;
     expect(result.status).toBe("error");

@@ -217,12 +217,16 @@ function successResult(call: ToolCall, value: unknown): ToolResultMessage {
   // Same text as JSON.stringify for a finite number, without its generic path.
   if (typeof value === "number" && Number.isFinite(value))
     return toolResult(call, "ok", String(value), value);
+  // JSON writes nothing for these, and the model would get an empty result as if it had worked.
+  if (typeof value === "function" || typeof value === "symbol")
+    return toolResult(call, "error", `The tool returned a value that is not JSON: a ${typeof value}.`);
   let content: string | undefined;
   try {
     content = JSON.stringify(value);
   } catch (error) {
     return toolResult(call, "error", `The tool returned a value that is not JSON: ${errorMessage(error)}`);
   }
+  // `undefined`: a tool that returns nothing.
   return toolResult(call, "ok", content ?? "", value);
 }
 
