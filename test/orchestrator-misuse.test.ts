@@ -753,3 +753,90 @@ describe("turns the plug-in leaves unbalanced (writing-an-orchestrator.md)", () 
     ]);
   });
 });
+
+describe("ctx.decide() and ctx.generateObject() options", () => {
+  const refusals: [string, unknown, string][] = [
+    ["not an object", 42, "expected an object of options, got number"],
+    ["null", null, "expected an object of options, got null"],
+    ["a system prompt that is no string", { system: 42 }, "system must be a string, got number"],
+    ["settings that are no object", { settings: "fast" }, "settings must be an object of model settings"],
+    [
+      "messages that are no array",
+      { messages: "check again" },
+      "messages must be an array of messages, got string",
+    ],
+    ["a message that is no message", { messages: [{ role: "user" }] }, "messages[0] is no message: content:"],
+    [
+      "a message of the app's own kind",
+      { messages: [{ role: "note", text: "x" }] },
+      'messages[0] has role "note": the model takes user, assistant and toolResult messages',
+    ],
+  ];
+  const decideOnly: [string, unknown, string][] = [
+    ["an unregistered tool name", { tools: ["add", "nope"] }, "tools names no registered tool: nope"],
+    ["tools that are no array", { tools: "add" }, "tools must be false or an array of tool names"],
+  ];
+
+  for (const [label, options, says] of [...refusals, ...decideOnly]) {
+    it(`ctx.decide() refuses ${label} with a TypeError saying so, before any model call`, async () => {
+      const model = scriptedModel([[script.text("unused")]]);
+      let caught: unknown;
+      const agent = new Agent({
+        provider: model,
+        tools: [add],
+        orchestrator: plugin(async (ctx) => {
+          try {
+            await ctx.decide(options as never);
+          } catch (error) {
+            caught = error;
+          }
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(caught).toBeInstanceOf(TypeError);
+      expect((caught as Error).message).toContain(`ctx.decide() got invalid options: ${says}`);
+      expect(model.doStreamCalls).toHaveLength(0);
+      expect(result.stopReason).toBe("completed");
+    });
+  }
+
+  for (const [label, options, says] of refusals) {
+    it(`ctx.generateObject() refuses ${label} with a TypeError saying so, before any model call`, async () => {
+      const model = scriptedModel([[script.text('{"a":1}')]]);
+      const agent = new Agent({
+        provider: model,
+        orchestrator: plugin(async (ctx) => {
+          await ctx.generateObject(z.object({ a: z.number() }), options as never);
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.message).toContain(`ctx.generateObject() got invalid options: ${says}`);
+      expect(model.doStreamCalls).toHaveLength(0);
+    });
+  }
+
+  it("takes what the contract allows: a tool subset, no tools, a system prompt, settings and messages", async () => {
+    const model = scriptedModel([[script.text("one")], [script.text("two")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [add],
+      orchestrator: plugin(async (ctx) => {
+        await ctx.decide({
+          tools: ["add"],
+          system: "Be brief.",
+          settings: { temperature: 0 },
+          messages: [{ role: "user", content: "Check your answer." }],
+        });
+        await ctx.decide({ tools: false });
+      }),
+    });
+    const result = await kept(agent.prompt("hi"));
+    expect(result.stopReason).toBe("completed");
+    expect(model.doStreamCalls.map((call) => call.tools?.map((tool) => tool.name))).toEqual([
+      ["add"],
+      undefined,
+    ]);
+    expect(model.doStreamCalls[0]?.temperature).toBe(0);
+  });
+});

@@ -25,6 +25,8 @@ import type {
   GeneratedObject,
   GenerateObjectOptions,
 } from "../orchestrator/contract.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { messagesProblem } from "./checked-messages.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
@@ -74,6 +76,9 @@ export class ModelDecisions {
   }
 
   decide(options: DecideOptions): Promise<Decision> {
+    const problem = callOptionsProblem(options, this.#setup.tools);
+    if (problem !== undefined)
+      return this.#refused(new TypeError(`ctx.decide() got invalid options: ${problem}.`));
     const spec: ModelCallSpec = {
       system: options.system,
       tools: options.tools,
@@ -136,6 +141,9 @@ export class ModelDecisions {
   };
 
   generateObject<T>(schema: z.ZodType<T>, options: GenerateObjectOptions<T>): Promise<GeneratedObject<T>> {
+    const problem = callOptionsProblem(options, undefined);
+    if (problem !== undefined)
+      return this.#refused(new TypeError(`ctx.generateObject() got invalid options: ${problem}.`));
     return this.#quietlyIfEnded(this.#generateObject(schema, options));
   }
 
@@ -205,10 +213,15 @@ export class ModelDecisions {
       if (taken.length > 0) this.#log.applySteering(taken);
       return this.#stream(this.#requests.fromHistory(spec, this.#log.history), streamsText, finish);
     } catch (error) {
-      const refused = Promise.reject(error);
-      this.#log.settleQuietlyIfEnded(refused);
-      return refused;
+      return this.#refused(error);
     }
+  }
+
+  /** A call refused before it started: rejected, and marked like `#stream`'s when the run has ended. */
+  #refused(error: unknown): Promise<never> {
+    const refused = Promise.reject(error);
+    this.#log.settleQuietlyIfEnded(refused);
+    return refused;
   }
 
   async #callModelSlowly<T>(
@@ -293,6 +306,30 @@ function checkedStep(step: ModelStepResult): ModelStepResult {
     `The model step (the MODEL_STEP service) resolved with ${wrong}, not a ModelStepResult.`,
   );
 }
+
+/**
+ * What `ctx.decide()` and `ctx.generateObject()` were given, checked as `prepareStep`'s result is:
+ * a wrong value would otherwise be ignored (a tool name nobody registered, a system prompt that is
+ * no string) or fail deep inside the prompt builder. `tools` is checked against `registry` when
+ * given (decide's); the messages as the pipeline's are.
+ */
+function callOptionsProblem(options: unknown, registry: ToolRegistry | undefined): string | undefined {
+  if (typeof options !== "object" || options === null)
+    return `expected an object of options, got ${options === null ? "null" : typeof options}`;
+  const { system, tools, settings, messages } = options as Record<string, unknown>;
+  if (system !== undefined && typeof system !== "string")
+    return `system must be a string, got ${typeof system}`;
+  if (settings !== undefined && (typeof settings !== "object" || settings === null))
+    return "settings must be an object of model settings";
+  if (registry !== undefined && tools !== undefined && tools !== false) {
+    if (!Array.isArray(tools)) return "tools must be false or an array of tool names";
+    const unknown = tools.find((name) => typeof name !== "string" || registry.get(name) === undefined);
+    if (unknown !== undefined) return `tools names no registered tool: ${String(unknown)}`;
+  }
+  return messages === undefined ? undefined : messagesProblem(messages, NO_MESSAGES, true, "messages");
+}
+
+const NO_MESSAGES: readonly AgentMessage[] = [];
 
 /** Token counts the run adds up: the three totals are numbers, the two details numbers when given. */
 function isUsage(usage: unknown): boolean {

@@ -7,9 +7,9 @@ import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
 import type { ModelCallSettings } from "../model/stream-step.js";
 import type { DecideOptions } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import { checkedMessages } from "./checked-messages.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { AgentHooks } from "./hooks.js";
-import { checkedMessages } from "./pipeline-output.js";
 import { validateTranscript } from "./transcript.js";
 
 /** What a `decide` or `generateObject` call asks for, before the pipeline builds the prompt. */
@@ -92,10 +92,20 @@ export class ModelRequestBuilder {
     const { transformContext, convertToLlm = defaultConvertToLlm, hooks } = this.#setup;
     const signal = this.#signal;
     let kept: readonly AgentMessage[] = transformContext
-      ? checkedMessages(await transformContext([...history], { signal }), history, "transformContext", false)
+      ? checkedMessages(
+          await transformContext([...history], { signal }),
+          history,
+          "transformContext returned an invalid result",
+          false,
+        )
       : history;
     if (this.#budget) kept = await this.#budget(kept, { signal });
-    const messages = checkedMessages<LlmMessage>(convertToLlm(kept), kept, "convertToLlm", true);
+    const messages = checkedMessages<LlmMessage>(
+      convertToLlm(kept),
+      kept,
+      "convertToLlm returned an invalid result",
+      true,
+    );
     let model = this.#provider();
     let system = spec.system ?? this.#setup.systemPrompt;
     let tools = this.tools(spec.tools);
@@ -111,7 +121,14 @@ export class ModelRequestBuilder {
     });
     const problem = preparedProblem(prepared, this.#setup.tools);
     if (problem !== undefined) throw new TypeError(`prepareStep returned an invalid result: ${problem}.`);
-    if (prepared?.messages) checkedMessages(prepared.messages, messages, "prepareStep", true, "messages");
+    if (prepared?.messages)
+      checkedMessages(
+        prepared.messages,
+        messages,
+        "prepareStep returned an invalid result",
+        true,
+        "messages",
+      );
     system = prepared?.system ?? system;
     model = prepared?.model ?? model;
     if (prepared?.tools) tools = this.tools(prepared.tools);
