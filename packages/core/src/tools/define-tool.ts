@@ -124,6 +124,12 @@ export function defineTool<Schema extends z.ZodType, Result>(
     );
   }
   delete jsonSchema.$schema;
+  // Model APIs take a tool's arguments as one JSON object (OpenAI and Anthropic refuse any other
+  // root): a tool of `z.string()` would fail every model call that offers it, far from the cause.
+  if (jsonSchema.type !== "object")
+    throw new InvalidConfigError(
+      `Tool "${definition.name}": inputSchema must describe an object of arguments (z.object({ … })): model APIs send a tool's arguments as one JSON object.`,
+    );
   return { ...definition, jsonSchema };
 }
 
@@ -132,10 +138,14 @@ export function defineTool<Schema extends z.ZodType, Result>(
  * Schema comes from elsewhere (an AI SDK tool's own).
  */
 export function checkToolDefinition(definition: Pick<ToolDefinition, "name" | "inputSchema">): void {
-  if (!TOOL_NAME.test(definition.name))
+  // Tested as a string: the pattern would take a missing name as the text "undefined".
+  if (typeof definition.name !== "string" || !TOOL_NAME.test(definition.name))
     throw new InvalidConfigError(
-      `Invalid tool name "${definition.name}": use 1-64 letters, digits, "_" or "-" (what model APIs accept).`,
+      `Invalid tool name ${typeof definition.name === "string" ? `"${definition.name}"` : String(definition.name)}: use 1-64 letters, digits, "_" or "-" (what model APIs accept).`,
     );
+  const { description } = definition as { description?: unknown };
+  if (description !== undefined && typeof description !== "string")
+    throw new InvalidConfigError(`Tool "${definition.name}": description must be a string.`);
   if (!(definition.inputSchema instanceof z.ZodType))
     throw new InvalidConfigError(`Tool "${definition.name}": inputSchema must be a zod schema.`);
   // Read untyped: the definition may come from JavaScript.

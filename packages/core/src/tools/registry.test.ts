@@ -100,6 +100,33 @@ describe("defineTool", () => {
     );
   });
 
+  it('refuses a missing name (the pattern alone took it as the text "undefined") and a description that is no string', () => {
+    const base = { description: "d", inputSchema: z.object({}), execute: () => 1 };
+    expect(() => defineTool({ ...base } as never)).toThrow(/^Invalid tool name undefined: use 1-64/);
+    expect(() => defineTool({ ...base, name: 42 } as never)).toThrow(/^Invalid tool name 42: use 1-64/);
+    expect(() => defineTool({ ...base, name: "ok", description: 42 } as never)).toThrow(
+      /^Tool "ok": description must be a string\.$/,
+    );
+  });
+
+  it("refuses a schema whose root is no object: model APIs send the arguments as one JSON object", () => {
+    const base = { name: "t", description: "d", execute: () => 1 };
+    for (const inputSchema of [
+      z.string(),
+      z.array(z.number()),
+      z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]),
+    ])
+      expect(() => defineTool({ ...base, inputSchema })).toThrow(
+        /^Tool "t": inputSchema must describe an object of arguments \(z\.object\(\{ … \}\)\)/,
+      );
+    for (const inputSchema of [
+      z.object({}),
+      z.record(z.string(), z.number()),
+      z.object({ a: z.string() }).strict(),
+    ])
+      expect(defineTool({ ...base, inputSchema }).jsonSchema.type).toBe("object");
+  });
+
   it('takes execution "server" with an execute, and "client" only without one', () => {
     const base = { name: "page", description: "d", inputSchema: z.object({}) };
     expect(defineTool({ ...base, execution: "server", execute: () => 1 }).execution).toBe("server");
