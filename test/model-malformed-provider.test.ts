@@ -97,6 +97,8 @@ describe("a provider whose stream parts break the v4 types", () => {
       [{ type: "tool-call", toolCallId: 7, toolName: "echo", input: '{"x":"a"}' }, finish("tool-calls")],
       'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is of type number.',
     ],
+    ["a null part", [null, finish("stop")], "The model streamed a part that is no object: null."],
+    ["a number as a part", [42, finish("stop")], "The model streamed a part that is no object: number."],
     [
       "a text delta without its delta, then text",
       [{ type: "text-delta", id: "t" }, { type: "text-delta", id: "t", delta: "ok" }, finish("stop")],

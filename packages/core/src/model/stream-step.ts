@@ -224,6 +224,8 @@ class StepState extends AbortHook implements ModelStepResult {
 
   handle(part: LanguageModelV4StreamPart): void {
     const request = this.#request;
+    if (typeof part !== "object" || part === null)
+      throw new ProviderError(`The model streamed a part that is no object: ${typeName(part)}.`);
     switch (part.type) {
       case "text-delta":
         if (part.delta === "") return;
