@@ -608,3 +608,26 @@ describe("the agent", () => {
     expect(all.filter((t) => t === "agent_start")).toHaveLength(1);
   });
 });
+
+describe("reading a run (events.md: any number of for await loops)", () => {
+  it("gives every loop every event, at once or late; a loop left early stops neither the run nor the others", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hello there")]]) });
+    const run = agent.prompt("hi");
+    const types = async (limit = Number.POSITIVE_INFINITY) => {
+      const seen: string[] = [];
+      for await (const event of run) {
+        seen.push(event.type);
+        if (seen.length === limit) break;
+      }
+      return seen;
+    };
+    const [early, first, second] = await Promise.all([types(2), types(), types()]);
+    const late = await types();
+    expect(early).toEqual(["agent_start", "turn_start"]);
+    expect(first.at(0)).toBe("agent_start");
+    expect(first.at(-1)).toBe("agent_end");
+    expect(second).toEqual(first);
+    expect(late).toEqual(first);
+    expect((await run.result()).stopReason).toBe("completed");
+  });
+});
