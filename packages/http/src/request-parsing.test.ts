@@ -102,6 +102,13 @@ describe("readJsonBody", () => {
   it("refuses another media type with 415, bad JSON with 400 invalid-json, a body off the schema with its issues", async () => {
     const text = new Request("http://localhost/runs", { method: "POST", body: "{}" });
     expect(await refusal(() => readJsonBody(text, anything, 100))).toEqual([415, "unsupported-media-type"]);
+    // Only the media type counts: one a browser sends cross-site without a preflight is refused.
+    for (const type of ["text/plain; a=application/json", "application/json-seq", "text/application/json"])
+      expect(
+        await refusal(() => readJsonBody(posted("{}", { "content-type": type }), anything, 100)),
+      ).toEqual([415, "unsupported-media-type"]);
+    for (const type of ["application/json; charset=utf-8", "Application/JSON"])
+      expect(await readJsonBody(posted("{}", { "content-type": type }), anything, 100)).toEqual({});
     expect(await refusal(() => readJsonBody(posted("{"), anything, 100))).toEqual([400, "invalid-json"]);
     expect(await refusal(() => readJsonBody(posted(""), anything, 100))).toEqual([400, "invalid-json"]);
     const schema = z.strictObject({ prompt: z.string() });

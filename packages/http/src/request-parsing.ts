@@ -43,8 +43,7 @@ export async function readJsonBody<Schema extends z.ZodType>(
   schema: Schema,
   maxBytes: number,
 ): Promise<z.output<Schema>> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!type.includes("application/json"))
+  if (!isJson(request.headers.get("content-type")))
     throw new HttpError(415, "unsupported-media-type", "Send the body as application/json.");
   const declared = Number(request.headers.get("content-length"));
   if (declared > maxBytes) throw tooLarge(maxBytes);
@@ -63,6 +62,15 @@ export async function readJsonBody<Schema extends z.ZodType>(
       issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
     });
   return parsed.data;
+}
+
+/**
+ * Whether a Content-Type's media type (what precedes its parameters) is `application/json`. Not a
+ * substring test: `text/plain; a=application/json` is a type a browser sends cross-site without a
+ * CORS preflight, so taking it would let another site start runs with the user's cookies.
+ */
+function isJson(contentType: string | null): boolean {
+  return (contentType ?? "").split(";")[0]?.trim().toLowerCase() === "application/json";
 }
 
 async function readText(request: Request, maxBytes: number): Promise<string> {
