@@ -17,7 +17,7 @@ async function refusal(attempt: () => unknown): Promise<[number, string]> {
 const events = (query: string, headers: Record<string, string> = {}) =>
   new Request(`http://localhost/runs/r1/events${query}`, { headers });
 
-const posted = (body: string, headers: Record<string, string> = {}) =>
+const posted = (body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) =>
   new Request("http://localhost/runs", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -111,6 +111,9 @@ describe("readJsonBody", () => {
       expect(await readJsonBody(posted("{}", { "content-type": type }), anything, 100)).toEqual({});
     expect(await refusal(() => readJsonBody(posted("{"), anything, 100))).toEqual([400, "invalid-json"]);
     expect(await refusal(() => readJsonBody(posted(""), anything, 100))).toEqual([400, "invalid-json"]);
+    // Bytes that are not UTF-8 (0xFF), even inside a string: not JSON, never U+FFFD in the prompt.
+    const notUtf8 = new Uint8Array([...new TextEncoder().encode('{"prompt":"a'), 0xff, 0x22, 0x7d]);
+    expect(await refusal(() => readJsonBody(posted(notUtf8), anything, 100))).toEqual([400, "invalid-json"]);
     const schema = z.strictObject({ prompt: z.string() });
     const off = await readJsonBody(posted('{"prompt":5}'), schema, 100).catch((error: unknown) => error);
     expect(off).toBeInstanceOf(HttpError);

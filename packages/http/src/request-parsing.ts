@@ -76,18 +76,32 @@ function isJson(contentType: string | null): boolean {
 async function readText(request: Request, maxBytes: number): Promise<string> {
   if (request.body === null) return "";
   const reader = request.body.getReader();
-  const decoder = new TextDecoder();
+  // Fatal: bytes that are not UTF-8 are not JSON text; replaced by U+FFFD, they would reach the
+  // model as a prompt the client never sent.
+  const decoder = new TextDecoder("utf-8", { fatal: true });
   let size = 0;
   let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text + decoder.decode();
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge(maxBytes);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return text + decode(decoder);
+      size += value.byteLength;
+      if (size > maxBytes) throw tooLarge(maxBytes);
+      text += decode(decoder, value);
     }
-    text += decoder.decode(value, { stream: true });
+  } catch (error) {
+    // Refused part-way (too large, not UTF-8): the rest is not read.
+    await reader.cancel().catch(() => {});
+    throw error;
+  }
+}
+
+/** The text of the bytes so far (all of them, without `bytes`); 400 when they are not UTF-8. */
+function decode(decoder: TextDecoder, bytes?: Uint8Array): string {
+  try {
+    return bytes === undefined ? decoder.decode() : decoder.decode(bytes, { stream: true });
+  } catch {
+    throw new HttpError(400, "invalid-json", "The body is not UTF-8 text.");
   }
 }
 
