@@ -126,3 +126,21 @@ describe("a slow reader", () => {
     expect(response?.listenerCount("error")).toBeLessThanOrEqual(1);
   });
 });
+
+describe("a request no URL can be made of", () => {
+  it("answers 400 invalid-request, without calling the handler, and the connection takes the next request", async () => {
+    let called = 0;
+    const server = await serve(async () => {
+      called++;
+      return new Response("next");
+    });
+    for (const host of ["a b", "user@x", "x:y"]) {
+      const bad = `GET /runs HTTP/1.1\r\nhost: ${host}\r\n\r\n`;
+      expect(await onOneConnection(server.url, [bad, next], 2)).toEqual({
+        statuses: [400, 200],
+        ended: undefined,
+      });
+    }
+    expect(called).toBe(3);
+  });
+});

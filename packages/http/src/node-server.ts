@@ -55,13 +55,7 @@ async function respond(
   res.once("close", () => {
     if (!res.writableFinished) aborted.abort(new Error("the client closed the connection"));
   });
-  let response: Response;
-  try {
-    response = await handler(toRequest(req, aborted.signal));
-  } catch (error) {
-    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
-    response = Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
-  }
+  const response = await answer(handler, req, aborted.signal, logger);
   if (res.destroyed) {
     await response.body?.cancel().catch(() => {});
     return;
@@ -89,6 +83,29 @@ async function respond(
     res.destroy();
   } finally {
     res.off("close", cancel);
+  }
+}
+
+/** The handler's response; 400 for a request no `Request` can be made of, 500 when the handler threw. */
+async function answer(
+  handler: (request: Request) => Promise<Response>,
+  req: IncomingMessage,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<Response> {
+  let request: Request;
+  try {
+    request = toRequest(req, signal);
+  } catch {
+    // A Host header no URL can be made of (`a b`, `user@host`): the client's mistake, not a 500.
+    const message = "The request's Host and target make no URL.";
+    return Response.json({ error: { code: "invalid-request", message } }, { status: 400 });
+  }
+  try {
+    return await handler(request);
+  } catch (error) {
+    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
+    return Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
   }
 }
 
