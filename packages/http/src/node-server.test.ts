@@ -144,3 +144,23 @@ describe("a request no URL can be made of", () => {
     expect(called).toBe(3);
   });
 });
+
+describe("a request target in absolute form", () => {
+  it("is the request's URL, as HTTP/1.1 has servers take it", async () => {
+    const server = await serve(async (request) => new Response(new URL(request.url).pathname));
+    const { host } = new URL(server.url);
+    const response = await new Promise<string>((resolve) => {
+      const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+      let received = "";
+      socket.on("data", (chunk: Buffer) => {
+        received += chunk.toString();
+      });
+      socket.on("end", () => resolve(received));
+      socket.write(
+        `GET http://${host}/runs/r1/events?after=2 HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`,
+      );
+    });
+    expect(response.startsWith("HTTP/1.1 200")).toBe(true);
+    expect(response).toContain("\r\n/runs/r1/events\r\n");
+  });
+});

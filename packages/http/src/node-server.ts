@@ -124,7 +124,10 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
-  const url = `http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`;
+  const target = req.url ?? "/";
+  // The absolute form (`GET http://host/path`, what a proxy may send, and HTTP/1.1 servers must
+  // take) is the URL itself: glued after the Host, its path became `//host/path`, a 404.
+  const url = /^https?:\/\//i.test(target) ? target : `http://${req.headers.host ?? "localhost"}${target}`;
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
