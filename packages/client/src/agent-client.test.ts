@@ -202,6 +202,20 @@ describe("AgentClient: streaming a run", () => {
     await expect(run.result()).resolves.toEqual(events[3]);
   });
 
+  it("drops an event of another run with a client_error: another run's agent_end does not settle this one", async () => {
+    const events = script(3);
+    const stray = { ...agentEnd(7), runId: "r2", stopReason: "aborted" };
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(events[0]) + line(event(1, "text_delta", { runId: "r2", text: "not yours" })));
+      res.end(line(stray) + line(events[1]) + line(events[2]));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const stranger = expect.objectContaining({ type: "client_error", code: "malformed-event" });
+    expect(await collect(run)).toEqual([events[0], stranger, stranger, events[1], events[2]]);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
   it("reads SSE with heartbeats and comments (which keep an idle connection alive) and yields no heartbeat", async () => {
     const events = script(5);
     const { baseUrl, requests } = await serve(async (req, res) => {

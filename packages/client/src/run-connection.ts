@@ -184,6 +184,17 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    const current = this.#run.currentRunId();
+    if (typeof runId === "string" && current !== undefined && runId !== current) {
+      // Not this run's: taken, another run's agent_end would settle this one with its result.
+      this.#run.receive({
+        type: "client_error",
+        code: "malformed-event",
+        message: `An event of run "${runId}" came on the stream of run "${current}": it was dropped.`,
+        line: JSON.stringify(event),
+      });
+      return false;
+    }
     if (typeof runId === "string" && typeof seq === "number") {
       if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
       this.#lastSeq.set(runId, seq);
