@@ -333,6 +333,18 @@ describe("AgentClient: reconnects", () => {
     await expect(run.result()).resolves.toEqual(events[8]);
   });
 
+  it("re-attaches after a stream that ended mid-line, with no client_error for the line cut short", async () => {
+    const events = script(4);
+    const { baseUrl } = await serve(async (req, res) => {
+      openStream(res);
+      if (req.path === "/runs") res.end(line(events[0]) + line(events[1]).slice(0, 15));
+      else res.end(line(events[1]) + line(events[2]) + JSON.stringify(events[3])); // the last \n is optional
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[3]);
+  });
+
   it("re-attaches when the connection goes silent for idleTimeoutMs", async () => {
     const events = script(4);
     const { baseUrl, requests } = await serve(async (req, res) => {

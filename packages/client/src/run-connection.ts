@@ -147,7 +147,7 @@ export class RunConnection {
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
         disarm();
-        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
+        for (const item of chunk.done ? cutShort(parser.end()) : parser.push(chunk.value)) {
           if (this.#take(item)) progress = true;
           if (this.#run.done()) return undefined;
         }
@@ -203,4 +203,13 @@ export class RunConnection {
     this.#run.receive(event);
     return true;
   }
+}
+
+/**
+ * What the end of a stream leaves: an NDJSON line that does not parse there was cut short (the
+ * server ends every line with `\n`), not malformed; the re-attach brings it whole, so it is dropped
+ * as SSE drops an event whose blank line never came.
+ */
+function cutShort(rest: Parsed[]): Parsed[] {
+  return rest.filter((item) => item.type !== "client_error");
 }
