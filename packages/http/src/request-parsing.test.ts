@@ -114,6 +114,20 @@ describe("readJsonBody", () => {
     // Bytes that are not UTF-8 (0xFF), even inside a string: not JSON, never U+FFFD in the prompt.
     const notUtf8 = new Uint8Array([...new TextEncoder().encode('{"prompt":"a'), 0xff, 0x22, 0x7d]);
     expect(await refusal(() => readJsonBody(posted(notUtf8), anything, 100))).toEqual([400, "invalid-json"]);
+    // A body that breaks off (the client went away mid-request): the client's mistake, not a 500.
+    const cut = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"prompt":'));
+        controller.error(new Error("aborted"));
+      },
+    });
+    const cutRequest = new Request("http://localhost/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: cut,
+      duplex: "half",
+    } as RequestInit);
+    expect(await refusal(() => readJsonBody(cutRequest, anything, 100))).toEqual([400, "invalid-json"]);
     const schema = z.strictObject({ prompt: z.string() });
     const off = await readJsonBody(posted('{"prompt":5}'), schema, 100).catch((error: unknown) => error);
     expect(off).toBeInstanceOf(HttpError);

@@ -83,14 +83,17 @@ async function readText(request: Request, maxBytes: number): Promise<string> {
   let text = "";
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.read().catch(() => {
+        // The client went away mid-body (or sent a broken chunked body): its mistake, no 500 to log.
+        throw new HttpError(400, "invalid-json", "The body was cut off before its end.");
+      });
       if (done) return text + decode(decoder);
       size += value.byteLength;
       if (size > maxBytes) throw tooLarge(maxBytes);
       text += decode(decoder, value);
     }
   } catch (error) {
-    // Refused part-way (too large, not UTF-8): the rest is not read.
+    // Refused part-way (too large, not UTF-8, cut off): the rest is not read.
     await reader.cancel().catch(() => {});
     throw error;
   }
