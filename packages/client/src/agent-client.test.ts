@@ -416,6 +416,16 @@ describe("AgentClient: reconnects", () => {
     expect(await rejection(run.runId)).toMatchObject({ code: "http" });
   });
 
+  it("fails with code 'http' (status 204) and says so when the server answers a start with no stream", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => void res.writeHead(204).end());
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("hi").result());
+    expect(error).toMatchObject({ code: "http", status: 204 });
+    expect(error.message).toBe(
+      "HTTP 204: the server answered the start of a run with no stream of its events.",
+    );
+    expect(requests).toHaveLength(1);
+  });
+
   it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
     const { baseUrl, requests } = await serve((_req, res) => {
       res.writeHead(204, { "x-run-id": RUN });

@@ -130,11 +130,12 @@ export class RunConnection {
       // The server's answer to a re-attach after an ended run's last event: no retry brings more.
       if (response.status === 204) {
         const runId = this.#run.currentRunId() as string;
-        throw new ClientError(
-          "http",
-          `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`,
-          { status: 204 },
-        );
+        // A start is answered with its stream: a 204 there is a server off the protocol.
+        const message =
+          startBody !== undefined
+            ? "HTTP 204: the server answered the start of a run with no stream of its events."
+            : `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`;
+        throw new ClientError("http", message, { status: 204 });
       }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
       const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
