@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import { connect } from "node:net";
+import { silentLogger } from "@agent-core/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type NodeServer, serveNode } from "./node-server.js";
 
@@ -162,5 +163,37 @@ describe("a request target in absolute form", () => {
     });
     expect(response.startsWith("HTTP/1.1 200")).toBe(true);
     expect(response).toContain("\r\n/runs/r1/events\r\n");
+  });
+});
+
+describe("a response Node cannot send", () => {
+  it("is a 500 internal, logged, and its body cancelled: never an unhandled rejection or a client left waiting", async () => {
+    let cancelled = 0;
+    const body = () =>
+      new ReadableStream({
+        cancel() {
+          cancelled++;
+        },
+      });
+    const responses = [
+      () => Response.error(), // status 0
+      () => new Response(body(), { headers: { "x-a": "a\u0001b" } }),
+    ];
+    const logged: string[] = [];
+    const logger = { ...silentLogger, error: (_: unknown, message: string) => void logged.push(message) };
+    for (const make of responses) {
+      const server = await serveNode(async () => make(), { logger });
+      servers.push(server);
+      const response = await fetch(`${server.url}/x`);
+      expect([response.status, await response.json()]).toEqual([
+        500,
+        { error: { code: "internal", message: "The server failed." } },
+      ]);
+    }
+    expect(cancelled).toBe(1);
+    expect(logged).toEqual([
+      "agent-core http: the response was refused",
+      "agent-core http: the response was refused",
+    ]);
   });
 });

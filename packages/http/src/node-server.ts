@@ -60,7 +60,20 @@ async function respond(
     await response.body?.cancel().catch(() => {});
     return;
   }
-  res.writeHead(response.status, Object.fromEntries(response.headers));
+  try {
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+  } catch (error) {
+    // A status or header Node refuses (Response.error()'s 0, a control character): thrown here, it
+    // was an unhandled rejection that ended the process, or a client left waiting for ever.
+    logger.error(
+      { err: error, method: req.method, url: req.url },
+      "agent-core http: the response was refused",
+    );
+    await response.body?.cancel().catch(() => {});
+    const failed = { error: { code: "internal", message: "The server failed." } };
+    res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify(failed));
+    return;
+  }
   if (response.body === null) {
     res.end();
     return;
