@@ -765,6 +765,30 @@ describe("AgentClient: steering", () => {
   });
 });
 
+describe("AgentClient: steering a server that never answers", () => {
+  it("steer() and followUp() reject with code 'network' after idleTimeoutMs, never hang", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs") return; // a command: no answer, ever
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
+    for (const send of [() => run.steer("left"), () => run.followUp("then")]) {
+      const answered = send().then(
+        () => "accepted",
+        (error: unknown) => error,
+      );
+      const error = await Promise.race([answered, delay(2_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(ClientError);
+      expect(error).toMatchObject({
+        code: "network",
+        message: expect.stringContaining("no answer came for 100 ms"),
+      });
+    }
+    await run.cancel();
+  });
+});
+
 describe("AgentClient: backpressure", () => {
   /** A fetch whose response body makes one event per pull, and counts the pulls. */
   function endlessFetch(total: number) {
