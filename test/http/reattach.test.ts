@@ -143,6 +143,30 @@ describe("re-attaching", () => {
     });
   });
 
+  it("aborts the run when its client went away while the run was being started, even if its stream is never cancelled", async () => {
+    // An adapter that drops the response of an aborted request without cancelling its body.
+    const { server } = await startServer(waitsForClient, { detachGraceMs: 30 });
+    const gone = new AbortController();
+    const request = new Request("http://localhost/runs", {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify({ prompt: "go" }),
+      signal: gone.signal,
+    });
+    const started = server.fetch(request);
+    gone.abort();
+    const runId = (await started).headers.get("x-run-id") as string;
+    await sleep(150);
+    const log = await server.fetch(
+      new Request(`http://localhost/runs/${runId}/events`, { headers: headers() }),
+    );
+    const text = await Promise.race([log.text(), sleep(2_000).then(() => '{"type":"still running"}')]);
+    expect(JSON.parse(text.trimEnd().split("\n").at(-1) as string)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
+  });
+
   it("keeps the run when the client comes back within the grace period: nothing lost, nothing twice, the tool answered once", async () => {
     const { url } = await startServer(waitsForClient, { detachGraceMs: 2_000 });
     const first = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));

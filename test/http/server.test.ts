@@ -134,6 +134,8 @@ describe("POST /runs", () => {
         401,
       ],
       [{ body: "p".repeat(100_000), headers: headers("alice", { "content-type": "text/plain" }) }, 415],
+      // Not UTF-8 from its first byte: refused there, the rest of it unread.
+      [{ body: new Uint8Array(100_000).fill(0xff), headers: headers() }, 400],
     ];
     for (const [init, status] of refusals) {
       const startedAt = Date.now();

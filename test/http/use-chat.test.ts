@@ -778,6 +778,27 @@ describe("over a real connection", () => {
 });
 
 describe("a page that goes away", () => {
+  it("aborts the run when the page went away before its answer began, even if its body is never cancelled", async () => {
+    let agent: Agent | undefined;
+    const model = scriptedModel([[script.text("Chapter 1. "), script.hang()]]);
+    const handler = chatHandler(() => ({ provider: model }), {
+      agent: () => {
+        agent = new Agent({ provider: model });
+        return agent;
+      },
+    });
+    const page = new Page(handler);
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "a long story" }] });
+    const abort = new AbortController();
+    const posted = page.post(abort.signal);
+    abort.abort();
+    // An adapter that drops the response of an aborted request without cancelling its body.
+    expect((await posted).status).toBe(200);
+    const deadline = Date.now() + 2_000;
+    while (agent?.busy !== false && Date.now() < deadline) await new Promise((done) => setTimeout(done, 10));
+    expect(agent?.busy).toBe(false);
+  });
+
   it("aborts the run at once; the chat goes on from what the server has, and a post while it streams is 409", async () => {
     const model = scriptedModel([
       [script.text("Chapter 1. "), script.delay(20), script.text("Chapter 2. "), script.hang()],

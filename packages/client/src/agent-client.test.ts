@@ -202,6 +202,20 @@ describe("AgentClient: streaming a run", () => {
     await expect(run.result()).resolves.toEqual(events[3]);
   });
 
+  it("drops an event of another run with a client_error: another run's agent_end does not settle this one", async () => {
+    const events = script(3);
+    const stray = { ...agentEnd(7), runId: "r2", stopReason: "aborted" };
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(events[0]) + line(event(1, "text_delta", { runId: "r2", text: "not yours" })));
+      res.end(line(stray) + line(events[1]) + line(events[2]));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const stranger = expect.objectContaining({ type: "client_error", code: "malformed-event" });
+    expect(await collect(run)).toEqual([events[0], stranger, stranger, events[1], events[2]]);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
   it("reads SSE with heartbeats and comments (which keep an idle connection alive) and yields no heartbeat", async () => {
     const events = script(5);
     const { baseUrl, requests } = await serve(async (req, res) => {
@@ -319,6 +333,18 @@ describe("AgentClient: reconnects", () => {
     await expect(run.result()).resolves.toEqual(events[8]);
   });
 
+  it("re-attaches after a stream that ended mid-line, with no client_error for the line cut short", async () => {
+    const events = script(4);
+    const { baseUrl } = await serve(async (req, res) => {
+      openStream(res);
+      if (req.path === "/runs") res.end(line(events[0]) + line(events[1]).slice(0, 15));
+      else res.end(line(events[1]) + line(events[2]) + JSON.stringify(events[3])); // the last \n is optional
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[3]);
+  });
+
   it("re-attaches when the connection goes silent for idleTimeoutMs", async () => {
     const events = script(4);
     const { baseUrl, requests } = await serve(async (req, res) => {
@@ -388,6 +414,16 @@ describe("AgentClient: reconnects", () => {
       serverCode: "unauthorized",
     });
     expect(await rejection(run.runId)).toMatchObject({ code: "http" });
+  });
+
+  it("fails with code 'http' (status 204) and says so when the server answers a start with no stream", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => void res.writeHead(204).end());
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("hi").result());
+    expect(error).toMatchObject({ code: "http", status: 204 });
+    expect(error.message).toBe(
+      "HTTP 204: the server answered the start of a run with no stream of its events.",
+    );
+    expect(requests).toHaveLength(1);
   });
 
   it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
@@ -726,6 +762,30 @@ describe("AgentClient: steering", () => {
       [`/runs/${RUN}/follow-up`, { message: "then this" }],
       [`/runs/${RUN}/follow-up`, { message: "late" }],
     ]);
+  });
+});
+
+describe("AgentClient: steering a server that never answers", () => {
+  it("steer() and followUp() reject with code 'network' after idleTimeoutMs, never hang", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs") return; // a command: no answer, ever
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
+    for (const send of [() => run.steer("left"), () => run.followUp("then")]) {
+      const answered = send().then(
+        () => "accepted",
+        (error: unknown) => error,
+      );
+      const error = await Promise.race([answered, delay(2_000).then(() => "still waiting")]);
+      expect(error).toBeInstanceOf(ClientError);
+      expect(error).toMatchObject({
+        code: "network",
+        message: expect.stringContaining("no answer came for 100 ms"),
+      });
+    }
+    await run.cancel();
   });
 });
 

@@ -242,6 +242,13 @@ export class Run implements ClientRun {
     if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
     await this.runId;
     const runId = this.#current as string;
+    // A server that never answers: rejected after idleTimeoutMs, as a stream would be, not a hang.
+    const { idleTimeoutMs } = this.#config;
+    const timeout = new AbortController();
+    const timer = setTimeout(
+      () => timeout.abort(new Error(`no answer came for ${idleTimeoutMs} ms`)),
+      idleTimeoutMs,
+    );
     let response: Response;
     try {
       // Not idempotent: retried only when the server said it did not take it (429).
@@ -249,13 +256,15 @@ export class Run implements ClientRun {
         `/runs/${encodeURIComponent(runId)}/${action}`,
         { message },
         {
-          signal: new AbortController().signal,
+          signal: timeout.signal,
           retryNetwork: false,
           retryStatus: (status) => status === 429,
         },
       );
     } catch (error) {
       throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
     }
     if (!response.ok) throw await httpError(response);
     discard(response);

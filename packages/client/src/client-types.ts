@@ -48,7 +48,7 @@ export interface AgentClientOptions {
   /**
    * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
    * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
-   * bounds the wait for a response's headers.
+   * bounds the wait for a response's headers, and for the answer to `steer()` and `followUp()`.
    */
   idleTimeoutMs?: number;
   /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
@@ -140,9 +140,12 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
    * tools and resumed); rejects with a {@link ClientError} if the run failed or was cancelled first.
    */
   result(): Promise<AgentEndEvent>;
-  /** Sends a steering message (`POST …/steer`). Rejects with a {@link ClientError} if it was not accepted. */
+  /**
+   * Sends a steering message (`POST …/steer`). Rejects with a {@link ClientError} if it was not
+   * accepted, or (code `"network"`) if no answer came within `idleTimeoutMs`: it may have been taken.
+   */
   steer(message: string): Promise<void>;
-  /** Queues a follow-up message (`POST …/follow-up`). Rejects with a {@link ClientError} if it was not accepted. */
+  /** Queues a follow-up message (`POST …/follow-up`). Rejects as `steer()` does. */
   followUp(message: string): Promise<void>;
   /**
    * Cancels the run: stops reading, aborts the client tools' signals, makes `result()` reject with

@@ -130,11 +130,12 @@ export class RunConnection {
       // The server's answer to a re-attach after an ended run's last event: no retry brings more.
       if (response.status === 204) {
         const runId = this.#run.currentRunId() as string;
-        throw new ClientError(
-          "http",
-          `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`,
-          { status: 204 },
-        );
+        // A start is answered with its stream: a 204 there is a server off the protocol.
+        const message =
+          startBody !== undefined
+            ? "HTTP 204: the server answered the start of a run with no stream of its events."
+            : `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`;
+        throw new ClientError("http", message, { status: 204 });
       }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
       const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
@@ -147,7 +148,7 @@ export class RunConnection {
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
         disarm();
-        for (const item of chunk.done ? parser.end() : parser.push(chunk.value)) {
+        for (const item of chunk.done ? cutShort(parser.end()) : parser.push(chunk.value)) {
           if (this.#take(item)) progress = true;
           if (this.#run.done()) return undefined;
         }
@@ -184,6 +185,17 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    const current = this.#run.currentRunId();
+    if (typeof runId === "string" && current !== undefined && runId !== current) {
+      // Not this run's: taken, another run's agent_end would settle this one with its result.
+      this.#run.receive({
+        type: "client_error",
+        code: "malformed-event",
+        message: `An event of run "${runId}" came on the stream of run "${current}": it was dropped.`,
+        line: JSON.stringify(event),
+      });
+      return false;
+    }
     if (typeof runId === "string" && typeof seq === "number") {
       if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
       this.#lastSeq.set(runId, seq);
@@ -192,4 +204,13 @@ export class RunConnection {
     this.#run.receive(event);
     return true;
   }
+}
+
+/**
+ * What the end of a stream leaves: an NDJSON line that does not parse there was cut short (the
+ * server ends every line with `\n`), not malformed; the re-attach brings it whole, so it is dropped
+ * as SSE drops an event whose blank line never came.
+ */
+function cutShort(rest: Parsed[]): Parsed[] {
+  return rest.filter((item) => item.type !== "client_error");
 }

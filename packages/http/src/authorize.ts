@@ -1,7 +1,7 @@
 import { HttpError } from "./http-error.js";
 import type { Principal } from "./server-options.js";
 
-/** Asks the app who is asking; nobody (`undefined`, a throw, or no user id) answers 401. */
+/** Asks the app who is asking; nobody (`undefined`, `null`, a throw, or no user id) answers 401. */
 export async function authorizedPrincipal(
   authorize: (request: Request) => Principal | undefined | Promise<Principal | undefined>,
   request: Request,
@@ -12,7 +12,8 @@ export async function authorizedPrincipal(
   } catch {
     principal = undefined;
   }
-  if (principal === undefined || typeof principal.userId !== "string" || principal.userId === "")
+  // `?.`: a JavaScript app's "nobody" is often null, whose userId would throw (a 500, not a 401).
+  if (typeof principal?.userId !== "string" || principal.userId === "")
     throw new HttpError(401, "unauthorized", "Sign in first.");
   return principal;
 }

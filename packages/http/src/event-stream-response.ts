@@ -37,6 +37,8 @@ export function streamEvents(
   };
   run.attach();
   request.signal.addEventListener("abort", detach, { once: true });
+  // Gone already (while the run was being started): no abort event will come to say so.
+  if (request.signal.aborted) detach();
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {

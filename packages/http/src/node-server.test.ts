@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import { connect } from "node:net";
+import { silentLogger } from "@agent-core/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type NodeServer, serveNode } from "./node-server.js";
 
@@ -124,5 +125,75 @@ describe("a slow reader", () => {
     // The count while the body streams: the same after 40 waits as after the first.
     expect(new Set(closeListeners.slice(2))).toEqual(new Set([closeListeners[2]]));
     expect(response?.listenerCount("error")).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("a request no URL can be made of", () => {
+  it("answers 400 invalid-request, without calling the handler, and the connection takes the next request", async () => {
+    let called = 0;
+    const server = await serve(async () => {
+      called++;
+      return new Response("next");
+    });
+    for (const host of ["a b", "user@x", "x:y"]) {
+      const bad = `GET /runs HTTP/1.1\r\nhost: ${host}\r\n\r\n`;
+      expect(await onOneConnection(server.url, [bad, next], 2)).toEqual({
+        statuses: [400, 200],
+        ended: undefined,
+      });
+    }
+    expect(called).toBe(3);
+  });
+});
+
+describe("a request target in absolute form", () => {
+  it("is the request's URL, as HTTP/1.1 has servers take it", async () => {
+    const server = await serve(async (request) => new Response(new URL(request.url).pathname));
+    const { host } = new URL(server.url);
+    const response = await new Promise<string>((resolve) => {
+      const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+      let received = "";
+      socket.on("data", (chunk: Buffer) => {
+        received += chunk.toString();
+      });
+      socket.on("end", () => resolve(received));
+      socket.write(
+        `GET http://${host}/runs/r1/events?after=2 HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`,
+      );
+    });
+    expect(response.startsWith("HTTP/1.1 200")).toBe(true);
+    expect(response).toContain("\r\n/runs/r1/events\r\n");
+  });
+});
+
+describe("a response Node cannot send", () => {
+  it("is a 500 internal, logged, and its body cancelled: never an unhandled rejection or a client left waiting", async () => {
+    let cancelled = 0;
+    const body = () =>
+      new ReadableStream({
+        cancel() {
+          cancelled++;
+        },
+      });
+    const responses = [
+      () => Response.error(), // status 0
+      () => new Response(body(), { headers: { "x-a": "a\u0001b" } }),
+    ];
+    const logged: string[] = [];
+    const logger = { ...silentLogger, error: (_: unknown, message: string) => void logged.push(message) };
+    for (const make of responses) {
+      const server = await serveNode(async () => make(), { logger });
+      servers.push(server);
+      const response = await fetch(`${server.url}/x`);
+      expect([response.status, await response.json()]).toEqual([
+        500,
+        { error: { code: "internal", message: "The server failed." } },
+      ]);
+    }
+    expect(cancelled).toBe(1);
+    expect(logged).toEqual([
+      "agent-core http: the response was refused",
+      "agent-core http: the response was refused",
+    ]);
   });
 });

@@ -55,18 +55,25 @@ async function respond(
   res.once("close", () => {
     if (!res.writableFinished) aborted.abort(new Error("the client closed the connection"));
   });
-  let response: Response;
-  try {
-    response = await handler(toRequest(req, aborted.signal));
-  } catch (error) {
-    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
-    response = Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
-  }
+  const response = await answer(handler, req, aborted.signal, logger);
   if (res.destroyed) {
     await response.body?.cancel().catch(() => {});
     return;
   }
-  res.writeHead(response.status, Object.fromEntries(response.headers));
+  try {
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+  } catch (error) {
+    // A status or header Node refuses (Response.error()'s 0, a control character): thrown here, it
+    // was an unhandled rejection that ended the process, or a client left waiting for ever.
+    logger.error(
+      { err: error, method: req.method, url: req.url },
+      "agent-core http: the response was refused",
+    );
+    await response.body?.cancel().catch(() => {});
+    const failed = { error: { code: "internal", message: "The server failed." } };
+    res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify(failed));
+    return;
+  }
   if (response.body === null) {
     res.end();
     return;
@@ -92,6 +99,29 @@ async function respond(
   }
 }
 
+/** The handler's response; 400 for a request no `Request` can be made of, 500 when the handler threw. */
+async function answer(
+  handler: (request: Request) => Promise<Response>,
+  req: IncomingMessage,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<Response> {
+  let request: Request;
+  try {
+    request = toRequest(req, signal);
+  } catch {
+    // A Host header no URL can be made of (`a b`, `user@host`): the client's mistake, not a 500.
+    const message = "The request's Host and target make no URL.";
+    return Response.json({ error: { code: "invalid-request", message } }, { status: 400 });
+  }
+  try {
+    return await handler(request);
+  } catch (error) {
+    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
+    return Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
+  }
+}
+
 /** Resolves once the socket took what was written, or the response closed; rejects on its error. */
 function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -107,7 +137,10 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
-  const url = `http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`;
+  const target = req.url ?? "/";
+  // The absolute form (`GET http://host/path`, what a proxy may send, and HTTP/1.1 servers must
+  // take) is the URL itself: glued after the Host, its path became `//host/path`, a 404.
+  const url = /^https?:\/\//i.test(target) ? target : `http://${req.headers.host ?? "localhost"}${target}`;
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;

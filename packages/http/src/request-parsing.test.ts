@@ -17,7 +17,7 @@ async function refusal(attempt: () => unknown): Promise<[number, string]> {
 const events = (query: string, headers: Record<string, string> = {}) =>
   new Request(`http://localhost/runs/r1/events${query}`, { headers });
 
-const posted = (body: string, headers: Record<string, string> = {}) =>
+const posted = (body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) =>
   new Request("http://localhost/runs", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -102,8 +102,32 @@ describe("readJsonBody", () => {
   it("refuses another media type with 415, bad JSON with 400 invalid-json, a body off the schema with its issues", async () => {
     const text = new Request("http://localhost/runs", { method: "POST", body: "{}" });
     expect(await refusal(() => readJsonBody(text, anything, 100))).toEqual([415, "unsupported-media-type"]);
+    // Only the media type counts: one a browser sends cross-site without a preflight is refused.
+    for (const type of ["text/plain; a=application/json", "application/json-seq", "text/application/json"])
+      expect(
+        await refusal(() => readJsonBody(posted("{}", { "content-type": type }), anything, 100)),
+      ).toEqual([415, "unsupported-media-type"]);
+    for (const type of ["application/json; charset=utf-8", "Application/JSON"])
+      expect(await readJsonBody(posted("{}", { "content-type": type }), anything, 100)).toEqual({});
     expect(await refusal(() => readJsonBody(posted("{"), anything, 100))).toEqual([400, "invalid-json"]);
     expect(await refusal(() => readJsonBody(posted(""), anything, 100))).toEqual([400, "invalid-json"]);
+    // Bytes that are not UTF-8 (0xFF), even inside a string: not JSON, never U+FFFD in the prompt.
+    const notUtf8 = new Uint8Array([...new TextEncoder().encode('{"prompt":"a'), 0xff, 0x22, 0x7d]);
+    expect(await refusal(() => readJsonBody(posted(notUtf8), anything, 100))).toEqual([400, "invalid-json"]);
+    // A body that breaks off (the client went away mid-request): the client's mistake, not a 500.
+    const cut = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"prompt":'));
+        controller.error(new Error("aborted"));
+      },
+    });
+    const cutRequest = new Request("http://localhost/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: cut,
+      duplex: "half",
+    } as RequestInit);
+    expect(await refusal(() => readJsonBody(cutRequest, anything, 100))).toEqual([400, "invalid-json"]);
     const schema = z.strictObject({ prompt: z.string() });
     const off = await readJsonBody(posted('{"prompt":5}'), schema, 100).catch((error: unknown) => error);
     expect(off).toBeInstanceOf(HttpError);

@@ -43,8 +43,7 @@ export async function readJsonBody<Schema extends z.ZodType>(
   schema: Schema,
   maxBytes: number,
 ): Promise<z.output<Schema>> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!type.includes("application/json"))
+  if (!isJson(request.headers.get("content-type")))
     throw new HttpError(415, "unsupported-media-type", "Send the body as application/json.");
   const declared = Number(request.headers.get("content-length"));
   if (declared > maxBytes) throw tooLarge(maxBytes);
@@ -65,21 +64,47 @@ export async function readJsonBody<Schema extends z.ZodType>(
   return parsed.data;
 }
 
+/**
+ * Whether a Content-Type's media type (what precedes its parameters) is `application/json`. Not a
+ * substring test: `text/plain; a=application/json` is a type a browser sends cross-site without a
+ * CORS preflight, so taking it would let another site start runs with the user's cookies.
+ */
+function isJson(contentType: string | null): boolean {
+  return (contentType ?? "").split(";")[0]?.trim().toLowerCase() === "application/json";
+}
+
 async function readText(request: Request, maxBytes: number): Promise<string> {
   if (request.body === null) return "";
   const reader = request.body.getReader();
-  const decoder = new TextDecoder();
+  // Fatal: bytes that are not UTF-8 are not JSON text; replaced by U+FFFD, they would reach the
+  // model as a prompt the client never sent.
+  const decoder = new TextDecoder("utf-8", { fatal: true });
   let size = 0;
   let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text + decoder.decode();
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge(maxBytes);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => {
+        // The client went away mid-body (or sent a broken chunked body): its mistake, no 500 to log.
+        throw new HttpError(400, "invalid-json", "The body was cut off before its end.");
+      });
+      if (done) return text + decode(decoder);
+      size += value.byteLength;
+      if (size > maxBytes) throw tooLarge(maxBytes);
+      text += decode(decoder, value);
     }
-    text += decoder.decode(value, { stream: true });
+  } catch (error) {
+    // Refused part-way (too large, not UTF-8, cut off): the rest is not read.
+    await reader.cancel().catch(() => {});
+    throw error;
+  }
+}
+
+/** The text of the bytes so far (all of them, without `bytes`); 400 when they are not UTF-8. */
+function decode(decoder: TextDecoder, bytes?: Uint8Array): string {
+  try {
+    return bytes === undefined ? decoder.decode() : decoder.decode(bytes, { stream: true });
+  } catch {
+    throw new HttpError(400, "invalid-json", "The body is not UTF-8 text.");
   }
 }
 

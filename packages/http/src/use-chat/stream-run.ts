@@ -47,6 +47,8 @@ export function streamRun(
     cancel: goAway,
   });
   signal.addEventListener("abort", goAway, { once: true });
+  // Gone already (while the chat's last run settled, or its agent was made): no abort event comes.
+  if (signal.aborted) goAway();
 
   async function pump(): Promise<void> {
     send({ type: "start", messageId: turn.id });
