@@ -78,15 +78,18 @@ export class McpConnection implements AsyncDisposable {
     if (this.#ended !== undefined)
       throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
     const started = performance.now();
+    const call = callSignal(signal);
     try {
       // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
       return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
-        signal,
+        signal: call.signal,
         timeout: this.#callTimeoutMs,
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw this.#callError(name, error, performance.now() - started);
+    } finally {
+      call.dispose();
     }
   }
 
@@ -118,4 +121,17 @@ export class McpConnection implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * A signal of the call's own that `signal` aborts until `dispose()`. The SDK never removes the
+ * listener it adds to a request's signal: given a run's signal, every call it answered would stay
+ * on it, and the run's abort would send `notifications/cancelled` for each of them.
+ */
+function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+  const call = new AbortController();
+  if (signal.aborted) call.abort(signal.reason);
+  const forward = () => call.abort(signal.reason);
+  signal.addEventListener("abort", forward, { once: true });
+  return { signal: call.signal, dispose: () => signal.removeEventListener("abort", forward) };
 }
