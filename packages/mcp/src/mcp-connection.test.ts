@@ -110,6 +110,22 @@ describe("McpConnection.tools", () => {
     expect((await mcp.tools()).map((tool) => tool.name)).toEqual(["a", "b2"]);
   });
 
+  it("checks the structuredContent of a tool on any page against its outputSchema, not only the last page's", async () => {
+    const counted = {
+      name: "count",
+      inputSchema: { type: "object" as const },
+      outputSchema: { type: "object" as const, properties: { n: { type: "number" } }, required: ["n"] },
+    };
+    const mcp = await connectTo({
+      list: (cursor) => (cursor === undefined ? { tools: [counted], nextCursor: "2" } : page("other")),
+      call: () => ({ content: [], structuredContent: { n: "three" } }),
+    });
+    await mcp.tools();
+    await expect(mcp.callTool("count", {}, never)).rejects.toThrow(
+      "Structured content does not match the tool's output schema: data/n must be number",
+    );
+  });
+
   it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
     // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
     let calls = 0;

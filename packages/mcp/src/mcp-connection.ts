@@ -9,6 +9,11 @@ import {
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 
+/** The `Client` method (private in its types) that `listTools()` keeps a page's output schemas with. */
+interface SdkToolCache {
+  cacheToolMetadata(tools: McpTool[]): void;
+}
+
 /** More pages than any server's tools need, and fewer than would stall `tools()` for long. */
 const MAX_TOOL_PAGES = 100;
 
@@ -65,6 +70,9 @@ export class McpConnection implements AsyncDisposable {
         cause: error,
       });
     }
+    // The SDK keeps each listed tool's output schema, to check its results by, but from the last
+    // page only: it forgets the earlier pages' on reading the next. Given every page, it keeps all.
+    (this.client as unknown as SdkToolCache).cacheToolMetadata(tools);
     return tools;
   }
 
