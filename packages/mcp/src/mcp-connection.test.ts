@@ -162,4 +162,21 @@ describe("McpConnection.callTool and the caller's signal", () => {
     await mcp.callTool("lookup", {}, never); // the notifications sent before it have arrived
     expect(cancelled).toEqual([]);
   });
+
+  it("gives calls made at once on one signal a single listener on it, and cancels them all on its abort", async () => {
+    const cancelled: unknown[] = [];
+    const mcp = await connectTo({
+      call: (name) => (name === "lookup" ? new Promise(() => {}) : { content: [] }),
+      cancelled: (id) => cancelled.push(id),
+    });
+    // A batch of tool calls shares its run's signal: Node warns past 10 listeners on one.
+    const run = new AbortController();
+    const calls = Array.from({ length: 12 }, () => mcp.callTool("lookup", {}, run.signal));
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(1);
+    run.abort("the user left");
+    for (const call of calls) await expect(call).rejects.toBe("the user left");
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+    await mcp.callTool("flush", {}, never); // the notifications sent before it have arrived
+    expect(cancelled).toHaveLength(12);
+  });
 });

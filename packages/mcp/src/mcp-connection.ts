@@ -138,8 +138,38 @@ export class McpConnection implements AsyncDisposable {
  */
 function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => void } {
   const call = new AbortController();
-  if (signal.aborted) call.abort(signal.reason);
-  const forward = () => call.abort(signal.reason);
-  signal.addEventListener("abort", forward, { once: true });
-  return { signal: call.signal, dispose: () => signal.removeEventListener("abort", forward) };
+  if (signal.aborted) {
+    call.abort(signal.reason);
+    return { signal: call.signal, dispose: () => {} };
+  }
+  const link = links.get(signal) ?? new SignalLink(signal);
+  link.calls.add(call);
+  return { signal: call.signal, dispose: () => link.unlink(call) };
 }
+
+/**
+ * The calls waiting on one caller's signal share a single listener on it: a batch of tool calls
+ * shares its run's signal, and Node warns past 10 listeners (MaxListenersExceededWarning).
+ */
+class SignalLink {
+  readonly calls = new Set<AbortController>();
+  readonly #signal: AbortSignal;
+  readonly #onAbort = () => {
+    links.delete(this.#signal);
+    for (const call of this.calls) call.abort(this.#signal.reason);
+  };
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+    links.set(signal, this);
+  }
+
+  unlink(call: AbortController): void {
+    if (!this.calls.delete(call) || this.calls.size > 0) return;
+    this.#signal.removeEventListener("abort", this.#onAbort);
+    links.delete(this.#signal);
+  }
+}
+
+const links = new WeakMap<AbortSignal, SignalLink>();
