@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import { describe, expect, it, vi } from "vitest";
 import packageJson from "../package.json" with { type: "json" };
 import { main } from "./cli.js";
@@ -368,5 +368,28 @@ describe("main: usage", () => {
 
   it("chat without any input ends at once", async () => {
     expect(await cli("chat")).toEqual({ code: 0, stdout: "", stderr: "" });
+  });
+});
+
+describe("main: mcp", () => {
+  it("exits 1 saying why when the connection fails on its own, rather than serving no one forever", async () => {
+    // A message over the SDK's 10 MiB closes its transport, which then stops reading stdin.
+    const stdin = new PassThrough();
+    let stderr = "";
+    const code = main(["mcp"], {
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { AGENT_CORE_DEMO_DELAY_MS: "0" },
+      stdin,
+    });
+    stdin.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping", params: { x: "x".repeat(11 * 2 ** 20) } })}\n`,
+    );
+    const stillServing = new Promise((resolve) => setTimeout(() => resolve("still serving"), 5_000).unref());
+    expect(await Promise.race([code, stillServing])).toBe(1);
+    expect(stderr).toContain(
+      "agent-core mcp: the connection failed: ReadBuffer exceeded maximum size of 10485760 bytes",
+    );
+    stdin.destroy();
   });
 });

@@ -14,7 +14,11 @@ describe("connectMcp", () => {
     ])
       await expect(connectMcp(config as McpServerConfig)).rejects.toThrow(InvalidConfigError);
     await expect(connectMcp({ command: "node" }, { callTimeoutMs: 0 })).rejects.toThrow(
-      "connectMcp(): callTimeoutMs must be a whole number of ms >= 1, got 0.",
+      "connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= 2147483647, got 0.",
+    );
+    // Node would fire a longer timer after 1 ms: every call would time out as it starts.
+    await expect(connectMcp({ command: "node" }, { callTimeoutMs: 2 ** 31 })).rejects.toThrow(
+      "connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= 2147483647, got 2147483648.",
     );
   });
 

@@ -14,7 +14,7 @@ export interface ConnectMcpOptions {
   name?: string;
   /**
    * How long a call may wait for the server's answer before it is cancelled, in ms (default
-   * 60 000, the MCP SDK's). agent-core's `timeouts.toolMs` applies as well: the first to run out
+   * 60 000, the MCP SDK's; at most 2147483647, as for agent-core's own timeouts). agent-core's `timeouts.toolMs` applies as well: the first to run out
    * cancels the call.
    */
   callTimeoutMs?: number;
@@ -24,6 +24,8 @@ export interface ConnectMcpOptions {
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+/** Node fires a longer timer at once (after 1 ms): every call would time out as it starts. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Connects to an MCP server: starts `{ command, args }` and speaks MCP over its stdin and stdout,
@@ -80,9 +82,9 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
   if (url !== undefined && !URL.canParse(String(url)))
     throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
   const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-  if (!Number.isSafeInteger(callTimeoutMs) || callTimeoutMs < 1)
+  if (!Number.isSafeInteger(callTimeoutMs) || callTimeoutMs < 1 || callTimeoutMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
-      `connectMcp(): callTimeoutMs must be a whole number of ms >= 1, got ${callTimeoutMs}.`,
+      `connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= ${LONGEST_TIMER_MS}, got ${callTimeoutMs}.`,
     );
   return callTimeoutMs;
 }

@@ -1,8 +1,10 @@
+import { getEventListeners } from "node:events";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
+  CancelledNotificationSchema,
   ListToolsRequestSchema,
   type ListToolsResult,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -16,6 +18,7 @@ import { McpServerError } from "./mcp-server-error.js";
 type Handlers = {
   list?: (cursor: string | undefined) => ListToolsResult;
   call?: (name: string) => unknown;
+  cancelled?: (requestId: unknown) => void;
 };
 
 let connection: McpConnection | undefined;
@@ -34,6 +37,12 @@ async function connectTo(handlers: Handlers, callTimeoutMs = 5000): Promise<McpC
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     return (await handlers.call?.(request.params.name)) as never;
   });
+  if (handlers.cancelled !== undefined) {
+    const cancelled = handlers.cancelled;
+    server.setNotificationHandler(CancelledNotificationSchema, (notification) =>
+      cancelled(notification.params.requestId),
+    );
+  }
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: "test", version: "1.0.0" });
@@ -101,6 +110,22 @@ describe("McpConnection.tools", () => {
     expect((await mcp.tools()).map((tool) => tool.name)).toEqual(["a", "b2"]);
   });
 
+  it("checks the structuredContent of a tool on any page against its outputSchema, not only the last page's", async () => {
+    const counted = {
+      name: "count",
+      inputSchema: { type: "object" as const },
+      outputSchema: { type: "object" as const, properties: { n: { type: "number" } }, required: ["n"] },
+    };
+    const mcp = await connectTo({
+      list: (cursor) => (cursor === undefined ? { tools: [counted], nextCursor: "2" } : page("other")),
+      call: () => ({ content: [], structuredContent: { n: "three" } }),
+    });
+    await mcp.tools();
+    await expect(mcp.callTool("count", {}, never)).rejects.toThrow(
+      "Structured content does not match the tool's output schema: data/n must be number",
+    );
+  });
+
   it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
     // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
     let calls = 0;
@@ -119,5 +144,39 @@ describe("McpConnection.tools", () => {
       'MCP server "raw": could not list its tools: its tools/list goes on past 100 pages',
     );
     expect(pages).toBe(100);
+  });
+});
+
+describe("McpConnection.callTool and the caller's signal", () => {
+  it("leaves no listener on the signal once a call is answered, so a later abort cancels nothing", async () => {
+    const cancelled: unknown[] = [];
+    const mcp = await connectTo({
+      call: () => ({ content: [{ type: "text", text: "ok" }] }),
+      cancelled: (requestId) => cancelled.push(requestId),
+    });
+    // One signal for many calls, as a run's is when it has no timeouts.toolMs.
+    const run = new AbortController();
+    for (let i = 0; i < 12; i++) await mcp.callTool("lookup", {}, run.signal);
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+    run.abort("the user left");
+    await mcp.callTool("lookup", {}, never); // the notifications sent before it have arrived
+    expect(cancelled).toEqual([]);
+  });
+
+  it("gives calls made at once on one signal a single listener on it, and cancels them all on its abort", async () => {
+    const cancelled: unknown[] = [];
+    const mcp = await connectTo({
+      call: (name) => (name === "lookup" ? new Promise(() => {}) : { content: [] }),
+      cancelled: (id) => cancelled.push(id),
+    });
+    // A batch of tool calls shares its run's signal: Node warns past 10 listeners on one.
+    const run = new AbortController();
+    const calls = Array.from({ length: 12 }, () => mcp.callTool("lookup", {}, run.signal));
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(1);
+    run.abort("the user left");
+    for (const call of calls) await expect(call).rejects.toBe("the user left");
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+    await mcp.callTool("flush", {}, never); // the notifications sent before it have arrived
+    expect(cancelled).toHaveLength(12);
   });
 });

@@ -9,6 +9,11 @@ import {
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 
+/** The `Client` method (private in its types) that `listTools()` keeps a page's output schemas with. */
+interface SdkToolCache {
+  cacheToolMetadata(tools: McpTool[]): void;
+}
+
 /** More pages than any server's tools need, and fewer than would stall `tools()` for long. */
 const MAX_TOOL_PAGES = 100;
 
@@ -65,6 +70,9 @@ export class McpConnection implements AsyncDisposable {
         cause: error,
       });
     }
+    // The SDK keeps each listed tool's output schema, to check its results by, but from the last
+    // page only: it forgets the earlier pages' on reading the next. Given every page, it keeps all.
+    (this.client as unknown as SdkToolCache).cacheToolMetadata(tools);
     return tools;
   }
 
@@ -78,15 +86,18 @@ export class McpConnection implements AsyncDisposable {
     if (this.#ended !== undefined)
       throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
     const started = performance.now();
+    const call = callSignal(signal);
     try {
       // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
       return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
-        signal,
+        signal: call.signal,
         timeout: this.#callTimeoutMs,
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw this.#callError(name, error, performance.now() - started);
+    } finally {
+      call.dispose();
     }
   }
 
@@ -119,3 +130,46 @@ export class McpConnection implements AsyncDisposable {
     return this.close();
   }
 }
+
+/**
+ * A signal of the call's own that `signal` aborts until `dispose()`. The SDK never removes the
+ * listener it adds to a request's signal: given a run's signal, every call it answered would stay
+ * on it, and the run's abort would send `notifications/cancelled` for each of them.
+ */
+function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+  const call = new AbortController();
+  if (signal.aborted) {
+    call.abort(signal.reason);
+    return { signal: call.signal, dispose: () => {} };
+  }
+  const link = links.get(signal) ?? new SignalLink(signal);
+  link.calls.add(call);
+  return { signal: call.signal, dispose: () => link.unlink(call) };
+}
+
+/**
+ * The calls waiting on one caller's signal share a single listener on it: a batch of tool calls
+ * shares its run's signal, and Node warns past 10 listeners (MaxListenersExceededWarning).
+ */
+class SignalLink {
+  readonly calls = new Set<AbortController>();
+  readonly #signal: AbortSignal;
+  readonly #onAbort = () => {
+    links.delete(this.#signal);
+    for (const call of this.calls) call.abort(this.#signal.reason);
+  };
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+    links.set(signal, this);
+  }
+
+  unlink(call: AbortController): void {
+    if (!this.calls.delete(call) || this.calls.size > 0) return;
+    this.#signal.removeEventListener("abort", this.#onAbort);
+    links.delete(this.#signal);
+  }
+}
+
+const links = new WeakMap<AbortSignal, SignalLink>();

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { compileJsonSchema } from "./json-schema-validation.js";
 
@@ -124,6 +126,24 @@ describe("compileJsonSchema", () => {
       properties: { mail: { type: "string", format: "email" } },
     } as never);
     expect(validate({ mail: "not an address" })).toEqual([]);
+  });
+
+  it("lets go of a schema and its validator once they are dropped, however many are compiled", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const compileDropped = () => {
+      const properties = { name: { type: "string" } };
+      expect(compileJsonSchema({ type: "object", properties } as never)({ name: 1 })).toHaveLength(1);
+      return new WeakRef(properties);
+    };
+    const first = compileDropped();
+    // As many as tools are compiled again and again: an MCP server's, listed for each new agent.
+    for (let i = 0; i < 1500; i++) compileDropped();
+    for (let i = 0; i < 5 && first.deref() !== undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+    }
+    expect(first.deref()).toBeUndefined();
   });
 
   it("compiles schemas that share an $id side by side", () => {

@@ -26,11 +26,19 @@ const AJV_OPTIONS: Options = {
   logger: false,
 };
 
-/** One ajv per dialect, made when first needed; compiled validators are ajv's own cache. */
+/**
+ * How many schemas one ajv compiles before a new one takes over. An ajv keeps every schema and
+ * validator it compiled for as long as it lives (in its code-generation scope, whatever its
+ * cache holds): one for the whole process would grow with every compile, and tools are compiled
+ * again for each new agent (an MCP server's, listed again). A validator keeps its own ajv alive.
+ */
+const COMPILES_PER_AJV = 1000;
+
+/** One ajv per dialect, made when first needed and renewed every `COMPILES_PER_AJV` compiles. */
 const dialects = {
-  draft7: lazily(() => new Ajv(AJV_OPTIONS)),
-  draft2019: lazily(() => new Ajv2019(AJV_OPTIONS)),
-  draft2020: lazily(() => new Ajv2020(AJV_OPTIONS)),
+  draft7: renewed(() => new Ajv(AJV_OPTIONS)),
+  draft2019: renewed(() => new Ajv2019(AJV_OPTIONS)),
+  draft2020: renewed(() => new Ajv2020(AJV_OPTIONS)),
 };
 
 /**
@@ -111,10 +119,16 @@ function pathOf(pointer: string): (string | number)[] {
     });
 }
 
-function lazily<T>(make: () => T): () => T {
+/** `make()`'s value, made again on every `COMPILES_PER_AJV`th call: each call is for one compile. */
+function renewed<T>(make: () => T): () => T {
   let made: T | undefined;
+  let calls = 0;
   return () => {
-    made ??= make();
+    if (made === undefined || calls === COMPILES_PER_AJV) {
+      made = make();
+      calls = 0;
+    }
+    calls++;
     return made;
   };
 }
