@@ -35,6 +35,8 @@ export {
   type TransformContext,
 } from "./history/pipeline.js";
 export * from "./messages.js";
+/** @internal For the agent-core packages: one listener per outside signal, however many wait on it. */
+export { onAbortShared } from "./model/abortable.js";
 export { toModelPrompt } from "./model/prompt.js";
 export { defaultRetry, type RetryOptions } from "./model/retry.js";
 export type { StepTimeouts } from "./model/step-watchdog.js";

@@ -1,4 +1,4 @@
-import { errorMessage, type Tool } from "@agent-core/core";
+import { errorMessage, onAbortShared, type Tool } from "@agent-core/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   type CallToolResult,
@@ -142,34 +142,6 @@ function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => 
     call.abort(signal.reason);
     return { signal: call.signal, dispose: () => {} };
   }
-  const link = links.get(signal) ?? new SignalLink(signal);
-  link.calls.add(call);
-  return { signal: call.signal, dispose: () => link.unlink(call) };
+  // One listener on the caller's signal for all its calls: a batch shares its run's signal.
+  return { signal: call.signal, dispose: onAbortShared(signal, () => call.abort(signal.reason)) };
 }
-
-/**
- * The calls waiting on one caller's signal share a single listener on it: a batch of tool calls
- * shares its run's signal, and Node warns past 10 listeners (MaxListenersExceededWarning).
- */
-class SignalLink {
-  readonly calls = new Set<AbortController>();
-  readonly #signal: AbortSignal;
-  readonly #onAbort = () => {
-    links.delete(this.#signal);
-    for (const call of this.calls) call.abort(this.#signal.reason);
-  };
-
-  constructor(signal: AbortSignal) {
-    this.#signal = signal;
-    signal.addEventListener("abort", this.#onAbort, { once: true });
-    links.set(signal, this);
-  }
-
-  unlink(call: AbortController): void {
-    if (!this.calls.delete(call) || this.calls.size > 0) return;
-    this.#signal.removeEventListener("abort", this.#onAbort);
-    links.delete(this.#signal);
-  }
-}
-
-const links = new WeakMap<AbortSignal, SignalLink>();

@@ -48,9 +48,7 @@ export class AbortScope {
       this.abort(linked.reason);
       return;
     }
-    const link = links.get(linked) ?? new SignalLink(linked);
-    link.scopes.add(this);
-    this.#unlink = () => link.unlink(this);
+    this.#unlink = onAbortShared(linked, () => this.abort(linked.reason));
   }
 
   abort(reason?: unknown): void {
@@ -124,19 +122,27 @@ export class AbortScope {
 const noop = () => {};
 
 /**
- * The scopes linked to one outside signal share a single listener on it: a signal passed to many
- * concurrent prompts would otherwise get one per run, and Node warns past 10
- * (MaxListenersExceededWarning).
+ * Calls `listener` when `signal` aborts; returns its remover. Every listener given the same
+ * signal shares a single listener on it: a signal passed to many concurrent prompts (or one run's
+ * signal given to many calls) would otherwise get one each, and Node warns past 10
+ * (MaxListenersExceededWarning). Call it with a signal that has not aborted yet.
  */
+export function onAbortShared(signal: AbortSignal, listener: () => void): () => void {
+  const link = links.get(signal) ?? new SignalLink(signal);
+  link.listeners.add(listener);
+  return () => link.unlink(listener);
+}
+
 class SignalLink {
-  readonly scopes = new Set<AbortScope>();
+  readonly listeners = new Set<() => void>();
   readonly #signal: AbortSignal;
-  // As with a listener each: a scope disposed by an earlier one's hooks is skipped, and a hook that
-  // throws is reported as uncaught without keeping the other scopes from aborting.
+  // As with a listener each: one removed by an earlier one is skipped, and one that throws is
+  // reported as uncaught without keeping the others from running.
   readonly #onAbort = () => {
-    for (const scope of this.scopes) {
+    links.delete(this.#signal);
+    for (const listener of this.listeners) {
       try {
-        scope.abort(this.#signal.reason);
+        listener();
       } catch (error) {
         queueMicrotask(() => {
           throw error;
@@ -151,8 +157,8 @@ class SignalLink {
     links.set(signal, this);
   }
 
-  unlink(scope: AbortScope): void {
-    if (!this.scopes.delete(scope) || this.scopes.size > 0) return;
+  unlink(listener: () => void): void {
+    if (!this.listeners.delete(listener) || this.listeners.size > 0) return;
     this.#signal.removeEventListener("abort", this.#onAbort);
     links.delete(this.#signal);
   }
