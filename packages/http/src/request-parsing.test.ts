@@ -37,12 +37,14 @@ describe("runIdOf", () => {
 });
 
 describe("afterOf", () => {
-  it("takes ?after=, else Last-Event-ID, else -1", () => {
+  it("takes the later of ?after= and Last-Event-ID, else -1", () => {
     expect(afterOf(events(""))).toBe(-1);
     expect(afterOf(events("?after=0"))).toBe(0);
     expect(afterOf(events("?after=12"))).toBe(12);
     expect(afterOf(events("", { "last-event-id": "7" }))).toBe(7);
-    expect(afterOf(events("?after=3", { "last-event-id": "7" }))).toBe(3);
+    // An EventSource opened on ?after=3 reconnects with the same URL and the last id it saw.
+    expect(afterOf(events("?after=3", { "last-event-id": "7" }))).toBe(7);
+    expect(afterOf(events("?after=9", { "last-event-id": "7" }))).toBe(9);
   });
 
   it("refuses anything but a seq in canonical decimal digits with 400 invalid-after, from either source", async () => {
@@ -62,8 +64,12 @@ describe("afterOf", () => {
         raw,
         [400, "invalid-after"],
       ]);
-    // ?after= is read first: an empty one is refused even beside a good Last-Event-ID.
+    // Both are read: either one malformed is refused, whatever the other says.
     expect(await refusal(() => afterOf(events("?after=", { "last-event-id": "1" })))).toEqual([
+      400,
+      "invalid-after",
+    ]);
+    expect(await refusal(() => afterOf(events("?after=1", { "last-event-id": "x" })))).toEqual([
       400,
       "invalid-after",
     ]);

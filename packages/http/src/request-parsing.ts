@@ -4,9 +4,18 @@ import { HttpError } from "./http-error.js";
 // What a request carries, read and checked: the run id in its path, the seq to resume after, its JSON
 // body. Each refusal is an `HttpError` (a 4xx with a stable code), never a 500.
 
-/** `?after=seq`, else `Last-Event-ID`, else -1 (from the start). */
+/**
+ * The later of `?after=seq` and `Last-Event-ID`, or -1 (from the start) without either. The later:
+ * an `EventSource` opened on `…/events?after=N` reconnects with the same URL and the id of the
+ * last event it got, and must not get the events in between twice.
+ */
 export function afterOf(request: Request): number {
-  const raw = new URL(request.url).searchParams.get("after") ?? request.headers.get("last-event-id");
+  const query = seqOf(new URL(request.url).searchParams.get("after"));
+  const header = seqOf(request.headers.get("last-event-id"));
+  return Math.max(query, header);
+}
+
+function seqOf(raw: string | null): number {
   if (raw === null) return -1;
   // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
   if (!/^(0|[1-9][0-9]*)$/.test(raw))
