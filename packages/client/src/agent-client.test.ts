@@ -426,6 +426,26 @@ describe("AgentClient: reconnects", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("fails with code 'http' at once, without a malformed-event per line or a retry, when a page comes in place of the stream", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "x-run-id": RUN });
+      res.end("<!doctype html>\n<html>\n<body>Not here</body>\n</html>\n");
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).attach(RUN);
+    const seen: ClientEvent[] = [];
+    const reading = (async () => {
+      for await (const event of run) seen.push(event);
+    })().catch(() => {});
+    const error = await rejection(run.result());
+    await reading;
+    expect(error).toMatchObject({ code: "http", status: 200 });
+    expect(error.message).toBe(
+      "HTTP 200: the server answered with text/html, not a stream of the run's events.",
+    );
+    expect(seen.filter((event) => event.type === "client_error")).toEqual([]);
+    expect(requests).toHaveLength(1);
+  });
+
   it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
     const { baseUrl, requests } = await serve((_req, res) => {
       res.writeHead(204, { "x-run-id": RUN });

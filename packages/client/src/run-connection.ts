@@ -138,7 +138,16 @@ export class RunConnection {
         throw new ClientError("http", message, { status: 204 });
       }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
-      const sse = (response.headers.get("content-type") ?? accept).includes("text/event-stream");
+      const type = response.headers.get("content-type");
+      // A page in place of the stream (a proxy's or a framework's HTML fallback): read as events,
+      // each of its lines was a malformed-event error, and no retry brings another answer.
+      if (type !== null && isPage(type))
+        throw new ClientError(
+          "http",
+          `HTTP ${response.status}: the server answered with ${type.split(";")[0]}, not a stream of the run's events.`,
+          { status: response.status },
+        );
+      const sse = (type ?? accept).includes("text/event-stream");
       const parser = sse ? new SseParser() : new NdjsonParser();
       reader = response.body.getReader();
       for (;;) {
@@ -213,4 +222,10 @@ export class RunConnection {
  */
 function cutShort(rest: Parsed[]): Parsed[] {
   return rest.filter((item) => item.type !== "client_error");
+}
+
+/** An HTML page: what a proxy or a framework's fallback route answers in place of the stream. */
+function isPage(contentType: string): boolean {
+  const media = contentType.split(";")[0]?.trim().toLowerCase();
+  return media === "text/html" || media === "application/xhtml+xml";
 }
