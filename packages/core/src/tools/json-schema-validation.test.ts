@@ -146,6 +146,25 @@ describe("compileJsonSchema", () => {
     expect(first.deref()).toBeUndefined();
   });
 
+  it('resolves "$ref": "#" to the schema itself (a recursive schema), with or without an $id of its own', () => {
+    const tree = {
+      type: "object",
+      properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#" } } },
+      required: ["name"],
+    } as const;
+    for (const schema of [
+      tree,
+      { ...tree, $id: "https://example.com/tree" },
+      { ...tree, $schema: "https://json-schema.org/draft/2020-12/schema" },
+    ]) {
+      const validate = compileJsonSchema(schema as never);
+      expect(validate({ name: "a", children: [{ name: "b", children: [{ name: "c" }] }] })).toEqual([]);
+      expect(validate({ name: "a", children: [{ name: "b", children: [{ name: 3 }] }] })).toEqual([
+        { path: ["children", 0, "children", 0, "name"], message: "must be string" },
+      ]);
+    }
+  });
+
   it("compiles schemas that share an $id side by side", () => {
     const first = compileJsonSchema({ $id: "https://example.com/args", type: "string" });
     const second = compileJsonSchema({ $id: "https://example.com/args", type: "number" });

@@ -49,12 +49,21 @@ const dialects = {
  */
 export function compileJsonSchema(schema: JSONSchema7): JsonSchemaValidator {
   const known = knownDialectOf(schema.$schema);
+  // A schema without an `$id` gets one of its own: with none, and never registered (see
+  // `addUsedSchema`), ajv resolves no `"$ref": "#"`, the usual way to write a recursive schema.
+  const based =
+    typeof schema === "object" && schema !== null && schema.$id === undefined
+      ? { ...schema, $id: `urn:agent-core:schema:${++unnamed}` }
+      : schema;
   const validate =
     known === undefined
-      ? ajvFor(schema).compile(schema)
-      : dialects[known.dialect]().compile({ ...schema, $schema: known.id });
+      ? ajvFor(based).compile(based)
+      : dialects[known.dialect]().compile({ ...based, $schema: known.id });
   return (value) => (validate(value) ? [] : issuesOf(validate));
 }
+
+/** How many schemas without an `$id` were compiled: each gets a distinct one. */
+let unnamed = 0;
 
 /**
  * Each dialect's `$schema`, as http or https, with or without the empty fragment: schemas are
