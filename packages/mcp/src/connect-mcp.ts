@@ -14,8 +14,8 @@ export interface ConnectMcpOptions {
   name?: string;
   /**
    * How long a call may wait for the server's answer before it is cancelled, in ms (default
-   * 60 000, the MCP SDK's; at most 2147483647, as for agent-core's own timeouts). agent-core's `timeouts.toolMs` applies as well: the first to run out
-   * cancels the call.
+   * 60 000, the MCP SDK's; at most 2147483647, as for agent-core's own timeouts). agent-core's
+   * `timeouts.toolMs` applies as well: the first to run out cancels the call.
    */
   callTimeoutMs?: number;
 }
