@@ -3,7 +3,6 @@ import {
   Agent,
   type AgentEvent,
   CLOCK,
-  defineTool,
   EVENT_SINK,
   ID_SOURCE,
   InvalidConfigError,
@@ -17,18 +16,11 @@ import {
 } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import { add } from "./fixtures.js";
 
 // Services a runtime swaps in (architecture.md, "Services a runtime can swap") that misbehave:
 // each must end in a clear error or a logged line, never a crash, a hang, an agent left busy, or
 // a silently wrong value in the events.
-
-const add = defineTool({
-  name: "add",
-  description: "Adds two numbers.",
-  inputSchema: z.object({ a: z.number(), b: z.number() }),
-  execute: ({ a, b }) => a + b,
-});
 
 /** A tool call, its answer; then a second prompt's answer. */
 const toolThenText = () =>
