@@ -1,0 +1,68 @@
+// What a model call is handed by an orchestrator and what comes back from the model step,
+// checked where the run first reads them, so that a wrong value is named where it came from.
+
+import { ProviderError } from "../errors.js";
+import type { AgentMessage, Usage } from "../messages.js";
+import type { ModelStepResult } from "../model/stream-step.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { messagesProblem } from "./checked-messages.js";
+
+/**
+ * What the model step (`MODEL_STEP`, a runtime's replay or recording) resolved with, checked as far
+ * as the run reads it: a malformed one fails the call with a `ProviderError` that says so, not with
+ * a `TypeError` from deep inside the run. The blocks themselves are checked as the history takes them.
+ */
+export function checkedStep(step: ModelStepResult): ModelStepResult {
+  const value = step as Partial<Record<keyof ModelStepResult, unknown>> | null;
+  let wrong: string | undefined;
+  if (typeof value !== "object" || value === null) wrong = value === null ? "null" : `a ${typeof value}`;
+  else if (!Array.isArray(value.content)) wrong = "an object without a `content` array";
+  else if (!Array.isArray(value.toolCalls)) wrong = "an object without a `toolCalls` array";
+  else if (typeof value.finishReason !== "string") wrong = "an object without a `finishReason` string";
+  else if (!isUsage(value.usage)) wrong = "an object without a `usage` of token counts";
+  if (wrong === undefined) return step;
+  throw new ProviderError(
+    `The model step (the MODEL_STEP service) resolved with ${wrong}, not a ModelStepResult.`,
+  );
+}
+
+/**
+ * What `ctx.decide()` and `ctx.generateObject()` were given, checked as `prepareStep`'s result is:
+ * a wrong value would otherwise be ignored (a tool name nobody registered, a system prompt that is
+ * no string) or fail deep inside the prompt builder. `tools` is checked against `registry` when
+ * given (decide's); the messages as the pipeline's are.
+ */
+export function callOptionsProblem(options: unknown, registry: ToolRegistry | undefined): string | undefined {
+  if (typeof options !== "object" || options === null)
+    return `expected an object of options, got ${options === null ? "null" : typeof options}`;
+  const { system, tools, settings, messages } = options as Record<string, unknown>;
+  if (system !== undefined && typeof system !== "string")
+    return `system must be a string, got ${typeof system}`;
+  if (settings !== undefined && (typeof settings !== "object" || settings === null))
+    return "settings must be an object of model settings";
+  if (registry !== undefined && tools !== undefined && tools !== false) {
+    if (!Array.isArray(tools)) return "tools must be false or an array of tool names";
+    const unknown = tools.find((name) => typeof name !== "string" || registry.get(name) === undefined);
+    if (unknown !== undefined) return `tools names no registered tool: ${String(unknown)}`;
+  }
+  return messages === undefined ? undefined : messagesProblem(messages, NO_MESSAGES, true, "messages");
+}
+
+const NO_MESSAGES: readonly AgentMessage[] = [];
+
+/** Token counts the run adds up: the three totals are numbers, the two details numbers when given. */
+function isUsage(usage: unknown): boolean {
+  if (typeof usage !== "object" || usage === null) return false;
+  const { inputTokens, outputTokens, totalTokens, reasoningTokens, cachedInputTokens } = usage as Usage;
+  return (
+    isCount(inputTokens) &&
+    isCount(outputTokens) &&
+    isCount(totalTokens) &&
+    (reasoningTokens === undefined || isCount(reasoningTokens)) &&
+    (cachedInputTokens === undefined || isCount(cachedInputTokens))
+  );
+}
+
+function isCount(value: unknown): boolean {
+  return typeof value === "number" && value >= 0 && value < Number.POSITIVE_INFINITY;
+}
