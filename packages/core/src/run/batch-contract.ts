@@ -4,6 +4,7 @@
 import type { StallError } from "../errors.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
+import type { ToolCallContext } from "../tools/define-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import type { ClientToolCalls } from "./client-tools.js";
@@ -62,6 +63,19 @@ export type BatchOutcome =
 /** The error a call of `cutOffCalls` gets as its result instead of running. */
 export const CUT_OFF =
   "not run: the model's reply was cut off (finish reason: length), so these arguments may be incomplete. Make a shorter call, or raise maxOutputTokens.";
+
+/** What the hooks are told about a call of the batch (`beforeToolCall`, `afterToolCall`). */
+export function callContext(setup: BatchSetup, call: ToolCall): ToolCallContext {
+  return {
+    runId: setup.runId,
+    call,
+    tool: setup.tools.get(call.name),
+    messages: setup.transcript.keeper.messages,
+  };
+}
+
+/** Why a batch stops early: a stall, or a fatal tool error. */
+export type BatchStop = { reason: "stall"; error: StallError } | { reason: "fatal"; message: string };
 
 /**
  * What the tool runner (`TOOL_RUNNER`, a runtime's replay or recording) gave for `call`: anything

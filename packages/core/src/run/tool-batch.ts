@@ -2,7 +2,7 @@ import { FatalToolError, StallError } from "../errors.js";
 import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
-import type { Tool, ToolCallContext } from "../tools/define-tool.js";
+import type { Tool } from "../tools/define-tool.js";
 import {
   type FatalToolSink,
   NOT_RUN_ABORTED,
@@ -13,8 +13,10 @@ import { askBeforeToolCall, mayNeedApproval, refusedResult, refuses, type Verdic
 import {
   type BatchOutcome,
   type BatchSetup,
+  type BatchStop,
   CLIENT_TOOL_MS,
   CUT_OFF,
+  callContext,
   checkedResult,
 } from "./batch-contract.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
@@ -22,9 +24,6 @@ import { ExclusiveGate } from "./exclusive-gate.js";
 import { withOverride } from "./result-override.js";
 import type { ApprovalDecision, Resumed, Wait } from "./suspension.js";
 import { toolCallEvent, toolResultEvent } from "./tool-events.js";
-
-/** Why a batch stops early: a stall, or a fatal tool error. */
-type BatchStop = { reason: "stall"; error: StallError } | { reason: "fatal"; message: string };
 
 /**
  * One `executeTools` call: runs the calls one at a time or `concurrency` at once, announces each
@@ -74,7 +73,7 @@ export class ToolBatch implements FatalToolSink {
       if (resumed) this.#verdicts = new Map(resumed.decisions);
       return this.#suspendedForClient() ?? this.#runCalls(concurrency);
     }
-    const contextOf = (call: ToolCall) => this.#context(call);
+    const contextOf = (call: ToolCall) => callContext(this.#setup, call);
     return askBeforeToolCall(this.#calls, hook, resumed?.decisions, contextOf, () => this.#ended()).then(
       ({ verdicts, suspension }) => {
         if (suspension) return { kind: "suspended", suspension };
@@ -289,8 +288,8 @@ export class ToolBatch implements FatalToolSink {
     if (this.#ended()) return;
     const after = this.#setup.hooks.afterToolCall;
     if (after)
-      return Promise.resolve(after({ ...this.#context(call), result: produced })).then((override) =>
-        this.#record(index, call, withOverride(produced, override)),
+      return Promise.resolve(after({ ...callContext(this.#setup, call), result: produced })).then(
+        (override) => this.#record(index, call, withOverride(produced, override)),
       );
     return this.#record(index, call, produced);
   }
@@ -343,14 +342,5 @@ export class ToolBatch implements FatalToolSink {
     // Only a concurrent batch has siblings running; the run's own scope must not be aborted.
     if (stop.reason === "fatal" && this.#scope !== this.#setup.scope)
       this.#scope.abort(new FatalToolError(stop.message));
-  }
-
-  #context(call: ToolCall): ToolCallContext {
-    return {
-      runId: this.#setup.runId,
-      call,
-      tool: this.#setup.tools.get(call.name),
-      messages: this.#setup.transcript.keeper.messages,
-    };
   }
 }
