@@ -25,6 +25,14 @@ async function cliWithInput(lines: string[] | undefined, ...argv: string[]) {
   return { code, stdout, stderr };
 }
 
+/** A run of the CLI that must be refused as a usage error: exit 2, nothing on stdout. Its stderr lines. */
+async function usageError(running: ReturnType<typeof cli>): Promise<string[]> {
+  const { code, stdout, stderr } = await running;
+  expect(code).toBe(2);
+  expect(stdout).toBe("");
+  return stderr.trimEnd().split("\n");
+}
+
 describe("main: usage", () => {
   it("prints the help with the model settings and exits 0", async () => {
     for (const flag of ["--help", "-h"]) {
@@ -68,10 +76,7 @@ describe("main: usage", () => {
     [["run", "hi", "--max-cycles", "0"], "--max-cycles must be a whole number >= 1"],
     [["run", "hi", "--max-cycles", "2.5"], "--max-cycles must be a whole number >= 1"],
   ])("rejects %j with exit 2, one error line and a hint", async (argv, message) => {
-    const { code, stdout, stderr } = await cli(...argv);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    const lines = stderr.trimEnd().split("\n");
+    const lines = await usageError(cli(...argv));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^agent-core: /);
     expect(lines[0]).toContain(message);
@@ -98,10 +103,7 @@ describe("main: usage", () => {
     [["run", "hi", "--model="], '--model needs a name, got "".'],
     [["chat", "--model", " "], '--model needs a name, got " ".'],
   ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
-    const { code, stdout, stderr } = await cliWithInput([], ...argv);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    const lines = stderr.trimEnd().split("\n");
+    const lines = await usageError(cliWithInput([], ...argv));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^agent-core: /);
     expect(lines[0]).toContain(message);
@@ -114,10 +116,8 @@ describe("main: usage", () => {
     [["mcp", "--step-ms", "2147483648"], '--step-ms must be at most 2147483647, got "2147483648".'],
     [["mcp", "--orchestrator="], "--orchestrator needs a name"],
   ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
-    const { code, stdout, stderr } = await cli(...argv);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    expect(stderr.split("\n")[0]).toContain(`agent-core: ${message}`);
+    const [first] = await usageError(cli(...argv));
+    expect(first).toContain(`agent-core: ${message}`);
   });
 
   it.each([
@@ -130,11 +130,9 @@ describe("main: usage", () => {
     [["serve", "--base-url", "ftp://x"], '--base-url must be an http:// or https:// URL, got "ftp://x".'],
     [["serve", "--model="], '--model needs a name, got "".'],
   ])("serve: rejects %j with exit 2 before it starts anything", async (argv, message) => {
-    const { code, stdout, stderr } = await cli(...argv);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    expect(stderr.split("\n")[0]).toMatch(/^agent-core: /);
-    expect(stderr.split("\n")[0]).toContain(message);
+    const [first] = await usageError(cli(...argv));
+    expect(first).toMatch(/^agent-core: /);
+    expect(first).toContain(message);
   });
 
   it.each([
@@ -150,10 +148,7 @@ describe("main: usage", () => {
     [["serve", "--json"], "--json is for run: serve does not take it."],
     [["serve", "--load", "chat.json"], "--load is for chat: serve does not take it."],
   ])("refuses %j, an option of another command, with exit 2 rather than ignore it", async (argv, message) => {
-    const { code, stdout, stderr } = await cliWithInput([], ...argv);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    const lines = stderr.trimEnd().split("\n");
+    const lines = await usageError(cliWithInput([], ...argv));
     expect(lines).toEqual([
       `agent-core: ${message}`,
       expect.stringMatching(new RegExp(`^Usage: agent-core ${argv[0]} `)),
@@ -241,9 +236,7 @@ describe("main: usage", () => {
   });
 
   it("names an unknown orchestrator and lists the registered ones", async () => {
-    const { code, stdout, stderr } = await cli("run", "hi", "--orchestrator", "nope");
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
+    const stderr = (await usageError(cli("run", "hi", "--orchestrator", "nope"))).join("\n");
     expect(stderr).toContain('Unknown orchestrator "nope"');
     expect(stderr).toContain("Registered orchestrators: agentic (default), plan-execute");
     expect(stderr).not.toContain("    at ");
