@@ -388,29 +388,38 @@ describe("a service call the orchestrator did not await", () => {
   });
 });
 
+/**
+ * A run whose orchestrator emits each of `events`, keeping what `ctx.emit` refuses, then one valid
+ * custom event; settled and checked as every run here.
+ */
+async function emitting(events: unknown[]): Promise<{ refused: unknown[]; run: AgentRun }> {
+  const refused: unknown[] = [];
+  const agent = new Agent({
+    orchestrator: plugin(async (ctx) => {
+      for (const event of events) {
+        try {
+          ctx.emit(event as never);
+        } catch (error) {
+          refused.push(error);
+        }
+      }
+      ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
+    }),
+  });
+  const run = agent.prompt("hi");
+  await kept(run);
+  return { refused, run };
+}
+
 describe("ctx.emit", () => {
   it("refuses an event that fails its type's schema, so the stream keeps the protocol", async () => {
-    const refused: unknown[] = [];
-    const agent = new Agent({
-      orchestrator: plugin(async (ctx) => {
-        for (const event of [
-          { type: "custom" },
-          { type: "custom", name: 5 },
-          { type: "text_delta", text: 5 },
-          { type: "thinking" },
-          { type: "context_truncated" },
-        ]) {
-          try {
-            ctx.emit(event as never);
-          } catch (error) {
-            refused.push(error);
-          }
-        }
-        ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
-      }),
-    });
-    const run = agent.prompt("hi");
-    await kept(run);
+    const { refused, run } = await emitting([
+      { type: "custom" },
+      { type: "custom", name: 5 },
+      { type: "text_delta", text: 5 },
+      { type: "thinking" },
+      { type: "context_truncated" },
+    ]);
     expect(refused).toHaveLength(5);
     for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
     expect((refused[1] as Error).message).toMatch(/Invalid "custom" event:[\s\S]*name/);
@@ -418,24 +427,15 @@ describe("ctx.emit", () => {
   });
 
   it("refuses what is not an event, and names inherited property names as unknown types, not reserved ones", async () => {
-    const refused: unknown[] = [];
-    const agent = new Agent({
-      orchestrator: plugin(async (ctx) => {
-        for (const event of [null, undefined, "custom", { type: "toString" }, { type: "__proto__" }]) {
-          try {
-            ctx.emit(event as never);
-          } catch (error) {
-            refused.push(error);
-          }
-        }
-        try {
-          ctx.emit({ type: "turn_start" } as never);
-        } catch (error) {
-          refused.push(error);
-        }
-      }),
-    });
-    await kept(agent.prompt("hi"));
+    const { refused } = await emitting([
+      null,
+      undefined,
+      "custom",
+      { type: "toString" },
+      { type: "__proto__" },
+      { type: "turn_start" },
+    ]);
+    expect(refused).toHaveLength(6);
     expect(refused.slice(0, 5).every((error) => error instanceof InvalidEventError)).toBe(true);
     expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
@@ -500,19 +500,9 @@ describe("ctx.emit of a custom event: data must be JSON, checked at emit", () =>
   ];
   for (const [label, data, why] of refused) {
     it(`refuses ${label} with InvalidEventError naming its path; the run goes on`, async () => {
-      const thrown: unknown[] = [];
-      const agent = new Agent({
-        orchestrator: plugin(async (ctx) => {
-          try {
-            ctx.emit({ type: "custom", name: "misuse.data", data: data() });
-          } catch (error) {
-            thrown.push(error);
-          }
-          ctx.emit({ type: "custom", name: "misuse.ok", data: { n: 1 } });
-        }),
-      });
-      const run = agent.prompt("hi");
-      await kept(run);
+      const { refused: thrown, run } = await emitting([
+        { type: "custom", name: "misuse.data", data: data() },
+      ]);
       expect(thrown).toHaveLength(1);
       expect(thrown[0]).toBeInstanceOf(InvalidEventError);
       expect((thrown[0] as Error).message).toBe(`Invalid "custom" event: ${why}.`);
