@@ -206,6 +206,23 @@ const untilStored = (runId: string, type: string) => untilEvent(runtime, runId, 
 const results = (messages: AgentMessage[]) =>
   messages.flatMap((m) => (m.role === "toolResult" ? [[m.toolCallId, m.status, m.content]] : []));
 
+/**
+ * Recovers `runId` after its last recorded step as `forkId` (its worker died right before the
+ * workflow ended): it must end as `original` did, at the same point, with the same events and no
+ * further model call.
+ */
+async function expectRecoveredAsBefore(runId: string, forkId: string, original: DurableRunResult) {
+  const calls = modelCalls;
+  const resumed = await (await resumeAfterAll(runId, forkId)).result();
+  expect(resumed.stopReason).toBe(original.stopReason);
+  expect(modelCalls).toBe(calls);
+  expect(results(resumed.messages)).toEqual(results(original.messages));
+  const events = await runtime.events(forkId);
+  assertEventProtocol(events);
+  expect(events.map((event) => event.type)).toEqual((await runtime.events(runId)).map((event) => event.type));
+  expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: original.stopReason });
+}
+
 describe("a durable run resumed after a step", () => {
   it("a replayed FatalToolError stops its batch again: the call it skipped stays skipped", async () => {
     const original = await (await runtime.start("fatal", "Go.", { runId: "fatal" })).result();
@@ -249,19 +266,9 @@ describe("a durable run resumed after a step", () => {
     await runtime.cancel("cancelled-live");
     const original = await run.result();
     expect(original.stopReason).toBe("aborted");
-    const calls = modelCalls;
     // Its worker died right after the abort, before the workflow ended; the fork has none of the
     // run's messages, so only what the steps recorded can end it.
-    const resumed = await (await resumeAfterAll("cancelled-live", "cancelled-live-recovered")).result();
-    expect(resumed.stopReason).toBe("aborted");
-    expect(modelCalls).toBe(calls);
-    expect(results(resumed.messages)).toEqual(results(original.messages));
-    const events = await runtime.events("cancelled-live-recovered");
-    assertEventProtocol(events);
-    expect(events.map((event) => event.type)).toEqual(
-      (await runtime.events("cancelled-live")).map((event) => event.type),
-    );
-    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+    await expectRecoveredAsBefore("cancelled-live", "cancelled-live-recovered", original);
   });
 
   it("a queued run cancelled before any worker took it ends aborted without calling the model", async () => {
@@ -427,17 +434,7 @@ describe("a durable run's timeouts.totalMs", () => {
   it("ran out live during a tool call: recovered before its workflow ended, the run ends as timeout at the same point", async () => {
     const original = await (await runtime.start("timed-hang", "Hang.", { runId: "timed-hang" })).result();
     expect(original.stopReason).toBe("timeout");
-    const calls = modelCalls;
-    const resumed = await (await resumeAfterAll("timed-hang", "timed-hang-recovered")).result();
-    expect(resumed.stopReason).toBe("timeout");
-    expect(modelCalls).toBe(calls);
-    expect(results(resumed.messages)).toEqual(results(original.messages));
-    const events = await runtime.events("timed-hang-recovered");
-    assertEventProtocol(events);
-    expect(events.map((event) => event.type)).toEqual(
-      (await runtime.events("timed-hang")).map((event) => event.type),
-    );
-    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+    await expectRecoveredAsBefore("timed-hang", "timed-hang-recovered", original);
   });
 });
 
