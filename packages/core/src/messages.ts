@@ -141,7 +141,10 @@ export function toolCallsOf(message: AssistantMessage): ToolCall[] {
 
 export function textOf(message: AssistantMessage): string {
   let text = "";
-  for (const part of message.content) if (part.type === "text") text += part.text;
+  // The history's messages are the app's to read, not to change; one changed anyway (a listener
+  // that replaced `content`) must not throw where a run ends, which would leave the agent busy.
+  if (!Array.isArray(message.content)) return text;
+  for (const part of message.content) if (part?.type === "text") text += part.text;
   return text;
 }
 

@@ -101,7 +101,7 @@ function runTool(
   let then: Then | undefined;
   try {
     const idempotencyKey = runId === undefined ? call.id : `${runId}:${call.id}`;
-    returned = tool.execute(args, { signal, toolCallId: call.id, idempotencyKey });
+    returned = tool.execute(ownArgs(args, call), { signal, toolCallId: call.id, idempotencyKey });
     // Read once and inside the guard: a `then` getter that throws is the tool failing.
     then = thenOf(returned);
   } catch (error) {
@@ -128,6 +128,21 @@ function runTool(
     }
     return successResult(call, outcome.value);
   });
+}
+
+/**
+ * Arguments the tool may change: a schema that passes them through (a JSON Schema, `z.unknown()`)
+ * would hand the tool the history's own object, and a tool that sorted a list in place would
+ * change the call the history (and its `tool_call` event) records.
+ */
+function ownArgs(args: unknown, call: ToolCall): unknown {
+  if (args !== call.args || typeof args !== "object" || args === null) return args;
+  try {
+    return structuredClone(args);
+  } catch {
+    // Not cloneable (an orchestrator's call may hold anything): the tool gets it as it is.
+    return args;
+  }
 }
 
 /** A tool's own deadline: aborts its signal when the time is up, or when the run aborts. */
