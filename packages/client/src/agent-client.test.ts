@@ -1133,6 +1133,50 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
   });
 });
 
+describe("AgentClient: a hostile server", () => {
+  it("follows no redirect: the headers never reach another origin, and each request fails with code 'http' and the 3xx status", async () => {
+    const elsewhere = await serve((_req, res) => fail(res, 404, "not-found"));
+    const redirect = (req: Recorded, res: ServerResponse) => {
+      res.writeHead(307, { location: `${elsewhere.baseUrl}${req.path}` });
+      res.end();
+    };
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs" || req.body.includes("away")) return redirect(req, res);
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+      res.write(
+        line(
+          event(1, "tool_call", {
+            toolCallId: "c1",
+            toolName: "t",
+            args: {},
+            execution: "client",
+            hookToken: "tok",
+          }),
+        ),
+      );
+    });
+    const client = new AgentClient({
+      baseUrl,
+      headers: { "x-api-key": "secret" },
+      tools: { t: () => 1 },
+      ...fast,
+    });
+    const run = client.start("stay");
+    const rejected = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    expect(await rejected).toMatchObject({ code: "tool-result-rejected", status: 307 });
+    expect(await rejection(run.steer("left"))).toMatchObject({ code: "http", status: 307 });
+    const started = await rejection(client.start("away").result());
+    expect(started).toMatchObject({ code: "http", status: 307 });
+    expect(started.message).toBe(
+      `HTTP 307: the server redirected the request to ${elsewhere.baseUrl}/runs; the client follows no redirect, so its headers only ever go to baseUrl's server.`,
+    );
+    const attached = await rejection(client.attach("r2").result());
+    expect(attached).toMatchObject({ code: "http", status: 307 });
+    expect(elsewhere.requests).toEqual([]);
+  });
+});
+
 describe("AgentClient against the real @agent-core/http server", () => {
   const readPage = defineTool({
     name: "read_page",

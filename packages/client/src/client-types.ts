@@ -24,7 +24,9 @@ export interface AgentClientOptions {
   baseUrl: string;
   /**
    * Headers sent with every request (e.g. `Authorization`). A function is called again for every
-   * request, re-attaches and tool-result posts included, so it can hand out a fresh token.
+   * request, re-attaches and tool-result posts included, so it can hand out a fresh token. They only
+   * ever go to `baseUrl`'s server: the client follows no redirect (a 3xx fails the request with a
+   * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */
   headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
   /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */

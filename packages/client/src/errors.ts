@@ -8,7 +8,8 @@ export type ClientErrorCode = "http" | "network" | "cancelled";
  *
  * - `"http"`: the server answered with an error status: `status` is it, `serverCode` is the
  *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`);
- *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place.
+ *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
+ *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
  *   exhausted, or the run's id was never learnt, so there was nothing to re-attach to). `cause` is
  *   the last failure.

@@ -29,7 +29,9 @@ export class Transport {
     const all = new Headers(base);
     if (init.accept !== undefined) all.set("accept", init.accept);
     if (init.json !== undefined) all.set("content-type", "application/json");
-    const request: RequestInit = { method, headers: all };
+    // A redirect is answered, not followed: fetch would send the headers (an API key, a token) and
+    // the body to wherever the server points, another origin included.
+    const request: RequestInit = { method, headers: all, redirect: "manual" };
     if (init.json !== undefined) request.body = JSON.stringify(init.json);
     if (init.signal !== undefined) request.signal = init.signal;
     return this.config.fetch(this.config.baseUrl + path, request);
@@ -79,6 +81,16 @@ export function discard(response: Response): undefined {
 
 /** A ClientError of code "http" from an error response and its `{ error: { code, message } }` body. */
 export async function httpError(response: Response): Promise<ClientError> {
+  // A browser hides a redirect it did not follow: type "opaqueredirect", status 0, no headers.
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    discard(response);
+    const location = response.headers.get("location");
+    return new ClientError(
+      "http",
+      `HTTP ${response.status}: the server redirected the request${location === null ? "" : ` to ${location}`}; the client follows no redirect, so its headers only ever go to baseUrl's server.`,
+      { status: response.status },
+    );
+  }
   let serverCode: string | undefined;
   let serverMessage: string | undefined;
   try {
