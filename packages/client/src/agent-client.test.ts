@@ -1134,6 +1134,8 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
 });
 
 describe("AgentClient: a hostile server", () => {
+  const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
+
   it("follows no redirect: the headers never reach another origin, and each request fails with code 'http' and the 3xx status", async () => {
     const elsewhere = await serve((_req, res) => fail(res, 404, "not-found"));
     const redirect = (req: Recorded, res: ServerResponse) => {
@@ -1144,17 +1146,7 @@ describe("AgentClient: a hostile server", () => {
       if (req.path !== "/runs" || req.body.includes("away")) return redirect(req, res);
       openStream(res);
       res.write(line(event(0, "agent_start")));
-      res.write(
-        line(
-          event(1, "tool_call", {
-            toolCallId: "c1",
-            toolName: "t",
-            args: {},
-            execution: "client",
-            hookToken: "tok",
-          }),
-        ),
-      );
+      res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
     });
     const client = new AgentClient({
       baseUrl,
@@ -1174,6 +1166,34 @@ describe("AgentClient: a hostile server", () => {
     const attached = await rejection(client.attach("r2").result());
     expect(attached).toMatchObject({ code: "http", status: 307 });
     expect(elsewhere.requests).toEqual([]);
+  });
+
+  it("gives up at once on a Retry-After longer than a minute, instead of retrying back to back (a timer cannot wait that long)", async () => {
+    const forever = { "retry-after": "99999999" };
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
+        await until(() => requests.some((r) => r.path.endsWith("/steer")), "the steer");
+        return void res.end();
+      }
+      if (req.path.endsWith("/events")) return fail(res, 503, "server-busy", forever);
+      fail(res, 429, "rate-limited", forever);
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("go");
+    const failed = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    expect(await failed).toMatchObject({ code: "tool-result-failed", status: 429 });
+    expect(await rejection(run.steer("left"))).toMatchObject({ code: "http", status: 429 });
+    // The stream ends now, and its re-attach is answered 503.
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 503, serverCode: "server-busy" });
+    expect(requests.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      "GET /runs/r1/events",
+      "POST /runs",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/tool-results",
+    ]);
   });
 });
 

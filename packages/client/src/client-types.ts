@@ -38,13 +38,16 @@ export interface AgentClientOptions {
   /**
    * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
-   * starts again once a connection delivers an event or a heartbeat.
+   * starts again once a connection delivers an event or a heartbeat. A re-attach answered 429 or
+   * 503 waits what its `Retry-After` says instead; one asking for more than 60 s fails the run with
+   * that answer (a `ClientError` of code `"http"`).
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**
    * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
    * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
-   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says.
+   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says:
+   * one asking for more than 60 s is not waited for, that answer is the post's last.
    */
   postRetry?: { attempts?: number; delayMs?: number };
   /**

@@ -1,7 +1,16 @@
 import type { AgentEvent } from "@agent-core/core";
 import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
-import { ACCEPT, type Config, httpError, ignore, retryAfterMs, sleep, type Transport } from "./transport.js";
+import {
+  ACCEPT,
+  type Config,
+  httpError,
+  ignore,
+  MAX_RETRY_AFTER_MS,
+  retryAfterMs,
+  sleep,
+  type Transport,
+} from "./transport.js";
 
 /** What the connection needs of the run it reads: values and callbacks, no more. */
 export interface FollowedRun {
@@ -71,6 +80,8 @@ export class RunConnection {
           `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
           { cause: dropped.error },
         );
+      // The server's error (a ClientError "http") when it asks for a longer wait than the client gives.
+      if ((dropped.retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) throw dropped.error;
       if (retries >= attempts)
         throw new ClientError(
           "network",

@@ -61,7 +61,9 @@ export class Transport {
       try {
         const response = await this.request("POST", path, { json, signal: options.signal });
         if (retry >= attempts || stop.aborted || !options.retryStatus(response.status)) return response;
-        wait = retryAfterMs(response) ?? wait;
+        const retryAfter = retryAfterMs(response);
+        if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) return response;
+        wait = retryAfter ?? wait;
         discard(response);
       } catch (error) {
         if (options.signal.aborted || stop.aborted || !options.retryNetwork || retry >= attempts) throw error;
@@ -112,6 +114,13 @@ export async function httpError(response: Response): Promise<ClientError> {
     ...(serverCode === undefined ? {} : { serverCode }),
   });
 }
+
+/**
+ * The longest `Retry-After` the client waits for: a server asking for more is taken at its word that
+ * no retry helps soon, and the request fails as if its retries were spent. (A timer set past
+ * 2^31 − 1 ms fires at once: the retries went out back to back.)
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
 
 /** A `Retry-After` header (seconds, or an HTTP date) in ms; undefined without a usable one. */
 export function retryAfterMs(response: Response): number | undefined {
