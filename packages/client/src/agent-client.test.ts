@@ -1195,6 +1195,80 @@ describe("AgentClient: a hostile server", () => {
       "POST /runs/r1/tool-results",
     ]);
   });
+  /**
+   * Writes `text` again and again (64 MiB at most, then ends the response) as fast as the client
+   * reads it, until the client goes away; resolves with the bytes written.
+   */
+  async function flood(res: ServerResponse, text: string): Promise<number> {
+    const chunk = Buffer.from(text.repeat(Math.ceil(65_536 / text.length)));
+    let written = 0;
+    while (!res.destroyed && written < 64 * 1024 * 1024) {
+      written += chunk.length;
+      if (res.write(chunk)) continue;
+      await new Promise<void>((resolve) => {
+        const resume = () => {
+          res.off("drain", resume).off("close", resume);
+          resolve();
+        };
+        res.on("drain", resume).on("close", resume);
+      });
+    }
+    res.end();
+    return written;
+  }
+
+  it("fails with code 'too-large' and cancels the body when a line (NDJSON) or an event (SSE) grows past maxEventBytes", async () => {
+    for (const format of ["ndjson", "sse"] as const) {
+      let written: Promise<number> | undefined;
+      const { baseUrl, requests } = await serve(async (req, res) => {
+        if (req.path !== "/runs") return fail(res, 404, "not-found");
+        openStream(res, format === "sse" ? "text/event-stream" : "application/x-ndjson");
+        res.write(format === "sse" ? sseFrame(event(0, "agent_start")) : line(event(0, "agent_start")));
+        // A line that never ends; in SSE, data lines of an event that never ends.
+        written = flood(res, format === "sse" ? `data: ${"x".repeat(1_000)}\n` : "x");
+      });
+      const run = new AgentClient({ baseUrl, format, maxEventBytes: 1024 * 1024, ...fast }).start("go");
+      const error = await rejection(run.result());
+      expect(error.code).toBe("too-large");
+      expect(error.message).toBe(
+        "The server sent more than 1048576 bytes without completing an event (maxEventBytes): the stream was cancelled.",
+      );
+      expect(await written).toBeLessThan(32 * 1024 * 1024);
+      expect(requests).toHaveLength(1);
+    }
+  });
+
+  it("reads at most 1 MiB of an error's body, then cancels it: the request fails with code 'http' and its status", async () => {
+    let written: Promise<number> | undefined;
+    const { baseUrl } = await serve(async (_req, res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      written = flood(res, "x");
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("go").result());
+    expect(error).toMatchObject({ code: "http", status: 500 });
+    expect(error.message).toBe(`HTTP 500 Internal Server Error: ${"x".repeat(200)}`);
+    expect(await written).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("reads at most 1 MiB of a 202's body too (the run a tool result resumed): no run is named, the suspended agent_end is the result", async () => {
+    let written: Promise<number> | undefined;
+    const suspended = {
+      ...agentEnd(1),
+      stopReason: "awaiting_client_tool",
+      pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
+    };
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        return void res.end(line(event(0, "agent_start")) + line(suspended));
+      }
+      res.writeHead(202, { "content-type": "application/json" });
+      written = flood(res, '{"runId":"r2"');
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("go");
+    expect(await run.result()).toEqual(suspended);
+    expect(await written).toBeLessThan(32 * 1024 * 1024);
+  });
 });
 
 describe("AgentClient against the real @agent-core/http server", () => {

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
-import { type Config, discard, httpError, type Transport } from "./transport.js";
+import { type Config, discard, httpError, readText, type Transport } from "./transport.js";
 
 /** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
 export interface ClientCall {
@@ -166,7 +166,7 @@ export class ClientToolRunner {
 /** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
 async function resumedRunId(response: Response): Promise<string | undefined> {
   try {
-    const { runId } = (await response.json()) as { runId?: unknown };
+    const { runId } = JSON.parse(await readText(response)) as { runId?: unknown };
     return typeof runId === "string" && runId !== "" ? runId : undefined;
   } catch {
     return undefined;

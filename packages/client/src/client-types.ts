@@ -56,6 +56,13 @@ export interface AgentClientOptions {
    * bounds the wait for a response's headers, and for the answer to `steer()` and `followUp()`.
    */
   idleTimeoutMs?: number;
+  /**
+   * The most bytes the event stream may bring without completing an event (default 16 MiB): one
+   * NDJSON line, or one SSE event with its comments. Past it the stream is cancelled and the run
+   * fails with a `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line
+   * that never ends.
+   */
+  maxEventBytes?: number;
   /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
   logger?: ClientLogger;
 }
@@ -106,7 +113,7 @@ export interface AttachOptions {
  *
  * Iteration ends after the last `agent_end`, and also, quietly, when the run is cancelled (like a
  * cancelled `ReadableStream`); it throws the run's {@link ClientError} when the run failed
- * (`"http"`, `"network"`). Heartbeats are never yielded.
+ * (`"http"`, `"network"`, `"too-large"`). Heartbeats are never yielded.
  *
  * **Suspended runs.** A server with `clientTools: "suspend"` ends a run that calls client tools with
  * an `agent_end` whose `stopReason` is `"awaiting_client_tool"` and whose `pendingClientTools` lists

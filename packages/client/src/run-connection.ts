@@ -161,6 +161,8 @@ export class RunConnection {
       const sse = (type ?? accept).includes("text/event-stream");
       const parser = sse ? new SseParser() : new NdjsonParser();
       reader = response.body.getReader();
+      // Bytes read since a read last completed an event: what the parser holds of the next one.
+      let unfinished = 0;
       for (;;) {
         disarm();
         await this.#run.demand();
@@ -168,7 +170,15 @@ export class RunConnection {
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
         disarm();
-        for (const item of chunk.done ? cutShort(parser.end()) : parser.push(chunk.value)) {
+        const items = chunk.done ? cutShort(parser.end()) : parser.push(chunk.value);
+        unfinished = items.length > 0 || chunk.done ? 0 : unfinished + chunk.value.length;
+        // A line that never ends would fill the memory: the stream is cancelled (below) instead.
+        if (unfinished > this.#config.maxEventBytes)
+          throw new ClientError(
+            "too-large",
+            `The server sent more than ${this.#config.maxEventBytes} bytes without completing an event (maxEventBytes): the stream was cancelled.`,
+          );
+        for (const item of items) {
           if (this.#take(item)) progress = true;
           if (this.#run.done()) return undefined;
         }

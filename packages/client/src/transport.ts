@@ -10,6 +10,7 @@ export interface Config {
   reconnect: { attempts: number; delayMs: number };
   postRetry: { attempts: number; delayMs: number };
   idleTimeoutMs: number;
+  maxEventBytes: number;
   logger: ClientLogger;
 }
 
@@ -96,7 +97,7 @@ export async function httpError(response: Response): Promise<ClientError> {
   let serverCode: string | undefined;
   let serverMessage: string | undefined;
   try {
-    const text = await response.text();
+    const text = await readText(response);
     try {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
       if (typeof error?.code === "string") serverCode = error.code;
@@ -113,6 +114,32 @@ export async function httpError(response: Response): Promise<ClientError> {
     status: response.status,
     ...(serverCode === undefined ? {} : { serverCode }),
   });
+}
+
+/**
+ * The most of a response's body the client reads when it wants no stream from it (an error's
+ * `{ error }`, a resumed run's `{ runId }`): a server must not fill the memory with an endless one.
+ */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** A response's body as text, at most its first `MAX_ANSWER_BYTES`: the rest is cancelled, unread. */
+export async function readText(response: Response): Promise<string> {
+  if (response.body === null) return "";
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (let left = MAX_ANSWER_BYTES; left > 0; ) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      const bytes = chunk.value.subarray(0, left);
+      left -= bytes.length;
+      text += decoder.decode(bytes, { stream: true });
+    }
+    return text + decoder.decode();
+  } finally {
+    reader.cancel().catch(ignore);
+  }
 }
 
 /**
