@@ -1195,6 +1195,22 @@ describe("AgentClient: a hostile server", () => {
       "POST /runs/r1/tool-results",
     ]);
   });
+  it("counts only new events as progress: a server that drops each re-attach after heartbeats alone is given up on after reconnect.attempts", async () => {
+    const { baseUrl, requests } = await serve((req, res) => {
+      const gets = requests.filter((r) => r.method === "GET").length;
+      if (gets > 10) return fail(res, 404, "not-found");
+      openStream(res);
+      if (req.path === "/runs") res.write(line(event(0, "agent_start")));
+      // A heartbeat, the last event again, and an object that is no event of the run: none is new.
+      res.write(line({ type: "heartbeat", ts: 1 }) + line(event(0, "agent_start")) + line({ type: "ping" }));
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi");
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "network", message: expect.stringMatching(/2 re-attach attempt/) });
+    expect(requests.filter((r) => r.method === "GET")).toHaveLength(2);
+  });
+
   /**
    * Writes `text` again and again (64 MiB at most, then ends the response) as fast as the client
    * reads it, until the client goes away; resolves with the bytes written.

@@ -38,9 +38,9 @@ export interface AgentClientOptions {
   /**
    * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
-   * starts again once a connection delivers an event or a heartbeat. A re-attach answered 429 or
-   * 503 waits what its `Retry-After` says instead; one asking for more than 60 s fails the run with
-   * that answer (a `ClientError` of code `"http"`).
+   * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
+   * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s
+   * fails the run with that answer (a `ClientError` of code `"http"`).
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**

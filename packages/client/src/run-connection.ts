@@ -36,7 +36,7 @@ export interface AttachPoint {
 
 /** How one connection ended, when the run goes on. */
 interface Dropped {
-  /** It delivered an event or a heartbeat: the re-attach count starts again. */
+  /** It delivered an event with a new seq: the re-attach count starts again. */
   progress: boolean;
   error: unknown;
   /** A 429's or 503's `Retry-After`. */
@@ -206,9 +206,13 @@ export class RunConnection {
     return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
   }
 
-  /** Hands a parsed item on to the run; true if the connection made progress (a new event or a heartbeat). */
+  /**
+   * Hands a parsed item on to the run; true if the connection made progress: an event with a new
+   * seq. A heartbeat, a replay, an object with no seq are none: a server that drops every re-attach
+   * after such things alone would have the client re-attach for ever.
+   */
   #take(item: Parsed): boolean {
-    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
+    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return false;
     if (item.type === "client_error") {
       this.#run.receive(item as ClientErrorEvent);
       return false;
@@ -226,11 +230,13 @@ export class RunConnection {
       });
       return false;
     }
-    if (typeof runId === "string" && typeof seq === "number") {
-      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
-      this.#lastSeq.set(runId, seq);
-      this.#run.learnRunId(runId);
+    if (typeof runId !== "string" || typeof seq !== "number") {
+      this.#run.receive(event);
+      return false;
     }
+    if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+    this.#lastSeq.set(runId, seq);
+    this.#run.learnRunId(runId);
     this.#run.receive(event);
     return true;
   }
