@@ -1062,6 +1062,31 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("gives a result post idleTimeoutMs for its whole answer: one never answered, or never finished, does not hold the run", async () => {
+    const first = suspendedRun("r1", [call("c1"), call("c2")]);
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      // c1: no answer ever; c2: a 202 whose body never ends.
+      if (JSON.parse(req.body).toolCallId === "c2") {
+        res.writeHead(202, { "content-type": "application/json" });
+        res.write('{"runId":');
+      }
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast, idleTimeoutMs: 100 }).start(
+      "go",
+    );
+    const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
+    expect(end).toEqual(first[1]);
+    expect((await collect(run)).slice(2)).toEqual([
+      expect.objectContaining({
+        type: "client_error",
+        code: "tool-result-failed",
+        message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 100 ms',
+        toolCallId: "c1",
+      }),
+    ]);
+  });
+
   it("cancel() during a pending tool aborts its signal, posts nothing, and result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "slow")]);
     const { baseUrl, requests } = await serve(async (req, res) => {

@@ -53,7 +53,9 @@ export interface AgentClientOptions {
   /**
    * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
    * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
-   * bounds the wait for a response's headers, and for the answer to `steer()` and `followUp()`.
+   * bounds the wait for a response's headers, for the answer to `steer()` and `followUp()`, and
+   * for the whole answer to a client tool's result post (its retries included), which then ends
+   * with a `client_error` of code `"tool-result-failed"`.
    */
   idleTimeoutMs?: number;
   /**

@@ -159,6 +159,25 @@ export function retryAfterMs(response: Response): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
+/**
+ * A signal for a request and the reading of its answer: it aborts when `signal` (if any) does, or
+ * after `ms`, with an error saying no answer came. `clear()` once the answer was read.
+ */
+export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const follow = () => controller.abort(signal?.reason);
+  if (signal?.aborted) follow();
+  else signal?.addEventListener("abort", follow, { once: true });
+  const timer = setTimeout(() => controller.abort(new Error(`no answer came for ${ms} ms`)), ms);
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", follow);
+    },
+  };
+}
+
 /** Waits `ms`, or less if `signal` aborts. Never rejects. */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
