@@ -807,6 +807,26 @@ describe("AgentClient: steering a server that never answers", () => {
     }
     await run.cancel();
   });
+
+  it("steer() rejects with the answer's status after idleTimeoutMs when the body of a refusal never ends", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs") {
+        res.writeHead(409, { "content-type": "application/json" });
+        return void res.write('{"error":');
+      }
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
+    const answered = run.steer("left").then(
+      () => "accepted",
+      (error: unknown) => error,
+    );
+    const error = await Promise.race([answered, delay(5_000).then(() => "still waiting")]);
+    expect(error).toBeInstanceOf(ClientError);
+    expect(error).toMatchObject({ code: "http", status: 409 });
+    await run.cancel();
+  });
 });
 
 describe("AgentClient: backpressure", () => {
