@@ -60,6 +60,12 @@ export interface AgentServerOptions {
   retainEndedMs?: number;
   /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
   maxRuns?: number;
+  /**
+   * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
+   * past it, `…/steer` and `…/follow-up` answer 429 `queue-full` (`Retry-After: 1`) and queue
+   * nothing. For the runs of the `agent` option; a `backend`'s runs are its own to bound.
+   */
+  maxQueuedMessages?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;
   /** Largest request body (default 256 KiB). */
@@ -109,6 +115,7 @@ export function resolveOptions(options: AgentServerOptions) {
     suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
     clientTools: clientToolMode(options.clientTools),
     maxRuns: positive("maxRuns", options.maxRuns, 10_000),
+    maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
