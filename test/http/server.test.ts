@@ -295,6 +295,9 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { maxQueuedMessages: 0 })).rejects.toThrow(
       /maxQueuedMessages must be a number > 0/,
     );
+    await expect(startServer(answer("x"), { maxStreamsPerRun: 0 })).rejects.toThrow(
+      /maxStreamsPerRun must be a number > 0/,
+    );
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );

@@ -105,6 +105,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   function track(run: BackendRun, outliveStream: boolean): ServerRun {
     const serverRun = new ServerRun(run, {
       maxEvents: config.maxEventsPerRun,
+      maxStreams: config.maxStreamsPerRun,
       outliveStream: outliveStream || backend.runsOutliveStreams,
       tokens,
       tokenTtlMs: config.clientToolTimeoutMs,

@@ -54,6 +54,11 @@ export interface AgentServerOptions {
    * are never aborted for this.
    */
   detachGraceMs?: number;
+  /**
+   * Event streams open on one run at once, its start's included (default 16): past it,
+   * `GET …/events` answers 429 `too-many-streams` (`Retry-After: 1`) until one closes.
+   */
+  maxStreamsPerRun?: number;
   /** Events kept per run for re-attaching (default 10,000; the oldest go first). */
   maxEventsPerRun?: number;
   /** How long an ended run can still be re-attached to (default 5 min); then it is forgotten (404). */
@@ -110,6 +115,7 @@ export function resolveOptions(options: AgentServerOptions) {
     runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
     heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 15_000),
     detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
+    maxStreamsPerRun: positive("maxStreamsPerRun", options.maxStreamsPerRun, 16),
     maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
     retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
     suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
