@@ -206,6 +206,38 @@ describe("re-attaching", () => {
     expect(JSON.parse(log.trimEnd().split("\n").at(-1) as string)).toMatchObject({ stopReason: "completed" });
   });
 
+  it("refuses a stream past maxStreamsPerRun open on the run (429 too-many-streams), and takes one again once a stream closed", async () => {
+    const { url } = await startServer(waitsForClient, { maxStreamsPerRun: 2 });
+    const started = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const { runId } = await started.until(ofType("tool_call"));
+    const attach = () => fetch(`${url}/runs/${runId}/events`, { headers: headers() });
+    const second = await attach();
+    expect(second.status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      const refused = await attach();
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect((await refused.json()).error).toEqual({
+        code: "too-many-streams",
+        message: `Run "${runId}" has 2 streams open (maxStreamsPerRun); close one first.`,
+      });
+    }
+    await second.body?.cancel();
+    // The server learns of the close from the socket: asked again until it has.
+    let third = await attach();
+    while (third.status === 429) {
+      await third.body?.cancel();
+      await sleep(10);
+      third = await attach();
+    }
+    expect(third.status).toBe(200);
+    // The refused ones never counted, and the run was never left without a stream.
+    const reader = new NdjsonReader(third);
+    expect((await reader.until(ofType("tool_call"))).runId).toBe(runId);
+    await reader.cancel();
+    await started.cancel();
+  });
+
   it("answers 410 for events the bounded log no longer keeps", async () => {
     const { url } = await startServer(
       () => ({ provider: scriptedModel([[script.text(...Array.from({ length: 40 }, (_, i) => `w${i} `))]]) }),

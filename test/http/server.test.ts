@@ -292,6 +292,12 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { heartbeatMs: -1 })).rejects.toThrow(
       /heartbeatMs must be a number > 0/,
     );
+    await expect(startServer(answer("x"), { maxQueuedMessages: 0 })).rejects.toThrow(
+      /maxQueuedMessages must be a number > 0/,
+    );
+    await expect(startServer(answer("x"), { maxStreamsPerRun: 0 })).rejects.toThrow(
+      /maxStreamsPerRun must be a number > 0/,
+    );
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );
@@ -354,6 +360,43 @@ describe("steer, follow-up and cancel", () => {
     expect(JSON.stringify(model.prompts.at(-1))).toContain("Stop adding; say Steered.");
     const late = await post(`${url}/runs/${first.runId}/steer`, { message: "too late" });
     expect([late.status, (await late.json()).error.code]).toEqual([409, "run-ended"]);
+  });
+
+  it("refuses a message past maxQueuedMessages waiting for the run (429 queue-full) and queues nothing of it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hold = { ...addNumbers, name: "hold", execute: () => gate.then(() => 0) };
+    const model = scriptedModel([
+      [script.toolCall("hold", { a: 1, b: 1 }, { id: "h1" })],
+      [script.text("steered")],
+      [script.text("followed up")],
+    ]);
+    const { url } = await startServer(() => ({ provider: model, tools: [hold] }), { maxQueuedMessages: 3 });
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const { runId } = await reader.until(ofType("tool_call"));
+    for (const [route, message] of [
+      ["steer", "one"],
+      ["follow-up", "two"],
+      ["steer", "three"],
+    ])
+      expect((await post(`${url}/runs/${runId}/${route}`, { message })).status).toBe(202);
+    for (const route of ["steer", "follow-up"]) {
+      const refused = await post(`${url}/runs/${runId}/${route}`, { message: `four by ${route}` });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect((await refused.json()).error).toEqual({
+        code: "queue-full",
+        message: `Run "${runId}" has 3 messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
+      });
+    }
+    release();
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    const seen = JSON.stringify(model.prompts);
+    for (const message of ["one", "two", "three"]) expect(seen).toContain(message);
+    expect(seen).not.toContain("four");
   });
 
   it("feeds a follow-up that the run takes when it would stop", async () => {

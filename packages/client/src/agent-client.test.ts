@@ -807,6 +807,26 @@ describe("AgentClient: steering a server that never answers", () => {
     }
     await run.cancel();
   });
+
+  it("steer() rejects with the answer's status after idleTimeoutMs when the body of a refusal never ends", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs") {
+        res.writeHead(409, { "content-type": "application/json" });
+        return void res.write('{"error":');
+      }
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
+    const answered = run.steer("left").then(
+      () => "accepted",
+      (error: unknown) => error,
+    );
+    const error = await Promise.race([answered, delay(5_000).then(() => "still waiting")]);
+    expect(error).toBeInstanceOf(ClientError);
+    expect(error).toMatchObject({ code: "http", status: 409 });
+    await run.cancel();
+  });
 });
 
 describe("AgentClient: backpressure", () => {
@@ -1062,6 +1082,31 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("gives a result post idleTimeoutMs for its whole answer: one never answered, or never finished, does not hold the run", async () => {
+    const first = suspendedRun("r1", [call("c1"), call("c2")]);
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      // c1: no answer ever; c2: a 202 whose body never ends.
+      if (JSON.parse(req.body).toolCallId === "c2") {
+        res.writeHead(202, { "content-type": "application/json" });
+        res.write('{"runId":');
+      }
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast, idleTimeoutMs: 100 }).start(
+      "go",
+    );
+    const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
+    expect(end).toEqual(first[1]);
+    expect((await collect(run)).slice(2)).toEqual([
+      expect.objectContaining({
+        type: "client_error",
+        code: "tool-result-failed",
+        message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 100 ms',
+        toolCallId: "c1",
+      }),
+    ]);
+  });
+
   it("cancel() during a pending tool aborts its signal, posts nothing, and result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "slow")]);
     const { baseUrl, requests } = await serve(async (req, res) => {
@@ -1130,6 +1175,160 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
       "POST /runs/r2/steer",
       "POST /runs/r2/cancel",
     ]);
+  });
+});
+
+describe("AgentClient: a hostile server", () => {
+  const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
+
+  it("follows no redirect: the headers never reach another origin, and each request fails with code 'http' and the 3xx status", async () => {
+    const elsewhere = await serve((_req, res) => fail(res, 404, "not-found"));
+    const redirect = (req: Recorded, res: ServerResponse) => {
+      res.writeHead(307, { location: `${elsewhere.baseUrl}${req.path}` });
+      res.end();
+    };
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path !== "/runs" || req.body.includes("away")) return redirect(req, res);
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+      res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
+    });
+    const client = new AgentClient({
+      baseUrl,
+      headers: { "x-api-key": "secret" },
+      tools: { t: () => 1 },
+      ...fast,
+    });
+    const run = client.start("stay");
+    const rejected = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    expect(await rejected).toMatchObject({ code: "tool-result-rejected", status: 307 });
+    expect(await rejection(run.steer("left"))).toMatchObject({ code: "http", status: 307 });
+    const started = await rejection(client.start("away").result());
+    expect(started).toMatchObject({ code: "http", status: 307 });
+    expect(started.message).toBe(
+      `HTTP 307: the server redirected the request to ${elsewhere.baseUrl}/runs; the client follows no redirect, so its headers only ever go to baseUrl's server.`,
+    );
+    const attached = await rejection(client.attach("r2").result());
+    expect(attached).toMatchObject({ code: "http", status: 307 });
+    expect(elsewhere.requests).toEqual([]);
+  });
+
+  it("gives up at once on a Retry-After longer than a minute, instead of retrying back to back (a timer cannot wait that long)", async () => {
+    const forever = { "retry-after": "99999999" };
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
+        await until(() => requests.some((r) => r.path.endsWith("/steer")), "the steer");
+        return void res.end();
+      }
+      if (req.path.endsWith("/events")) return fail(res, 503, "server-busy", forever);
+      fail(res, 429, "rate-limited", forever);
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("go");
+    const failed = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    expect(await failed).toMatchObject({ code: "tool-result-failed", status: 429 });
+    expect(await rejection(run.steer("left"))).toMatchObject({ code: "http", status: 429 });
+    // The stream ends now, and its re-attach is answered 503.
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 503, serverCode: "server-busy" });
+    expect(requests.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      "GET /runs/r1/events",
+      "POST /runs",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/tool-results",
+    ]);
+  });
+  it("counts only new events as progress: a server that drops each re-attach after heartbeats alone is given up on after reconnect.attempts", async () => {
+    const { baseUrl, requests } = await serve((req, res) => {
+      const gets = requests.filter((r) => r.method === "GET").length;
+      if (gets > 10) return fail(res, 404, "not-found");
+      openStream(res);
+      if (req.path === "/runs") res.write(line(event(0, "agent_start")));
+      // A heartbeat, the last event again, and an object that is no event of the run: none is new.
+      res.write(line({ type: "heartbeat", ts: 1 }) + line(event(0, "agent_start")) + line({ type: "ping" }));
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi");
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "network", message: expect.stringMatching(/2 re-attach attempt/) });
+    expect(requests.filter((r) => r.method === "GET")).toHaveLength(2);
+  });
+
+  /**
+   * Writes `text` again and again (64 MiB at most, then ends the response) as fast as the client
+   * reads it, until the client goes away; resolves with the bytes written.
+   */
+  async function flood(res: ServerResponse, text: string): Promise<number> {
+    const chunk = Buffer.from(text.repeat(Math.ceil(65_536 / text.length)));
+    let written = 0;
+    while (!res.destroyed && written < 64 * 1024 * 1024) {
+      written += chunk.length;
+      if (res.write(chunk)) continue;
+      await new Promise<void>((resolve) => {
+        const resume = () => {
+          res.off("drain", resume).off("close", resume);
+          resolve();
+        };
+        res.on("drain", resume).on("close", resume);
+      });
+    }
+    res.end();
+    return written;
+  }
+
+  it("fails with code 'too-large' and cancels the body when a line (NDJSON) or an event (SSE) grows past maxEventBytes", async () => {
+    for (const format of ["ndjson", "sse"] as const) {
+      let written: Promise<number> | undefined;
+      const { baseUrl, requests } = await serve(async (req, res) => {
+        if (req.path !== "/runs") return fail(res, 404, "not-found");
+        openStream(res, format === "sse" ? "text/event-stream" : "application/x-ndjson");
+        res.write(format === "sse" ? sseFrame(event(0, "agent_start")) : line(event(0, "agent_start")));
+        // A line that never ends; in SSE, data lines of an event that never ends.
+        written = flood(res, format === "sse" ? `data: ${"x".repeat(1_000)}\n` : "x");
+      });
+      const run = new AgentClient({ baseUrl, format, maxEventBytes: 1024 * 1024, ...fast }).start("go");
+      const error = await rejection(run.result());
+      expect(error.code).toBe("too-large");
+      expect(error.message).toBe(
+        "The server sent more than 1048576 bytes without completing an event (maxEventBytes): the stream was cancelled.",
+      );
+      expect(await written).toBeLessThan(32 * 1024 * 1024);
+      expect(requests).toHaveLength(1);
+    }
+  });
+
+  it("reads at most 1 MiB of an error's body, then cancels it: the request fails with code 'http' and its status", async () => {
+    let written: Promise<number> | undefined;
+    const { baseUrl } = await serve(async (_req, res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      written = flood(res, "x");
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("go").result());
+    expect(error).toMatchObject({ code: "http", status: 500 });
+    expect(error.message).toBe(`HTTP 500 Internal Server Error: ${"x".repeat(200)}`);
+    expect(await written).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("reads at most 1 MiB of a 202's body too (the run a tool result resumed): no run is named, the suspended agent_end is the result", async () => {
+    let written: Promise<number> | undefined;
+    const suspended = {
+      ...agentEnd(1),
+      stopReason: "awaiting_client_tool",
+      pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
+    };
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        return void res.end(line(event(0, "agent_start")) + line(suspended));
+      }
+      res.writeHead(202, { "content-type": "application/json" });
+      written = flood(res, '{"runId":"r2"');
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("go");
+    expect(await run.result()).toEqual(suspended);
+    expect(await written).toBeLessThan(32 * 1024 * 1024);
   });
 });
 

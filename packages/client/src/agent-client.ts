@@ -50,6 +50,7 @@ export class AgentClient {
         delayMs: options.postRetry?.delayMs ?? 200,
       },
       idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
+      maxEventBytes: options.maxEventBytes ?? 16 * 1024 * 1024,
       logger: options.logger ?? silentLogger,
     });
   }

@@ -3,7 +3,7 @@ import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
 import { RunConnection } from "./run-connection.js";
-import { type Config, discard, httpError, ignore, type Transport } from "./transport.js";
+import { type Config, deadline, discard, httpError, ignore, type Transport } from "./transport.js";
 
 type Plan =
   | { kind: "start"; body: Record<string, unknown>; previous: Promise<unknown> }
@@ -242,37 +242,36 @@ export class Run implements ClientRun {
     if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
     await this.runId;
     const runId = this.#current as string;
-    // A server that never answers: rejected after idleTimeoutMs, as a stream would be, not a hang.
-    const { idleTimeoutMs } = this.#config;
-    const timeout = new AbortController();
-    const timer = setTimeout(
-      () => timeout.abort(new Error(`no answer came for ${idleTimeoutMs} ms`)),
-      idleTimeoutMs,
-    );
-    let response: Response;
+    // A server that never answers, or never ends its answer: rejected after idleTimeoutMs, as a
+    // stream would be, not a hang.
+    const timeout = deadline(this.#config.idleTimeoutMs);
     try {
-      // Not idempotent: retried only when the server said it did not take it (429).
-      response = await this.#transport.post(
-        `/runs/${encodeURIComponent(runId)}/${action}`,
-        { message },
-        {
-          signal: timeout.signal,
-          retryNetwork: false,
-          retryStatus: (status) => status === 429,
-        },
-      );
-    } catch (error) {
-      throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, { cause: error });
+      let response: Response;
+      try {
+        // Not idempotent: retried only when the server said it did not take it (429).
+        response = await this.#transport.post(
+          `/runs/${encodeURIComponent(runId)}/${action}`,
+          { message },
+          {
+            signal: timeout.signal,
+            retryNetwork: false,
+            retryStatus: (status) => status === 429,
+          },
+        );
+      } catch (error) {
+        throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, {
+          cause: error,
+        });
+      }
+      if (!response.ok) throw await httpError(response);
+      discard(response);
     } finally {
-      clearTimeout(timer);
+      timeout.clear();
     }
-    if (!response.ok) throw await httpError(response);
-    discard(response);
   }
 
   async #postCancel(runId: string): Promise<void> {
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), this.#config.idleTimeoutMs);
+    const timeout = deadline(this.#config.idleTimeoutMs);
     try {
       const response = await this.#transport.post(`/runs/${encodeURIComponent(runId)}/cancel`, undefined, {
         signal: timeout.signal,
@@ -283,7 +282,7 @@ export class Run implements ClientRun {
     } catch {
       // Best effort: the run is cancelled here whatever the server says.
     } finally {
-      clearTimeout(timer);
+      timeout.clear();
     }
   }
 }

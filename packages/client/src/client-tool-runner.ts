@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
-import { type Config, discard, httpError, type Transport } from "./transport.js";
+import { type Config, deadline, discard, httpError, readText, type Transport } from "./transport.js";
 
 /** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
 export interface ClientCall {
@@ -128,45 +128,52 @@ export class ClientToolRunner {
   ): Promise<string | undefined> {
     const { toolCallId, toolName } = call;
     const signal = this.#signal;
-    let response: Response;
+    // A server that never answers, or never ends its answer, must not hold the post (and a
+    // suspended run) for ever: idleTimeoutMs for the whole of it, retries and answer included.
+    // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
+    const timeout = deadline(this.#config.idleTimeoutMs, suspended ? this.#postAbort.signal : signal);
     try {
-      response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
-        // A suspended run's post is not cut short by a cancel: if it resumes the run, that run is cancelled.
-        signal: suspended ? this.#postAbort.signal : signal,
-        stop: signal,
-        retryNetwork: true,
-        retryStatus: (status) => status >= 500 || status === 429,
-      });
-    } catch (error) {
+      let response: Response;
+      try {
+        response = await this.#transport.post(`/runs/${encodeURIComponent(call.runId)}/tool-results`, body, {
+          signal: timeout.signal,
+          stop: signal,
+          retryNetwork: true,
+          retryStatus: (status) => status >= 500 || status === 429,
+        });
+      } catch (error) {
+        if (signal.aborted) return undefined;
+        this.#emit({
+          type: "client_error",
+          code: "tool-result-failed",
+          message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
+          toolCallId,
+        });
+        return undefined;
+      }
+      if (response.ok) return response.status === 202 ? await resumedRunId(response) : discard(response);
+      const error = await httpError(response);
       if (signal.aborted) return undefined;
+      const transient = response.status >= 500 || response.status === 429;
       this.#emit({
         type: "client_error",
-        code: "tool-result-failed",
-        message: `The result of the client tool call "${toolCallId}" (${toolName}) could not be posted: ${describe(error)}`,
+        code: transient ? "tool-result-failed" : "tool-result-rejected",
+        message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
+        status: response.status,
+        ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
         toolCallId,
       });
       return undefined;
+    } finally {
+      timeout.clear();
     }
-    if (response.ok) return response.status === 202 ? resumedRunId(response) : discard(response);
-    const error = await httpError(response);
-    if (signal.aborted) return undefined;
-    const transient = response.status >= 500 || response.status === 429;
-    this.#emit({
-      type: "client_error",
-      code: transient ? "tool-result-failed" : "tool-result-rejected",
-      message: `The server ${transient ? "could not take" : "rejected"} the result of the client tool call "${toolCallId}" (${toolName}): ${error.message}`,
-      status: response.status,
-      ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
-      toolCallId,
-    });
-    return undefined;
   }
 }
 
 /** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
 async function resumedRunId(response: Response): Promise<string | undefined> {
   try {
-    const { runId } = (await response.json()) as { runId?: unknown };
+    const { runId } = JSON.parse(await readText(response)) as { runId?: unknown };
     return typeof runId === "string" && runId !== "" ? runId : undefined;
   } catch {
     return undefined;

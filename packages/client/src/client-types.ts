@@ -24,7 +24,9 @@ export interface AgentClientOptions {
   baseUrl: string;
   /**
    * Headers sent with every request (e.g. `Authorization`). A function is called again for every
-   * request, re-attaches and tool-result posts included, so it can hand out a fresh token.
+   * request, re-attaches and tool-result posts included, so it can hand out a fresh token. They only
+   * ever go to `baseUrl`'s server: the client follows no redirect (a 3xx fails the request with a
+   * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */
   headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
   /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */
@@ -36,21 +38,33 @@ export interface AgentClientOptions {
   /**
    * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
-   * starts again once a connection delivers an event or a heartbeat.
+   * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
+   * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s
+   * fails the run with that answer (a `ClientError` of code `"http"`).
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**
    * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
    * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
-   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says.
+   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says:
+   * one asking for more than 60 s is not waited for, that answer is the post's last.
    */
   postRetry?: { attempts?: number; delayMs?: number };
   /**
    * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
    * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
-   * bounds the wait for a response's headers, and for the answer to `steer()` and `followUp()`.
+   * bounds the wait for a response's headers, for the answer to `steer()` and `followUp()`, and
+   * for the whole answer to a client tool's result post (its retries included), which then ends
+   * with a `client_error` of code `"tool-result-failed"`.
    */
   idleTimeoutMs?: number;
+  /**
+   * The most bytes the event stream may bring without completing an event (default 16 MiB): one
+   * NDJSON line, or one SSE event with its comments. Past it the stream is cancelled and the run
+   * fails with a `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line
+   * that never ends.
+   */
+  maxEventBytes?: number;
   /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */
   logger?: ClientLogger;
 }
@@ -101,7 +115,7 @@ export interface AttachOptions {
  *
  * Iteration ends after the last `agent_end`, and also, quietly, when the run is cancelled (like a
  * cancelled `ReadableStream`); it throws the run's {@link ClientError} when the run failed
- * (`"http"`, `"network"`). Heartbeats are never yielded.
+ * (`"http"`, `"network"`, `"too-large"`). Heartbeats are never yielded.
  *
  * **Suspended runs.** A server with `clientTools: "suspend"` ends a run that calls client tools with
  * an `agent_end` whose `stopReason` is `"awaiting_client_tool"` and whose `pendingClientTools` lists

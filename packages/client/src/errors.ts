@@ -1,17 +1,22 @@
 import type { AgentEvent } from "@agent-core/core";
 
 /** Why a run failed on the client's side: see {@link ClientError}. */
-export type ClientErrorCode = "http" | "network" | "cancelled";
+export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
 
 /**
- * Why a run's `result()` rejected (and why its iteration threw, for `"http"` and `"network"`).
+ * Why a run's `result()` rejected (and why its iteration threw, for all but `"cancelled"`).
  *
  * - `"http"`: the server answered with an error status: `status` is it, `serverCode` is the
- *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`);
- *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place.
+ *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`;
+ *   read from the body's first MiB at most, the rest is not read);
+ *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
+ *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
  *   exhausted, or the run's id was never learnt, so there was nothing to re-attach to). `cause` is
  *   the last failure.
+ * - `"too-large"`: the event stream brought more than `maxEventBytes` without completing an event
+ *   (a line that never ends): the stream was cancelled, and no re-attach is tried (it would bring
+ *   the same).
  * - `"cancelled"`: `cancel()` was called, the caller's `signal` aborted, or a newer `start()` of the
  *   same client took over, before `agent_end` arrived.
  */
@@ -44,7 +49,7 @@ export class ClientError extends Error {
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
  *   `status` and `serverCode` say how. It is not retried.
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until
- *   `postRetry.attempts` retries were spent.
+ *   `postRetry.attempts` retries were spent, or no whole answer within `idleTimeoutMs`.
  *
  * It has no `runId`/`seq` of its own: it is not one of the run's events.
  */

@@ -1,7 +1,16 @@
 import type { AgentEvent } from "@agent-core/core";
 import { ClientError, type ClientErrorEvent, type ClientEvent, describe } from "./errors.js";
 import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
-import { ACCEPT, type Config, httpError, ignore, retryAfterMs, sleep, type Transport } from "./transport.js";
+import {
+  ACCEPT,
+  type Config,
+  httpError,
+  ignore,
+  MAX_RETRY_AFTER_MS,
+  retryAfterMs,
+  sleep,
+  type Transport,
+} from "./transport.js";
 
 /** What the connection needs of the run it reads: values and callbacks, no more. */
 export interface FollowedRun {
@@ -27,7 +36,7 @@ export interface AttachPoint {
 
 /** How one connection ended, when the run goes on. */
 interface Dropped {
-  /** It delivered an event or a heartbeat: the re-attach count starts again. */
+  /** It delivered an event with a new seq: the re-attach count starts again. */
   progress: boolean;
   error: unknown;
   /** A 429's or 503's `Retry-After`. */
@@ -71,6 +80,8 @@ export class RunConnection {
           `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
           { cause: dropped.error },
         );
+      // The server's error (a ClientError "http") when it asks for a longer wait than the client gives.
+      if ((dropped.retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) throw dropped.error;
       if (retries >= attempts)
         throw new ClientError(
           "network",
@@ -150,6 +161,8 @@ export class RunConnection {
       const sse = (type ?? accept).includes("text/event-stream");
       const parser = sse ? new SseParser() : new NdjsonParser();
       reader = response.body.getReader();
+      // Bytes read since a read last completed an event: what the parser holds of the next one.
+      let unfinished = 0;
       for (;;) {
         disarm();
         await this.#run.demand();
@@ -157,7 +170,15 @@ export class RunConnection {
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
         disarm();
-        for (const item of chunk.done ? cutShort(parser.end()) : parser.push(chunk.value)) {
+        const items = chunk.done ? cutShort(parser.end()) : parser.push(chunk.value);
+        unfinished = items.length > 0 || chunk.done ? 0 : unfinished + chunk.value.length;
+        // A line that never ends would fill the memory: the stream is cancelled (below) instead.
+        if (unfinished > this.#config.maxEventBytes)
+          throw new ClientError(
+            "too-large",
+            `The server sent more than ${this.#config.maxEventBytes} bytes without completing an event (maxEventBytes): the stream was cancelled.`,
+          );
+        for (const item of items) {
           if (this.#take(item)) progress = true;
           if (this.#run.done()) return undefined;
         }
@@ -185,9 +206,13 @@ export class RunConnection {
     return `/runs/${encodeURIComponent(runId)}/events${after >= 0 ? `?after=${after}` : ""}`;
   }
 
-  /** Hands a parsed item on to the run; true if the connection made progress (a new event or a heartbeat). */
+  /**
+   * Hands a parsed item on to the run; true if the connection made progress: an event with a new
+   * seq. A heartbeat, a replay, an object with no seq are none: a server that drops every re-attach
+   * after such things alone would have the client re-attach for ever.
+   */
   #take(item: Parsed): boolean {
-    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return true;
+    if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return false;
     if (item.type === "client_error") {
       this.#run.receive(item as ClientErrorEvent);
       return false;
@@ -205,11 +230,13 @@ export class RunConnection {
       });
       return false;
     }
-    if (typeof runId === "string" && typeof seq === "number") {
-      if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
-      this.#lastSeq.set(runId, seq);
-      this.#run.learnRunId(runId);
+    if (typeof runId !== "string" || typeof seq !== "number") {
+      this.#run.receive(event);
+      return false;
     }
+    if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+    this.#lastSeq.set(runId, seq);
+    this.#run.learnRunId(runId);
     this.#run.receive(event);
     return true;
   }

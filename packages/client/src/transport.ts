@@ -10,6 +10,7 @@ export interface Config {
   reconnect: { attempts: number; delayMs: number };
   postRetry: { attempts: number; delayMs: number };
   idleTimeoutMs: number;
+  maxEventBytes: number;
   logger: ClientLogger;
 }
 
@@ -29,7 +30,9 @@ export class Transport {
     const all = new Headers(base);
     if (init.accept !== undefined) all.set("accept", init.accept);
     if (init.json !== undefined) all.set("content-type", "application/json");
-    const request: RequestInit = { method, headers: all };
+    // A redirect is answered, not followed: fetch would send the headers (an API key, a token) and
+    // the body to wherever the server points, another origin included.
+    const request: RequestInit = { method, headers: all, redirect: "manual" };
     if (init.json !== undefined) request.body = JSON.stringify(init.json);
     if (init.signal !== undefined) request.signal = init.signal;
     return this.config.fetch(this.config.baseUrl + path, request);
@@ -59,7 +62,9 @@ export class Transport {
       try {
         const response = await this.request("POST", path, { json, signal: options.signal });
         if (retry >= attempts || stop.aborted || !options.retryStatus(response.status)) return response;
-        wait = retryAfterMs(response) ?? wait;
+        const retryAfter = retryAfterMs(response);
+        if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) return response;
+        wait = retryAfter ?? wait;
         discard(response);
       } catch (error) {
         if (options.signal.aborted || stop.aborted || !options.retryNetwork || retry >= attempts) throw error;
@@ -79,10 +84,20 @@ export function discard(response: Response): undefined {
 
 /** A ClientError of code "http" from an error response and its `{ error: { code, message } }` body. */
 export async function httpError(response: Response): Promise<ClientError> {
+  // A browser hides a redirect it did not follow: type "opaqueredirect", status 0, no headers.
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    discard(response);
+    const location = response.headers.get("location");
+    return new ClientError(
+      "http",
+      `HTTP ${response.status}: the server redirected the request${location === null ? "" : ` to ${location}`}; the client follows no redirect, so its headers only ever go to baseUrl's server.`,
+      { status: response.status },
+    );
+  }
   let serverCode: string | undefined;
   let serverMessage: string | undefined;
   try {
-    const text = await response.text();
+    const text = await readText(response);
     try {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
       if (typeof error?.code === "string") serverCode = error.code;
@@ -101,6 +116,39 @@ export async function httpError(response: Response): Promise<ClientError> {
   });
 }
 
+/**
+ * The most of a response's body the client reads when it wants no stream from it (an error's
+ * `{ error }`, a resumed run's `{ runId }`): a server must not fill the memory with an endless one.
+ */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** A response's body as text, at most its first `MAX_ANSWER_BYTES`: the rest is cancelled, unread. */
+export async function readText(response: Response): Promise<string> {
+  if (response.body === null) return "";
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (let left = MAX_ANSWER_BYTES; left > 0; ) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      const bytes = chunk.value.subarray(0, left);
+      left -= bytes.length;
+      text += decoder.decode(bytes, { stream: true });
+    }
+    return text + decoder.decode();
+  } finally {
+    reader.cancel().catch(ignore);
+  }
+}
+
+/**
+ * The longest `Retry-After` the client waits for: a server asking for more is taken at its word that
+ * no retry helps soon, and the request fails as if its retries were spent. (A timer set past
+ * 2^31 − 1 ms fires at once: the retries went out back to back.)
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
 /** A `Retry-After` header (seconds, or an HTTP date) in ms; undefined without a usable one. */
 export function retryAfterMs(response: Response): number | undefined {
   const value = response.headers.get("retry-after");
@@ -109,6 +157,25 @@ export function retryAfterMs(response: Response): number | undefined {
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/**
+ * A signal for a request and the reading of its answer: it aborts when `signal` (if any) does, or
+ * after `ms`, with an error saying no answer came. `clear()` once the answer was read.
+ */
+export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const follow = () => controller.abort(signal?.reason);
+  if (signal?.aborted) follow();
+  else signal?.addEventListener("abort", follow, { once: true });
+  const timer = setTimeout(() => controller.abort(new Error(`no answer came for ${ms} ms`)), ms);
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", follow);
+    },
+  };
 }
 
 /** Waits `ms`, or less if `signal` aborts. Never rejects. */

@@ -61,6 +61,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
+      maxQueuedMessages: config.maxQueuedMessages,
       now: config.now,
       promptOptions: (agent) => ({
         // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
@@ -104,6 +105,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   function track(run: BackendRun, outliveStream: boolean): ServerRun {
     const serverRun = new ServerRun(run, {
       maxEvents: config.maxEventsPerRun,
+      maxStreams: config.maxStreamsPerRun,
       outliveStream: outliveStream || backend.runsOutliveStreams,
       tokens,
       tokenTtlMs: config.clientToolTimeoutMs,

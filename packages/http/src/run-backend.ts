@@ -61,6 +61,8 @@ export function memoryBackend(
   makeAgent: (request: AgentRequest) => Agent | Promise<Agent>,
   options: {
     conversationTtlMs: number;
+    /** Steering and follow-up messages a run may have waiting, together; past it a message is refused. */
+    maxQueuedMessages: number;
     now: () => number;
     /** The options of every prompt, given the agent that runs it. */
     promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
@@ -93,7 +95,8 @@ export function memoryBackend(
       forgetIdleConversations();
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
-      return inProcess(agent, agent.prompt(prompt, options.promptOptions(agent)), owner);
+      const run = agent.prompt(prompt, options.promptOptions(agent));
+      return inProcess(agent, run, owner, options.maxQueuedMessages);
     },
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
@@ -103,7 +106,7 @@ export function memoryBackend(
   };
 }
 
-function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
+function inProcess(agent: Agent, run: AgentRun, owner: RunOwner, maxQueued: number): BackendRun {
   const taken = new Set<string>();
   let resumedRun: BackendRun | undefined;
   let sent = false;
@@ -118,6 +121,16 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
         409,
         "run-not-started",
         `Run "${run.runId}" waits for the conversation's run before it; send this once its agent_start arrived.`,
+      );
+    // The agent's queues hold this run's messages only (see above): a client must not grow them
+    // without bound while the run takes none (a long tool call, a slow model).
+    const { steering, followUps } = agent.queued;
+    if (steering.length + followUps.length >= maxQueued)
+      throw new HttpError(
+        429,
+        "queue-full",
+        `Run "${run.runId}" has ${maxQueued} messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
+        { headers: { "retry-after": "1" } },
       );
     into(message);
     if (!sent) dropLeftMessagesAtEnd(agent, run);
@@ -146,7 +159,7 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
       if (taken.has(toolCallId)) return resumedRun;
       const resumed = agent.submitToolResult(toolCallId, outcome);
       taken.add(toolCallId);
-      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner);
+      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner, maxQueued);
       return resumedRun;
     },
     async steer(message) {

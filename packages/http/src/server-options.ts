@@ -54,12 +54,23 @@ export interface AgentServerOptions {
    * are never aborted for this.
    */
   detachGraceMs?: number;
+  /**
+   * Event streams open on one run at once, its start's included (default 16): past it,
+   * `GET …/events` answers 429 `too-many-streams` (`Retry-After: 1`) until one closes.
+   */
+  maxStreamsPerRun?: number;
   /** Events kept per run for re-attaching (default 10,000; the oldest go first). */
   maxEventsPerRun?: number;
   /** How long an ended run can still be re-attached to (default 5 min); then it is forgotten (404). */
   retainEndedMs?: number;
   /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
   maxRuns?: number;
+  /**
+   * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
+   * past it, `…/steer` and `…/follow-up` answer 429 `queue-full` (`Retry-After: 1`) and queue
+   * nothing. For the runs of the `agent` option; a `backend`'s runs are its own to bound.
+   */
+  maxQueuedMessages?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;
   /** Largest request body (default 256 KiB). */
@@ -104,11 +115,13 @@ export function resolveOptions(options: AgentServerOptions) {
     runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
     heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 15_000),
     detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
+    maxStreamsPerRun: positive("maxStreamsPerRun", options.maxStreamsPerRun, 16),
     maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
     retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
     suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
     clientTools: clientToolMode(options.clientTools),
     maxRuns: positive("maxRuns", options.maxRuns, 10_000),
+    maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,

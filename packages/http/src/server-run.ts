@@ -1,6 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import { EventLog } from "./event-log.js";
 import { digest, type HookTokens } from "./hook-tokens.js";
+import { HttpError } from "./http-error.js";
 import type { BackendRun, RunOwner } from "./run-backend.js";
 
 /** A client tool call the run waits for: what its token must match. */
@@ -31,12 +32,14 @@ export class ServerRun {
   readonly #waiting = new Map<string, WaitingCall>();
   #stopListening: (() => void) | undefined;
   #attached = 0;
+  readonly #maxStreams: number;
   #detachTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     run: BackendRun,
     options: {
       maxEvents: number;
+      maxStreams: number;
       outliveStream: boolean;
       tokens: HookTokens;
       tokenTtlMs: number;
@@ -49,6 +52,7 @@ export class ServerRun {
     this.owner = run.owner;
     this.run = run;
     this.outliveStream = options.outliveStream;
+    this.#maxStreams = options.maxStreams;
     this.log = new EventLog(options.maxEvents);
     const onEvent = (event: AgentEvent) => {
       const wire = this.#wire(event, options);
@@ -81,8 +85,19 @@ export class ServerRun {
     this.log.close();
   }
 
-  /** A stream attached: a pending abort for lack of streams is called off. */
+  /**
+   * A stream attached: a pending abort for lack of streams is called off. Refused past
+   * `maxStreams` open at once: each holds a connection and a timer, and a client must not open
+   * thousands on one run.
+   */
   attach(): void {
+    if (this.#attached >= this.#maxStreams)
+      throw new HttpError(
+        429,
+        "too-many-streams",
+        `Run "${this.runId}" has ${this.#maxStreams} streams open (maxStreamsPerRun); close one first.`,
+        { headers: { "retry-after": "1" } },
+      );
     this.#attached++;
     clearTimeout(this.#detachTimer);
     this.#detachTimer = undefined;
