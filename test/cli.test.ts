@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
 import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
@@ -9,7 +11,7 @@ import {
   type FakeReply,
   startFakeOpenAIServer,
 } from "@agent-core/testing";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
 // The CLI end to end: main() with captured output against the offline demo model and against a real
 // OpenAI-compatible provider over HTTP, then the bin itself as a child process.
@@ -168,6 +170,40 @@ describe("agent-core run with an OpenAI-compatible server", () => {
     expect(stdout).not.toContain("chunk99");
     expect(stdout).toContain("✗ aborted: The run was aborted.");
     expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ aborted · /);
+  });
+});
+
+describe("agent-core run with a model that never answers", () => {
+  it("ends on its own by default: timeout after 120 s without a first chunk, exit 1", async () => {
+    // Accepts the request, never answers: no headers, no chunk.
+    let received: () => void = () => {};
+    const requested = new Promise<void>((resolve) => (received = resolve));
+    const silent = createServer((request) => {
+      request.resume();
+      received();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const env = {
+      OPENAI_API_KEY: "test-key",
+      OPENAI_BASE_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`,
+    };
+    // The model limits' timers, not the network, run on the test's clock: two minutes pass at once.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const running = cli(["run", "hi"], env);
+      await requested;
+      await vi.advanceTimersByTimeAsync(120_000);
+      const { code, stdout } = await running;
+      expect(code).toBe(1);
+      expect(stdout).toContain(
+        "✗ timeout: The model's first chunk took longer than 120000 ms (timeouts.firstChunkMs).",
+      );
+      expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^■ timeout · /);
+    } finally {
+      vi.useRealTimers();
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 

@@ -64,6 +64,14 @@ const note = defineTool({
   },
 });
 
+/** Run by the user's side: its result comes as an answer. */
+const readPage = defineTool({
+  name: "read_page",
+  description: "Reads the user's page",
+  inputSchema: z.object({}),
+  execution: "client",
+});
+
 /** How long `wait` waits (unless its run is aborted first). */
 let waitMs = 0;
 const wait = defineTool({
@@ -135,6 +143,12 @@ beforeAll(async () => {
           provider: byTurn([script.toolCall("note", {}, { id: "n3" })], [script.text("Noted.")]),
           tools: [note],
           beforeToolCall: () => ({ requireApproval: true }),
+        }),
+      // Waits for the page's text.
+      reading: () =>
+        new Agent({
+          provider: byTurn([script.toolCall("read_page", {}, { id: "p1" })], [script.text("Read.")]),
+          tools: [readPage],
         }),
       // A note, then an answer.
       noting: () =>
@@ -497,6 +511,82 @@ describe("an answer the waiting run could not take", () => {
         runIds: ["approving-checked", "approving-checked.2"],
       });
       expect(results(result.messages)).toEqual([["n3", "ok", "noted"]]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("a second answer to a call", () => {
+  it("is refused as the agent refuses it in process, unless it is the same one again: the first one counts", async () => {
+    const approving = await runtime.start("approving", "Note it.", { runId: "approving-twice" });
+    const reading = await runtime.start("reading", "Read it.", { runId: "reading-twice" });
+    await untilStored("approving-twice", "agent_end");
+    await untilStored("reading-twice", "agent_end");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      await runtime.answer("approving-twice", { kind: "approval", toolCallId: "n3", approved: true });
+      await expect(
+        client.answer("approving-twice", {
+          kind: "approval",
+          toolCallId: "n3",
+          approved: false,
+          reason: "no",
+        }),
+      ).rejects.toThrow(new InvalidConfigError('Tool call "n3" was already approved.'));
+      // The same answer again, as a retried send: taken as sent, nothing sent twice.
+      await client.answer("approving-twice", { kind: "approval", toolCallId: "n3", approved: true });
+      const approved = await approving.result();
+      expect(approved).toMatchObject({
+        stopReason: "completed",
+        runIds: ["approving-twice", "approving-twice.2"],
+      });
+      expect(results(approved.messages)).toEqual([["n3", "ok", "noted"]]);
+
+      await client.answer("reading-twice", {
+        kind: "tool-result",
+        toolCallId: "p1",
+        outcome: { result: "Welcome" },
+      });
+      await expect(
+        runtime.answer("reading-twice", {
+          kind: "tool-result",
+          toolCallId: "p1",
+          outcome: { error: "gone" },
+        }),
+      ).rejects.toThrow(new ClientToolError('Client tool call "p1" already has its result.'));
+      const read = await reading.result();
+      expect(read.stopReason).toBe("completed");
+      expect(results(read.messages)).toEqual([["p1", "ok", "Welcome"]]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("sent at the same time from two processes: one is taken, the other refused", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "approving-at-once" });
+    await untilStored("approving-at-once", "agent_end");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      const sent = await Promise.allSettled([
+        runtime.answer("approving-at-once", { kind: "approval", toolCallId: "n3", approved: true }),
+        client.answer("approving-at-once", {
+          kind: "approval",
+          toolCallId: "n3",
+          approved: false,
+          reason: "no",
+        }),
+      ]);
+      const taken = sent.findIndex((outcome) => outcome.status === "fulfilled");
+      const refused = sent[1 - taken];
+      expect(refused?.status).toBe("rejected");
+      expect((refused as PromiseRejectedResult).reason).toEqual(
+        new InvalidConfigError(`Tool call "n3" was already ${taken === 0 ? "approved" : "denied"}.`),
+      );
+      const result = await run.result();
+      expect(results(result.messages)).toEqual([
+        taken === 0 ? ["n3", "ok", "noted"] : ["n3", "denied", "denied: no"],
+      ]);
     } finally {
       await client.close();
     }

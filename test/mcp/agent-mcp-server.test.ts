@@ -1,12 +1,15 @@
 import "@agent-core/agentic";
+import { createServer, request as httpRequest, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Agent } from "@agent-core/core";
-import { createAgentMcpServer } from "@agent-core/mcp";
+import { type AgentMcpServerOptions, createAgentMcpHttpHandler, createAgentMcpServer } from "@agent-core/mcp";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 
 // The reverse: an agent served as an MCP tool, called with the SDK's own client.
 
@@ -50,6 +53,72 @@ describe("createAgentMcpServer", () => {
     await expect(call).rejects.toThrow("no longer needed");
     expect(await runEnded).toBe("aborted");
     await client.close();
+  });
+});
+
+describe("createAgentMcpHttpHandler", () => {
+  let http: Server | undefined;
+  afterEach(async () => {
+    const closing = http;
+    http = undefined;
+    closing?.closeAllConnections();
+    await new Promise((resolve) => closing?.close(resolve));
+  });
+
+  /** The handler on a real HTTP server, on a free local port: its URL. */
+  async function serving(agent: AgentMcpServerOptions["agent"]): Promise<string> {
+    const handler = createAgentMcpHttpHandler({ agent });
+    http = createServer((request, response) => void handler(request, response));
+    await new Promise<void>((resolve) => http?.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  }
+
+  it("answers the SDK's client over Streamable HTTP, a new agent per call", async () => {
+    const url = await serving(
+      () => new Agent({ provider: scriptedModel([[script.text("Hello over HTTP.")]]) }),
+    );
+    const client = new Client({ name: "test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["ask_agent"]);
+    for (let call = 0; call < 2; call++)
+      expect(await client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } })).toEqual({
+        content: [{ type: "text", text: "Hello over HTTP." }],
+      });
+    await client.close();
+    const get = await fetch(url, { headers: { accept: "text/event-stream" } });
+    expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
+  });
+
+  it("aborts the agent's run when the POST's connection drops mid-call, and stops its model call", async () => {
+    const model = scriptedModel([[script.hang()]]);
+    let started: () => void = () => {};
+    const runStarted = new Promise<void>((resolve) => (started = resolve));
+    let ended: (stopReason: string) => void = () => {};
+    const runEnded = new Promise<string>((resolve) => (ended = resolve));
+    const url = await serving(() => {
+      const agent = new Agent({ provider: model });
+      agent.on("agent_start", () => started());
+      agent.on("agent_end", (event) => ended(event.stopReason));
+      return agent;
+    });
+    // A stateless server takes a call without initialize: one POST, as a client whose network fails mid-call sends.
+    const post = httpRequest(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    });
+    post.on("error", () => {});
+    post.end(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "ask_agent", arguments: { prompt: "Hi" } },
+      }),
+    );
+    await runStarted;
+    post.destroy();
+    expect(await runEnded).toBe("aborted");
+    expect(model.doStreamCalls[0]?.abortSignal?.aborted).toBe(true);
   });
 });
 

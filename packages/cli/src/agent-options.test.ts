@@ -9,7 +9,25 @@ describe("parseAgentOptions", () => {
     const env = { OPENAI_API_KEY: "k", AGENT_CORE_MODEL: "m" };
     expect(parseAgentOptions({}, env)).toEqual({
       modelEnv: env,
-      config: { systemPrompt: SYSTEM_PROMPT, orchestrator: undefined, limits: { maxCycles: 10 } },
+      config: {
+        systemPrompt: SYSTEM_PROMPT,
+        orchestrator: undefined,
+        limits: { maxCycles: 10 },
+        // A model that never answers must not hold the command forever.
+        timeouts: { firstChunkMs: 120_000, chunkMs: 60_000 },
+      },
+    });
+  });
+
+  it("keeps the default of a model limit its option does not set", () => {
+    expect(parseAgentOptions({ "first-chunk-ms": "500000" }, {}).config.timeouts).toEqual({
+      firstChunkMs: 500_000,
+      chunkMs: 60_000,
+    });
+    expect(parseAgentOptions({ "chunk-ms": "1000", "total-ms": "9000" }, {}).config.timeouts).toEqual({
+      firstChunkMs: 120_000,
+      chunkMs: 1000,
+      totalMs: 9000,
     });
   });
 

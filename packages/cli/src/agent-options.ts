@@ -10,6 +10,13 @@ export const SYSTEM_PROMPT =
 /** Node fires a longer timer at once: the agent refuses a timeout past it (`timeouts.*` in its config). */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * The model limits of `run`, `chat` and `mcp` unless their options say otherwise. An agent has
+ * none of its own: a model that never answers, or stops mid-answer, would hold the command
+ * forever. Long enough for a slow local model's first token or a silent reasoning.
+ */
+export const DEFAULT_TIMEOUTS = { firstChunkMs: 120_000, chunkMs: 60_000 } as const;
+
 /** The options `run` and `chat` share: which model, and how the agent loops, waits and watches itself. */
 export const AGENT_OPTIONS = {
   model: { type: "string" },
@@ -39,7 +46,9 @@ export function agentOptionsHelp(orchestrators: string): string {
   --total-ms N         end a run after N milliseconds (stop reason timeout)
   --step-ms N          end a run whose model call takes longer than N ms
   --first-chunk-ms N   … whose model call sends nothing for its first N ms
+                       (default ${DEFAULT_TIMEOUTS.firstChunkMs})
   --chunk-ms N         … whose model stream stalls for N ms between chunks
+                       (default ${DEFAULT_TIMEOUTS.chunkMs})
   --tool-ms N          give up on a tool call after N ms (the call's result says timeout)
   --parallel-tools     run the tool calls of one model reply at once, not one by one
   --max-concurrency N  at most N tool calls at once with --parallel-tools (default 8)
@@ -85,13 +94,16 @@ export function parseAgentOptions(
     throw new UsageError(
       "--no-stall turns stall detection off: leave out --stall-calls and --stall-results.",
     );
-  const timeouts = definedOnly({
-    totalMs: whole(text("total-ms"), "--total-ms", 1, LONGEST_TIMER_MS),
-    stepMs: whole(text("step-ms"), "--step-ms", 1, LONGEST_TIMER_MS),
-    firstChunkMs: whole(text("first-chunk-ms"), "--first-chunk-ms", 1, LONGEST_TIMER_MS),
-    chunkMs: whole(text("chunk-ms"), "--chunk-ms", 1, LONGEST_TIMER_MS),
-    toolMs: whole(text("tool-ms"), "--tool-ms", 1, LONGEST_TIMER_MS),
-  });
+  const timeouts = {
+    ...DEFAULT_TIMEOUTS,
+    ...definedOnly({
+      totalMs: whole(text("total-ms"), "--total-ms", 1, LONGEST_TIMER_MS),
+      stepMs: whole(text("step-ms"), "--step-ms", 1, LONGEST_TIMER_MS),
+      firstChunkMs: whole(text("first-chunk-ms"), "--first-chunk-ms", 1, LONGEST_TIMER_MS),
+      chunkMs: whole(text("chunk-ms"), "--chunk-ms", 1, LONGEST_TIMER_MS),
+      toolMs: whole(text("tool-ms"), "--tool-ms", 1, LONGEST_TIMER_MS),
+    }),
+  };
   const orchestrator = text("orchestrator");
   if (orchestrator !== undefined && orchestrator.trim() === "")
     throw new UsageError(
@@ -107,7 +119,7 @@ export function parseAgentOptions(
       systemPrompt: text("system") ?? SYSTEM_PROMPT,
       orchestrator,
       limits: { maxCycles: whole(text("max-cycles"), "--max-cycles", 1) ?? defaultLimits.maxCycles },
-      ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+      timeouts,
       ...(parallel ? { toolExecution: "parallel" as const } : {}),
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(stall === false || Object.keys(stall).length > 0 ? { stall } : {}),

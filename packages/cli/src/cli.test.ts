@@ -48,6 +48,8 @@ describe("main: usage", () => {
         "Ollama",
         "--parallel-tools",
         "--total-ms",
+        "--first-chunk-ms N   … whose model call sends nothing for its first N ms\n                       (default 120000)",
+        "--chunk-ms N         … whose model stream stalls for N ms between chunks\n                       (default 60000)",
         "/save FILE",
         "Esc",
         "vLLM",

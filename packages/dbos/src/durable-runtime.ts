@@ -9,12 +9,12 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
 import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
-  checkAnswer,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -23,7 +23,6 @@ import {
   messageFor,
   RunFailedError,
   resultOf,
-  stamped,
   UnknownRunError,
 } from "./durable-messages.js";
 import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
@@ -127,6 +126,7 @@ export class DurableRuntime {
     await checkReachable(this.#options.databaseUrl, { missingIsFine: true });
     await DBOS.launch();
     await this.#store.createTable();
+    await createAnswersTable(this.#pool);
     // A cancelled run stops at once in the worker that runs it (and later through its messages
     // when none does).
     await this.#cancels.listen();
@@ -182,12 +182,12 @@ export class DurableRuntime {
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
    * delivered to the run wherever it executes, even after its worker died. Throws
-   * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled).
+   * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled), and refuses
+   * a second answer to a call unless it is the same one again (see `sendOnce`).
    */
   async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
-    await checkAnswer(this.#store, workflowId, answer);
-    await DBOS.send(workflowId, stamped(answer), ANSWERS);
+    await sendOnce(this.#pool, workflowId, answer, (sent) => DBOS.send(workflowId, sent, ANSWERS));
   }
 
   /**

@@ -14,13 +14,14 @@ const ROWS_PER_INSERT = 5000;
  * and the log goes on from where the crashed process left it.
  */
 export class EventStore {
-  readonly #pool: Pool;
+  readonly #pool: Pick<Pool, "query">;
   #pending: AgentEvent[] = [];
   #writing: Promise<void> = Promise.resolve();
   /** The first failed write of each run, until a flush of that run reports it. */
   readonly #failures = new Map<string, unknown>();
 
-  constructor(pool: Pool) {
+  /** A pool, or one of its connections (to read in that connection's transaction). */
+  constructor(pool: Pick<Pool, "query">) {
     this.#pool = pool;
   }
 

@@ -1,22 +1,20 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
+import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { checkReachable } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
-  checkAnswer,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
   messageFor,
   resultOf,
-  stamped,
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
-import { EventStore } from "./event-store.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -26,8 +24,10 @@ export class DurableRunClient {
   readonly #client: DBOSClient;
   readonly #queue: string;
   readonly #databaseUrl: string;
-  /** For reading the event log and `cancel()`'s NOTIFY, made when first needed. */
+  /** For the answers (and the event log they are checked against) and `cancel()`'s NOTIFY, made when first needed. */
   #pool: pg.Pool | undefined;
+  /** The answers' table, made at the first answer: this client may answer before a worker of its version made it. */
+  #answersTable: Promise<void> | undefined;
 
   private constructor(client: DBOSClient, queue: string, databaseUrl: string) {
     this.#client = client;
@@ -77,12 +77,15 @@ export class DurableRunClient {
 
   /**
    * Answers a run that waits for an approval or a client tool result, wherever it executes;
-   * `RunEndedError` when its workflow has ended.
+   * `RunEndedError` when its workflow has ended. A second answer to a call is refused unless it
+   * is the same one again (see `DurableRuntime.answer()`).
    */
   async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
-    await checkAnswer(new EventStore(this.#connection()), workflowId, answer);
-    await this.#client.send(workflowId, stamped(answer), ANSWERS);
+    const pool = this.#connection();
+    this.#answersTable ??= createAnswersTable(pool);
+    await this.#answersTable;
+    await sendOnce(pool, workflowId, answer, (sent) => this.#client.send(workflowId, sent, ANSWERS));
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */

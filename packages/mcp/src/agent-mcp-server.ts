@@ -1,6 +1,8 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import type { Agent } from "@agent-core/core";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
@@ -27,7 +29,8 @@ const DEFAULT_DESCRIPTION = "Asks an agent, which may use tools of its own, and 
  * An agent as an MCP server of one tool, `ask_agent({ prompt })`, which runs the prompt and answers
  * with the agent's text; a run that does not complete is an `isError` result saying why. The
  * client cancelling the call (or closing the connection) aborts the run. Connect it to a transport:
- * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does.
+ * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does; over HTTP, serve
+ * it with `createAgentMcpHttpHandler`.
  */
 export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer {
   const server = new McpServer({ name: options.name ?? "agent-core", version });
@@ -45,4 +48,33 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer 
     },
   );
   return server;
+}
+
+/**
+ * `createAgentMcpServer(options)` over Streamable HTTP, as a Node request handler: for
+ * `http.createServer(handler)`, or a framework's route (with the body it parsed). Stateless: each
+ * POST gets a server and a transport of its own, as each call gets an agent of its own. A POST
+ * whose connection drops before its answer aborts the run it started. The SDK's transport would
+ * keep it going, for a client that resumes the stream; without a session there is nothing to
+ * resume, and the run would go on using the model for no one. GET and DELETE (a session's stream,
+ * a session's end) answer 405.
+ */
+export function createAgentMcpHttpHandler(
+  options: AgentMcpServerOptions,
+): (request: IncomingMessage, response: ServerResponse, parsedBody?: unknown) => Promise<void> {
+  return async (request, response, parsedBody) => {
+    if (request.method !== "POST") {
+      const refusal = { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed." }, id: null };
+      response.writeHead(405, { allow: "POST", "content-type": "application/json" });
+      response.end(JSON.stringify(refusal));
+      return;
+    }
+    const server = createAgentMcpServer(options);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // Closing the server aborts the signal of every call still running, and so its run. Once the
+    // answer is sent, none is.
+    response.once("close", () => void server.close());
+    await server.connect(transport);
+    await transport.handleRequest(request, response, parsedBody);
+  };
 }

@@ -1,4 +1,8 @@
-export { type AgentMcpServerOptions, createAgentMcpServer } from "./agent-mcp-server.js";
+export {
+  type AgentMcpServerOptions,
+  createAgentMcpHttpHandler,
+  createAgentMcpServer,
+} from "./agent-mcp-server.js";
 export { type ConnectMcpOptions, connectMcp } from "./connect-mcp.js";
 export { McpConnection } from "./mcp-connection.js";
 export { McpServerError } from "./mcp-server-error.js";

@@ -1,0 +1,100 @@
+import { createHash, randomUUID } from "node:crypto";
+import { ClientToolError, canonicalJson, InvalidConfigError } from "@agent-core/core";
+import type { Pool } from "pg";
+import { checkAnswer, type DurableAnswer, stamped } from "./durable-messages.js";
+import { EventStore } from "./event-store.js";
+
+/**
+ * The approvals and client tool results sent to durable runs, one per call (and kind: a client
+ * tool that needs approval gets both), so that a second answer to a call is refused where it is
+ * sent. Sent on, it would reach a workflow that takes the first answer and drops the rest unseen:
+ * a denial after an approval would look taken and change nothing.
+ */
+
+/** An answer to one call: what the ledger keeps one of. */
+type CallAnswer = Exclude<DurableAnswer, { kind: "cancel" }>;
+
+export async function createAnswersTable(pool: Pick<Pool, "query">): Promise<void> {
+  await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_answers (
+    workflow_id text NOT NULL,
+    tool_call_id text NOT NULL,
+    kind text NOT NULL,
+    approved boolean,
+    digest text NOT NULL,
+    PRIMARY KEY (workflow_id, tool_call_id, kind)
+  )`);
+}
+
+/**
+ * Sends `answer` with `send` unless the call has had one (a cancel, for no call, is sent as it
+ * is). The same answer again (a retried send) is taken as sent: nothing is sent twice. Another
+ * answer is refused as the agent refuses a second one in process: `InvalidConfigError` (`Tool
+ * call "<id>" was already approved.`, or denied) or `ClientToolError` (`Client tool call "<id>"
+ * already has its result.`), whatever the run has done since. A first answer is checked as
+ * `checkAnswer` does. The answers to a workflow go one at a time, from whichever process (a
+ * transaction's advisory lock), each recorded once it is sent: of two sent at once, the second
+ * sees the first.
+ */
+export async function sendOnce(
+  pool: Pool,
+  workflowId: string,
+  answer: DurableAnswer,
+  send: (answer: DurableAnswer) => Promise<void>,
+): Promise<void> {
+  if (answer.kind === "cancel") return send(stamped(answer));
+  const digest = digestOf(answer);
+  // Everything on the one connection that holds the lock: waiting for a second one while holding
+  // it, answers at once could take every connection of the pool and wait for one another.
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
+    const { rows } = await client.query<{ approved: boolean | null; digest: string }>(
+      "SELECT approved, digest FROM agent_core_answers WHERE workflow_id = $1 AND tool_call_id = $2 AND kind = $3",
+      [workflowId, answer.toolCallId, answer.kind],
+    );
+    const first = rows[0];
+    if (first === undefined) {
+      await checkAnswer(new EventStore(client), workflowId, answer);
+      await send(stamped(answer));
+      await client.query(
+        "INSERT INTO agent_core_answers (workflow_id, tool_call_id, kind, approved, digest) VALUES ($1, $2, $3, $4, $5)",
+        [
+          workflowId,
+          answer.toolCallId,
+          answer.kind,
+          answer.kind === "approval" ? answer.approved : null,
+          digest,
+        ],
+      );
+    } else if (first.digest !== digest) throw answeredBefore(answer, first.approved);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * What tells two answers to a call apart, leaving out when each was sent. One that JSON cannot
+ * write matches no other.
+ */
+function digestOf(answer: CallAnswer): string {
+  const { sentAt: _, ...content } = answer;
+  try {
+    return createHash("sha256").update(canonicalJson(content)).digest("base64url");
+  } catch {
+    // A BigInt, or a cycle (the stack overflows).
+    return randomUUID();
+  }
+}
+
+function answeredBefore(answer: CallAnswer, approved: boolean | null): Error {
+  if (answer.kind === "tool-result")
+    return new ClientToolError(`Client tool call "${answer.toolCallId}" already has its result.`);
+  return new InvalidConfigError(
+    `Tool call "${answer.toolCallId}" was already ${approved ? "approved" : "denied"}.`,
+  );
+}
