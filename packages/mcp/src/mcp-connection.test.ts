@@ -126,6 +126,24 @@ describe("McpConnection.tools", () => {
     );
   });
 
+  it("refuses a tools/list that breaks MCP's schema, saying which entries and fields, not with zod's JSON", async () => {
+    const mcp = await connectTo({
+      list: () =>
+        ({
+          tools: [
+            { name: "good", inputSchema: { type: "object" } },
+            { name: "bad", inputSchema: { type: "string" } },
+            { inputSchema: { type: "object" } },
+          ],
+        }) as never,
+    });
+    const refused = mcp.tools();
+    await expect(refused).rejects.toThrow(McpServerError);
+    await expect(refused).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list answer breaks the MCP schema: tools[1].inputSchema.type: Invalid input: expected "object"; tools[2].name: Invalid input: expected string, received undefined',
+    );
+  });
+
   it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
     // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
     let calls = 0;

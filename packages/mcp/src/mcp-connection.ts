@@ -66,7 +66,7 @@ export class McpConnection implements AsyncDisposable {
         cursors.add(cursor);
       }
     } catch (error) {
-      throw new McpServerError(this.name, `could not list its tools: ${errorMessage(error)}`, {
+      throw new McpServerError(this.name, `could not list its tools: ${listingProblem(error)}`, {
         cause: error,
       });
     }
@@ -144,4 +144,25 @@ function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => 
   }
   // One listener on the caller's signal for all its calls: a batch shares its run's signal.
   return { signal: call.signal, dispose: onAbortShared(signal, () => call.abort(signal.reason)) };
+}
+
+/**
+ * Why a tools/list failed. The SDK checks each page against MCP's schema and throws zod's issues as
+ * JSON (an entry with no `name`, an `inputSchema` whose `type` is not "object"): they are told as
+ * `tools[1].inputSchema.type: …` instead, the first three of them.
+ */
+function listingProblem(error: unknown): string {
+  const issues = (error as { issues?: unknown } | null)?.issues;
+  if (!Array.isArray(issues) || issues.length === 0) return errorMessage(error);
+  const told = issues.slice(0, 3).map((issue: { path?: unknown; message?: unknown }) => {
+    const path = Array.isArray(issue.path)
+      ? issue.path
+          .map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`))
+          .join("")
+          .replace(/^\./, "")
+      : "";
+    return `${path === "" ? "" : `${path}: `}${String(issue.message)}`;
+  });
+  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
+  return `its tools/list answer breaks the MCP schema: ${told.join("; ")}${more}`;
 }
