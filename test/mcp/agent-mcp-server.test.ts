@@ -3,7 +3,12 @@ import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Agent } from "@agent-core/core";
-import { type AgentMcpServerOptions, createAgentMcpHttpHandler, createAgentMcpServer } from "@agent-core/mcp";
+import {
+  type AgentMcpHttpOptions,
+  type AgentMcpServerOptions,
+  createAgentMcpHttpHandler,
+  createAgentMcpServer,
+} from "@agent-core/mcp";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -66,8 +71,11 @@ describe("createAgentMcpHttpHandler", () => {
   });
 
   /** The handler on a real HTTP server, on a free local port: its URL. */
-  async function serving(agent: AgentMcpServerOptions["agent"]): Promise<string> {
-    const handler = createAgentMcpHttpHandler({ agent });
+  async function serving(
+    agent: AgentMcpServerOptions["agent"],
+    checks: Omit<AgentMcpHttpOptions, "agent"> = {},
+  ): Promise<string> {
+    const handler = createAgentMcpHttpHandler({ agent, ...checks });
     http = createServer((request, response) => void handler(request, response));
     await new Promise<void>((resolve) => http?.listen(0, "127.0.0.1", resolve));
     return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
@@ -87,6 +95,49 @@ describe("createAgentMcpHttpHandler", () => {
     await client.close();
     const get = await fetch(url, { headers: { accept: "text/event-stream" } });
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
+  });
+
+  it("with allowedHosts and allowedOrigins, refuses another Host (a DNS-rebinding page) or another Origin with 403, before any run", async () => {
+    let agents = 0;
+    const url = await serving(
+      () => {
+        agents++;
+        return new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
+      },
+      { allowedHosts: ["agent.test"], allowedOrigins: ["http://app.example"] },
+    );
+    const call = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const post = httpRequest(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            ...headers,
+          },
+        });
+        post.on("error", reject);
+        post.on("response", async (response) => {
+          let body = "";
+          for await (const chunk of response) body += chunk;
+          resolve({ status: response.statusCode ?? 0, body });
+        });
+        post.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: "ask_agent", arguments: { prompt: "Hi" } },
+          }),
+        );
+      });
+    expect((await call({ host: "rebound.example" })).status).toBe(403);
+    expect((await call({ host: "agent.test", origin: "http://evil.example" })).status).toBe(403);
+    expect(agents).toBe(0);
+    const answered = await call({ host: "agent.test", origin: "http://app.example" });
+    expect(answered.status).toBe(200);
+    expect(answered.body).toContain("Hello.");
+    expect(agents).toBe(1);
   });
 
   it("aborts the agent's run when the POST's connection drops mid-call, and stops its model call", async () => {

@@ -20,6 +20,17 @@ export interface AgentMcpServerOptions {
   description?: string;
 }
 
+export interface AgentMcpHttpOptions extends AgentMcpServerOptions {
+  /**
+   * The `Host` values to answer (with the port: `"localhost:3000"`); any other gets 403. Set it
+   * when serving on localhost: a web page can reach a local server through DNS rebinding, under a
+   * host name of its own.
+   */
+  allowedHosts?: string[];
+  /** The `Origin` values to answer when a request has one (a browser's); any other gets 403. */
+  allowedOrigins?: string[];
+}
+
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
@@ -57,11 +68,14 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer 
  * whose connection drops before its answer aborts the run it started. The SDK's transport would
  * keep it going, for a client that resumes the stream; without a session there is nothing to
  * resume, and the run would go on using the model for no one. GET and DELETE (a session's stream,
- * a session's end) answer 405.
+ * a session's end) answer 405. It checks no credentials: serve it behind your own; `allowedHosts`
+ * and `allowedOrigins` refuse requests for other hosts and from other origins (403).
  */
 export function createAgentMcpHttpHandler(
-  options: AgentMcpServerOptions,
+  options: AgentMcpHttpOptions,
 ): (request: IncomingMessage, response: ServerResponse, parsedBody?: unknown) => Promise<void> {
+  const { allowedHosts, allowedOrigins } = options;
+  const checked = allowedHosts !== undefined || allowedOrigins !== undefined;
   return async (request, response, parsedBody) => {
     if (request.method !== "POST") {
       const refusal = { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed." }, id: null };
@@ -70,7 +84,12 @@ export function createAgentMcpHttpHandler(
       return;
     }
     const server = createAgentMcpServer(options);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableDnsRebindingProtection: checked,
+      allowedHosts,
+      allowedOrigins,
+    });
     // Closing the server aborts the signal of every call still running, and so its run. Once the
     // answer is sent, none is.
     response.once("close", () => void server.close());

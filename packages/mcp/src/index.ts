@@ -1,4 +1,5 @@
 export {
+  type AgentMcpHttpOptions,
   type AgentMcpServerOptions,
   createAgentMcpHttpHandler,
   createAgentMcpServer,
