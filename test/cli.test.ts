@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { createServer } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
@@ -259,6 +259,44 @@ describe("the agent-core bin", () => {
     expect(stderr).toMatch(/^agent-core: serve could not start: .*ECONNREFUSED/m);
     expect(stderr).not.toMatch(/^\s+at /m);
     expect(code).toBe(1);
+  });
+
+  it("serve on this machine answers only its own host names: a page reaching it through DNS rebinding gets 403", {
+    timeout: 30_000,
+  }, async () => {
+    const child = spawnBin(["serve", "--port", "0"], { AGENT_CORE_DEMO_DELAY_MS: "0" });
+    const ended = finished(child);
+    try {
+      const url = await new Promise<string>((resolve) => {
+        let stdout = "";
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+          if (found) resolve(found);
+        });
+      });
+      const { port } = new URL(url);
+      const post = (host: string) =>
+        new Promise<number>((resolve, reject) => {
+          const request = httpRequest(`${url}/api/runs`, {
+            method: "POST",
+            headers: { host, "content-type": "application/json", accept: "application/x-ndjson" },
+          });
+          request.on("error", reject);
+          request.on("response", (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+            request.destroy();
+          });
+          request.end(JSON.stringify({ prompt: "What is 2+2?" }));
+        });
+      expect(await post(`rebound.example:${port}`)).toBe(403);
+      expect(await post(`localhost:${port}`)).toBe(200);
+      expect(await post(`127.0.0.1:${port}`)).toBe(200);
+    } finally {
+      child.kill("SIGINT");
+      expect((await ended).code).toBe(0);
+    }
   });
 
   it("ends quietly when the reader closes stdout, as `| head -1` does", async () => {

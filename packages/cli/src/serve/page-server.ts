@@ -23,7 +23,17 @@ export interface PageServerOptions {
   hookSecret?: string;
   /** Where the server's and its agents' log lines go (default: silent). */
   logger?: Logger;
+  /**
+   * The host names requests may be addressed to (their `Host`, without the port); others get 403.
+   * Default: any. `agent-core serve` on this machine only allows its loopback names: the page has
+   * no login, and a web page of another site can reach a local server through DNS rebinding,
+   * under a host name of its own.
+   */
+  allowedHostnames?: readonly string[];
 }
+
+/** The names of this machine's loopback addresses, as a `Host` header has them. */
+export const LOOPBACK_HOSTNAMES: readonly string[] = ["localhost", "127.0.0.1", "[::1]"];
 
 /** The page's agent: its system prompt, the model, the page tools. */
 export function createPageAgent(model: LanguageModelV4, logger?: Logger): Agent {
@@ -59,7 +69,11 @@ export function createPageServer(options: PageServerOptions): {
   const clientDir = clientDistDir();
   return {
     async fetch(request) {
-      const { pathname } = new URL(request.url);
+      const { pathname, hostname } = new URL(request.url);
+      if (options.allowedHostnames !== undefined && !options.allowedHostnames.includes(hostname))
+        return new Response(`This server answers requests for ${options.allowedHostnames.join(", ")} only.`, {
+          status: 403,
+        });
       if (pathname === "/api" || pathname.startsWith("/api/")) return agents.fetch(request);
       if (request.method !== "GET" && request.method !== "HEAD") return new Response(null, { status: 405 });
       const file = pathname.startsWith("/client/")

@@ -10,7 +10,7 @@ import { jsonLinesLogger } from "../json-lines-logger.js";
 import { modelFromEnv } from "../provider.js";
 import { UsageError } from "../usage-error.js";
 import { createPageDemoModel } from "./page-demo-model.js";
-import { createPageAgent, createPageServer } from "./page-server.js";
+import { createPageAgent, createPageServer, LOOPBACK_HOSTNAMES } from "./page-server.js";
 
 export interface ServeCommand {
   kind: "serve";
@@ -97,6 +97,8 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
       model,
       staticDir: command.staticDir,
       logger,
+      // On this machine only, only its own names; on a network the names it is reached by are the user's.
+      allowedHostnames: isLoopback(command.host) ? [...LOOPBACK_HOSTNAMES, command.host] : undefined,
       ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
     });
     server = await serveNode(page.fetch, { port: command.port, host: command.host, logger });
@@ -118,6 +120,10 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   await server.close();
   await durable?.stop();
   return 0;
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 function startHint(command: ServeCommand): string {
