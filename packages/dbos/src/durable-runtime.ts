@@ -8,10 +8,10 @@ import {
   InvalidConfigError,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import pg from "pg";
+import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
-import { checkReachable } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
@@ -95,7 +95,7 @@ export class DurableRuntime {
         `databaseUrl must be a postgres:// URL, got ${JSON.stringify(options.databaseUrl)}.`,
       );
     this.#options = options;
-    this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.#pool = connectionPool(options.databaseUrl, 4);
     this.#store = new EventStore(this.#pool);
     this.#cancels = new CancelListener(options.databaseUrl, this.#pool, this.#executing);
     this.#host = {

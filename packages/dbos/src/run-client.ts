@@ -1,7 +1,7 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
-import pg from "pg";
+import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
 import {
   ANSWERS,
   cancelRun,
@@ -111,7 +111,7 @@ export class DurableRunClient {
 
   /** The client's own connection (for reading the event log, and cancels' `NOTIFY`). */
   #connection(): pg.Pool {
-    this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
+    this.#pool ??= connectionPool(this.#databaseUrl, 1);
     return this.#pool;
   }
 
