@@ -1,17 +1,27 @@
 import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import type { AgentEvent } from "@agent-core/core";
-import { DurableRunClient, DurableRuntime, EventFollower, EventStore } from "@agent-core/dbos";
+import {
+  DurableRunClient,
+  DurableRuntime,
+  durableBackend,
+  EventFollower,
+  EventStore,
+} from "@agent-core/dbos";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { Agent, defineTool } from "agent-core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
 
 // The database goes away under durable runs: it restarts (`pg_ctl stop -m immediate`, then start)
-// while a run is in its model call or a tool call, or drops the connection a client checks it on.
-// One runtime, in this process, on a throwaway cluster of its own.
+// while a run is in its model call or a tool call, drops the connection a client checks it on or
+// an answer is sent on, or stays down while runs and callers wait. One runtime, in this process,
+// on a throwaway cluster of its own.
 
+/** How long callers wait on a database that does not answer, here. */
+const DATABASE_TIMEOUT_MS = 2000;
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let runtime: DurableRuntime;
@@ -57,6 +67,15 @@ const slow = defineTool({
     return "done";
   },
 });
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({ id: z.string() }),
+  execute: ({ id }) => {
+    toolRuns++;
+    return `noted ${id}`;
+  },
+});
 
 /**
  * Calls `tool` (twice at once with `calls: 2`), then answers: by turn, so a resumed or steered run
@@ -88,9 +107,18 @@ beforeAll(async () => {
   pool.on("error", () => {});
   runtime = new DurableRuntime({
     databaseUrl,
+    databaseTimeoutMs: DATABASE_TIMEOUT_MS,
     agents: {
       "slow-model": () => new Agent({ provider: model("slow", { gated: 1 }), tools: [slow] }),
       "slow-tool": () => new Agent({ provider: model("slow"), tools: [slow] }),
+      // Waits for the approval of two calls.
+      approving: () =>
+        new Agent({
+          provider: model("note", { calls: 2 }),
+          tools: [note],
+          toolExecution: "parallel",
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
     },
   });
   await runtime.launch();
@@ -130,6 +158,8 @@ async function settled(promise: Promise<unknown>, ms: number): Promise<string> {
     clearTimeout(timer);
   }
 }
+
+const approve = (toolCallId: string) => ({ kind: "approval", toolCallId, approved: true }) as const;
 
 describe("a database that restarts while a durable run is in", () => {
   it.each([
@@ -203,4 +233,103 @@ describe("a connection the database drops while the client checks it", () => {
       await new Promise((resolve) => proxy.close(resolve));
     }
   });
+});
+
+describe("an answer whose connection the database drops while it is sent", () => {
+  it("rejects with database_unreachable, and the process lives on", async () => {
+    const runId = "dropped-answer";
+    const run = await runtime.start("approving", "Note it.", { runId });
+    await untilEvent(runtime, runId, "agent_end", 10_000);
+    // DBOS's send waits behind a lock, while the answer holds its connection (and the answers' lock).
+    const blocker = await pool.connect();
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE dbos.notifications IN EXCLUSIVE MODE");
+      const answered = runtime.answer(runId, approve("n1"));
+      // Once the send waits for the table, the connection holding the lock on the workflow's
+      // answers (its key's low 32 bits) drops.
+      const sending = async () =>
+        (
+          await blocker.query(
+            "SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'dbos.notifications'::regclass",
+          )
+        ).rowCount === 1;
+      while (!(await sending()));
+      const { rowCount } = await blocker.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid::bigint = hashtext($1)::bigint & 4294967295",
+        [`agent-core.answers:${runId}`],
+      );
+      expect(rowCount).toBe(1);
+      await blocker.query("COMMIT");
+      expect(await settled(answered, 5000)).toBe("database_unreachable");
+    } finally {
+      blocker.release();
+    }
+    // The approval went out before its connection dropped (DBOS sent it): the other one ends the wait.
+    await runtime.answer(runId, approve("n2"));
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(toolRuns).toBe(2);
+  }, 20_000);
+});
+
+describe("a database that stays down", () => {
+  it("fails each waiting call with database_unreachable after databaseTimeoutMs, and the runs go on once it is back", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl, databaseTimeoutMs: DATABASE_TIMEOUT_MS });
+    const backend = await durableBackend({ databaseUrl, runs: runtime, agentName: "approving" });
+    try {
+      const waiting = "down-waiting";
+      const running = await runtime.start("slow-tool", "Do it.", { runId: "down-running" });
+      await runtime.start("approving", "Note it.", { runId: waiting });
+      await untilEvent(runtime, waiting, "agent_end", 10_000);
+      // A refused answer: the client's connection for answers is open, and idle, when it drops.
+      await expect(client.answer(waiting, approve("n9"))).rejects.toThrow('No tool call "n9"');
+      const started = await backend.start(
+        { userId: "u1", conversationId: undefined, documentId: undefined },
+        "Note it.",
+      );
+      await current.waiting;
+
+      postgres.halt();
+      const halted = Date.now();
+      const calls: Record<string, Promise<unknown>> = {
+        "run.result()": running.result(),
+        "retrieve().result()": runtime.retrieve(waiting).result(),
+        "answer()": runtime.answer("down-nobody", approve("n1")),
+        "steer()": runtime.steer("down-nobody", "Hurry."),
+        "cancel()": runtime.cancel("down-nobody"),
+        "start()": runtime.start("approving", "Note it.", { runId: "down-started" }),
+        "events()": runtime.events("down-running"),
+        "client.result()": client.result(waiting),
+        "client.answer()": client.answer("down-nobody", approve("n1")),
+        "client.cancel()": client.cancel("down-nobody"),
+        "client.start()": client.start("approving", "Note it."),
+        "the HTTP backend's steer()": started.steer("Hurry."),
+      };
+      const outcomes = await Promise.all(
+        Object.entries(calls).map(async ([name, call]) => [name, await settled(call, 10_000)]),
+      );
+      const slowest = Date.now() - halted;
+      expect(Object.fromEntries(outcomes)).toEqual(
+        Object.fromEntries(Object.keys(calls).map((name) => [name, "database_unreachable"])),
+      );
+      // One ask of the database a second, the first one a second after the calls began.
+      expect(slowest).toBeGreaterThanOrEqual(DATABASE_TIMEOUT_MS);
+      expect(slowest).toBeLessThan(DATABASE_TIMEOUT_MS + 3000);
+      await expect(calls["answer()"]).rejects.toThrow(
+        `Cannot reach the database for ${DATABASE_TIMEOUT_MS} ms (databaseTimeoutMs): connect ECONNREFUSED`,
+      );
+
+      // Back: the runs go on where they were, and take answers again.
+      postgres.restart();
+      current.open();
+      expect(await runtime.retrieve("down-running").result()).toMatchObject({ stopReason: "completed" });
+      await runtime.answer(waiting, approve("n1"));
+      await client.answer(waiting, approve("n2"));
+      expect(await client.result(waiting)).toMatchObject({ stopReason: "completed", text: "All done." });
+      assertEventProtocol(await runtime.events("down-running"));
+    } finally {
+      await backend.close();
+      await client.close();
+    }
+  }, 30_000);
 });

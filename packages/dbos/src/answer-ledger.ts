@@ -46,6 +46,10 @@ export async function sendOnce(
   // Everything on the one connection that holds the lock: waiting for a second one while holding
   // it, answers at once could take every connection of the pool and wait for one another.
   const client = await pool.connect();
+  // Held, it has no listener of the pool's: a connection the database drops (a restart) would be
+  // an `error` event that crashes the process. Its queries fail instead.
+  const dropped = () => {};
+  client.on("error", dropped);
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
@@ -73,6 +77,7 @@ export async function sendOnce(
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   } finally {
+    client.off("error", dropped);
     client.release();
   }
 }
