@@ -16,9 +16,9 @@ import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
 // The database goes away under durable runs: it restarts (`pg_ctl stop -m immediate`, then start)
-// while a run is in its model call or a tool call, drops the connection a client checks it on or
-// an answer is sent on, or stays down while runs and callers wait. One runtime, in this process,
-// on a throwaway cluster of its own.
+// while a run is in its model call or a tool call, drops the connection an answer is sent on, or
+// stays down while runs and callers wait. And many runs and answers at once share the runtime's
+// few connections. One runtime, in this process, on a throwaway cluster of its own.
 
 /** How long callers wait on a database that does not answer, here. */
 const DATABASE_TIMEOUT_MS = 2000;
@@ -329,6 +329,31 @@ describe("a database that stays down", () => {
       assertEventProtocol(await runtime.events("down-running"));
     } finally {
       await backend.close();
+      await client.close();
+    }
+  }, 30_000);
+});
+
+describe("many durable runs at once on the runtime's four connections and a client's one", () => {
+  it("take every answer, sent twice from both at once: no run waits forever", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      const runs = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => runtime.start("approving", "Note it.", { runId: `many-${i}` })),
+      );
+      // Sent as the runs start, and so before most of them wait: kept for their wait.
+      await Promise.all(
+        runs.flatMap(({ runId }) => [
+          runtime.answer(runId, approve("n1")),
+          client.answer(runId, approve("n2")),
+          client.answer(runId, approve("n1")),
+          runtime.answer(runId, approve("n2")),
+        ]),
+      );
+      const results = await Promise.all(runs.map((run) => settled(run.result(), 15_000)));
+      expect(results).toEqual(runs.map(() => "resolved"));
+      expect(toolRuns).toBe(200);
+    } finally {
       await client.close();
     }
   }, 30_000);
