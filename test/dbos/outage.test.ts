@@ -315,7 +315,7 @@ describe("a database that stays down", () => {
       // One ask of the database a second, the first one a second after the calls began.
       expect(slowest).toBeGreaterThanOrEqual(DATABASE_TIMEOUT_MS);
       expect(slowest).toBeLessThan(DATABASE_TIMEOUT_MS + 3000);
-      await expect(calls["answer()"]).rejects.toThrow(
+      await expect(calls["steer()"]).rejects.toThrow(
         `Cannot reach the database for ${DATABASE_TIMEOUT_MS} ms (databaseTimeoutMs): connect ECONNREFUSED`,
       );
 
@@ -328,6 +328,7 @@ describe("a database that stays down", () => {
       expect(await client.result(waiting)).toMatchObject({ stopReason: "completed", text: "All done." });
       assertEventProtocol(await runtime.events("down-running"));
     } finally {
+      postgres.restart();
       await backend.close();
       await client.close();
     }

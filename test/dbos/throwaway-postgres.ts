@@ -21,7 +21,7 @@ export interface ThrowawayPostgres {
   createDatabase(name: string): Promise<string>;
   /** Stops the server at once (`pg_ctl stop -m immediate`), as a crash would: every connection drops. */
   halt(): void;
-  /** Starts the halted server again, on the same port, with the same data. */
+  /** Starts the halted server again, on the same port, with the same data (a running one is left as it is). */
   restart(): void;
   stop(): void;
 }
@@ -67,8 +67,16 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
       "-w",
       "start",
     ]);
-  const halt = () => run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
-  start();
+  let running = false;
+  const halt = () => {
+    if (running) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    running = false;
+  };
+  const restart = () => {
+    if (!running) start();
+    running = true;
+  };
+  restart();
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   return {
     url,
@@ -83,7 +91,7 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
       return url(name);
     },
     halt,
-    restart: start,
+    restart,
     stop: () => {
       try {
         halt();

@@ -201,13 +201,19 @@ export class DurableRuntime {
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
    * delivered to the run wherever it executes, even after its worker died. Throws
    * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled), and refuses
-   * a second answer to a call unless it is the same one again (see `sendOnce`).
+   * a second answer to a call unless it is the same one again, which is taken as sent even after
+   * the workflow ended (see `sendOnce`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(async () => {
-      checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
-      await sendOnce(this.#pool, workflowId, answer, (sent) => DBOS.send(workflowId, sent, ANSWERS));
-    });
+    return this.#watch.bounded(() =>
+      sendOnce(
+        this.#pool,
+        workflowId,
+        answer,
+        async () => checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status),
+        (sent) => DBOS.send(workflowId, sent, ANSWERS),
+      ),
+    );
   }
 
   /**

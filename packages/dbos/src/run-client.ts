@@ -96,11 +96,16 @@ export class DurableRunClient {
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     return this.#watch.bounded(async () => {
-      checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
       const pool = this.#connection();
       this.#answersTable ??= createAnswersTable(pool);
       await this.#answersTable;
-      await sendOnce(pool, workflowId, answer, (sent) => this.#client.send(workflowId, sent, ANSWERS));
+      await sendOnce(
+        pool,
+        workflowId,
+        answer,
+        async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
+        (sent) => this.#client.send(workflowId, sent, ANSWERS),
+      );
     });
   }
 
