@@ -563,6 +563,22 @@ describe("a second answer to a call", () => {
     }
   });
 
+  it("sent again after the run ended (a send retried after a timeout) is taken as sent; another one is refused", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "approving-retried" });
+    await untilStored("approving-retried", "agent_end");
+    const approval = { kind: "approval", toolCallId: "n3", approved: true } as const;
+    await runtime.answer("approving-retried", approval);
+    expect((await run.result()).stopReason).toBe("completed");
+    await runtime.answer("approving-retried", approval);
+    await expect(
+      runtime.answer("approving-retried", { kind: "approval", toolCallId: "n3", approved: false }),
+    ).rejects.toThrow(new InvalidConfigError('Tool call "n3" was already approved.'));
+    // A call it never took: the workflow takes no more.
+    await expect(
+      runtime.answer("approving-retried", { kind: "approval", toolCallId: "n4", approved: true }),
+    ).rejects.toBeInstanceOf(RunEndedError);
+  });
+
   it("sent at the same time from two processes: one is taken, the other refused", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "approving-at-once" });
     await untilStored("approving-at-once", "agent_end");

@@ -8,6 +8,8 @@ import pg from "pg";
 
 // A PostgreSQL cluster of the tests' own, in a temp folder, on a free loopback port: Debian's
 // server binaries (`initdb`, `pg_ctl`), fsync off. As root, the cluster runs as `postgres`.
+// Commits stay synchronous: a server halted at once (`halt()`) keeps every commit it answered,
+// as a real one keeps them across a crash (asynchronous, the last ones would be lost).
 
 const BIN_DIRS = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"];
 const binDir = () => BIN_DIRS.find((dir) => existsSync(join(dir, "initdb")));
@@ -17,6 +19,10 @@ export interface ThrowawayPostgres {
   url(database: string): string;
   /** Creates an empty database; returns its URL. */
   createDatabase(name: string): Promise<string>;
+  /** Stops the server at once (`pg_ctl stop -m immediate`), as a crash would: every connection drops. */
+  halt(): void;
+  /** Starts the halted server again, on the same port, with the same data (a running one is left as it is). */
+  restart(): void;
   stop(): void;
 }
 
@@ -50,16 +56,27 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   const data = join(dir, "data");
   run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   const port = await freePort();
-  run("pg_ctl", [
-    "-D",
-    data,
-    "-l",
-    join(dir, "postgres.log"),
-    "-o",
-    `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
-    "-w",
-    "start",
-  ]);
+  const start = () =>
+    run("pg_ctl", [
+      "-D",
+      data,
+      "-l",
+      join(dir, "postgres.log"),
+      "-o",
+      `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c full_page_writes=off`,
+      "-w",
+      "start",
+    ]);
+  let running = false;
+  const halt = () => {
+    if (running) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    running = false;
+  };
+  const restart = () => {
+    if (!running) start();
+    running = true;
+  };
+  restart();
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   return {
     url,
@@ -73,9 +90,11 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
       }
       return url(name);
     },
+    halt,
+    restart,
     stop: () => {
       try {
-        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+        halt();
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

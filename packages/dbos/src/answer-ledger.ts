@@ -27,25 +27,34 @@ export async function createAnswersTable(pool: Pick<Pool, "query">): Promise<voi
 
 /**
  * Sends `answer` with `send` unless the call has had one (a cancel, for no call, is sent as it
- * is). The same answer again (a retried send) is taken as sent: nothing is sent twice. Another
- * answer is refused as the agent refuses a second one in process: `InvalidConfigError` (`Tool
- * call "<id>" was already approved.`, or denied) or `ClientToolError` (`Client tool call "<id>"
- * already has its result.`), whatever the run has done since. A first answer is checked as
- * `checkAnswer` does. The answers to a workflow go one at a time, from whichever process (a
- * transaction's advisory lock), each recorded once it is sent: of two sent at once, the second
- * sees the first.
+ * is). The same answer again (a retried send) is taken as sent, whatever the run has done since,
+ * its end included: nothing is sent twice. Another answer is refused as the agent refuses a second
+ * one in process: `InvalidConfigError` (`Tool call "<id>" was already approved.`, or denied) or
+ * `ClientToolError` (`Client tool call "<id>" already has its result.`), whatever the run has done
+ * since. A first answer is sent only if `takesMessages` resolves (it throws `RunEndedError` for a
+ * workflow that has ended), and checked as `checkAnswer` does. The answers to a workflow go one at
+ * a time, from whichever process (a transaction's advisory lock), each recorded once it is sent:
+ * of two sent at once, the second sees the first.
  */
 export async function sendOnce(
   pool: Pool,
   workflowId: string,
   answer: DurableAnswer,
+  takesMessages: () => Promise<void>,
   send: (answer: DurableAnswer) => Promise<void>,
 ): Promise<void> {
-  if (answer.kind === "cancel") return send(stamped(answer));
+  if (answer.kind === "cancel") {
+    await takesMessages();
+    return send(stamped(answer));
+  }
   const digest = digestOf(answer);
   // Everything on the one connection that holds the lock: waiting for a second one while holding
   // it, answers at once could take every connection of the pool and wait for one another.
   const client = await pool.connect();
+  // Held, it has no listener of the pool's: a connection the database drops (a restart) would be
+  // an `error` event that crashes the process. Its queries fail instead.
+  const dropped = () => {};
+  client.on("error", dropped);
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
@@ -55,6 +64,7 @@ export async function sendOnce(
     );
     const first = rows[0];
     if (first === undefined) {
+      await takesMessages();
       await checkAnswer(new EventStore(client), workflowId, answer);
       await send(stamped(answer));
       await client.query(
@@ -73,6 +83,7 @@ export async function sendOnce(
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   } finally {
+    client.off("error", dropped);
     client.release();
   }
 }

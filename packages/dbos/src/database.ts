@@ -19,16 +19,70 @@ export async function checkReachable(
       `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
     );
   const probe = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // A connection the database drops is an `error` event too (its query fails as well): unheard,
+  // it would crash the process.
+  probe.on("error", () => {});
   try {
     await probe.connect();
     await probe.query("SELECT 1");
   } catch (error) {
     // A database that does not exist yet, on a server that answers: DBOS creates it at launch.
     if (options.missingIsFine && (error as { code?: unknown }).code === "3D000") return;
-    throw new AgentError("database_unreachable", `Cannot reach the database: ${errorMessage(error)}`, {
-      cause: error,
-    });
+    throw unreachable(error);
   } finally {
     await probe.end().catch(() => {});
   }
+}
+
+/**
+ * A pool of connections for the event log, the answers and cancels. A connection the database
+ * drops while idle in it (a restart, a failover) is an `error` event of the pool, which would crash
+ * the process unheard: the pool has already let it go, and the next query connects again.
+ */
+export function connectionPool(databaseUrl: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+  pool.on("error", () => {});
+  return pool;
+}
+
+/**
+ * Whether an error says that the database could not be reached or that the connection dropped
+ * (worth trying again once it is back), not that a statement failed.
+ */
+export function isConnectionError(error: unknown): boolean {
+  const { code, message } = (typeof error === "object" && error !== null ? error : {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
+  // A code says it all: a SQLSTATE, a socket's, an `AgentError`'s (whose message may quote one).
+  if (typeof code === "string") return code.startsWith("08") || CONNECTION_CODES.has(code);
+  // node-postgres says a dropped connection, and a client it left unusable, in words only.
+  return (
+    typeof message === "string" && /Connection terminated|connection error and is not queryable/.test(message)
+  );
+}
+
+/**
+ * Besides SQLSTATE class 08 (connection exception): a server shutting down (57P01, 57P02),
+ * starting (57P03) or full (53300); a socket's.
+ */
+const CONNECTION_CODES = new Set([
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+]);
+
+/** What a call rejects with when the database does not answer. */
+export function unreachable(error: unknown): AgentError {
+  return new AgentError("database_unreachable", `Cannot reach the database: ${errorMessage(error)}`, {
+    cause: error,
+  });
 }

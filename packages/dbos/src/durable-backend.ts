@@ -7,7 +7,7 @@ import {
   type RunBackend,
   type RunOwner,
 } from "@agent-core/http";
-import pg from "pg";
+import { connectionPool } from "./database.js";
 import { RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
@@ -42,7 +42,7 @@ export interface DurableBackend extends RunBackend {
  * follow-ups and cancel. Durable runs outlive their streams.
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+  const pool = connectionPool(options.databaseUrl, 4);
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
   await store.createTable();

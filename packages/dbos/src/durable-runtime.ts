@@ -8,10 +8,11 @@ import {
   InvalidConfigError,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import pg from "pg";
+import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
-import { checkReachable } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
+import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
@@ -51,6 +52,12 @@ export interface DurableRuntimeOptions {
   executorId?: string;
   /** How long a run that waits for an approval or a client tool result waits (default 24 h). */
   answerTimeoutMs?: number;
+  /**
+   * How long the runtime's calls (`start()`, `result()`, `answer()`, `steer()`, `cancel()`, …) wait
+   * on a database that does not answer before they reject with `database_unreachable` (default
+   * 30 s). The runs themselves wait for it: they go on once it is back.
+   */
+  databaseTimeoutMs?: number;
 }
 
 /** The DBOS name of the workflow a durable run is, for starting runs from a `DBOSClient`. */
@@ -62,7 +69,9 @@ export interface DurableRun {
   readonly runId: string;
   /**
    * Resolves when the run ends, in this process or another one that resumed it; rejects with
-   * `RunFailedError` when its workflow failed (its agent could not be made, …).
+   * `RunFailedError` when its workflow failed (its agent could not be made, …), and with an
+   * `AgentError` of code `database_unreachable` when the database has not answered for
+   * `databaseTimeoutMs` (the run goes on once it is back).
    */
   result(): Promise<DurableRunResult>;
 }
@@ -78,6 +87,8 @@ export class DurableRuntime {
   readonly #options: DurableRuntimeOptions;
   readonly #pool: pg.Pool;
   readonly #store: EventStore;
+  /** Bounds what the runtime's callers wait while the database does not answer. */
+  readonly #watch: DatabaseWatch;
   readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
   readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
   /** The runs executing in this process, by workflow id: what a cancel aborts. */
@@ -95,7 +106,8 @@ export class DurableRuntime {
         `databaseUrl must be a postgres:// URL, got ${JSON.stringify(options.databaseUrl)}.`,
       );
     this.#options = options;
-    this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.#pool = connectionPool(options.databaseUrl, 4);
+    this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#store = new EventStore(this.#pool);
     this.#cancels = new CancelListener(options.databaseUrl, this.#pool, this.#executing);
     this.#host = {
@@ -151,12 +163,17 @@ export class DurableRuntime {
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
     const queue = this.#options.queue;
-    const handle = await DBOS.startWorkflow(this.#workflow, {
-      ...(options.runId ? { workflowID: options.runId } : {}),
-      ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
-    })(agentName, prompt);
+    const handle = await this.#watch.bounded(() =>
+      DBOS.startWorkflow(this.#workflow, {
+        ...(options.runId ? { workflowID: options.runId } : {}),
+        ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
+      })(agentName, prompt),
+    );
     // Its handle: a run that executes here resolves without polling the database.
-    return { runId: handle.workflowID, result: () => resultOf(handle.workflowID, handle.getResult()) };
+    return {
+      runId: handle.workflowID,
+      result: () => this.#watch.bounded(() => resultOf(handle.workflowID, handle.getResult())),
+    };
   }
 
   /**
@@ -166,28 +183,37 @@ export class DurableRuntime {
   retrieve(runId: string): DurableRun {
     return {
       runId,
-      result: async () => {
-        // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
-        if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
-        return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
-      },
+      result: () =>
+        this.#watch.bounded(async () => {
+          // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
+          if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
+          return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
+        }),
     };
   }
 
   /** The run's events stored so far after `after` (default: all), in seq order. */
   events(runId: string, after?: number): Promise<AgentEvent[]> {
-    return this.#store.read(runId, after);
+    return this.#watch.bounded(() => this.#store.read(runId, after));
   }
 
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
    * delivered to the run wherever it executes, even after its worker died. Throws
    * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled), and refuses
-   * a second answer to a call unless it is the same one again (see `sendOnce`).
+   * a second answer to a call unless it is the same one again, which is taken as sent even after
+   * the workflow ended (see `sendOnce`).
    */
-  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status);
-    await sendOnce(this.#pool, workflowId, answer, (sent) => DBOS.send(workflowId, sent, ANSWERS));
+  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    return this.#watch.bounded(() =>
+      sendOnce(
+        this.#pool,
+        workflowId,
+        answer,
+        async () => checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status),
+        (sent) => DBOS.send(workflowId, sent, ANSWERS),
+      ),
+    );
   }
 
   /**
@@ -209,18 +235,22 @@ export class DurableRuntime {
    * aborted); a run that waits for an answer ends there. A run whose workflow has ended is left as
    * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
-  async cancel(workflowId: string): Promise<void> {
-    return cancelRun(
-      workflowId,
-      (await DBOS.getWorkflowStatus(workflowId))?.status,
-      (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
-      (message, topic) => DBOS.send(workflowId, message, topic),
+  cancel(workflowId: string): Promise<void> {
+    return this.#watch.bounded(async () =>
+      cancelRun(
+        workflowId,
+        (await DBOS.getWorkflowStatus(workflowId))?.status,
+        (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
+        (message, topic) => DBOS.send(workflowId, message, topic),
+      ),
     );
   }
 
-  async #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    const status = await DBOS.getWorkflowStatus(workflowId);
-    await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
+  #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
+    return this.#watch.bounded(async () => {
+      const status = await DBOS.getWorkflowStatus(workflowId);
+      await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
+    });
   }
 
   async shutdown(): Promise<void> {
@@ -243,7 +273,7 @@ export class DurableRuntime {
       started = resolve;
     });
     this.#local.set(key, { agent, input, started });
-    const handle = await DBOS.startWorkflow(this.#localWorkflow)(key);
+    const handle = await this.#watch.bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }

@@ -1,5 +1,6 @@
 import type { AgentEvent } from "@agent-core/core";
 import pg from "pg";
+import { isConnectionError } from "./database.js";
 import { EVENTS_CHANNEL, type EventStore } from "./event-store.js";
 
 /**
@@ -56,6 +57,8 @@ export class EventFollower {
     void caughtUp
       .then(async (more) => {
         while (more) {
+          // A LISTEN connection the database dropped (a restart) is made again; polls meanwhile.
+          if (!this.#closed) this.#listen().catch(() => {});
           await new Promise<void>((resolve) => {
             const poll = setTimeout(woken, this.#pollMs);
             function woken() {
@@ -64,7 +67,12 @@ export class EventFollower {
             }
             wake = woken;
           });
-          more = await readMore();
+          // A read that found the database out of reach is made again at the next poll: the run
+          // goes on once it is back, and so does its follower.
+          more = await readMore().catch((error: unknown) => {
+            if (isConnectionError(error)) return !stopped;
+            throw error;
+          });
         }
       })
       .catch(() => {})

@@ -1,5 +1,6 @@
 import type { AgentEvent, EventSink, OrchestratorEvent } from "@agent-core/core";
 import type { Pool } from "pg";
+import { isConnectionError } from "./database.js";
 
 /** The channel `NOTIFY` names the runs with new events on. */
 export const EVENTS_CHANNEL = "agent_core_events";
@@ -113,7 +114,7 @@ export class EventStore {
     for (let from = 0; from < batch.length; from += ROWS_PER_INSERT) {
       const rows = batch.slice(from, from + ROWS_PER_INSERT);
       try {
-        await this.#insert(rows);
+        await this.#stored(rows);
       } catch {
         // One run's bad event must not cost the others theirs: each run's events on their own.
         const byRun = new Map<string, AgentEvent[]>();
@@ -123,10 +124,27 @@ export class EventStore {
           else events.push(event);
         }
         for (const [runId, events] of byRun)
-          await this.#insert(events).catch((error: unknown) => {
+          await this.#stored(events).catch((error: unknown) => {
             if (!this.#failures.has(runId)) this.#failures.set(runId, error);
           });
       }
+    }
+  }
+
+  /**
+   * Inserts the events, again and again while the database is out of reach (a restart, a
+   * failover): the run waits for it meanwhile anyway (DBOS records its steps once it is back), so
+   * they are stored late, in order, rather than lost, which would leave a gap in the log and fail
+   * the run.
+   */
+  async #stored(batch: readonly AgentEvent[]): Promise<void> {
+    for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 2000)) {
+      try {
+        return await this.#insert(batch);
+      } catch (error) {
+        if (!isConnectionError(error)) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
 

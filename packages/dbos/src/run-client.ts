@@ -1,7 +1,8 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
-import pg from "pg";
+import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
+import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
@@ -24,28 +25,37 @@ export class DurableRunClient {
   readonly #client: DBOSClient;
   readonly #queue: string;
   readonly #databaseUrl: string;
+  /** Bounds what the client's callers wait while the database does not answer. */
+  readonly #watch: DatabaseWatch;
   /** For the answers (and the event log they are checked against) and `cancel()`'s NOTIFY, made when first needed. */
   #pool: pg.Pool | undefined;
   /** The answers' table, made at the first answer: this client may answer before a worker of its version made it. */
   #answersTable: Promise<void> | undefined;
 
-  private constructor(client: DBOSClient, queue: string, databaseUrl: string) {
+  private constructor(client: DBOSClient, queue: string, databaseUrl: string, watch: DatabaseWatch) {
     this.#client = client;
     this.#queue = queue;
     this.#databaseUrl = databaseUrl;
+    this.#watch = watch;
   }
 
+  /**
+   * `databaseTimeoutMs`: how long the client's calls wait on a database that does not answer
+   * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s.
+   */
   static async connect(options: {
     databaseUrl: string;
     name?: string;
     queue?: string;
+    databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
     await checkReachable(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
     });
-    return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl);
+    const watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
+    return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl, watch);
   }
 
   /**
@@ -54,14 +64,16 @@ export class DurableRunClient {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
     checkRunId(options.runId);
-    const handle = await this.#client.enqueue(
-      {
-        queueName: this.#queue,
-        workflowName: RUN_WORKFLOW,
-        ...(options.runId ? { workflowID: options.runId } : {}),
-      },
-      agentName,
-      prompt,
+    const handle = await this.#watch.bounded(() =>
+      this.#client.enqueue(
+        {
+          queueName: this.#queue,
+          workflowName: RUN_WORKFLOW,
+          ...(options.runId ? { workflowID: options.runId } : {}),
+        },
+        agentName,
+        prompt,
+      ),
     );
     return handle.workflowID;
   }
@@ -70,9 +82,11 @@ export class DurableRunClient {
    * Resolves when the run ends, in whichever worker; `UnknownRunError` when none has that id,
    * `RunFailedError` when its workflow failed.
    */
-  async result(runId: string): Promise<DurableRunResult> {
-    if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
-    return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
+  result(runId: string): Promise<DurableRunResult> {
+    return this.#watch.bounded(async () => {
+      if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
+      return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
+    });
   }
 
   /**
@@ -80,12 +94,19 @@ export class DurableRunClient {
    * `RunEndedError` when its workflow has ended. A second answer to a call is refused unless it
    * is the same one again (see `DurableRuntime.answer()`).
    */
-  async answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status);
-    const pool = this.#connection();
-    this.#answersTable ??= createAnswersTable(pool);
-    await this.#answersTable;
-    await sendOnce(pool, workflowId, answer, (sent) => this.#client.send(workflowId, sent, ANSWERS));
+  answer(workflowId: string, answer: DurableAnswer): Promise<void> {
+    return this.#watch.bounded(async () => {
+      const pool = this.#connection();
+      this.#answersTable ??= createAnswersTable(pool);
+      await this.#answersTable;
+      await sendOnce(
+        pool,
+        workflowId,
+        answer,
+        async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
+        (sent) => this.#client.send(workflowId, sent, ANSWERS),
+      );
+    });
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */
@@ -99,25 +120,29 @@ export class DurableRunClient {
   }
 
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
-  async cancel(workflowId: string): Promise<void> {
-    const pool = this.#connection();
-    return cancelRun(
-      workflowId,
-      (await this.#client.getWorkflow(workflowId))?.status,
-      (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
-      (message, topic) => this.#client.send(workflowId, message, topic),
-    );
+  cancel(workflowId: string): Promise<void> {
+    return this.#watch.bounded(async () => {
+      const pool = this.#connection();
+      return cancelRun(
+        workflowId,
+        (await this.#client.getWorkflow(workflowId))?.status,
+        (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
+        (message, topic) => this.#client.send(workflowId, message, topic),
+      );
+    });
   }
 
   /** The client's own connection (for reading the event log, and cancels' `NOTIFY`). */
   #connection(): pg.Pool {
-    this.#pool ??= new pg.Pool({ connectionString: this.#databaseUrl, max: 1 });
+    this.#pool ??= connectionPool(this.#databaseUrl, 1);
     return this.#pool;
   }
 
-  async #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    const status = await this.#client.getWorkflow(workflowId);
-    await this.#client.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
+  #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
+    return this.#watch.bounded(async () => {
+      const status = await this.#client.getWorkflow(workflowId);
+      await this.#client.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
+    });
   }
 
   async close(): Promise<void> {
