@@ -1332,6 +1332,32 @@ describe("AgentClient: a hostile server", () => {
   });
 });
 
+describe("AgentClient: the documented bounds, exactly", () => {
+  const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
+
+  it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return void res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
+      }
+      fail(res, 429, "rate-limited", { "retry-after": "30" });
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast, idleTimeoutMs: 200 }).start("go");
+    const failed = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    const error = await Promise.race([failed, delay(5_000).then(() => "still waiting")]);
+    expect(error).toMatchObject({
+      type: "client_error",
+      code: "tool-result-failed",
+      toolCallId: "c1",
+      message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 200 ms',
+    });
+    expect(requests.filter((r) => r.path.endsWith("/tool-results"))).toHaveLength(1);
+    await run.cancel();
+  });
+});
+
 describe("AgentClient against the real @agent-core/http server", () => {
   const readPage = defineTool({
     name: "read_page",
