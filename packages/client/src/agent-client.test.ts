@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { AgentClient } from "./agent-client.js";
 import type { ClientRun } from "./client-types.js";
-import { ClientError, type ClientEvent } from "./errors.js";
+import { ClientError, type ClientErrorEvent, type ClientEvent } from "./errors.js";
 
 // --- a scriptable HTTP server on 127.0.0.1, port 0 -----------------------------------------------
 
@@ -1097,12 +1097,21 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     );
     const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
     expect(end).toEqual(first[1]);
-    expect((await collect(run)).slice(2)).toEqual([
+    const errors = (await collect(run)).slice(2) as ClientErrorEvent[];
+    expect(errors.sort((a, b) => String(a.toolCallId).localeCompare(String(b.toolCallId)))).toEqual([
       expect.objectContaining({
         type: "client_error",
         code: "tool-result-failed",
         message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 100 ms',
         toolCallId: "c1",
+      }),
+      expect.objectContaining({
+        type: "client_error",
+        code: "tool-result-failed",
+        message:
+          'The server took the result of the client tool call "c2" (t) (202), but its answer named no run to follow: no answer came for 100 ms',
+        status: 202,
+        toolCallId: "c2",
       }),
     ]);
   });
@@ -1355,6 +1364,41 @@ describe("AgentClient: the documented bounds, exactly", () => {
     });
     expect(requests.filter((r) => r.path.endsWith("/tool-results"))).toHaveLength(1);
     await run.cancel();
+  });
+
+  it("reports a 202 whose answer never ends (or names no run) as tool-result-failed, then resolves with the suspended agent_end", async () => {
+    for (const body of ['{"runId":', '{"run":"r2"}']) {
+      const suspended = {
+        ...agentEnd(1),
+        stopReason: "awaiting_client_tool",
+        pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
+      };
+      const { baseUrl } = await serve(async (req, res) => {
+        if (req.path === "/runs") {
+          openStream(res);
+          return void res.end(line(event(0, "agent_start")) + line(suspended));
+        }
+        res.writeHead(202, { "content-type": "application/json" });
+        if (body.endsWith(":")) res.write(body);
+        else res.end(body);
+      });
+      const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast, idleTimeoutMs: 200 }).start(
+        "go",
+      );
+      const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
+      expect(end).toEqual(suspended);
+      expect((await collect(run)).filter((value) => value.type === "client_error")).toEqual([
+        {
+          type: "client_error",
+          code: "tool-result-failed",
+          message: expect.stringMatching(
+            /^The server took the result of the client tool call "c1" \(t\) \(202\), but its answer named no run to follow: /,
+          ),
+          status: 202,
+          toolCallId: "c1",
+        },
+      ]);
+    }
   });
 });
 
