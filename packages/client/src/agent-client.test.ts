@@ -1400,6 +1400,49 @@ describe("AgentClient: the documented bounds, exactly", () => {
       ]);
     }
   });
+
+  it("counts toward maxEventBytes the bytes after the last event of a chunk: an unfinished line that came with an event fails at once", async () => {
+    for (const format of ["ndjson", "sse"] as const) {
+      const { baseUrl } = await serve(async (_req, res) => {
+        openStream(res, format === "sse" ? "text/event-stream" : "application/x-ndjson");
+        // One write: an event, then more than maxEventBytes of the next one, which never ends.
+        res.write(
+          format === "sse"
+            ? `${sseFrame(event(0, "agent_start"))}data: ${"x".repeat(100)}\ndata: ${"y".repeat(100)}`
+            : `${line(event(0, "agent_start"))}${"x".repeat(200)}`,
+        );
+      });
+      const run = new AgentClient({ baseUrl, format, maxEventBytes: 150, ...fast }).start("go");
+      const error = await Promise.race([rejection(run.result()), delay(5_000).then(() => "still waiting")]);
+      expect(error, format).toMatchObject({ code: "too-large" });
+    }
+  });
+
+  it("refuses a whole event past maxEventBytes too, though it came in one chunk, after the events before it", async () => {
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(
+        line(event(0, "agent_start")) + line(event(1, "text_delta", { text: "x".repeat(200), index: 0 })),
+      );
+    });
+    const run = new AgentClient({ baseUrl, maxEventBytes: 150, ...fast }).start("go");
+    const seen: ClientEvent[] = [];
+    run.on("*", (value) => seen.push(value));
+    expect(await rejection(run.result())).toMatchObject({ code: "too-large" });
+    expect(seqs(seen)).toEqual([0]);
+  });
+
+  it("takes an event whose bytes are exactly maxEventBytes", async () => {
+    const start = line(event(0, "agent_start"));
+    const end = line(agentEnd(1));
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(start + end);
+    });
+    const bytes = Math.max(Buffer.byteLength(start), Buffer.byteLength(end));
+    const run = new AgentClient({ baseUrl, maxEventBytes: bytes, ...fast }).start("go");
+    await expect(run.result()).resolves.toMatchObject({ type: "agent_end" });
+  });
 });
 
 describe("AgentClient against the real @agent-core/http server", () => {

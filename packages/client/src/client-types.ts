@@ -60,7 +60,8 @@ export interface AgentClientOptions {
   idleTimeoutMs?: number;
   /**
    * The most bytes the event stream may bring without completing an event (default 16 MiB): one
-   * NDJSON line, or one SSE event with its comments. Past it the stream is cancelled and the run
+   * NDJSON line, or one SSE event with its comments, line breaks included, however the network cuts
+   * it. Past it the stream is cancelled (the events before it are delivered) and the run
    * fails with a `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line
    * that never ends.
    */
