@@ -140,6 +140,43 @@ describe("createAgentMcpHttpHandler", () => {
     expect(agents).toBe(1);
   });
 
+  it("takes the lists as they are: an empty allowedHosts or allowedOrigins answers none, and a request with no Origin passes allowedOrigins", async () => {
+    let agents = 0;
+    const agent = () => {
+      agents++;
+      return new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
+    };
+    const call = (url: string, headers: Record<string, string>) =>
+      fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "ask_agent", arguments: { prompt: "Hi" } },
+        }),
+      });
+    const noHost = await serving(agent, { allowedHosts: [] });
+    const refused = await call(noHost, {});
+    expect(refused.status).toBe(403);
+    expect((await refused.json()).error).toMatchObject({ code: -32000 });
+    http?.closeAllConnections();
+    http?.close();
+    const noOrigin = await serving(agent, { allowedOrigins: [] });
+    expect((await call(noOrigin, { origin: "http://app.example" })).status).toBe(403);
+    expect(agents).toBe(0);
+    // A request without an Origin (not a browser's) is not checked against allowedOrigins.
+    const answered = await call(noOrigin, {});
+    expect(answered.status).toBe(200);
+    expect(await answered.text()).toContain("Hello.");
+    expect(agents).toBe(1);
+  });
+
   it("aborts the agent's run when the POST's connection drops mid-call, and stops its model call", async () => {
     const model = scriptedModel([[script.hang()]]);
     let started: () => void = () => {};
