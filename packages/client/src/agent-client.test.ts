@@ -1432,6 +1432,30 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(seqs(seen)).toEqual([0]);
   });
 
+  it("retries a steer answered 429 queue-full (after its Retry-After), and never one that failed otherwise", async () => {
+    let steers = 0;
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        return void res.write(line(event(0, "agent_start")));
+      }
+      if (req.path.endsWith("/steer") && ++steers === 1)
+        return fail(res, 429, "queue-full", { "retry-after": "0" });
+      if (req.path.endsWith("/steer")) return void res.writeHead(202).end();
+      fail(res, 503, "server-busy");
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    await run.steer("left");
+    expect(await rejection(run.followUp("then"))).toMatchObject({ code: "http", status: 503 });
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/follow-up",
+    ]);
+    await run.cancel();
+  });
+
   it("takes an event whose bytes are exactly maxEventBytes", async () => {
     const start = line(event(0, "agent_start"));
     const end = line(agentEnd(1));

@@ -44,18 +44,20 @@ export interface AgentClientOptions {
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**
-   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
-   * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
-   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says:
-   * one asking for more than 60 s is not waited for, that answer is the post's last.
+   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429, and a steer or
+   * follow-up after a 429 only (such as `queue-full`: one that may have been taken is not sent
+   * again) (default `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1`
+   * posts, with the same body), waiting `delayMs` then twice as long each time, or what a 429's
+   * `Retry-After` says: one asking for more than 60 s is not waited for, that answer is the post's
+   * last.
    */
   postRetry?: { attempts?: number; delayMs?: number };
   /**
    * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
    * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
-   * bounds the wait for a response's headers, for the answer to `steer()` and `followUp()`, and
-   * for the whole answer to a client tool's result post (its retries included), which then ends
-   * with a `client_error` of code `"tool-result-failed"`.
+   * bounds the wait for a response's headers, for the whole answer to `steer()`, `followUp()` and
+   * `cancel()`'s post, and for the whole answer to a client tool's result post; each with its
+   * retries included. A result post then ends with a `client_error` of code `"tool-result-failed"`.
    */
   idleTimeoutMs?: number;
   /**
