@@ -76,7 +76,10 @@ export interface AgentServerOptions {
   conversationTtlMs?: number;
   /** Largest request body (default 256 KiB). */
   maxBodyBytes?: number;
-  /** Per-user limits (memory); `false` turns one off. Defaults: start 30/min, callback 600/min. */
+  /**
+   * Per-user limits (memory); `false` turns one off. Defaults: start (`POST /runs`) 30/min,
+   * callback (`POST …/tool-results`) 600/min; past one, 429 `rate-limited` with `Retry-After`.
+   */
   rateLimits?: { start?: RateLimit | false; callback?: RateLimit | false };
   /** Where used hook tokens are recorded (default: in memory). */
   ledger?: TokenLedger;
