@@ -95,6 +95,8 @@ describe("createAgentMcpHttpHandler", () => {
     await client.close();
     const get = await fetch(url, { headers: { accept: "text/event-stream" } });
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
+    const end = await fetch(url, { method: "DELETE", headers: { "mcp-session-id": "any" } });
+    expect([end.status, end.headers.get("allow")]).toEqual([405, "POST"]);
   });
 
   it("with allowedHosts and allowedOrigins, refuses another Host (a DNS-rebinding page) or another Origin with 403, before any run", async () => {

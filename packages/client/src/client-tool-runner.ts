@@ -153,8 +153,8 @@ export class ClientToolRunner {
       }
       if (response.status === 202) {
         const resumed = await resumedRunId(response);
-        if (typeof resumed === "string" || signal.aborted)
-          return typeof resumed === "string" ? resumed : undefined;
+        if (typeof resumed === "string") return resumed;
+        if (signal.aborted) return undefined;
         // Taken, but the client cannot follow the run it resumed: said, as a post that failed is.
         this.#emit({
           type: "client_error",
