@@ -1456,6 +1456,30 @@ describe("AgentClient: the documented bounds, exactly", () => {
     await run.cancel();
   });
 
+  it("cancel() resolves after idleTimeoutMs when the server never answers its /cancel, or asks for a long Retry-After", async () => {
+    for (const answer of ["never", "retry-after"]) {
+      const { baseUrl, requests } = await serve(async (req, res) => {
+        if (req.path === "/runs") {
+          openStream(res);
+          return void res.write(line(event(0, "agent_start")));
+        }
+        if (answer === "retry-after") fail(res, 429, "rate-limited", { "retry-after": "30" });
+      });
+      const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 200 }).start("go");
+      await run.runId;
+      const cancelled = await Promise.race([
+        run.cancel().then(() => "resolved"),
+        delay(5_000).then(() => "still waiting"),
+      ]);
+      expect(cancelled, answer).toBe("resolved");
+      expect((await rejection(run.result())).code).toBe("cancelled");
+      expect(
+        requests.filter((r) => r.path.endsWith("/cancel")),
+        answer,
+      ).toHaveLength(1);
+    }
+  });
+
   it("takes an event whose bytes are exactly maxEventBytes", async () => {
     const start = line(event(0, "agent_start"));
     const end = line(agentEnd(1));
