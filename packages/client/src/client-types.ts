@@ -127,8 +127,9 @@ export interface AttachOptions {
  * last one answers 202 `{ runId }`, it follows that new run from its `agent_start` (its events are
  * yielded next; `currentRunId` names it). That run may suspend again, and so on: `result()` resolves
  * with the first `agent_end` of the chain that is not such a suspension. When every post ended
- * without a 202 (one was rejected, say: a `client_error` event tells why), `result()` resolves with
- * the suspended run's `agent_end` (`stopReason: "awaiting_client_tool"`).
+ * without a 202 naming a run (one was rejected, say, or a 202's answer named none: a
+ * `client_error` event tells why), `result()` resolves with the suspended run's `agent_end`
+ * (`stopReason: "awaiting_client_tool"`).
  */
 export interface ClientRun extends AsyncIterable<ClientEvent> {
   /**
