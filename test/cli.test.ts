@@ -11,6 +11,8 @@ import {
   type FakeReply,
   startFakeOpenAIServer,
 } from "@agent-core/testing";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 // The CLI end to end: main() with captured output against the offline demo model and against a real
@@ -205,6 +207,67 @@ describe("agent-core run with a model that never answers", () => {
       await new Promise((resolve) => silent.close(resolve));
     }
   });
+});
+
+describe("the model limits' options, each over its default", () => {
+  let slow: FakeOpenAIServer | undefined;
+  afterEach(async () => {
+    await slow?.close();
+    slow = undefined;
+  });
+
+  /** A model that waits 400 ms before each chunk of its answer. */
+  async function slowModel(): Promise<Record<string, string>> {
+    slow = await startFakeOpenAIServer({ reply: () => ({ text: ["one ", "two"], chunkDelayMs: 400 }) });
+    return { OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: slow.baseURL, AGENT_CORE_MODEL: "fake-model" };
+  }
+
+  it("run --first-chunk-ms and --chunk-ms: each sets its own limit and leaves the other's", async () => {
+    const env = await slowModel();
+    const first = await cli(["run", "--first-chunk-ms", "100", "hi"], env);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain(
+      "✗ timeout: The model's first chunk took longer than 100 ms (timeouts.firstChunkMs).",
+    );
+    const between = await cli(["run", "--chunk-ms", "100", "hi"], env);
+    expect(between.code).toBe(1);
+    expect(between.stdout).toContain("one ");
+    expect(between.stdout).toMatch(/✗ timeout: .*100 ms \(timeouts\.chunkMs\)/);
+  });
+
+  it("mcp --first-chunk-ms: ask_agent answers isError with the timeout", async () => {
+    const env = await slowModel();
+    const client = new Client({ name: "test", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          "--import",
+          "tsx",
+          "--conditions=@agent-core/source",
+          "packages/cli/src/bin.ts",
+          "mcp",
+          "--first-chunk-ms",
+          "100",
+        ],
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        env,
+        stderr: "ignore",
+      }),
+    );
+    try {
+      const result = await client.callTool({ name: "ask_agent", arguments: { prompt: "hi" } });
+      expect(result.isError).toBe(true);
+      expect(result.content).toEqual([
+        {
+          type: "text",
+          text: "The agent did not answer: The model's first chunk took longer than 100 ms (timeouts.firstChunkMs).",
+        },
+      ]);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
 });
 
 describe("the agent-core bin", () => {

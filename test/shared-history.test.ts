@@ -27,6 +27,20 @@ describe("the history's objects, shared", () => {
     expect((await agent.prompt("once more").result()).stopReason).toBe("completed");
   });
 
+  it("each read is a new array of the same objects: those of events and result.messages", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    let ended: unknown;
+    agent.on("turn_end", (event) => {
+      ended = event.message;
+    });
+    const result = await agent.prompt("hello").result();
+    const [first, second] = [agent.messages, agent.messages];
+    expect(first).not.toBe(second);
+    expect(first[1]).toBe(second[1]);
+    expect(first[1]).toBe(ended);
+    expect(result.messages.at(-1)).toBe(first[1]);
+  });
+
   it("a listener that replaces turn_end's content cannot crash the process or leave the agent busy", async () => {
     const listenerErrors: unknown[] = [];
     const agent = new Agent({
@@ -73,6 +87,39 @@ describe("a tool's arguments are its own", () => {
     expect(announced).toEqual([{ items: ["b", "a"] }]);
     // What the model reads next is the call as it made it.
     expect(JSON.stringify(model.prompts[1])).toContain('"items":["b","a"]');
+  });
+
+  it("a zod schema that passes a nested value through (z.any, z.unknown, a loose object) still gives the tool its own copy", async () => {
+    const schemas = {
+      any: z.object({ list: z.any() }),
+      unknown: z.object({ list: z.array(z.unknown()) }),
+      loose: z.looseObject({}),
+    };
+    for (const [name, inputSchema] of Object.entries(schemas)) {
+      const sorter = defineTool({
+        name: "sorter",
+        description: "Sorts the list in place.",
+        inputSchema,
+        execute: (args) => {
+          const { list } = args as { list: { n: number }[] };
+          list.sort((a, b) => a.n - b.n);
+          (list[0] as { n: number }).n = 0;
+          return "sorted";
+        },
+      });
+      const model = scriptedModel([
+        [script.toolCall("sorter", { list: [{ n: 3 }, { n: 1 }] }, { id: "s1" })],
+        [script.text("done")],
+      ]);
+      const agent = new Agent({ provider: model, tools: [sorter] });
+      const announced: unknown[] = [];
+      agent.on("tool_call", (event) => announced.push(event.args));
+      expect((await agent.prompt("sort").result()).stopReason, name).toBe("completed");
+      const [, reply] = agent.messages as [unknown, { content: { args: unknown }[] }];
+      expect(reply.content[0]?.args, name).toEqual({ list: [{ n: 3 }, { n: 1 }] });
+      expect(announced, name).toEqual([{ list: [{ n: 3 }, { n: 1 }] }]);
+      expect(JSON.stringify(model.prompts[1]), name).toContain('"list":[{"n":3},{"n":1}]');
+    }
   });
 
   it("a zod-checked tool gets zod's copy, and its result's details stay the tool's own object", async () => {

@@ -238,6 +238,26 @@ describe("re-attaching", () => {
     await started.cancel();
   });
 
+  it("by default keeps 16 streams open on a run, the start's included: the 16th re-attach is refused", async () => {
+    const { url } = await startServer(waitsForClient);
+    const started = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const { runId } = await started.until(ofType("tool_call"));
+    const open: Response[] = [];
+    for (let i = 0; i < 15; i++) {
+      const stream = await fetch(`${url}/runs/${runId}/events`, { headers: headers() });
+      expect(stream.status).toBe(200);
+      open.push(stream);
+    }
+    const refused = await fetch(`${url}/runs/${runId}/events`, { headers: headers() });
+    expect([refused.status, refused.headers.get("retry-after"), (await refused.json()).error.code]).toEqual([
+      429,
+      "1",
+      "too-many-streams",
+    ]);
+    for (const stream of open) await stream.body?.cancel();
+    await started.cancel();
+  });
+
   it("answers 410 for events the bounded log no longer keeps", async () => {
     const { url } = await startServer(
       () => ({ provider: scriptedModel([[script.text(...Array.from({ length: 40 }, (_, i) => `w${i} `))]]) }),

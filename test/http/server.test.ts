@@ -399,6 +399,37 @@ describe("steer, follow-up and cancel", () => {
     expect(seen).not.toContain("four");
   });
 
+  it("by default takes 100 messages waiting for a run, steering and follow-ups together, and refuses the 101st", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hold = { ...addNumbers, name: "hold", execute: () => gate.then(() => 0) };
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [script.toolCall("hold", { a: 1, b: 1 }, { id: "h1" })],
+        [script.text("done")],
+      ]),
+      tools: [hold],
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const { runId } = await reader.until(ofType("tool_call"));
+    for (let i = 0; i < 100; i++) {
+      const sent = await post(`${url}/runs/${runId}/${i % 2 === 0 ? "steer" : "follow-up"}`, {
+        message: `m${i}`,
+      });
+      expect(sent.status).toBe(202);
+    }
+    const refused = await post(`${url}/runs/${runId}/follow-up`, { message: "one too many" });
+    expect([refused.status, refused.headers.get("retry-after"), (await refused.json()).error.code]).toEqual([
+      429,
+      "1",
+      "queue-full",
+    ]);
+    release();
+    await reader.cancel();
+  });
+
   it("feeds a follow-up that the run takes when it would stop", async () => {
     const model = scriptedModel([
       [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],

@@ -95,6 +95,8 @@ describe("createAgentMcpHttpHandler", () => {
     await client.close();
     const get = await fetch(url, { headers: { accept: "text/event-stream" } });
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
+    const end = await fetch(url, { method: "DELETE", headers: { "mcp-session-id": "any" } });
+    expect([end.status, end.headers.get("allow")]).toEqual([405, "POST"]);
   });
 
   it("with allowedHosts and allowedOrigins, refuses another Host (a DNS-rebinding page) or another Origin with 403, before any run", async () => {
@@ -137,6 +139,43 @@ describe("createAgentMcpHttpHandler", () => {
     const answered = await call({ host: "agent.test", origin: "http://app.example" });
     expect(answered.status).toBe(200);
     expect(answered.body).toContain("Hello.");
+    expect(agents).toBe(1);
+  });
+
+  it("takes the lists as they are: an empty allowedHosts or allowedOrigins answers none, and a request with no Origin passes allowedOrigins", async () => {
+    let agents = 0;
+    const agent = () => {
+      agents++;
+      return new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
+    };
+    const call = (url: string, headers: Record<string, string>) =>
+      fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "ask_agent", arguments: { prompt: "Hi" } },
+        }),
+      });
+    const noHost = await serving(agent, { allowedHosts: [] });
+    const refused = await call(noHost, {});
+    expect(refused.status).toBe(403);
+    expect((await refused.json()).error).toMatchObject({ code: -32000 });
+    http?.closeAllConnections();
+    http?.close();
+    const noOrigin = await serving(agent, { allowedOrigins: [] });
+    expect((await call(noOrigin, { origin: "http://app.example" })).status).toBe(403);
+    expect(agents).toBe(0);
+    // A request without an Origin (not a browser's) is not checked against allowedOrigins.
+    const answered = await call(noOrigin, {});
+    expect(answered.status).toBe(200);
+    expect(await answered.text()).toContain("Hello.");
     expect(agents).toBe(1);
   });
 

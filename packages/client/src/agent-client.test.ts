@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { AgentClient } from "./agent-client.js";
 import type { ClientRun } from "./client-types.js";
-import { ClientError, type ClientEvent } from "./errors.js";
+import { ClientError, type ClientErrorEvent, type ClientEvent } from "./errors.js";
 
 // --- a scriptable HTTP server on 127.0.0.1, port 0 -----------------------------------------------
 
@@ -1097,12 +1097,21 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     );
     const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
     expect(end).toEqual(first[1]);
-    expect((await collect(run)).slice(2)).toEqual([
+    const errors = (await collect(run)).slice(2) as ClientErrorEvent[];
+    expect(errors.sort((a, b) => String(a.toolCallId).localeCompare(String(b.toolCallId)))).toEqual([
       expect.objectContaining({
         type: "client_error",
         code: "tool-result-failed",
         message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 100 ms',
         toolCallId: "c1",
+      }),
+      expect.objectContaining({
+        type: "client_error",
+        code: "tool-result-failed",
+        message:
+          'The server took the result of the client tool call "c2" (t) (202), but its answer named no run to follow: no answer came for 100 ms',
+        status: 202,
+        toolCallId: "c2",
       }),
     ]);
   });
@@ -1329,6 +1338,158 @@ describe("AgentClient: a hostile server", () => {
     const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("go");
     expect(await run.result()).toEqual(suspended);
     expect(await written).toBeLessThan(32 * 1024 * 1024);
+  });
+});
+
+describe("AgentClient: the documented bounds, exactly", () => {
+  const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
+
+  it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return void res.write(line(event(1, "tool_call", { ...clientCall, hookToken: "tok" })));
+      }
+      fail(res, 429, "rate-limited", { "retry-after": "30" });
+    });
+    const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast, idleTimeoutMs: 200 }).start("go");
+    const failed = new Promise<ClientEvent>((resolve) => run.on("client_error", resolve));
+    const error = await Promise.race([failed, delay(5_000).then(() => "still waiting")]);
+    expect(error).toMatchObject({
+      type: "client_error",
+      code: "tool-result-failed",
+      toolCallId: "c1",
+      message: 'The result of the client tool call "c1" (t) could not be posted: no answer came for 200 ms',
+    });
+    expect(requests.filter((r) => r.path.endsWith("/tool-results"))).toHaveLength(1);
+    await run.cancel();
+  });
+
+  it("reports a 202 whose answer never ends (or names no run) as tool-result-failed, then resolves with the suspended agent_end", async () => {
+    for (const body of ['{"runId":', '{"run":"r2"}']) {
+      const suspended = {
+        ...agentEnd(1),
+        stopReason: "awaiting_client_tool",
+        pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
+      };
+      const { baseUrl } = await serve(async (req, res) => {
+        if (req.path === "/runs") {
+          openStream(res);
+          return void res.end(line(event(0, "agent_start")) + line(suspended));
+        }
+        res.writeHead(202, { "content-type": "application/json" });
+        if (body.endsWith(":")) res.write(body);
+        else res.end(body);
+      });
+      const run = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast, idleTimeoutMs: 200 }).start(
+        "go",
+      );
+      const end = await Promise.race([run.result(), delay(5_000).then(() => "still waiting")]);
+      expect(end).toEqual(suspended);
+      expect((await collect(run)).filter((value) => value.type === "client_error")).toEqual([
+        {
+          type: "client_error",
+          code: "tool-result-failed",
+          message: expect.stringMatching(
+            /^The server took the result of the client tool call "c1" \(t\) \(202\), but its answer named no run to follow: /,
+          ),
+          status: 202,
+          toolCallId: "c1",
+        },
+      ]);
+    }
+  });
+
+  it("counts toward maxEventBytes the bytes after the last event of a chunk: an unfinished line that came with an event fails at once", async () => {
+    for (const format of ["ndjson", "sse"] as const) {
+      const { baseUrl } = await serve(async (_req, res) => {
+        openStream(res, format === "sse" ? "text/event-stream" : "application/x-ndjson");
+        // One write: an event, then more than maxEventBytes of the next one, which never ends.
+        res.write(
+          format === "sse"
+            ? `${sseFrame(event(0, "agent_start"))}data: ${"x".repeat(100)}\ndata: ${"y".repeat(100)}`
+            : `${line(event(0, "agent_start"))}${"x".repeat(200)}`,
+        );
+      });
+      const run = new AgentClient({ baseUrl, format, maxEventBytes: 150, ...fast }).start("go");
+      const error = await Promise.race([rejection(run.result()), delay(5_000).then(() => "still waiting")]);
+      expect(error, format).toMatchObject({ code: "too-large" });
+    }
+  });
+
+  it("refuses a whole event past maxEventBytes too, though it came in one chunk, after the events before it", async () => {
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(
+        line(event(0, "agent_start")) + line(event(1, "text_delta", { text: "x".repeat(200), index: 0 })),
+      );
+    });
+    const run = new AgentClient({ baseUrl, maxEventBytes: 150, ...fast }).start("go");
+    const seen: ClientEvent[] = [];
+    run.on("*", (value) => seen.push(value));
+    expect(await rejection(run.result())).toMatchObject({ code: "too-large" });
+    expect(seqs(seen)).toEqual([0]);
+  });
+
+  it("retries a steer answered 429 queue-full (after its Retry-After), and never one that failed otherwise", async () => {
+    let steers = 0;
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        return void res.write(line(event(0, "agent_start")));
+      }
+      if (req.path.endsWith("/steer") && ++steers === 1)
+        return fail(res, 429, "queue-full", { "retry-after": "0" });
+      if (req.path.endsWith("/steer")) return void res.writeHead(202).end();
+      fail(res, 503, "server-busy");
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    await run.steer("left");
+    expect(await rejection(run.followUp("then"))).toMatchObject({ code: "http", status: 503 });
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/steer",
+      "POST /runs/r1/follow-up",
+    ]);
+    await run.cancel();
+  });
+
+  it("cancel() resolves after idleTimeoutMs when the server never answers its /cancel, or asks for a long Retry-After", async () => {
+    for (const answer of ["never", "retry-after"]) {
+      const { baseUrl, requests } = await serve(async (req, res) => {
+        if (req.path === "/runs") {
+          openStream(res);
+          return void res.write(line(event(0, "agent_start")));
+        }
+        if (answer === "retry-after") fail(res, 429, "rate-limited", { "retry-after": "30" });
+      });
+      const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 200 }).start("go");
+      await run.runId;
+      const cancelled = await Promise.race([
+        run.cancel().then(() => "resolved"),
+        delay(5_000).then(() => "still waiting"),
+      ]);
+      expect(cancelled, answer).toBe("resolved");
+      expect((await rejection(run.result())).code).toBe("cancelled");
+      expect(
+        requests.filter((r) => r.path.endsWith("/cancel")),
+        answer,
+      ).toHaveLength(1);
+    }
+  });
+
+  it("takes an event whose bytes are exactly maxEventBytes", async () => {
+    const start = line(event(0, "agent_start"));
+    const end = line(agentEnd(1));
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(start + end);
+    });
+    const bytes = Math.max(Buffer.byteLength(start), Buffer.byteLength(end));
+    const run = new AgentClient({ baseUrl, maxEventBytes: bytes, ...fast }).start("go");
+    await expect(run.result()).resolves.toMatchObject({ type: "agent_end" });
   });
 });
 

@@ -151,7 +151,21 @@ export class ClientToolRunner {
         });
         return undefined;
       }
-      if (response.ok) return response.status === 202 ? await resumedRunId(response) : discard(response);
+      if (response.status === 202) {
+        const resumed = await resumedRunId(response);
+        if (typeof resumed === "string") return resumed;
+        if (signal.aborted) return undefined;
+        // Taken, but the client cannot follow the run it resumed: said, as a post that failed is.
+        this.#emit({
+          type: "client_error",
+          code: "tool-result-failed",
+          message: `The server took the result of the client tool call "${toolCallId}" (${toolName}) (202), but its answer named no run to follow: ${resumed.why}`,
+          status: 202,
+          toolCallId,
+        });
+        return undefined;
+      }
+      if (response.ok) return discard(response);
       const error = await httpError(response);
       if (signal.aborted) return undefined;
       const transient = response.status >= 500 || response.status === 429;
@@ -170,12 +184,22 @@ export class ClientToolRunner {
   }
 }
 
-/** The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended one. */
-async function resumedRunId(response: Response): Promise<string | undefined> {
+/**
+ * The run a 202 answer to a tool-result post names (`{ runId }`): the run that resumed a suspended
+ * one; else why none could be read from it.
+ */
+async function resumedRunId(response: Response): Promise<string | { why: string }> {
+  let text: string;
   try {
-    const { runId } = JSON.parse(await readText(response)) as { runId?: unknown };
-    return typeof runId === "string" && runId !== "" ? runId : undefined;
-  } catch {
-    return undefined;
+    text = await readText(response);
+  } catch (error) {
+    return { why: describe(error) };
   }
+  try {
+    const { runId } = JSON.parse(text) as { runId?: unknown };
+    if (typeof runId === "string" && runId !== "") return runId;
+  } catch {
+    // Told below, as an answer with no run id.
+  }
+  return { why: `the answer is not { "runId": "…" }: ${text.slice(0, 200)}` };
 }

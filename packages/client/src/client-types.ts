@@ -44,23 +44,26 @@ export interface AgentClientOptions {
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**
-   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429 (default
-   * `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1` posts, with the
-   * same body), waiting `delayMs` then twice as long each time, or what a 429's `Retry-After` says:
-   * one asking for more than 60 s is not waited for, that answer is the post's last.
+   * Retrying a tool-result or cancel post after a network error, a 5xx or a 429, and a steer or
+   * follow-up after a 429 only (such as `queue-full`: one that may have been taken is not sent
+   * again) (default `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1`
+   * posts, with the same body), waiting `delayMs` then twice as long each time, or what a 429's
+   * `Retry-After` says: one asking for more than 60 s is not waited for, that answer is the post's
+   * last.
    */
   postRetry?: { attempts?: number; delayMs?: number };
   /**
    * A connection that brings no byte (not even a heartbeat) for this long is taken as dropped, and
    * re-attached (default 45 000 ms; the server sends a heartbeat every 15 s by default). It also
-   * bounds the wait for a response's headers, for the answer to `steer()` and `followUp()`, and
-   * for the whole answer to a client tool's result post (its retries included), which then ends
-   * with a `client_error` of code `"tool-result-failed"`.
+   * bounds the wait for a response's headers, for the whole answer to `steer()`, `followUp()` and
+   * `cancel()`'s post, and for the whole answer to a client tool's result post; each with its
+   * retries included. A result post then ends with a `client_error` of code `"tool-result-failed"`.
    */
   idleTimeoutMs?: number;
   /**
    * The most bytes the event stream may bring without completing an event (default 16 MiB): one
-   * NDJSON line, or one SSE event with its comments. Past it the stream is cancelled and the run
+   * NDJSON line, or one SSE event with its comments, line breaks included, however the network cuts
+   * it. Past it the stream is cancelled (the events before it are delivered) and the run
    * fails with a `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line
    * that never ends.
    */
@@ -124,8 +127,9 @@ export interface AttachOptions {
  * last one answers 202 `{ runId }`, it follows that new run from its `agent_start` (its events are
  * yielded next; `currentRunId` names it). That run may suspend again, and so on: `result()` resolves
  * with the first `agent_end` of the chain that is not such a suspension. When every post ended
- * without a 202 (one was rejected, say: a `client_error` event tells why), `result()` resolves with
- * the suspended run's `agent_end` (`stopReason: "awaiting_client_tool"`).
+ * without a 202 naming a run (one was rejected, say, or a 202's answer named none: a
+ * `client_error` event tells why), `result()` resolves with the suspended run's `agent_end`
+ * (`stopReason: "awaiting_client_tool"`).
  */
 export interface ClientRun extends AsyncIterable<ClientEvent> {
   /**

@@ -49,7 +49,9 @@ export class ClientError extends Error {
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
  *   `status` and `serverCode` say how. It is not retried.
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until
- *   `postRetry.attempts` retries were spent, or no whole answer within `idleTimeoutMs`.
+ *   `postRetry.attempts` retries were spent, or no whole answer within `idleTimeoutMs` (a
+ *   `Retry-After` wait included). Also a 202 whose answer names no run (`status` 202): the server
+ *   took the result, but the client cannot follow the run it resumed.
  *
  * It has no `runId`/`seq` of its own: it is not one of the run's events.
  */

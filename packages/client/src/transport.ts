@@ -69,8 +69,11 @@ export class Transport {
       } catch (error) {
         if (options.signal.aborted || stop.aborted || !options.retryNetwork || retry >= attempts) throw error;
       }
-      await sleep(wait, stop);
+      // The request's signal ends the wait too: a deadline on the whole post (idleTimeoutMs) holds
+      // through a Retry-After longer than it.
+      await sleep(wait, stop, options.signal);
       if (stop.aborted) throw stop.reason;
+      if (options.signal.aborted) throw options.signal.reason;
     }
   }
 }
@@ -178,16 +181,16 @@ export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSigna
   };
 }
 
-/** Waits `ms`, or less if `signal` aborts. Never rejects. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms`, or less if one of `signals` aborts. Never rejects. */
+export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
+    if (signals.some((signal) => signal.aborted)) return resolve();
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
+      for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
+    for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }

@@ -68,14 +68,18 @@ export interface AgentServerOptions {
   /**
    * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
    * past it, `…/steer` and `…/follow-up` answer 429 `queue-full` (`Retry-After: 1`) and queue
-   * nothing. For the runs of the `agent` option; a `backend`'s runs are its own to bound.
+   * nothing. For the runs of the `agent` option; a `backend`'s runs are its own to bound
+   * (`durableBackend` bounds none).
    */
   maxQueuedMessages?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;
   /** Largest request body (default 256 KiB). */
   maxBodyBytes?: number;
-  /** Per-user limits (memory); `false` turns one off. Defaults: start 30/min, callback 600/min. */
+  /**
+   * Per-user limits (memory); `false` turns one off. Defaults: start (`POST /runs`) 30/min,
+   * callback (`POST …/tool-results`) 600/min; past one, 429 `rate-limited` with `Retry-After`.
+   */
   rateLimits?: { start?: RateLimit | false; callback?: RateLimit | false };
   /** Where used hook tokens are recorded (default: in memory). */
   ledger?: TokenLedger;

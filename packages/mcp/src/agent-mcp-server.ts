@@ -22,13 +22,16 @@ export interface AgentMcpServerOptions {
 
 export interface AgentMcpHttpOptions extends AgentMcpServerOptions {
   /**
-   * The `Host` values to answer (with the port: `"localhost:3000"`); any other gets 403. Set it
-   * when serving on localhost: a web page can reach a local server through DNS rebinding, under a
-   * host name of its own.
+   * The `Host` values to answer (with the port: `"localhost:3000"`, in any case); any other, or
+   * none, gets 403, and an empty list answers no request. Set it when serving on localhost: a web
+   * page can reach a local server through DNS rebinding, under a host name of its own.
    */
-  allowedHosts?: string[];
-  /** The `Origin` values to answer when a request has one (a browser's); any other gets 403. */
-  allowedOrigins?: string[];
+  allowedHosts?: readonly string[];
+  /**
+   * The `Origin` values to answer when a request has one (a browser's: `"http://localhost:3000"`);
+   * any other gets 403. A request without an `Origin` is not checked.
+   */
+  allowedOrigins?: readonly string[];
 }
 
 // Read at run time rather than imported as JSON: package.json lies outside the compiled rootDir.
@@ -74,22 +77,23 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer 
 export function createAgentMcpHttpHandler(
   options: AgentMcpHttpOptions,
 ): (request: IncomingMessage, response: ServerResponse, parsedBody?: unknown) => Promise<void> {
-  const { allowedHosts, allowedOrigins } = options;
-  const checked = allowedHosts !== undefined || allowedOrigins !== undefined;
+  // Checked here, as given: the SDK's own check (deprecated) takes an empty list as no check at all.
+  const allowedHosts = options.allowedHosts?.map((host) => host.toLowerCase());
+  const { allowedOrigins } = options;
   return async (request, response, parsedBody) => {
-    if (request.method !== "POST") {
-      const refusal = { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed." }, id: null };
-      response.writeHead(405, { allow: "POST", "content-type": "application/json" });
+    const refuse = (status: number, message: string, headers: Record<string, string> = {}) => {
+      const refusal = { jsonrpc: "2.0", error: { code: -32000, message }, id: null };
+      response.writeHead(status, { ...headers, "content-type": "application/json" });
       response.end(JSON.stringify(refusal));
-      return;
-    }
+    };
+    const { host, origin } = request.headers;
+    if (allowedHosts !== undefined && !allowedHosts.includes(host?.toLowerCase() ?? ""))
+      return refuse(403, `Invalid Host header: ${host ?? "(none)"}`);
+    if (allowedOrigins !== undefined && origin !== undefined && !allowedOrigins.includes(origin))
+      return refuse(403, `Invalid Origin header: ${origin}`);
+    if (request.method !== "POST") return refuse(405, "Method not allowed.", { allow: "POST" });
     const server = createAgentMcpServer(options);
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableDnsRebindingProtection: checked,
-      allowedHosts,
-      allowedOrigins,
-    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     // Closing the server aborts the signal of every call still running, and so its run. Once the
     // answer is sent, none is.
     response.once("close", () => void server.close());

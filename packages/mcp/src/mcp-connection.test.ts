@@ -144,6 +144,18 @@ describe("McpConnection.tools", () => {
     );
   });
 
+  it("names a broken entry of a later page by that page, as the index is the page's", async () => {
+    const mcp = await connectTo({
+      list: (cursor) =>
+        cursor === undefined
+          ? ({ tools: [{ name: "a", inputSchema: { type: "object" } }], nextCursor: "2" } as ListToolsResult)
+          : ({ tools: [{ name: "b", inputSchema: { type: "array" } }] } as never),
+    });
+    await expect(mcp.tools()).rejects.toThrow(
+      'MCP server "raw": could not list its tools: its tools/list answer breaks the MCP schema, on page 2: tools[0].inputSchema.type: Invalid input: expected "object"',
+    );
+  });
+
   it("refuses a tools/list whose pages never end, rather than reading it forever", async () => {
     // Both servers stop paging after 1,000 pages, so that a client that would read on forever fails here.
     let calls = 0;

@@ -53,9 +53,10 @@ export class McpConnection implements AsyncDisposable {
     const tools: McpTool[] = [];
     const cursors = new Set<string>();
     let cursor: string | undefined;
+    let pages = 1;
     try {
       // A server whose pages never end would have tools() read, and grow, forever.
-      for (let pages = 1; ; pages++) {
+      for (; ; pages++) {
         const page = await this.client.listTools(cursor === undefined ? undefined : { cursor });
         tools.push(...page.tools);
         cursor = page.nextCursor;
@@ -66,7 +67,7 @@ export class McpConnection implements AsyncDisposable {
         cursors.add(cursor);
       }
     } catch (error) {
-      throw new McpServerError(this.name, `could not list its tools: ${listingProblem(error)}`, {
+      throw new McpServerError(this.name, `could not list its tools: ${listingProblem(error, pages)}`, {
         cause: error,
       });
     }
@@ -151,7 +152,7 @@ function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => 
  * JSON (an entry with no `name`, an `inputSchema` whose `type` is not "object"): they are told as
  * `tools[1].inputSchema.type: …` instead, the first three of them.
  */
-function listingProblem(error: unknown): string {
+function listingProblem(error: unknown, page: number): string {
   const issues = (error as { issues?: unknown } | null)?.issues;
   if (!Array.isArray(issues) || issues.length === 0) return errorMessage(error);
   const told = issues.slice(0, 3).map((issue: { path?: unknown; message?: unknown }) => {
@@ -164,5 +165,7 @@ function listingProblem(error: unknown): string {
     return `${path === "" ? "" : `${path}: `}${String(issue.message)}`;
   });
   const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
-  return `its tools/list answer breaks the MCP schema: ${told.join("; ")}${more}`;
+  // An entry's index is its page's: past the first page, the page is named too.
+  const where = page > 1 ? `, on page ${page}` : "";
+  return `its tools/list answer breaks the MCP schema${where}: ${told.join("; ")}${more}`;
 }

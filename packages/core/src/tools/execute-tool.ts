@@ -35,7 +35,9 @@ export function executeToolCall(
       tools.size > 0 ? ` Available tools: ${tools.names().join(", ")}.` : " No tools are registered.";
     return toolResult(call, "error", `Unknown tool "${call.name}".${available}`);
   }
-  const parsed = parseArgs(tool.inputSchema, call.args);
+  // The schema checks a copy: whatever it passes through to the tool (all of it, a z.any() field, a
+  // loose object's extra keys) is then the tool's own, never the history's call.
+  const parsed = parseArgs(tool.inputSchema, ownArgs(call.args));
   // With a time limit the call gets its own signal, aborted by the run or by its deadline.
   const deadline = timeoutMs === undefined ? undefined : new ToolDeadline(scope, timeoutMs);
   if (!(parsed instanceof Promise))
@@ -101,7 +103,7 @@ function runTool(
   let then: Then | undefined;
   try {
     const idempotencyKey = runId === undefined ? call.id : `${runId}:${call.id}`;
-    returned = tool.execute(ownArgs(args, call), { signal, toolCallId: call.id, idempotencyKey });
+    returned = tool.execute(args, { signal, toolCallId: call.id, idempotencyKey });
     // Read once and inside the guard: a `then` getter that throws is the tool failing.
     then = thenOf(returned);
   } catch (error) {
@@ -131,18 +133,43 @@ function runTool(
 }
 
 /**
- * Arguments the tool may change: a schema that passes them through (a JSON Schema, `z.unknown()`)
- * would hand the tool the history's own object, and a tool that sorted a list in place would
- * change the call the history (and its `tool_call` event) records.
+ * Arguments the tool may change: a schema may pass any part of what it checks through (a JSON
+ * Schema all of it, zod a `z.any()` field or a loose object's extra keys), and a tool that sorted
+ * a list in place would change the call the history (and its `tool_call` event) records. The
+ * arguments are JSON, so a copy of their objects and arrays is cheap; anything else an
+ * orchestrator's call holds is kept as it is, and one nested past `MAX_COPY_DEPTH` (a cycle, say)
+ * is copied by `structuredClone`, when it can be.
  */
-function ownArgs(args: unknown, call: ToolCall): unknown {
-  if (args !== call.args || typeof args !== "object" || args === null) return args;
+function ownArgs(args: unknown): unknown {
+  if (typeof args !== "object" || args === null) return args;
   try {
-    return structuredClone(args);
+    return copyJson(args, 0);
   } catch {
-    // Not cloneable (an orchestrator's call may hold anything): the tool gets it as it is.
-    return args;
+    try {
+      return structuredClone(args);
+    } catch {
+      return args;
+    }
   }
+}
+
+const MAX_COPY_DEPTH = 256;
+
+function copyJson(value: unknown, depth: number): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (depth > MAX_COPY_DEPTH) throw new RangeError("nested too deep to copy");
+  if (Array.isArray(value)) return value.map((item) => copyJson(item, depth + 1));
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const item = copyJson((value as Record<string, unknown>)[key], depth + 1);
+    // JSON.parse makes "__proto__" a key like any other; assigned, it would set the prototype.
+    if (key === "__proto__")
+      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    else copy[key] = item;
+  }
+  return copy;
 }
 
 /** A tool's own deadline: aborts its signal when the time is up, or when the run aborts. */
