@@ -61,6 +61,14 @@ describe("createAgentMcpServer", () => {
   });
 });
 
+/** A stateless server takes a call without initialize: one POST of `ask_agent`. */
+const ASK_AGENT_CALL = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "tools/call",
+  params: { name: "ask_agent", arguments: { prompt: "Hi" } },
+});
+
 describe("createAgentMcpHttpHandler", () => {
   let http: Server | undefined;
   afterEach(async () => {
@@ -124,14 +132,7 @@ describe("createAgentMcpHttpHandler", () => {
           for await (const chunk of response) body += chunk;
           resolve({ status: response.statusCode ?? 0, body });
         });
-        post.end(
-          JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "tools/call",
-            params: { name: "ask_agent", arguments: { prompt: "Hi" } },
-          }),
-        );
+        post.end(ASK_AGENT_CALL);
       });
     expect((await call({ host: "rebound.example" })).status).toBe(403);
     expect((await call({ host: "agent.test", origin: "http://evil.example" })).status).toBe(403);
@@ -197,14 +198,7 @@ describe("createAgentMcpHttpHandler", () => {
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
     });
     post.on("error", () => {});
-    post.end(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "ask_agent", arguments: { prompt: "Hi" } },
-      }),
-    );
+    post.end(ASK_AGENT_CALL);
     await runStarted;
     post.destroy();
     expect(await runEnded).toBe("aborted");

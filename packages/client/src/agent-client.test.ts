@@ -74,6 +74,21 @@ function agentEnd(seq: number): Record<string, unknown> {
   });
 }
 
+/** The `agent_end` of a run suspended on `call`, whose hook token is "tok". */
+function suspendedOn(call: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ...agentEnd(1),
+    stopReason: "awaiting_client_tool",
+    pendingClientTools: [{ ...call, hookToken: "tok" }],
+  };
+}
+
+/** Answers a start with a run that suspends at once: `agent_start`, then `suspended`. */
+function endsSuspended(res: ServerResponse, suspended: Record<string, unknown>): void {
+  openStream(res);
+  res.end(line(event(0, "agent_start")) + line(suspended));
+}
+
 /** A run of `count` events: agent_start, text deltas, agent_end. */
 function script(count: number): Record<string, unknown>[] {
   return Array.from({ length: count }, (_, seq) =>
@@ -1322,16 +1337,9 @@ describe("AgentClient: a hostile server", () => {
 
   it("reads at most 1 MiB of a 202's body too (the run a tool result resumed): no run is named, the suspended agent_end is the result", async () => {
     let written: Promise<number> | undefined;
-    const suspended = {
-      ...agentEnd(1),
-      stopReason: "awaiting_client_tool",
-      pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
-    };
+    const suspended = suspendedOn(clientCall);
     const { baseUrl } = await serve(async (req, res) => {
-      if (req.path === "/runs") {
-        openStream(res);
-        return void res.end(line(event(0, "agent_start")) + line(suspended));
-      }
+      if (req.path === "/runs") return endsSuspended(res, suspended);
       res.writeHead(202, { "content-type": "application/json" });
       written = flood(res, '{"runId":"r2"');
     });
@@ -1368,16 +1376,9 @@ describe("AgentClient: the documented bounds, exactly", () => {
 
   it("reports a 202 whose answer never ends (or names no run) as tool-result-failed, then resolves with the suspended agent_end", async () => {
     for (const body of ['{"runId":', '{"run":"r2"}']) {
-      const suspended = {
-        ...agentEnd(1),
-        stopReason: "awaiting_client_tool",
-        pendingClientTools: [{ ...clientCall, hookToken: "tok" }],
-      };
+      const suspended = suspendedOn(clientCall);
       const { baseUrl } = await serve(async (req, res) => {
-        if (req.path === "/runs") {
-          openStream(res);
-          return void res.end(line(event(0, "agent_start")) + line(suspended));
-        }
+        if (req.path === "/runs") return endsSuspended(res, suspended);
         res.writeHead(202, { "content-type": "application/json" });
         if (body.endsWith(":")) res.write(body);
         else res.end(body);
