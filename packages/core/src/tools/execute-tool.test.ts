@@ -522,3 +522,54 @@ describe("executeToolCall: a deadline ends with its call", () => {
     },
   );
 });
+
+describe("executeToolCall: the tool gets arguments of its own", () => {
+  /** A tool whose schema passes its arguments through, and that changes what it gets. */
+  function changing(change: (args: Record<string, unknown>) => void): ServerTool {
+    const tool = toolWith((args) => {
+      change(args as Record<string, unknown>);
+      return "changed";
+    });
+    // What a JSON Schema tool's check does: the value checked is the value the tool gets.
+    return { ...tool, inputSchema: z.unknown() };
+  }
+
+  it("a '__proto__' key (JSON.parse makes it an own key) stays a key of the copy and sets no prototype", async () => {
+    const args = JSON.parse('{"__proto__":{"polluted":true},"list":[2,1]}') as Record<string, unknown>;
+    let seen: Record<string, unknown> | undefined;
+    const tool = changing((copy) => {
+      seen = copy;
+      (copy.list as number[]).sort();
+    });
+    expect(await run(tool, { call: callOf("t", args) })).toMatchObject({ status: "ok" });
+    expect(Object.getPrototypeOf(seen)).toBe(Object.prototype);
+    expect(Object.keys(seen as object)).toEqual(["__proto__", "list"]);
+    expect((seen as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(args.list).toEqual([2, 1]);
+  });
+
+  it("arguments with a cycle (an orchestrator's call) are copied by structuredClone, and the call's stay as they were", async () => {
+    const args = cyclic() as Record<string, unknown>;
+    let seen: Record<string, unknown> | undefined;
+    const tool = changing((copy) => {
+      seen = copy;
+      copy.added = 1;
+    });
+    expect(await run(tool, { call: callOf("t", args) })).toMatchObject({ status: "ok" });
+    expect(seen).not.toBe(args);
+    expect(seen?.self).toBe(seen);
+    expect(args.added).toBeUndefined();
+  });
+
+  it("an instance of a class inside the arguments is handed on as it is, not copied", async () => {
+    class Handle {
+      uses = 0;
+    }
+    const handle = new Handle();
+    const tool = changing((copy) => {
+      (copy.handle as Handle).uses++;
+    });
+    expect(await run(tool, { call: callOf("t", { handle }) })).toMatchObject({ status: "ok" });
+    expect(handle.uses).toBe(1);
+  });
+});
