@@ -10,6 +10,7 @@ import {
   ReservedEventError,
   type RunContext,
   type RunResult,
+  type ToolBatchResult,
   type ToolCall,
   validateTranscript,
 } from "@agent-core/core";
@@ -828,5 +829,234 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
       undefined,
     ]);
     expect(model.doStreamCalls[0]?.temperature).toBe(0);
+  });
+});
+
+describe("the history moves on only past calls that are not running", () => {
+  /** A tool with a side effect that takes `ms` and ignores its abort signal. */
+  function charging(ms: number) {
+    const runs: string[] = [];
+    const tool = defineTool({
+      name: "charge",
+      description: "Charges a card",
+      inputSchema: z.object({ amount: z.number() }),
+      execute: async ({ amount }) => {
+        runs.push(String(amount));
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return "charged";
+      },
+    });
+    return { runs, tool };
+  }
+
+  /** A run whose first reply asks for one charge (`c1`) and whose orchestrator then does `after`. */
+  async function chargingRun(
+    after: (ctx: RunContext, calls: ToolCall[]) => Promise<void>,
+    options: { ms?: number; abortGraceMs?: number } = {},
+  ) {
+    const { runs, tool } = charging(options.ms ?? 5);
+    const model = scriptedModel([
+      [script.toolCall("charge", { amount: 5 }, { id: "c1" })],
+      [script.text("Charged.")],
+      [script.text("Once more.")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [tool],
+      limits: { abortGraceMs: options.abortGraceMs ?? 200 },
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") throw new Error("expected a call");
+        await after(ctx, decision.toolCalls);
+      }),
+    });
+    const run = agent.prompt("pay");
+    const result = await kept(run);
+    return { runs, result, run, model };
+  }
+
+  const c1Result = (result: RunResult) =>
+    result.messages.find((message) => message.role === "toolResult" && message.toolCallId === "c1");
+
+  const movesOn: Record<string, (ctx: RunContext) => Promise<unknown> | unknown> = {
+    "ctx.decide()": (ctx) => ctx.decide(),
+    "ctx.generateObject()": (ctx) => ctx.generateObject(z.object({ a: z.number() })),
+    "ctx.messages.append() of a user message": (ctx) =>
+      ctx.messages.append({ role: "user", content: "And a receipt." }),
+    "ctx.applySteering()": (ctx) => ctx.applySteering(["And a receipt."]),
+  };
+  for (const [service, moveOn] of Object.entries(movesOn))
+    it(`${service} while a batch runs the call is refused before anything changes; the call's result lands`, async () => {
+      let refused: unknown;
+      const { runs, result, model, run } = await chargingRun(async (ctx, calls) => {
+        const running = ctx.executeTools(calls);
+        try {
+          await moveOn(ctx);
+        } catch (error) {
+          refused = error;
+        }
+        await running;
+      });
+      expect(refused).toBeInstanceOf(InvalidHistoryError);
+      expect((refused as Error).message).toMatch(
+        /tool call "c1" is still running in an executeTools\(\) batch/,
+      );
+      expect(runs).toEqual(["5"]);
+      expect(c1Result(result)).toMatchObject({ status: "ok", content: "charged" });
+      expect(result.messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult"]);
+      expect(model.doStreamCalls).toHaveLength(1);
+      expect(eventsOf(run.events, "tool_call")).toHaveLength(1);
+    });
+
+  it("a model call answers the calls left without a result first: the model never sees a call without its result", async () => {
+    const { runs, result, model } = await chargingRun(async (ctx) => {
+      await ctx.decide();
+    });
+    expect(runs).toEqual([]);
+    const prompt = model.prompts[1] ?? [];
+    expect(prompt.map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
+    expect(prompt[2]?.content).toMatchObject([
+      {
+        type: "tool-result",
+        toolCallId: "c1",
+        output: { type: "error-text", value: "not completed: the run went on without its result" },
+      },
+    ]);
+    expect(c1Result(result)).toMatchObject({ status: "error" });
+  });
+
+  it("an orchestrator that returns while its batch runs: the run ends once the batch settled, and a call that finished keeps its result", async () => {
+    const { runs, result } = await chargingRun(
+      async (ctx, calls) => {
+        void ctx.executeTools(calls);
+      },
+      { ms: 5, abortGraceMs: 200 },
+    );
+    expect(result.stopReason).toBe("completed");
+    expect(runs).toEqual(["5"]);
+    expect(c1Result(result)).toMatchObject({ status: "ok", content: "charged" });
+  });
+
+  it("... and waits no longer than the grace period for a tool that ignores the abort", async () => {
+    const started = Date.now();
+    const { runs, result } = await chargingRun(
+      async (ctx, calls) => {
+        void ctx.executeTools(calls);
+      },
+      { ms: 2000, abortGraceMs: 30 },
+    );
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(result.stopReason).toBe("completed");
+    expect(runs).toEqual(["5"]);
+    expect(c1Result(result)).toMatchObject({ status: "error" });
+  });
+
+  it("steering that one batch took while another still runs calls of the same reply waits for that batch", async () => {
+    const slow = charging(30);
+    const fast = charging(1);
+    const quick = defineTool({ ...fast.tool, name: "refund" });
+    const batches: ToolBatchResult[] = [];
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("charge", { amount: 5 }, { id: "c1" }),
+          script.toolCall("refund", { amount: 2 }, { id: "c2" }),
+        ],
+      ]),
+      tools: [slow.tool, quick],
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") return;
+        const [charge, refund] = decision.toolCalls as [ToolCall, ToolCall];
+        agent.steer("And a receipt.");
+        const first = ctx.executeTools([charge]);
+        batches.push(await ctx.executeTools([refund]));
+        batches.push(await first);
+      }),
+    });
+    const result = await kept(agent.prompt("pay"));
+    expect(result.stopReason).toBe("completed");
+    expect(batches.map((batch) => batch.steering.length)).toEqual([0, 1]);
+    expect(result.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "user",
+    ]);
+    expect(c1Result(result)).toMatchObject({ status: "ok", content: "charged" });
+    expect(result.messages.at(-1)).toMatchObject({ role: "user", content: "And a receipt." });
+  });
+
+  it("a batch that suspends the run while another runs: that one is cancelled, and its calls get their results in this run", async () => {
+    const { tool, runs } = charging(5);
+    const agent = new Agent({
+      provider: scriptedModel([
+        [
+          script.toolCall("charge", { amount: 5 }, { id: "c1" }),
+          script.toolCall("charge", { amount: 7 }, { id: "c2" }),
+        ],
+        [script.text("Charged twice.")],
+      ]),
+      tools: [tool],
+      limits: { abortGraceMs: 200 },
+      beforeToolCall: ({ call }) => (call.id === "c2" ? { requireApproval: true } : undefined),
+      orchestrator: plugin(async (ctx) => {
+        const decision = await ctx.decide();
+        if (decision.mode !== "steer") return;
+        const [first, second] = decision.toolCalls as [ToolCall, ToolCall];
+        await Promise.all([ctx.executeTools([first]), ctx.executeTools([second])]);
+        await ctx.decide();
+      }),
+    });
+    const run = agent.prompt("pay");
+    const waiting = await settled(run);
+    // Every call of the run gets its result in the run, except the one it waits on.
+    assertEventProtocol(run.events);
+    expect(waiting.stopReason).toBe("awaiting_approval");
+    expect(waiting.pendingApprovals?.map((call) => call.toolCallId)).toEqual(["c2"]);
+    expect(c1Result(waiting)).toMatchObject({ status: "ok", content: "charged" });
+    const resumed = await kept(agent.approve("c2") as AgentRun);
+    expect(resumed.stopReason).toBe("completed");
+    expect(runs).toEqual(["5", "7"]);
+    expect(resumed.messages.filter((message) => message.role === "toolResult")).toHaveLength(2);
+  });
+
+  it("once the run suspends, an orchestrator that goes on cannot answer the calls it waits on", async () => {
+    // The orchestrator swallows AwaitingApprovalError and goes on at each microtask after it.
+    for (let yields = 0; yields <= 4; yields++) {
+      const { tool, runs } = charging(1);
+      const tried: unknown[] = [];
+      const agent = new Agent({
+        provider: scriptedModel([
+          [script.toolCall("charge", { amount: 5 }, { id: "c1" })],
+          [script.text("Moved on.")],
+          [script.text("Charged.")],
+        ]),
+        tools: [tool],
+        beforeToolCall: async () => ({ requireApproval: true }),
+        orchestrator: plugin(async (ctx) => {
+          const decision = await ctx.decide();
+          if (decision.mode !== "steer") return;
+          ctx.executeTools(decision.toolCalls).catch(() => {});
+          for (let k = 0; k < yields; k++) await Promise.resolve();
+          for (const moveOn of Object.values(movesOn))
+            try {
+              await moveOn(ctx);
+            } catch (error) {
+              tried.push(error);
+            }
+        }),
+      });
+      const waiting = await settled(agent.prompt("pay"));
+      expect(waiting.stopReason).toBe("awaiting_approval");
+      expect(waiting.pendingApprovals?.map((call) => call.toolCallId)).toEqual(["c1"]);
+      expect(waiting.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+      expect(tried).toHaveLength(4);
+      const resumed = await kept(agent.approve("c1") as AgentRun);
+      expect(resumed.stopReason).toBe("completed");
+      expect(runs).toEqual(["5"]);
+      expect(c1Result(resumed)).toMatchObject({ status: "ok", content: "charged" });
+    }
   });
 });

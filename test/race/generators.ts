@@ -5,7 +5,8 @@ import fc from "fast-check";
  * agent's setup, the model's replies, and a timeline of what the user does while it runs.
  */
 
-export type Mode = "sequential" | "parallel" | "plan-execute";
+/** `custom`: an orchestrator of the case's own, a program of `RunContext` calls (see `ProgramStep`). */
+export type Mode = "sequential" | "parallel" | "plan-execute" | "custom";
 
 /** How a tool call behaves; the tool reads it from its own arguments. */
 export type ToolAct =
@@ -57,6 +58,49 @@ export interface PlanStepSpec {
 /** A planning reply of plan-execute: a plan, or a reply the planner cannot use. */
 export type PlanReplySpec = { kind: "plan"; steps: PlanStepSpec[] } | { kind: "garbage" };
 
+/**
+ * One step of a custom orchestrator's program, as a third-party author might write it with
+ * `RunContext` alone, careless ways included: calls not awaited, errors swallowed, steering taken and
+ * dropped, events emitted after the run. Whatever it does, the framework's guarantees must hold.
+ */
+export type ProgramStep =
+  /** `ctx.decide()` (with the tools, or `{ tools: false }`); its tool calls become the pending ones. */
+  | { op: "decide"; tools: boolean; swallow: boolean }
+  /**
+   * `ctx.executeTools(pending)`; `split`: the first call in one batch and the rest in another, at
+   * once; `detached`: not awaited (the next step runs beside the batches).
+   */
+  | {
+      op: "execute";
+      concurrency: number;
+      interrupt: boolean;
+      split: boolean;
+      detached: boolean;
+      swallow: boolean;
+    }
+  /** `ctx.steering.take()`, then `ctx.applySteering()` or nothing (the messages are dropped). */
+  | { op: "steering"; apply: boolean; swallow: boolean }
+  /** `ctx.followUps.take()`; when any: close the turn, append them, open a new turn. */
+  | { op: "followUps"; swallow: boolean }
+  /** A `custom` event now, or `laterMs` after this step (maybe after the run's end). */
+  | { op: "emit"; laterMs: number | undefined; swallow: boolean }
+  /** `ctx.generateObject()`: a structured call that leaves the history alone. */
+  | { op: "generateObject"; swallow: boolean }
+  /** `ctx.messages.append()` of a user note: refused while calls wait for their results. */
+  | { op: "append"; swallow: boolean }
+  /** `ctx.endTurn()` with the last answer, then `ctx.startTurn()`. */
+  | { op: "turn"; swallow: boolean };
+
+/** How a custom orchestrator's `run` ends once its steps are done. */
+export type ProgramEnd = "return" | "throw" | "hang" | "hangUntilAborted";
+
+export interface Program {
+  steps: ProgramStep[];
+  /** The steps run this many times in one run. */
+  repeat: number;
+  end: ProgramEnd;
+}
+
 export type Action =
   | { kind: "prompt"; at: number; totalMs: number | undefined; toolMs: number | undefined }
   | { kind: "abort"; at: number }
@@ -92,6 +136,8 @@ export interface RaceCase {
   replies: Reply[];
   /** plan-execute's planning replies, played in order. */
   plans: PlanReplySpec[];
+  /** The custom orchestrator's program (mode `custom`; empty otherwise). */
+  program: Program;
   /** Sorted by `at`; the first prompt, at 0, is implicit. */
   timeline: Action[];
 }
@@ -228,6 +274,58 @@ const setup: fc.Arbitrary<Setup> = fc.record({
   clientToolMs: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined, freq: 2 }),
 });
 
+const swallow = weighted([4, false], [1, true]);
+
+const programStep: fc.Arbitrary<ProgramStep> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant("decide" as const),
+      tools: weighted([4, true], [1, false]),
+      swallow,
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("execute" as const),
+      concurrency: fc.integer({ min: 1, max: 3 }),
+      interrupt: weighted([3, true], [1, false]),
+      split: weighted([3, false], [1, true]),
+      detached: weighted([4, false], [1, true]),
+      swallow,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant("steering" as const),
+      apply: weighted([3, true], [1, false]),
+      swallow,
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("followUps" as const), swallow }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant("emit" as const),
+      laterMs: fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
+      swallow,
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("generateObject" as const), swallow }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("append" as const), swallow }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("turn" as const), swallow }) },
+);
+
+const program: fc.Arbitrary<Program> = fc.record({
+  steps: fc.array(programStep, { minLength: 1, maxLength: 6 }),
+  repeat: fc.integer({ min: 1, max: 3 }),
+  end: weighted<ProgramEnd>([8, "return"], [2, "throw"], [1, "hang"], [1, "hangUntilAborted"]),
+});
+
+const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return" };
+
 export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
   return fc.record({
     mode: fc.constant(mode),
@@ -240,6 +338,7 @@ export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
       mode === "plan-execute"
         ? fc.array(planReply, { minLength: 1, maxLength: 4 })
         : fc.constant<PlanReplySpec[]>([]),
+    program: mode === "custom" ? program : fc.constant(NO_PROGRAM),
     // A stable sort: actions at the same time keep their generated order.
     timeline: fc.array(action, { maxLength: 8 }).map((actions) => [...actions].sort((x, y) => x.at - y.at)),
   });

@@ -4,17 +4,22 @@ import {
   type AgentEvent,
   type AgentMessage,
   type AgentRun,
+  type AssistantMessage,
   type BeforeToolCallResult,
   defineTool,
   FatalToolError,
+  type Orchestrator,
+  type RunContext,
   type RunResult,
+  runTurns,
+  type ToolCall,
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
 import { type ScriptPart, type ScriptStep, script, scriptedModel } from "@agent-core/testing";
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { vi } from "vitest";
 import { z } from "zod";
-import type { Action, CallSpec, PlanReplySpec, RaceCase, Reply } from "./generators.js";
+import type { Action, CallSpec, PlanReplySpec, Program, ProgramStep, RaceCase, Reply } from "./generators.js";
 
 /**
  * Drives one agent through a race case on a virtual clock: `setTimeout` and `Date` are faked, the
@@ -299,6 +304,116 @@ function buildHooks(state: CaseState) {
   };
 }
 
+// ----- the custom orchestrator -----
+
+/** What a program's user note says (it is no prompt, steering or follow-up of the timeline). */
+const PROGRAM_NOTE = "[program note]";
+const programObject = z.object({ steps: z.array(z.unknown()) });
+
+/** What a program's run has seen: the calls of its last decision not yet executed, its last answer. */
+interface ProgramRun {
+  pending: ToolCall[];
+  last: AssistantMessage | undefined;
+}
+
+/**
+ * Mode `custom`: the case's program, run through `RunContext` alone, as a third-party orchestrator
+ * is. The drain prompt gets a plain tool loop instead, so each case ends on a history to check.
+ */
+class ProgramOrchestrator implements Orchestrator {
+  readonly name = "program";
+
+  constructor(
+    readonly program: Program,
+    readonly state: CaseState,
+  ) {}
+
+  async run(ctx: RunContext): Promise<void> {
+    if (this.state.draining) return runTurns(ctx, () => toolLoop(ctx));
+    ctx.startTurn();
+    const run: ProgramRun = { pending: [], last: undefined };
+    for (let round = 0; round < this.program.repeat; round++)
+      for (const step of this.program.steps)
+        try {
+          await performStep(ctx, step, run);
+        } catch (error) {
+          if (!step.swallow) throw error;
+        }
+    if (run.last) ctx.endTurn(run.last);
+    switch (this.program.end) {
+      case "return":
+        return;
+      case "throw":
+        throw new Error("the program gives up");
+      case "hang":
+        return never();
+      case "hangUntilAborted":
+        return untilAborted(ctx.signal);
+    }
+  }
+}
+
+async function toolLoop(ctx: RunContext): Promise<AssistantMessage> {
+  for (;;) {
+    const decision = await ctx.decide();
+    if (decision.mode === "respond") return decision.message;
+    await ctx.executeTools(decision.toolCalls);
+  }
+}
+
+async function performStep(ctx: RunContext, step: ProgramStep, run: ProgramRun): Promise<void> {
+  switch (step.op) {
+    case "decide": {
+      const decision = await ctx.decide(step.tools ? undefined : { tools: false });
+      run.last = decision.message;
+      run.pending = decision.mode === "steer" ? decision.toolCalls : [];
+      return;
+    }
+    case "execute": {
+      const calls = run.pending;
+      run.pending = [];
+      const options = { concurrency: step.concurrency, interruptOnSteering: step.interrupt };
+      const parts = step.split && calls.length > 1 ? [calls.slice(0, 1), calls.slice(1)] : [calls];
+      const batch = Promise.all(parts.map((part) => ctx.executeTools(part, options)));
+      // Not awaited: the next step runs beside the batch, and the run may end before it does.
+      if (step.detached) batch.catch(() => {});
+      else await batch;
+      return;
+    }
+    case "steering": {
+      const messages = await ctx.steering.take();
+      // Not applied: dropped by the program, which the run's end must queue again.
+      if (step.apply && messages.length > 0) ctx.applySteering(messages);
+      return;
+    }
+    case "followUps": {
+      const messages = await ctx.followUps.take();
+      if (messages.length === 0) return;
+      if (run.last) ctx.endTurn(run.last);
+      ctx.messages.append(...messages);
+      ctx.startTurn();
+      return;
+    }
+    case "emit": {
+      const event = { type: "custom" as const, name: "program.note", data: { length: ctx.messages.length } };
+      // Later: maybe after the run's end, when the event must reach no one (and nothing throws).
+      if (step.laterMs === undefined) ctx.emit(event);
+      else setTimeout(() => ctx.emit(event), step.laterMs);
+      return;
+    }
+    case "generateObject":
+      await ctx.generateObject(programObject);
+      return;
+    case "append":
+      ctx.messages.append({ role: "user", content: PROGRAM_NOTE, timestamp: Date.now() });
+      return;
+    case "turn":
+      if (run.last) ctx.endTurn(run.last);
+      ctx.startTurn();
+      return;
+  }
+}
+
 function buildAgent(raceCase: RaceCase, state: CaseState, provider: ReturnType<typeof buildModel>) {
   const { setup, mode } = raceCase;
   return new Agent({
@@ -313,6 +428,7 @@ function buildAgent(raceCase: RaceCase, state: CaseState, provider: ReturnType<t
     ...(mode === "plan-execute"
       ? { orchestrator: planExecute({ maxConcurrency: setup.maxConcurrency, maxReplans: setup.maxReplans }) }
       : {}),
+    ...(mode === "custom" ? { orchestrator: new ProgramOrchestrator(raceCase.program, state) } : {}),
   });
 }
 

@@ -127,8 +127,9 @@ function endedHistory(result: RunResult): { messages: AgentMessage[]; problems: 
   if (!waits && !neverRan) return { messages: result.messages, problems: [] };
   const last = result.messages.findLastIndex((message) => message.role === "assistant");
   if (neverRan) {
+    // A wait may hold results already: those of calls run beside the batch that suspended.
     const tail = result.messages.slice(last + 1);
-    const waiting = last >= 0 && tail.length === 0;
+    const waiting = last >= 0 && tail.every((message) => message.role === "toolResult");
     return { messages: waiting ? result.messages.slice(0, last) : result.messages, problems: [] };
   }
   const content = (result.messages[last]?.content ?? []) as { type: string; id?: string }[];

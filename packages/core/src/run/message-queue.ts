@@ -122,6 +122,12 @@ export class MessageInbox implements MessageSource {
     this.#taken = this.#taken.filter((taken) => taken !== message);
   }
 
+  /** Taken messages that cannot enter the history yet: queued again, first, for the next taker. */
+  putBack(messages: readonly AgentMessage[]): void {
+    this.#taken = this.#taken.filter((taken) => !messages.includes(taken));
+    this.#queue.restore(messages);
+  }
+
   /** The run has ended: what it took and did not use goes back to the queue (and is returned). */
   close(): AgentMessage[] {
     this.#closed = true;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Activity } from "./activity.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
 import { eventsOf, runHarness, stubModel } from "./run-fixtures.test-support.js";
 
@@ -11,7 +12,7 @@ function callSetup() {
     events: h.publisher,
     metrics: h.metrics,
     clock: h.clock,
-    activity: { inFlight: 0 },
+    activity: new Activity(),
   };
   const callOf = (streamsText: boolean) =>
     new ModelCall(

@@ -3,6 +3,7 @@ import type { AbortScope } from "../model/abortable.js";
 import type { RetryOptions } from "../model/retry.js";
 import type { StepTimeouts } from "../model/step-watchdog.js";
 import type { ModelCallSettings, ModelStepRequest } from "../model/stream-step.js";
+import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import type { Clock } from "./services.js";
@@ -16,7 +17,7 @@ export interface ModelCallSetup {
   readonly metrics: MetricsRecorder;
   readonly clock: Clock;
   /** Counts the run's work under way (what its end must cancel). */
-  readonly activity: { inFlight: number };
+  readonly activity: Pick<Activity, "inFlight" | "settled">;
 }
 
 /**
@@ -60,7 +61,8 @@ export class ModelCall implements ModelStepRequest {
 
   /** The call is over, whichever way: its time goes to the run's metrics. */
   settled(): void {
-    this.#setup.activity.inFlight--;
     this.#setup.metrics.modelMs += this.#setup.clock.monotonic() - this.#started;
+    // Last: the run's end may be waiting for this call, and reads the metrics.
+    this.#setup.activity.settled();
   }
 }

@@ -8,6 +8,7 @@ import {
   StructuredOutputError,
 } from "../errors.js";
 import type { AssistantMessage } from "../messages.js";
+import { Activity } from "./activity.js";
 import { streamingModelStep } from "./default-services.js";
 import { MessageInbox, MessageQueue } from "./message-queue.js";
 import { ModelDecisions } from "./model-decisions.js";
@@ -31,7 +32,7 @@ import {
 function decisionsWith(replies: ScriptedReply[], overrides: HarnessOverrides = {}) {
   const step = scriptedStep(...replies);
   const h = runHarness({ modelStep: step, ...overrides });
-  const activity = { inFlight: 0 };
+  const activity = new Activity();
   const decisions = new ModelDecisions(h.setup, h.log, h.publisher, h.metrics, activity);
   return { ...h, step, activity, decisions };
 }

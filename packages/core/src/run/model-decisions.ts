@@ -23,6 +23,7 @@ import type {
   GeneratedObject,
   GenerateObjectOptions,
 } from "../orchestrator/contract.js";
+import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
@@ -54,7 +55,7 @@ export class ModelDecisions {
     log: RunLog,
     events: EventPublisher,
     metrics: MetricsRecorder,
-    activity: { inFlight: number },
+    activity: Pick<Activity, "inFlight" | "settled">,
   ) {
     this.#setup = setup;
     this.#log = log;
@@ -198,6 +199,7 @@ export class ModelDecisions {
   #callModel<T>(spec: ModelCallSpec, streamsText: boolean, finish: (step: ModelStepResult) => T): Promise<T> {
     try {
       this.#log.assertOpen();
+      this.#log.moveOn();
       const { hooks, steering } = this.#setup;
       if (
         (this.#metrics.cycles > 0 && hooks.shouldStop) ||
@@ -235,6 +237,8 @@ export class ModelDecisions {
     const taken = this.#setup.steering.takeNow();
     const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.#log.applySteering(steering);
+    // Again after the waits: the orchestrator may have appended calls, or started a batch, meanwhile.
+    this.#log.moveOn();
     const request = this.#requests.needsPipeline
       ? await this.#requests.throughPipeline(spec, this.#log.history, this.#metrics.cycles)
       : this.#requests.fromHistory(spec, this.#log.history);

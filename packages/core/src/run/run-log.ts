@@ -26,6 +26,8 @@ export class RunLog {
   stall: StallDetector | undefined;
   /** The batches under way: a call the run's end answers is reported to its batch. */
   readonly #running: ToolBatch[] = [];
+  /** Set by `markEnding`. */
+  #ending = false;
 
   constructor(
     events: EventPublisher,
@@ -63,13 +65,23 @@ export class RunLog {
     if (this.#transcript.closed || this.#scope.aborted) failing.catch(ignore);
   }
 
-  /** Throws when the run has ended or was aborted: nothing more may start. */
+  /**
+   * The run is ending (it suspended): nothing more may start or move the history on, while the
+   * results of work under way still land until the run's end closes the transcript.
+   */
+  markEnding(): void {
+    this.#ending = true;
+  }
+
+  /** Throws when the run has ended, is ending or was aborted: nothing more may start. */
   assertOpen(): void {
-    if (this.#transcript.closed) throw new AbortedError("the run has already ended");
+    if (this.#transcript.closed || this.#ending) throw new AbortedError("the run has already ended");
     if (this.#scope.aborted) throw abortError(this.#scope.signal.reason);
   }
 
   append(message: AgentMessage): void {
+    // A user or assistant message answers the open calls (see `TranscriptKeeper.append`).
+    if (message.role === "user" || message.role === "assistant") this.#assertNoneRunning();
     const closed = this.#transcript.append(message);
     if (closed.length > 0) this.publishClosed(closed);
     // A steering or follow-up message of any kind (an app's own role too) is delivered now.
@@ -77,6 +89,35 @@ export class RunLog {
     if (message.role !== "user") return;
     // A new user, follow-up or steering message: the stall window starts again.
     this.stall?.reset();
+  }
+
+  /**
+   * Before a model call: the calls of the history still waiting for their result are answered
+   * (`error`), so the model never sees a call without its result. Refused while a batch runs one.
+   */
+  moveOn(): void {
+    if (this.#transcript.keeper.openCalls.length === 0) return;
+    this.#assertNoneRunning();
+    this.publishClosed(this.#transcript.moveOn());
+  }
+
+  /** The id of an open call that a batch under way runs, if any. */
+  runningOpenCall(): string | undefined {
+    if (this.#running.length === 0) return undefined;
+    for (const call of this.#transcript.keeper.openCalls) if (this.running(call.id)) return call.id;
+    return undefined;
+  }
+
+  /**
+   * The history cannot move on past a call that is still running: the call would be answered
+   * `error` while its tool goes on, and the result it then gives would be dropped.
+   */
+  #assertNoneRunning(): void {
+    const running = this.runningOpenCall();
+    if (running !== undefined)
+      throw new InvalidHistoryError(
+        `tool call "${running}" is still running in an executeTools() batch: await the batch before the history moves on (a message or a model call would answer it while its tool runs).`,
+      );
   }
 
   /** Appends messages that steer the run and emits `steering_applied`. */

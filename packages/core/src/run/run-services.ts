@@ -22,6 +22,7 @@ import type {
 } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { StallDetector } from "../tools/stall-detector.js";
+import { Activity } from "./activity.js";
 import type { BatchOutcome, BatchSetup } from "./batch-contract.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
@@ -56,7 +57,7 @@ export class RunServices implements RunContext {
   readonly log: RunLog;
   readonly turns: TurnTracker;
   /** Model calls and tool batches under way: what the run's end must cancel. */
-  inFlight = 0;
+  readonly activity = new Activity();
 
   readonly #setup: RunSetup;
   readonly #events: EventPublisher;
@@ -88,7 +89,7 @@ export class RunServices implements RunContext {
     const inboxes = [setup.steering, setup.followUps];
     this.log = new RunLog(events, transcript, metrics, setup.abortScope, inboxes, setup.clock);
     this.turns = new TurnTracker(events, metrics, setup.clock, this.log);
-    this.#model = new ModelDecisions(setup, this.log, events, metrics, this);
+    this.#model = new ModelDecisions(setup, this.log, events, metrics, this.activity);
     this.#transcript = transcript;
   }
 
@@ -185,17 +186,23 @@ export class RunServices implements RunContext {
     // NaN (or anything that is not a number >= 1) runs the calls one at a time, never none of them.
     const wanted = Math.floor(options.concurrency ?? this.#setup.concurrency);
     const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
-    this.inFlight++;
+    this.activity.inFlight++;
     this.log.track(batch);
     const done = () => {
-      this.inFlight--;
       this.log.untrack(batch);
+      this.activity.settled();
     };
     const settle = (outcome: BatchOutcome) => {
-      done();
       this.#metrics.toolMs += clock.monotonic() - started;
-      if (outcome.kind === "done")
+      if (outcome.kind === "done") {
         for (const result of outcome.results) if (result) this.#metrics.count(result.status);
+      } else {
+        // A suspension ends the run. Reported before the batch leaves the run's books, so that no
+        // step of the orchestrator in between can move the history past the calls it waits on.
+        this.#suspension.suspended(outcome.suspension);
+      }
+      // Last: the run's end may be waiting for this batch, and reads the metrics.
+      done();
       return outcome;
     };
     let running: BatchOutcome | Promise<BatchOutcome>;
@@ -238,6 +245,7 @@ export class RunServices implements RunContext {
 
   readonly #batchResult = (outcome: BatchOutcome): ToolBatchResult => {
     if (outcome.kind === "suspended") {
+      // Reported as the batch settled; asked again for the verdict (an abort before it wins).
       if (!this.#suspension.suspended(outcome.suspension))
         throw abortError(this.#setup.abortScope.signal.reason);
       // The run ends as suspended (a value the lifecycle holds); this only unwinds the orchestrator.
@@ -251,8 +259,16 @@ export class RunServices implements RunContext {
     }
     this.log.assertOpen();
     if (outcome.stall) throw outcome.stall;
-    if (outcome.steering.length > 0) this.log.applySteering(outcome.steering);
-    return { results: outcome.results, steering: outcome.steering };
+    const { steering } = outcome;
+    if (steering.length === 0) return { results: outcome.results, steering };
+    // Another batch still runs calls of the same reply: the steering waits for the history to
+    // move on past them, queued again for whoever takes it next (that batch, or the next model call).
+    if (this.log.runningOpenCall() !== undefined) {
+      this.#setup.steering.putBack(steering);
+      return { results: outcome.results, steering: [] };
+    }
+    this.log.applySteering(steering);
+    return { results: outcome.results, steering };
   };
 }
 

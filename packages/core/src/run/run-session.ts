@@ -72,6 +72,8 @@ export class RunSession {
   #wait: BodyWait | undefined;
   /** Whether the prompt entered the history (a run that resumes a batch first appends it after). */
   #inputAppended = false;
+  /** The body ended with work under way, which the run then cancelled: an abort of its own, no failure. */
+  #cancelledLeftovers = false;
 
   constructor(setup: RunSetup, start: RunStart, events: EventPublisher, transcript: TranscriptWriter) {
     this.#setup = setup;
@@ -94,8 +96,12 @@ export class RunSession {
    * rather than leaving the user approvals for calls they tried to stop (returns false).
    */
   suspended(suspension: Suspension): boolean {
-    if (this.#suspension === undefined && this.#setup.abortScope.aborted) return false;
-    this.#suspension ??= suspension;
+    if (this.#suspension !== undefined) return true;
+    if (this.#setup.abortScope.aborted) return false;
+    this.#suspension = suspension;
+    // Ending from here on: the calls the batch waits on stay open for the next run, and an
+    // orchestrator that goes on (it swallowed the error) can no longer answer them by moving on.
+    this.#services.log.markEnding();
     // The batch that reports it is still on the stack: the run ends once it has returned.
     if (this.#wait !== undefined) queueMicrotask(this.#wait.endNow);
     return true;
@@ -111,9 +117,25 @@ export class RunSession {
     const wait = new BodyWait(this, ended, this.#setup.abortScope, this.#setup.limits.abortGraceMs);
     this.#wait = wait;
     this.#body().then(
-      () => wait.end(),
-      (error: unknown) => wait.fail(error),
+      () => wait.bodyReturned(false, undefined),
+      (error: unknown) => wait.bodyReturned(true, error),
     );
+  }
+
+  /**
+   * @internal The run is ending (its body returned, or it suspended) while a model call or tool
+   * batch is still under way: that work is cancelled now, and `onSettled` is called once it has
+   * settled (the caller bounds the wait by the grace period). False, and nothing done, when nothing
+   * is under way or the run was aborted already.
+   */
+  cancelLeftovers(onSettled: () => void): boolean {
+    const scope = this.#setup.abortScope;
+    const { activity } = this.#services;
+    if (activity.inFlight === 0 || scope.aborted) return false;
+    this.#cancelledLeftovers = true;
+    scope.abort(new AbortedError("the run has ended"));
+    activity.whenIdle(onSettled);
+    return true;
   }
 
   /** @internal The body ended (`failed`: with `error`), the run suspended, or the grace period ran out. */
@@ -121,8 +143,12 @@ export class RunSession {
     let failure: AgentError | undefined;
     if (this.#suspension === undefined)
       if (failed) failure = this.#toAgentError(error);
-      else if (this.#setup.abortScope.aborted) failure = abortError(this.#setup.abortScope.signal.reason);
+      else if (this.#abortedFromOutside()) failure = abortError(this.#setup.abortScope.signal.reason);
     return this.#finish(failure);
+  }
+
+  #abortedFromOutside(): boolean {
+    return this.#setup.abortScope.aborted && !this.#cancelledLeftovers;
   }
 
   /** The resumed batch first (the history is whole again before the model is called), then the orchestrator. */
@@ -141,8 +167,8 @@ export class RunSession {
       { interruptOnSteering: false },
       resumeWith(resume, goesOn),
     );
-    if (outcome.kind === "suspended") this.suspended(outcome.suspension);
-    else await this.#runOrchestrator();
+    // A suspended outcome was reported as the batch settled (see `RunServices.runBatch`).
+    if (outcome.kind !== "suspended") await this.#runOrchestrator();
   }
 
   #runOrchestrator(): Promise<void> {
@@ -171,10 +197,15 @@ export class RunSession {
     this.#transcript.close();
     // Whatever is still in flight (an abandoned tool, a model call not awaited) is cancelled.
     const scope = this.#setup.abortScope;
-    if (services.inFlight > 0 && !scope.aborted) scope.abort(new AbortedError("the run has ended"));
+    if (services.activity.inFlight > 0 && !scope.aborted) scope.abort(new AbortedError("the run has ended"));
     // Calls a suspended run waits on stay open; every other call gets its result now: `aborted`
-    // when the run was stopped (by `abort()` or its time limit), as a call it stopped while running.
-    if (suspension === undefined)
+    // when the run was stopped (by `abort()` or its time limit, or a suspension cancelled its
+    // batch), as a call it stopped while running.
+    if (suspension !== undefined)
+      services.log.publishClosed(
+        this.#transcript.closeCallsBut(suspension.calls, "aborted", "not completed: the run suspended first"),
+      );
+    else
       services.log.publishClosed(
         this.#transcript.closeCalls(
           stopReason === "aborted" || stopReason === "timeout" ? "aborted" : "error",
@@ -218,7 +249,7 @@ export class RunSession {
 
   #toAgentError(error: unknown): AgentError {
     if (isAgentError(error)) return error;
-    if (this.#setup.abortScope.aborted) return abortError(this.#setup.abortScope.signal.reason);
+    if (this.#abortedFromOutside()) return abortError(this.#setup.abortScope.signal.reason);
     return new OrchestratorError(this.#start.orchestrator.name, error);
   }
 }
@@ -237,6 +268,10 @@ class BodyWait extends AbortHook {
   readonly #graceMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #settled = false;
+  /** How the body ended, while the run waits for the work it left under way. */
+  #returned: { failed: boolean; error: unknown } | undefined;
+  /** The run cancelled the work left under way, and waits for it to settle. */
+  #cancelling = false;
 
   constructor(session: RunSession, ended: (result: RunResult) => void, scope: AbortScope, graceMs: number) {
     super();
@@ -247,9 +282,10 @@ class BodyWait extends AbortHook {
     scope.add(this);
   }
 
-  /** The run aborted: the body has `graceMs` to end. */
+  /** The run aborted: the body (or, once cancelled, the work it left) has `graceMs` to end. */
   fire(): void {
-    if (!this.#settled) this.#timer = setTimeout(this.endNow, this.#graceMs);
+    if (!this.#settled)
+      this.#timer = setTimeout(this.#cancelling ? this.finishNow : this.endNow, this.#graceMs);
   }
 
   /** `end`, for a timer or a microtask (made only on those rare paths). */
@@ -257,12 +293,36 @@ class BodyWait extends AbortHook {
     return () => this.end();
   }
 
-  end(): void {
-    if (this.#settle()) this.#ended(this.#session.bodyEnded(false, undefined));
+  /** The run's end once the cancelled work settled, or its grace period ran out. */
+  get finishNow(): () => void {
+    return () => this.#finish();
   }
 
-  fail(error: unknown): void {
-    if (this.#settle()) this.#ended(this.#session.bodyEnded(true, error));
+  /** The body returned (`failed`: threw `error`): the run ends (see `end`). */
+  bodyReturned(failed: boolean, error: unknown): void {
+    if (this.#settled || this.#returned !== undefined) return;
+    this.#returned = { failed, error };
+    this.end();
+  }
+
+  /**
+   * The run ends: its body returned, it suspended, or the grace period after an abort ran out.
+   * Work still under way (a batch or model call the orchestrator did not await, a batch beside
+   * the one that suspended) is cancelled first, and the run ends once that has settled (a result
+   * already on its way still lands), or `graceMs` after (the cancel's abort starts that timer).
+   */
+  end(): void {
+    if (this.#settled || this.#cancelling) return;
+    // Set first: the cancel's abort calls `fire`, whose timer then finishes the run.
+    this.#cancelling = true;
+    if (this.#session.cancelLeftovers(this.finishNow)) return;
+    this.#cancelling = false;
+    this.#finish();
+  }
+
+  #finish(): void {
+    const returned = this.#returned;
+    if (this.#settle()) this.#ended(this.#session.bodyEnded(returned?.failed ?? false, returned?.error));
   }
 
   #settle(): boolean {

@@ -16,6 +16,9 @@ export interface ClosedCall {
 
 const NONE: readonly ClosedCall[] = Object.freeze([]);
 
+/** The result of a call the history moved on from (a user or assistant message, a model call). */
+export const WENT_ON = "not completed: the run went on without its result";
+
 /**
  * The only writer of an agent's history. It keeps, on every append, the rules a strict provider
  * enforces: every tool call is answered by exactly one result, right after the message that made
@@ -54,6 +57,21 @@ export class TranscriptKeeper {
     this.#open = [];
     this.#early = undefined;
     this.#callIds.clear();
+  }
+
+  /**
+   * Answers the open calls that `kept` does not hold, as `close` does (returned); those stay open
+   * (a suspended batch's, for the run that resumes it), the results still in call order.
+   */
+  closeAllBut(kept: readonly ToolCall[], status: ToolResultStatus, reason: string): readonly ClosedCall[] {
+    const closed: ClosedCall[] = [];
+    for (const call of this.#open.slice()) {
+      if (this.#early?.has(call.id) || kept.some((keep) => keep.id === call.id)) continue;
+      const result = toolResult(call, status, reason);
+      this.record(result);
+      closed.push({ call, result });
+    }
+    return closed;
   }
 
   /**
@@ -99,8 +117,7 @@ export class TranscriptKeeper {
     }
     // Checked before anything changes: a refused message leaves the keeper as it was.
     const calls = message.role === "assistant" ? this.#newCalls(message as AssistantMessage) : undefined;
-    const closed =
-      this.#open.length > 0 ? this.close("error", "not completed: the run went on without its result") : NONE;
+    const closed = this.#open.length > 0 ? this.close("error", WENT_ON) : NONE;
     if (calls !== undefined) {
       for (const call of calls) this.#callIds.add(call.id);
       this.#open = calls;
@@ -213,6 +230,16 @@ export class TranscriptWriter {
 
   closeCalls(status: ToolResultStatus, reason: string): readonly ClosedCall[] {
     return this.#keeper.close(status, reason);
+  }
+
+  closeCallsBut(kept: readonly ToolCall[], status: ToolResultStatus, reason: string): readonly ClosedCall[] {
+    return this.#keeper.closeAllBut(kept, status, reason);
+  }
+
+  /** The history moves on: every open call gets an `error` result (returned, to report). */
+  moveOn(): readonly ClosedCall[] {
+    this.#assertOpen();
+    return this.#keeper.close("error", WENT_ON);
   }
 
   #assertOpen(): void {
