@@ -63,9 +63,11 @@ export interface AgentClientOptions {
   /**
    * The most bytes the event stream may bring without completing an event (default 16 MiB): one
    * NDJSON line, or one SSE event with its comments, line breaks included, however the network cuts
-   * it. Past it the stream is cancelled (the events before it are delivered) and the run
-   * fails with a `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line
-   * that never ends.
+   * it (blank lines before an NDJSON line count toward it; an SSE event is complete once the `\r`
+   * or `\n` of its blank line comes, so the `\n` of a closing `\r\n` counts toward the next).
+   * Past it the stream is cancelled (the events before it are delivered) and the run fails with a
+   * `ClientError` of code `"too-large"`, so a server cannot fill the memory with a line that never
+   * ends.
    */
   maxEventBytes?: number;
   /** Where the client's log lines go (a listener that threw), each with the run's id. Default: silent. */

@@ -10,4 +10,4 @@ export type {
   StartOptions,
 } from "./client-types.js";
 export { ClientError, type ClientErrorCode, type ClientErrorEvent, type ClientEvent } from "./errors.js";
-export { type Heartbeat, NdjsonParser, type Parsed, SseParser } from "./parsers.js";
+export { type Heartbeat, NdjsonParser, type Parsed, type ParserOptions, SseParser } from "./parsers.js";

@@ -288,3 +288,112 @@ describe("SseParser", () => {
     ]);
   });
 });
+
+describe("maxEventBytes", () => {
+  const bytesOf = (text: string) => encoder.encode(text).length;
+
+  /** What `feed` returns, and whether the parser refused an event past its maxEventBytes. */
+  function outcome(parser: Parser, bytes: Uint8Array, cuts: number[]) {
+    const events = feed(parser, bytes, cuts);
+    return { events, tooLarge: parser.tooLarge };
+  }
+
+  /** Every way to cut `bytes` in two, and the cut into single bytes. */
+  function everyCut(bytes: Uint8Array): number[][] {
+    const single = Array.from({ length: bytes.length }, (_, at) => at);
+    return [[], single, ...single.map((at) => [at])];
+  }
+
+  it("counts an event's bytes however the chunks cut it: events within the limit parse, the first past it is refused after them", () => {
+    // The model: an NDJSON event is its line; an SSE event is its frame, but it is complete once its
+    // blank line's `\r` comes, so the `\n` of a closing `\r\n` counts toward the next event.
+    fc.assert(
+      fc.property(items, cuts, fc.nat(), fc.constantFrom(-1, 0, 1), (frames, at, pick, delta) => {
+        const events = frames.map(([event]) => plain(event));
+        const lines = events.map((event) => ndjson([event]));
+        const sseFrames = frames.map(([event, how]) => sse([[plain(event), how]]));
+        const sseCounts = frames.map(
+          ([, how], i) =>
+            bytesOf(sseFrames[i] as string) -
+            (how.eol === "\r\n" ? 1 : 0) +
+            (frames[i - 1]?.[1].eol === "\r\n" ? 1 : 0),
+        );
+        for (const [parser, wire, counts] of [
+          [NdjsonParser, lines, lines.map(bytesOf)],
+          [SseParser, sseFrames, sseCounts],
+        ] as const) {
+          const maxEventBytes = Math.max(1, (counts[pick % Math.max(1, counts.length)] ?? 1) + delta);
+          const taken = counts.findIndex((count) => count > maxEventBytes);
+          const expected = taken === -1 ? events : events.slice(0, taken);
+          const fed = outcome(new parser({ maxEventBytes }), encoder.encode(wire.join("")), at);
+          expect(fed).toEqual({ events: expected, tooLarge: taken !== -1 });
+        }
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it("takes an event of exactly maxEventBytes and refuses one byte more, cut anywhere, a byte at a time included", () => {
+    const ndjsonEvent = '{"type":"a","text":"東京 🎉"}\n';
+    const sseEvent = 'data: {"type":"a",\ndata: "text":"東京 🎉"}\n\n';
+    for (const [parser, wire] of [
+      [NdjsonParser, ndjsonEvent],
+      [SseParser, sseEvent],
+    ] as const) {
+      const bytes = encoder.encode(wire);
+      for (const at of everyCut(bytes)) {
+        expect(outcome(new parser({ maxEventBytes: bytes.length }), bytes, at)).toEqual({
+          events: [{ type: "a", text: "東京 🎉" }],
+          tooLarge: false,
+        });
+        expect(outcome(new parser({ maxEventBytes: bytes.length - 1 }), bytes, at)).toEqual({
+          events: [],
+          tooLarge: true,
+        });
+      }
+    }
+  });
+
+  it("refuses at the byte past the limit though it is inside a multi-byte character", () => {
+    const line = '{"type":"a","text":"東"}\n';
+    const bytes = encoder.encode(line);
+    const inside = bytes.indexOf(0xe6) + 1; // after the first of 東's three bytes
+    const parser = new NdjsonParser({ maxEventBytes: inside });
+    expect(parser.push(bytes.subarray(0, inside))).toEqual([]);
+    expect(parser.tooLarge).toBe(false);
+    expect(parser.push(bytes.subarray(inside, inside + 1))).toEqual([]);
+    expect(parser.tooLarge).toBe(true);
+  });
+
+  it("SSE with \\r\\n line breaks: each event after the first counts its own bytes, however the chunks cut the \\r\\n", () => {
+    const first = 'data: {"type":"a"}\r\n\r\n';
+    const second = 'data: {"type":"bb"}\r\n\r\n';
+    const bytes = encoder.encode(first + second);
+    for (const at of everyCut(bytes)) {
+      expect(outcome(new SseParser({ maxEventBytes: second.length }), bytes, at)).toEqual({
+        events: [{ type: "a" }, { type: "bb" }],
+        tooLarge: false,
+      });
+      expect(outcome(new SseParser({ maxEventBytes: second.length - 1 }), bytes, at)).toEqual({
+        events: [{ type: "a" }],
+        tooLarge: true,
+      });
+    }
+  });
+
+  it("refuses a line that never ends at the chunk that takes it past the limit, and takes nothing more", () => {
+    for (const [parser, start, line] of [
+      [new NdjsonParser({ maxEventBytes: 1_000 }), '{"type":"a"}\n', "x"],
+      [new SseParser({ maxEventBytes: 1_000 }), 'data: {"type":"a"}\n\n', "data: x"],
+    ] as const) {
+      expect(parser.push(start)).toEqual([{ type: "a" }]);
+      expect(parser.push(line.padEnd(100, "x"))).toEqual([]);
+      for (let i = 1; i < 10; i++) parser.push("x".repeat(100));
+      expect(parser.tooLarge).toBe(false);
+      expect(parser.push("x")).toEqual([]);
+      expect(parser.tooLarge).toBe(true);
+      expect(parser.push('\n\n{"type":"b"}\n\ndata: {"type":"b"}\n\n')).toEqual([]);
+      expect(parser.end()).toEqual([]);
+    }
+  });
+});

@@ -159,7 +159,8 @@ export class RunConnection {
           { status: response.status },
         );
       const sse = (type ?? accept).includes("text/event-stream");
-      const events = new EventBytes(sse, this.#config.maxEventBytes);
+      const limit = { maxEventBytes: this.#config.maxEventBytes };
+      const parser = sse ? new SseParser(limit) : new NdjsonParser(limit);
       reader = response.body.getReader();
       for (;;) {
         disarm();
@@ -168,13 +169,13 @@ export class RunConnection {
         arm();
         const chunk = await Promise.race([reader.read(), aborted]);
         disarm();
-        const items = chunk.done ? cutShort(events.end()) : events.push(chunk.value);
+        const items = chunk.done ? cutShort(parser.end()) : parser.push(chunk.value);
         for (const item of items) {
           if (this.#take(item)) progress = true;
           if (this.#run.done()) return undefined;
         }
         // A line that never ends would fill the memory: the stream is cancelled (below) instead.
-        if (events.tooLarge)
+        if (parser.tooLarge)
           throw new ClientError(
             "too-large",
             `The server sent more than ${this.#config.maxEventBytes} bytes without completing an event (maxEventBytes): the stream was cancelled.`,
@@ -237,95 +238,6 @@ export class RunConnection {
     this.#run.receive(event);
     return true;
   }
-}
-
-/**
- * The stream's parser, fed a line at a time so that it knows the bytes of each event, however the
- * chunks cut them: an event (an NDJSON line, an SSE event with its comments, their line breaks
- * included) may take `maxBytes`, and one that grows past it sets `tooLarge` and is read no further.
- * Line breaks are single bytes that UTF-8 never uses inside a character, so a line cut there
- * decodes as a whole one does.
- */
-class EventBytes {
-  readonly #parser: NdjsonParser | SseParser;
-  readonly #sse: boolean;
-  readonly #maxBytes: number;
-  /** Bytes since the last event completed: what the parser holds of the next one. */
-  #unfinished = 0;
-  tooLarge = false;
-
-  constructor(sse: boolean, maxBytes: number) {
-    this.#parser = sse ? new SseParser() : new NdjsonParser();
-    this.#sse = sse;
-    this.#maxBytes = maxBytes;
-  }
-
-  /** The events the chunk completes, up to one that is too large (then `tooLarge`). */
-  push(chunk: Uint8Array): Parsed[] {
-    // The common case, parsed whole: a chunk that ends where an event does and cannot hold one too large.
-    if (this.#unfinished + chunk.length <= this.#maxBytes && this.#endsEvent(chunk)) {
-      const items = this.#parser.push(chunk);
-      this.#unfinished = items.length > 0 ? 0 : this.#unfinished + chunk.length;
-      return items;
-    }
-    const items: Parsed[] = [];
-    const breaks = new LineBreaks(chunk, this.#sse);
-    for (let start = 0; start < chunk.length && !this.tooLarge; ) {
-      const stop = breaks.after(start);
-      this.#unfinished += stop - start;
-      if (this.#unfinished > this.#maxBytes) {
-        this.tooLarge = true;
-        break;
-      }
-      const parsed = this.#parser.push(chunk.subarray(start, stop));
-      if (parsed.length > 0) {
-        items.push(...parsed);
-        this.#unfinished = 0;
-      }
-      start = stop;
-    }
-    return items;
-  }
-
-  end(): Parsed[] {
-    return this.#parser.end();
-  }
-
-  /** Whether the chunk's last line ends an event: an NDJSON line, or an SSE blank line. */
-  #endsEvent(chunk: Uint8Array): boolean {
-    const last = chunk.length - 1;
-    if (!this.#sse) return chunk[last] === 10;
-    // Its last line break (`\r\n` is one) must follow another: the line between them is blank.
-    const before = chunk[last] === 10 && chunk[last - 1] === 13 ? last - 2 : last - 1;
-    const isBreak = (byte: number | undefined) => byte === 10 || byte === 13;
-    return isBreak(chunk[last]) && isBreak(chunk[before]);
-  }
-}
-
-/** Where a chunk's lines end: after each `\n` (and, in SSE, each `\r`), each byte searched once. */
-class LineBreaks {
-  readonly #chunk: Uint8Array;
-  readonly #cr: boolean;
-  #lf = -1;
-  #crAt = -1;
-
-  constructor(chunk: Uint8Array, cr: boolean) {
-    this.#chunk = chunk;
-    this.#cr = cr;
-  }
-
-  /** The index just after the first line break at or after `start`, or the chunk's end. */
-  after(start: number): number {
-    if (this.#lf < start) this.#lf = indexOr(this.#chunk, 10, start);
-    if (this.#cr && this.#crAt < start) this.#crAt = indexOr(this.#chunk, 13, start);
-    return Math.min(this.#lf, this.#cr ? this.#crAt : this.#lf) + 1;
-  }
-}
-
-/** The index of `byte` from `start` on, or the index of the chunk's last byte when there is none. */
-function indexOr(chunk: Uint8Array, byte: number, start: number): number {
-  const at = chunk.indexOf(byte, start);
-  return at === -1 ? chunk.length - 1 : at;
 }
 
 /**
