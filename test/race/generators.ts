@@ -68,13 +68,15 @@ export type ProgramStep =
   | { op: "decide"; tools: boolean; swallow: boolean }
   /**
    * `ctx.executeTools(pending)`; `split`: the first call in one batch and the rest in another, at
-   * once; `detached`: not awaited (the next step runs beside the batches).
+   * once; `detached`: not awaited (the next step runs beside the batches); `callback`: a
+   * `beforeEach` or `afterEach` of the program's that throws at its second call.
    */
   | {
       op: "execute";
       concurrency: number;
       interrupt: boolean;
       split: boolean;
+      callback: "none" | "beforeThrows" | "afterThrows";
       detached: boolean;
       swallow: boolean;
     }
@@ -292,6 +294,11 @@ const programStep: fc.Arbitrary<ProgramStep> = fc.oneof(
       concurrency: fc.integer({ min: 1, max: 3 }),
       interrupt: weighted([3, true], [1, false]),
       split: weighted([3, false], [1, true]),
+      callback: weighted<"none" | "beforeThrows" | "afterThrows">(
+        [6, "none"],
+        [1, "beforeThrows"],
+        [1, "afterThrows"],
+      ),
       detached: weighted([4, false], [1, true]),
       swallow,
     }),

@@ -372,7 +372,16 @@ async function performStep(ctx: RunContext, step: ProgramStep, run: ProgramRun):
     case "execute": {
       const calls = run.pending;
       run.pending = [];
-      const options = { concurrency: step.concurrency, interruptOnSteering: step.interrupt };
+      let seen = 0;
+      const throwsAtSecond = () => {
+        if (++seen === 2) throw new Error("the program's callback fails");
+      };
+      const options = {
+        concurrency: step.concurrency,
+        interruptOnSteering: step.interrupt,
+        ...(step.callback === "beforeThrows" ? { beforeEach: throwsAtSecond } : {}),
+        ...(step.callback === "afterThrows" ? { afterEach: throwsAtSecond } : {}),
+      };
       const parts = step.split && calls.length > 1 ? [calls.slice(0, 1), calls.slice(1)] : [calls];
       const batch = Promise.all(parts.map((part) => ctx.executeTools(part, options)));
       // Not awaited: the next step runs beside the batch, and the run may end before it does.
