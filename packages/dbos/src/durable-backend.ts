@@ -12,6 +12,7 @@ import { RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
+import { answeringOutages } from "./http-answers.js";
 import { PostgresTokenLedger } from "./postgres-token-ledger.js";
 
 /** What the backend needs of a `DurableRuntime` (a worker) or a `DurableRunClient` (a server only). */
@@ -39,7 +40,8 @@ export interface DurableBackend extends RunBackend {
  * Runs the HTTP server's runs durably (`createAgentServer({ backend, ledger: backend.ledger })`):
  * a run starts as a workflow any worker may take; its events stream from the durable log, so any
  * server process on the same database serves any run's stream, tool results, steering,
- * follow-ups and cancel. Durable runs outlive their streams.
+ * follow-ups and cancel. Durable runs outlive their streams. A request that finds the database out
+ * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
   const pool = connectionPool(options.databaseUrl, 4);
@@ -67,7 +69,7 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
       runId,
       owner,
       subscribe(onEvent) {
-        return follower.follow(runId, -1, (event) => {
+        const followed = follower.follow(runId, -1, (event) => {
           // With approvals pending too, the run resumes only once they are decided (not over HTTP).
           if (event.type === "agent_end" && event.stopReason === "awaiting_client_tool")
             awaiting =
@@ -76,21 +78,21 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
                 : new Set((event.pendingClientTools ?? []).map((call) => call.toolCallId));
           onEvent(event);
         });
+        return { stop: followed.stop, caughtUp: answeringOutages(() => followed.caughtUp) };
       },
       async submitToolResult(toolCallId, outcome) {
         try {
-          await runs.answer(workflowId, { kind: "tool-result", toolCallId, outcome });
+          await answeringOutages(() => runs.answer(workflowId, { kind: "tool-result", toolCallId, outcome }));
         } catch (error) {
           throw error instanceof RunEndedError ? new ClientToolError(error.message) : error;
         }
         if (awaiting === undefined || !awaiting.delete(toolCallId) || awaiting.size > 0) return undefined;
         return durableRun(workflowId, index + 1, owner);
       },
-      steer: (message) => ended(() => runs.steer(workflowId, message)),
-      followUp: (message) => ended(() => runs.followUp(workflowId, message)),
-      cancel() {
-        void runs.cancel(workflowId).catch(() => {});
-      },
+      steer: (message) => answeringOutages(() => ended(() => runs.steer(workflowId, message))),
+      followUp: (message) => answeringOutages(() => ended(() => runs.followUp(workflowId, message))),
+      // Resolves once the cancel's messages are stored: the server answers 202 then.
+      cancel: () => answeringOutages(() => runs.cancel(workflowId)),
     };
   }
 
@@ -107,38 +109,43 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
       const workflowId = randomUUID();
       const agentName =
         typeof options.agentName === "function" ? options.agentName(request) : options.agentName;
-      await pool.query(
-        "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
-        [workflowId, request.userId, request.documentId ?? null],
-      );
-      await runs.start(agentName, prompt, { runId: workflowId });
+      await answeringOutages(async () => {
+        await pool.query(
+          "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
+          [workflowId, request.userId, request.documentId ?? null],
+        );
+        await runs.start(agentName, prompt, { runId: workflowId });
+      });
       return durableRun(workflowId, 1, { userId: request.userId, documentId: request.documentId });
     },
-    async find(runId) {
-      const suffix = /^(.+)\.(\d+)$/.exec(runId);
-      const candidates: [string, number][] = [[runId, 1]];
-      if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
-      for (const [workflowId, index] of candidates) {
-        if (index < 1) continue;
-        const { rows } = await pool.query<{ user_id: string; document_id: string | null }>(
-          "SELECT user_id, document_id FROM agent_core_run_owners WHERE workflow_id = $1",
-          [workflowId],
-        );
-        const row = rows[0];
-        if (row === undefined) continue;
-        const owner = { userId: row.user_id, documentId: row.document_id ?? undefined };
-        // A resumption is known once it has begun.
-        if (index === 1) return durableRun(workflowId, index, owner);
-        const begun = await pool.query("SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1", [runId]);
-        if (begun.rowCount === 1) return durableRun(workflowId, index, owner);
-      }
-      return undefined;
-    },
+    find: (runId) => answeringOutages(() => find(runId)),
     async close() {
       await follower.close();
       await pool.end();
     },
   };
+
+  /** The run of that id, whichever server process started it, once it has begun; else undefined. */
+  async function find(runId: string): Promise<BackendRun | undefined> {
+    const suffix = /^(.+)\.(\d+)$/.exec(runId);
+    const candidates: [string, number][] = [[runId, 1]];
+    if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
+    for (const [workflowId, index] of candidates) {
+      if (index < 1) continue;
+      const { rows } = await pool.query<{ user_id: string; document_id: string | null }>(
+        "SELECT user_id, document_id FROM agent_core_run_owners WHERE workflow_id = $1",
+        [workflowId],
+      );
+      const row = rows[0];
+      if (row === undefined) continue;
+      const owner = { userId: row.user_id, documentId: row.document_id ?? undefined };
+      // A resumption is known once it has begun.
+      if (index === 1) return durableRun(workflowId, index, owner);
+      const begun = await pool.query("SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1", [runId]);
+      if (begun.rowCount === 1) return durableRun(workflowId, index, owner);
+    }
+    return undefined;
+  }
 }
 
 async function ended(send: () => Promise<void>): Promise<void> {

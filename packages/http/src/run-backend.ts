@@ -44,7 +44,12 @@ export interface BackendRun {
   /** Queues a message for this run only, never another; an `HttpError` says why it cannot. */
   steer(message: string): Promise<void>;
   followUp(message: string): Promise<void>;
-  cancel(reason: string): void;
+  /**
+   * Cancels the run. The client is told the cancel was accepted once this returns, or once its
+   * promise resolves: when the cancel is recorded where it takes effect. An `HttpError` says why
+   * it cannot.
+   */
+  cancel(reason: string): void | Promise<void>;
 }
 
 export interface Subscription {
