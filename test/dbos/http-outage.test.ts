@@ -11,7 +11,8 @@ import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // The HTTP server on the durable backend while its database is away: every route answers 503
 // `database-unreachable` (not 500 `internal`), a cancel is accepted only once it is stored, a tool
-// result whose delivery failed is delivered when posted again. Two servers (as two processes would) on one runtime, in this process.
+// result whose delivery failed is delivered when posted again, and a run's queued messages are
+// counted in the database. Two servers (as two processes would) on one runtime, in this process.
 
 /** How long the runtime's calls wait on a database that does not answer, here. */
 const DATABASE_TIMEOUT_MS = 2000;
@@ -25,10 +26,12 @@ let runtime: DurableRuntime;
 /** The test's own connections: a lock holder, and a reader of DBOS's messages. */
 let pool: pg.Pool;
 const servers: { server: AgentServer; node: NodeServer }[] = [];
-/** Two server processes' worth, each with its own backend. */
+/** Two server processes' worth, each with its own backend; at most 2 messages queued per run. */
 let a: string;
 let b: string;
 
+/** What the `hold` agent's model was prompted with, every call, as JSON. */
+const prompts: string[] = [];
 /** The `hold` tool waits for this (or its signal); `arm()` makes a new one for the next run. */
 let release: () => void = () => {};
 let released = Promise.resolve();
@@ -52,6 +55,7 @@ const hold = defineTool({
 function model(tool: string, args: Record<string, unknown>, answer: string) {
   return scriptedModel(
     Array.from({ length: 10 }, () => (options: { prompt: { role: string }[] }) => {
+      prompts.push(JSON.stringify(options.prompt));
       return options.prompt.some((message) => message.role === "assistant")
         ? [script.text(answer)]
         : [script.toolCall(tool, args, { id: `${tool}-1` })];
@@ -75,6 +79,7 @@ async function serve(): Promise<string> {
       const user = request.headers.get("x-user");
       return user === null ? undefined : { userId: user };
     },
+    maxQueuedMessages: 2,
   });
   const node = await serveNode(server.fetch);
   servers.push({ server, node });
@@ -268,6 +273,34 @@ describe("a tool result whose delivery to the run fails after the ledger took it
       type: "agent_end",
       stopReason: "completed",
     });
+  }, 20_000);
+});
+
+describe("steering and follow-ups queued for a durable run", () => {
+  it("are refused past maxQueuedMessages not yet taken (429 queue-full), counted across server processes", async () => {
+    const held = await heldRun();
+    prompts.length = 0;
+    expect((await post(`${a}/runs/${held}/steer`, { message: "one" })).status).toBe(202);
+    expect((await post(`${b}/runs/${held}/follow-up`, { message: "two" })).status).toBe(202);
+    for (const [server, route] of [
+      [a, "steer"],
+      [b, "follow-up"],
+    ])
+      expect(await answer(await post(`${server}/runs/${held}/${route}`, { message: "three" }))).toEqual([
+        429,
+        "1",
+        {
+          error: {
+            code: "queue-full",
+            message: `Run "${held}" has 2 messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
+          },
+        },
+      ]);
+    release();
+    expect(await runtime.retrieve(held).result()).toMatchObject({ stopReason: "completed" });
+    const seen = prompts.join("\n");
+    for (const message of ["one", "two"]) expect(seen).toContain(message);
+    expect(seen).not.toContain("three");
   }, 20_000);
 });
 

@@ -304,7 +304,7 @@ describe("a database that stays down", () => {
         "client.cancel()": client.cancel("down-nobody"),
         "client.start()": client.start("approving", "Note it."),
         // Answered 503 over HTTP (test/dbos/http-outage.test.ts).
-        "the HTTP backend's steer()": started.steer("Hurry."),
+        "the HTTP backend's steer()": started.steer("Hurry.", 100),
       };
       const outcomes = await Promise.all(
         Object.entries(calls).map(async ([name, call]) => [name, await settled(call, 10_000)]),

@@ -4,11 +4,12 @@ import {
   type AgentRequest,
   type BackendRun,
   HttpError,
+  queueFull,
   type RunBackend,
   type RunOwner,
 } from "@agent-core/http";
 import { connectionPool } from "./database.js";
-import { RunEndedError } from "./durable-messages.js";
+import { queuedMessages, RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
@@ -89,11 +90,45 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
         if (awaiting === undefined || !awaiting.delete(toolCallId) || awaiting.size > 0) return undefined;
         return durableRun(workflowId, index + 1, owner);
       },
-      steer: (message) => answeringOutages(() => ended(() => runs.steer(workflowId, message))),
-      followUp: (message) => answeringOutages(() => ended(() => runs.followUp(workflowId, message))),
+      steer: (message, maxQueued) =>
+        queue(runId, workflowId, maxQueued, () => runs.steer(workflowId, message)),
+      followUp: (message, maxQueued) =>
+        queue(runId, workflowId, maxQueued, () => runs.followUp(workflowId, message)),
       // Resolves once the cancel's messages are stored: the server answers 202 then.
       cancel: () => answeringOutages(() => runs.cancel(workflowId)),
     };
+  }
+
+  /**
+   * Sends a steering message or a follow-up with `send`, unless the workflow has `maxQueued` of
+   * them in the database that it has not received yet: then 429 `queue-full`, as the in-process
+   * backend answers. Counted and sent under a lock of the workflow's, held by the connection that
+   * counts (the message goes on one of the runtime's or client's), so that posts at once, to any
+   * server process, never queue more.
+   */
+  function queue(runId: string, workflowId: string, maxQueued: number, send: () => Promise<void>) {
+    return answeringOutages(async () => {
+      const client = await pool.connect();
+      // Held, it has no listener of the pool's: a connection the database drops would be an
+      // `error` event that crashes the process. Its queries fail instead.
+      const dropped = () => {};
+      client.on("error", dropped);
+      try {
+        await client.query("BEGIN");
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
+          `agent-core.messages:${workflowId}`,
+        ]);
+        if ((await queuedMessages(client, workflowId)) >= maxQueued) throw queueFull(runId, maxQueued);
+        await ended(send);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      } finally {
+        client.off("error", dropped);
+        client.release();
+      }
+    });
   }
 
   return {

@@ -61,7 +61,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
-      maxQueuedMessages: config.maxQueuedMessages,
       now: config.now,
       promptOptions: (agent) => ({
         // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
@@ -257,7 +256,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const run = await ownRun(runId, principal);
     const body = await readJsonBody(request, messageBody, config.maxBodyBytes);
     if (run.log.closed) throw new HttpError(409, "run-ended", `Run "${runId}" has ended.`);
-    await run.run[queue](body.message);
+    await run.run[queue](body.message, config.maxQueuedMessages);
     return new Response(null, { status: 202 });
   }
 
