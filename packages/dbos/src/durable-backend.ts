@@ -8,7 +8,7 @@ import {
   type RunBackend,
   type RunOwner,
 } from "@agent-core/http";
-import { connectionPool } from "./database.js";
+import { CONNECT_TIMEOUT_MS, connectionPool } from "./database.js";
 import { queuedMessages, RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
@@ -45,7 +45,9 @@ export interface DurableBackend extends RunBackend {
  * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
-  const pool = connectionPool(options.databaseUrl, 4);
+  // A request waits for a connection as long as a connect may take, then answers 503: a host that
+  // never answers a connect would hold it for ever.
+  const pool = connectionPool(options.databaseUrl, 4, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
   await store.createTable();
