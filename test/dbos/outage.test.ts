@@ -297,8 +297,10 @@ describe("an answer whose connection the database drops while it is sent", () =>
         [`agent-core.answers:${runId}`],
       );
       expect(rowCount).toBe(1);
+      // Observed before the lock goes: the answer may reject before the COMMIT's reply comes back.
+      const outcome = settled(answered, 5000);
       await blocker.query("COMMIT");
-      expect(await settled(answered, 5000)).toBe("database_unreachable");
+      expect(await outcome).toBe("database_unreachable");
     } finally {
       blocker.release();
     }
