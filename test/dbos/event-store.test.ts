@@ -84,7 +84,7 @@ describe("the durable event log", () => {
 });
 
 describe("following a run's events", () => {
-  it("a LISTEN connection that could not be made is made for the next follower", async () => {
+  it("a LISTEN connection that could not be made stops no follower, and is made for the next one", async () => {
     // A door to the database that refuses its first connection (the database was away then).
     const target = new URL(postgres.url("agent_core_store"));
     let refused = 0;
@@ -106,10 +106,18 @@ describe("following a run's events", () => {
       const sink = store.sink();
       for (const event of run("followed", ["here"])) sink.publish(event);
       await store.flush(["followed"]);
-      await expect(follower.follow("followed", -1, () => {}).caughtUp).rejects.toThrow();
+      // Its LISTEN refused, the first follower reads the run all the same.
+      const first: AgentEvent[] = [];
+      await follower.follow("followed", -1, (event) => first.push(event)).caughtUp;
+      expect(first.map((event) => event.type)).toEqual(["agent_start", "text_delta", "agent_end"]);
       const seen: AgentEvent[] = [];
       await follower.follow("followed", -1, (event) => seen.push(event)).caughtUp;
-      expect(seen.map((event) => event.type)).toEqual(["agent_start", "text_delta", "agent_end"]);
+      expect(seen).toEqual(first);
+      expect(refused).toBe(2);
+      const { rows } = await pool.query(
+        "SELECT 1 FROM pg_stat_activity WHERE query = 'LISTEN agent_core_events'",
+      );
+      expect(rows).toHaveLength(1);
     } finally {
       await follower.close();
       for (const socket of sockets) socket.destroy();

@@ -206,6 +206,43 @@ describe("a database that restarts while a durable run is in", () => {
   );
 });
 
+describe("an EventFollower that begins while the database is down", () => {
+  it("rejects its caughtUp, and follows the run once the database is back", async () => {
+    const runId = "followed-from-down";
+    const run = await runtime.start("approving", "Note it.", { runId });
+    await untilEvent(runtime, runId, "agent_end", 10_000);
+    // A pool with no connection yet: its first read is refused, none is dropped.
+    const followerPool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    followerPool.on("error", () => {});
+    const follower = new EventFollower(new EventStore(followerPool), databaseUrl, { pollMs: 100 });
+    const followed: AgentEvent[] = [];
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    try {
+      postgres.halt();
+      try {
+        const { caughtUp } = follower.follow(runId, -1, (event) => {
+          followed.push(event);
+          if (event.type === "agent_end") ended();
+        });
+        await expect(caughtUp).rejects.toMatchObject({ code: "ECONNREFUSED" });
+      } finally {
+        postgres.restart();
+      }
+      expect(await settled(end, 5000)).toBe("resolved");
+      expect(followed).toEqual(await runtime.events(runId));
+    } finally {
+      await follower.close();
+      await followerPool.end();
+    }
+    await runtime.answer(runId, approve("n1"));
+    await runtime.answer(runId, approve("n2"));
+    expect((await run.result()).stopReason).toBe("completed");
+  }, 20_000);
+});
+
 describe("a connection the database drops while the client checks it", () => {
   it("fails connect() with database_unreachable, and the process lives on", async () => {
     // Between the client and the database: it cuts the connection that asks `SELECT 1`.
@@ -260,8 +297,10 @@ describe("an answer whose connection the database drops while it is sent", () =>
         [`agent-core.answers:${runId}`],
       );
       expect(rowCount).toBe(1);
+      // Observed before the lock goes: the answer may reject before the COMMIT's reply comes back.
+      const outcome = settled(answered, 5000);
       await blocker.query("COMMIT");
-      expect(await settled(answered, 5000)).toBe("database_unreachable");
+      expect(await outcome).toBe("database_unreachable");
     } finally {
       blocker.release();
     }
@@ -303,14 +342,20 @@ describe("a database that stays down", () => {
         "client.answer()": client.answer("down-nobody", approve("n1")),
         "client.cancel()": client.cancel("down-nobody"),
         "client.start()": client.start("approving", "Note it."),
-        "the HTTP backend's steer()": started.steer("Hurry."),
+        // Answered 503 over HTTP (test/dbos/http-outage.test.ts).
+        "the HTTP backend's steer()": started.steer("Hurry.", 100),
       };
       const outcomes = await Promise.all(
         Object.entries(calls).map(async ([name, call]) => [name, await settled(call, 10_000)]),
       );
       const slowest = Date.now() - halted;
       expect(Object.fromEntries(outcomes)).toEqual(
-        Object.fromEntries(Object.keys(calls).map((name) => [name, "database_unreachable"])),
+        Object.fromEntries(
+          Object.keys(calls).map((name) => [
+            name,
+            name.startsWith("the HTTP backend") ? "database-unreachable" : "database_unreachable",
+          ]),
+        ),
       );
       // One ask of the database a second, the first one a second after the calls began.
       expect(slowest).toBeGreaterThanOrEqual(DATABASE_TIMEOUT_MS);

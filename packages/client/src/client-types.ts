@@ -47,9 +47,9 @@ export interface AgentClientOptions {
    * Retrying a tool-result or cancel post after a network error, a 5xx or a 429, and a steer or
    * follow-up after a 429 only (such as `queue-full`: one that may have been taken is not sent
    * again) (default `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1`
-   * posts, with the same body), waiting `delayMs` then twice as long each time, or what a 429's
-   * `Retry-After` says: one asking for more than 60 s is not waited for, that answer is the post's
-   * last.
+   * posts, with the same body), waiting `delayMs` then twice as long each time, or what the
+   * answer's `Retry-After` says (a 429's, or a 503's such as `database-unreachable`): one asking for
+   * more than 60 s is not waited for, that answer is the post's last.
    */
   postRetry?: { attempts?: number; delayMs?: number };
   /**

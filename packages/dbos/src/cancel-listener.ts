@@ -1,4 +1,5 @@
-import pg from "pg";
+import type pg from "pg";
+import { ownConnection } from "./database.js";
 import { CANCEL_CHANNEL, MESSAGES } from "./durable-messages.js";
 import type { ExecutingRun } from "./durable-run.js";
 
@@ -27,7 +28,9 @@ export class CancelListener {
    * meanwhile are aborted then: without it, no cancel would reach a running run of this worker.
    */
   async listen(): Promise<void> {
-    const listener = new pg.Client({ connectionString: this.#databaseUrl });
+    // One that does not connect within CONNECT_TIMEOUT_MS fails, and is made again: a host that
+    // never answers would hold it, and with it every cancel's NOTIFY, for ever.
+    const listener = ownConnection(this.#databaseUrl);
     listener.on("notification", ({ payload }) => {
       if (payload !== undefined) this.#executing.get(payload)?.cancel();
     });

@@ -1,8 +1,12 @@
 import { AgentError, errorMessage, InvalidConfigError } from "@agent-core/core";
 import pg from "pg";
 
-/** How long `launch()` and `connect()` wait for the database to answer before it says it is out of reach. */
-const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * How long a connection of the package's own may take to connect: `launch()` and `connect()`'s
+ * check, the `LISTEN` connections, the HTTP backend's pool. A host that is gone may never answer a
+ * connect (its packets dropped, or a proxy that takes the connection and never forwards it).
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Throws unless the database answers: DBOS's client connects lazily and retries a refused
@@ -18,7 +22,7 @@ export async function checkReachable(
     throw new InvalidConfigError(
       `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
     );
-  const probe = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const probe = ownConnection(databaseUrl);
   // A connection the database drops is an `error` event too (its query fails as well): unheard,
   // it would crash the process.
   probe.on("error", () => {});
@@ -35,12 +39,30 @@ export async function checkReachable(
 }
 
 /**
+ * A connection outside any pool (a `LISTEN`): one that has not connected within
+ * `CONNECT_TIMEOUT_MS` fails, and its owner makes it again, instead of waiting for ever.
+ */
+export function ownConnection(databaseUrl: string): pg.Client {
+  return new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+}
+
+/**
  * A pool of connections for the event log, the answers and cancels. A connection the database
  * drops while idle in it (a restart, a failover) is an `error` event of the pool, which would crash
  * the process unheard: the pool has already let it go, and the next query connects again.
+ * `connectTimeoutMs` bounds the wait for a connection, a free one of the pool's included (none by
+ * default: the runtime's many answers at once queue for its few connections as long as it takes).
  */
-export function connectionPool(databaseUrl: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+export function connectionPool(
+  databaseUrl: string,
+  max: number,
+  options: { connectTimeoutMs?: number } = {},
+): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+  });
   pool.on("error", () => {});
   return pool;
 }
@@ -56,9 +78,13 @@ export function isConnectionError(error: unknown): boolean {
   };
   // A code says it all: a SQLSTATE, a socket's, an `AgentError`'s (whose message may quote one).
   if (typeof code === "string") return code.startsWith("08") || CONNECTION_CODES.has(code);
-  // node-postgres says a dropped connection, and a client it left unusable, in words only.
+  // node-postgres says a dropped connection, a client it left unusable, and a pool's wait for a
+  // connection that timed out, in words only.
   return (
-    typeof message === "string" && /Connection terminated|connection error and is not queryable/.test(message)
+    typeof message === "string" &&
+    /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect/.test(
+      message,
+    )
   );
 }
 

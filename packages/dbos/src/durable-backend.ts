@@ -4,14 +4,16 @@ import {
   type AgentRequest,
   type BackendRun,
   HttpError,
+  queueFull,
   type RunBackend,
   type RunOwner,
 } from "@agent-core/http";
-import { connectionPool } from "./database.js";
-import { RunEndedError } from "./durable-messages.js";
+import { CONNECT_TIMEOUT_MS, connectionPool } from "./database.js";
+import { queuedMessages, RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
+import { answeringOutages } from "./http-answers.js";
 import { PostgresTokenLedger } from "./postgres-token-ledger.js";
 
 /** What the backend needs of a `DurableRuntime` (a worker) or a `DurableRunClient` (a server only). */
@@ -39,10 +41,13 @@ export interface DurableBackend extends RunBackend {
  * Runs the HTTP server's runs durably (`createAgentServer({ backend, ledger: backend.ledger })`):
  * a run starts as a workflow any worker may take; its events stream from the durable log, so any
  * server process on the same database serves any run's stream, tool results, steering,
- * follow-ups and cancel. Durable runs outlive their streams.
+ * follow-ups and cancel. Durable runs outlive their streams. A request that finds the database out
+ * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
-  const pool = connectionPool(options.databaseUrl, 4);
+  // A request waits for a connection as long as a connect may take, then answers 503: a host that
+  // never answers a connect would hold it for ever.
+  const pool = connectionPool(options.databaseUrl, 4, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
   await store.createTable();
@@ -67,7 +72,7 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
       runId,
       owner,
       subscribe(onEvent) {
-        return follower.follow(runId, -1, (event) => {
+        const followed = follower.follow(runId, -1, (event) => {
           // With approvals pending too, the run resumes only once they are decided (not over HTTP).
           if (event.type === "agent_end" && event.stopReason === "awaiting_client_tool")
             awaiting =
@@ -76,22 +81,56 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
                 : new Set((event.pendingClientTools ?? []).map((call) => call.toolCallId));
           onEvent(event);
         });
+        return { stop: followed.stop, caughtUp: answeringOutages(() => followed.caughtUp) };
       },
       async submitToolResult(toolCallId, outcome) {
         try {
-          await runs.answer(workflowId, { kind: "tool-result", toolCallId, outcome });
+          await answeringOutages(() => runs.answer(workflowId, { kind: "tool-result", toolCallId, outcome }));
         } catch (error) {
           throw error instanceof RunEndedError ? new ClientToolError(error.message) : error;
         }
         if (awaiting === undefined || !awaiting.delete(toolCallId) || awaiting.size > 0) return undefined;
         return durableRun(workflowId, index + 1, owner);
       },
-      steer: (message) => ended(() => runs.steer(workflowId, message)),
-      followUp: (message) => ended(() => runs.followUp(workflowId, message)),
-      cancel() {
-        void runs.cancel(workflowId).catch(() => {});
-      },
+      steer: (message, maxQueued) =>
+        queue(runId, workflowId, maxQueued, () => runs.steer(workflowId, message)),
+      followUp: (message, maxQueued) =>
+        queue(runId, workflowId, maxQueued, () => runs.followUp(workflowId, message)),
+      // Resolves once the cancel's messages are stored: the server answers 202 then.
+      cancel: () => answeringOutages(() => runs.cancel(workflowId)),
     };
+  }
+
+  /**
+   * Sends a steering message or a follow-up with `send`, unless the workflow has `maxQueued` of
+   * them in the database that it has not received yet: then 429 `queue-full`, as the in-process
+   * backend answers. Counted and sent under a lock of the workflow's, held by the connection that
+   * counts (the message goes on one of the runtime's or client's), so that posts at once, to any
+   * server process, never queue more.
+   */
+  function queue(runId: string, workflowId: string, maxQueued: number, send: () => Promise<void>) {
+    return answeringOutages(async () => {
+      const client = await pool.connect();
+      // Held, it has no listener of the pool's: a connection the database drops would be an
+      // `error` event that crashes the process. Its queries fail instead.
+      const dropped = () => {};
+      client.on("error", dropped);
+      try {
+        await client.query("BEGIN");
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
+          `agent-core.messages:${workflowId}`,
+        ]);
+        if ((await queuedMessages(client, workflowId)) >= maxQueued) throw queueFull(runId, maxQueued);
+        await ended(send);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      } finally {
+        client.off("error", dropped);
+        client.release();
+      }
+    });
   }
 
   return {
@@ -107,38 +146,43 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
       const workflowId = randomUUID();
       const agentName =
         typeof options.agentName === "function" ? options.agentName(request) : options.agentName;
-      await pool.query(
-        "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
-        [workflowId, request.userId, request.documentId ?? null],
-      );
-      await runs.start(agentName, prompt, { runId: workflowId });
+      await answeringOutages(async () => {
+        await pool.query(
+          "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
+          [workflowId, request.userId, request.documentId ?? null],
+        );
+        await runs.start(agentName, prompt, { runId: workflowId });
+      });
       return durableRun(workflowId, 1, { userId: request.userId, documentId: request.documentId });
     },
-    async find(runId) {
-      const suffix = /^(.+)\.(\d+)$/.exec(runId);
-      const candidates: [string, number][] = [[runId, 1]];
-      if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
-      for (const [workflowId, index] of candidates) {
-        if (index < 1) continue;
-        const { rows } = await pool.query<{ user_id: string; document_id: string | null }>(
-          "SELECT user_id, document_id FROM agent_core_run_owners WHERE workflow_id = $1",
-          [workflowId],
-        );
-        const row = rows[0];
-        if (row === undefined) continue;
-        const owner = { userId: row.user_id, documentId: row.document_id ?? undefined };
-        // A resumption is known once it has begun.
-        if (index === 1) return durableRun(workflowId, index, owner);
-        const begun = await pool.query("SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1", [runId]);
-        if (begun.rowCount === 1) return durableRun(workflowId, index, owner);
-      }
-      return undefined;
-    },
+    find: (runId) => answeringOutages(() => find(runId)),
     async close() {
       await follower.close();
       await pool.end();
     },
   };
+
+  /** The run of that id, whichever server process started it, once it has begun; else undefined. */
+  async function find(runId: string): Promise<BackendRun | undefined> {
+    const suffix = /^(.+)\.(\d+)$/.exec(runId);
+    const candidates: [string, number][] = [[runId, 1]];
+    if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
+    for (const [workflowId, index] of candidates) {
+      if (index < 1) continue;
+      const { rows } = await pool.query<{ user_id: string; document_id: string | null }>(
+        "SELECT user_id, document_id FROM agent_core_run_owners WHERE workflow_id = $1",
+        [workflowId],
+      );
+      const row = rows[0];
+      if (row === undefined) continue;
+      const owner = { userId: row.user_id, documentId: row.document_id ?? undefined };
+      // A resumption is known once it has begun.
+      if (index === 1) return durableRun(workflowId, index, owner);
+      const begun = await pool.query("SELECT 1 FROM agent_core_events WHERE run_id = $1 LIMIT 1", [runId]);
+      if (begun.rowCount === 1) return durableRun(workflowId, index, owner);
+    }
+    return undefined;
+  }
 }
 
 async function ended(send: () => Promise<void>): Promise<void> {

@@ -8,6 +8,7 @@ import {
   type UserMessage,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
+import type pg from "pg";
 import type { RecordedClock } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
 
@@ -187,6 +188,20 @@ export function messageFor(
 ): DurableMessage {
   checkTakesMessages(workflowId, status);
   return { queue, message: { role: "user", content, timestamp: Date.now() } };
+}
+
+/**
+ * How many steering messages and follow-ups sent to the workflow are in the database, not yet
+ * received by its run (it receives them at the end of each model call). Its cancels, on the same
+ * topic, are not counted.
+ */
+export async function queuedMessages(db: Pick<pg.ClientBase, "query">, workflowId: string): Promise<number> {
+  const { rows } = await db.query<{ count: string }>(
+    `SELECT count(*) FROM dbos.notifications
+     WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed AND message NOT LIKE '%"queue":"cancel"%'`,
+    [workflowId, MESSAGES],
+  );
+  return Number(rows[0]?.count);
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { AgentEvent } from "@agent-core/core";
-import pg from "pg";
-import { isConnectionError } from "./database.js";
+import type pg from "pg";
+import { isConnectionError, ownConnection } from "./database.js";
 import { EVENTS_CHANNEL, type EventStore } from "./event-store.js";
 
 /**
  * Follows runs' events in the durable log from any process: one `LISTEN` connection tells which
  * runs have new events (the store's writes `NOTIFY`), and each follower reads what came after its
- * last seq. A poll every `pollMs` covers notifications lost while the connection was down.
+ * last seq. A poll every `pollMs` covers notifications lost while the connection was down, or
+ * while it could not be made (it is given `CONNECT_TIMEOUT_MS`, then made again at the next poll).
  */
 export class EventFollower {
   readonly #store: EventStore;
@@ -24,7 +25,9 @@ export class EventFollower {
 
   /**
    * Calls `onEvent` with the run's events after seq `after`, in order, until `agent_end` or
-   * `stop()`. `caughtUp` resolves once the events stored when it began were passed on.
+   * `stop()`. `caughtUp` resolves once the events stored when it began were passed on; it rejects
+   * when the first read found the database out of reach, and the follower goes on: every read that
+   * did is made again at the next poll, so the run is followed once the database is back.
    */
   follow(
     runId: string,
@@ -53,8 +56,19 @@ export class EventFollower {
       }
       return !stopped;
     };
-    const caughtUp = this.#listen().then(readMore);
+    // A read that found the database out of reach is made again at the next poll: the run goes on
+    // once it is back, and so does its follower.
+    const again = (error: unknown) => {
+      if (isConnectionError(error)) return !stopped;
+      throw error;
+    };
+    // LISTEN first, so that what is stored after the first read wakes the follower; a LISTEN
+    // that could not be made is made again at the next poll.
+    const caughtUp = this.#listen()
+      .catch(() => {})
+      .then(readMore);
     void caughtUp
+      .catch(again)
       .then(async (more) => {
         while (more) {
           // A LISTEN connection the database dropped (a restart) is made again; polls meanwhile.
@@ -67,17 +81,15 @@ export class EventFollower {
             }
             wake = woken;
           });
-          // A read that found the database out of reach is made again at the next poll: the run
-          // goes on once it is back, and so does its follower.
-          more = await readMore().catch((error: unknown) => {
-            if (isConnectionError(error)) return !stopped;
-            throw error;
-          });
+          more = await readMore().catch(again);
         }
       })
       .catch(() => {})
       .finally(stop);
-    return { stop, caughtUp: caughtUp.then(() => {}) };
+    const caughtUpNow = caughtUp.then(() => {});
+    // Its failure is for a caller that awaits it; one that does not has the follower go on anyway.
+    caughtUpNow.catch(() => {});
+    return { stop, caughtUp: caughtUpNow };
   }
 
   async close(): Promise<void> {
@@ -91,7 +103,7 @@ export class EventFollower {
   #listen(): Promise<pg.Client> {
     if (this.#listener !== undefined) return this.#listener;
     const listener = (async () => {
-      const client = new pg.Client({ connectionString: this.#databaseUrl });
+      const client = ownConnection(this.#databaseUrl);
       // A dropped connection is made again by the next follower; the polls carry on meanwhile.
       client.on("error", () => {
         if (this.#listener === listener && !this.#closed) this.#listener = undefined;

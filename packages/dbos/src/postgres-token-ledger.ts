@@ -1,10 +1,12 @@
 import type { LedgerVerdict, TokenLedger } from "@agent-core/http";
 import type { Pool } from "pg";
+import { answeringOutages } from "./http-answers.js";
 
 /**
  * The hook-token ledger in PostgreSQL, so single use holds across every server process sharing
  * the database: the first use of a nonce is an insert; a later one reads what the first recorded.
- * Entries go once their token has expired (a sweep at most once a minute).
+ * Entries go once their token has expired (a sweep at most once a minute). A database out of
+ * reach is answered 503 `database-unreachable`, as the durable backend's routes answer it.
  */
 export class PostgresTokenLedger implements TokenLedger {
   readonly #pool: Pool;
@@ -24,7 +26,11 @@ export class PostgresTokenLedger implements TokenLedger {
     )`);
   }
 
-  async use(nonce: string, payload: string, expiresAt: number): Promise<LedgerVerdict> {
+  use(nonce: string, payload: string, expiresAt: number): Promise<LedgerVerdict> {
+    return answeringOutages(() => this.#use(nonce, payload, expiresAt));
+  }
+
+  async #use(nonce: string, payload: string, expiresAt: number): Promise<LedgerVerdict> {
     await this.#sweep();
     const inserted = await this.#pool.query(
       "INSERT INTO agent_core_hook_tokens (nonce, payload, expires_at) VALUES ($1, $2, $3) ON CONFLICT (nonce) DO NOTHING",

@@ -61,7 +61,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
-      maxQueuedMessages: config.maxQueuedMessages,
       now: config.now,
       promptOptions: (agent) => ({
         // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
@@ -200,9 +199,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const run = await anyRun(runId);
     if (verdict === "repeat") {
       // Taken, but not answered by this process (another one on a shared ledger took it, or the
-      // post here failed): passed again, which changes nothing, to learn the run it resumed.
+      // post here failed): passed again, which changes nothing where it was delivered, to learn
+      // the run it resumed, and delivers it where the post that recorded it failed (its database
+      // went away). A call that no longer waits had its result, or has ended; any other failure
+      // is this post's answer, which may be retried: a 204 would say the result was taken.
       if (run !== undefined && run.continuedAs === undefined)
-        await deliver(run, claims.toolCallId, outcome).catch(() => undefined);
+        await deliver(run, claims.toolCallId, outcome).catch((error: unknown) => {
+          if (!(error instanceof ClientToolError)) throw error;
+        });
       return run?.continuedAs;
     }
     const waiting = run?.waitingCall(claims.toolCallId);
@@ -252,7 +256,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const run = await ownRun(runId, principal);
     const body = await readJsonBody(request, messageBody, config.maxBodyBytes);
     if (run.log.closed) throw new HttpError(409, "run-ended", `Run "${runId}" has ended.`);
-    await run.run[queue](body.message);
+    await run.run[queue](body.message, config.maxQueuedMessages);
     return new Response(null, { status: 202 });
   }
 
@@ -276,7 +280,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       case "follow-up":
         return queueMessage(request, principal, runId, "followUp");
       case "cancel":
-        (await ownRun(runId, principal)).cancel("cancelled by the client");
+        // Accepted once the backend recorded it: a durable backend waits for its database.
+        await (await ownRun(runId, principal)).cancel("cancelled by the client");
         return new Response(null, { status: 202 });
       default:
         throw notFound();
@@ -306,7 +311,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       const kept = [...runs.values()];
       // A durable backend's runs go on in their workers: their streams here end now.
       if (!backend.runsOutliveStreams) {
-        for (const run of kept) run.run.cancel("the server is closing");
+        for (const run of kept) run.abandon("the server is closing");
         await atMost(Promise.all(kept.map((run) => untilEnded(run))), CLOSE_WAIT_MS);
       }
       for (const run of kept) run.stop();

@@ -6,6 +6,7 @@ export {
   type AgentRequest,
   type BackendRun,
   memoryBackend,
+  queueFull,
   type RunBackend,
   type RunOwner,
   type Subscription,

@@ -41,10 +41,29 @@ export interface BackendRun {
    * answers with the resumed run once it is known.
    */
   submitToolResult(toolCallId: string, outcome: ClientToolOutcome): Promise<BackendRun | undefined>;
-  /** Queues a message for this run only, never another; an `HttpError` says why it cannot. */
-  steer(message: string): Promise<void>;
-  followUp(message: string): Promise<void>;
-  cancel(reason: string): void;
+  /**
+   * Queues a message for this run only, never another; an `HttpError` says why it cannot. A run
+   * with `maxQueued` messages waiting to be taken (the server's `maxQueuedMessages`), steering
+   * and follow-ups together, refuses it with `queueFull()`.
+   */
+  steer(message: string, maxQueued: number): Promise<void>;
+  followUp(message: string, maxQueued: number): Promise<void>;
+  /**
+   * Cancels the run. The client is told the cancel was accepted once this returns, or once its
+   * promise resolves: when the cancel is recorded where it takes effect. An `HttpError` says why
+   * it cannot.
+   */
+  cancel(reason: string): void | Promise<void>;
+}
+
+/** The refusal of a message past `maxQueued` waiting for the run: 429 `queue-full`, the same from every backend. */
+export function queueFull(runId: string, maxQueued: number): HttpError {
+  return new HttpError(
+    429,
+    "queue-full",
+    `Run "${runId}" has ${maxQueued} messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
+    { headers: { "retry-after": "1" } },
+  );
 }
 
 export interface Subscription {
@@ -61,8 +80,6 @@ export function memoryBackend(
   makeAgent: (request: AgentRequest) => Agent | Promise<Agent>,
   options: {
     conversationTtlMs: number;
-    /** Steering and follow-up messages a run may have waiting, together; past it a message is refused. */
-    maxQueuedMessages: number;
     now: () => number;
     /** The options of every prompt, given the agent that runs it. */
     promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
@@ -96,7 +113,7 @@ export function memoryBackend(
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
       const run = agent.prompt(prompt, options.promptOptions(agent));
-      return inProcess(agent, run, owner, options.maxQueuedMessages);
+      return inProcess(agent, run, owner);
     },
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
@@ -106,7 +123,7 @@ export function memoryBackend(
   };
 }
 
-function inProcess(agent: Agent, run: AgentRun, owner: RunOwner, maxQueued: number): BackendRun {
+function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
   const taken = new Set<string>();
   let resumedRun: BackendRun | undefined;
   let sent = false;
@@ -115,7 +132,7 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner, maxQueued: numb
    * agent runs its prompts one after the other: a message for a run still waiting behind another
    * would steer that other run. So it is refused until the run has begun.
    */
-  const queue = (message: string, into: (message: string) => void) => {
+  const queue = (message: string, maxQueued: number, into: (message: string) => void) => {
     if (run.events.length === 0)
       throw new HttpError(
         409,
@@ -125,13 +142,7 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner, maxQueued: numb
     // The agent's queues hold this run's messages only (see above): a client must not grow them
     // without bound while the run takes none (a long tool call, a slow model).
     const { steering, followUps } = agent.queued;
-    if (steering.length + followUps.length >= maxQueued)
-      throw new HttpError(
-        429,
-        "queue-full",
-        `Run "${run.runId}" has ${maxQueued} messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
-        { headers: { "retry-after": "1" } },
-      );
+    if (steering.length + followUps.length >= maxQueued) throw queueFull(run.runId, maxQueued);
     into(message);
     if (!sent) dropLeftMessagesAtEnd(agent, run);
     sent = true;
@@ -159,14 +170,14 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner, maxQueued: numb
       if (taken.has(toolCallId)) return resumedRun;
       const resumed = agent.submitToolResult(toolCallId, outcome);
       taken.add(toolCallId);
-      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner, maxQueued);
+      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner);
       return resumedRun;
     },
-    async steer(message) {
-      queue(message, (text) => agent.steer(text));
+    async steer(message, maxQueued) {
+      queue(message, maxQueued, (text) => agent.steer(text));
     },
-    async followUp(message) {
-      queue(message, (text) => agent.followUp(text));
+    async followUp(message, maxQueued) {
+      queue(message, maxQueued, (text) => agent.followUp(text));
     },
     cancel(reason) {
       run.abort(new Error(reason));

@@ -68,8 +68,8 @@ export interface AgentServerOptions {
   /**
    * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
    * past it, `…/steer` and `…/follow-up` answer 429 `queue-full` (`Retry-After: 1`) and queue
-   * nothing. For the runs of the `agent` option; a `backend`'s runs are its own to bound
-   * (`durableBackend` bounds none).
+   * nothing. A `backend` is given it with each message (`durableBackend` counts the messages its
+   * run's workflow has not received yet, in the database).
    */
   maxQueuedMessages?: number;
   /** Conversations idle this long are forgotten (default 30 min). */

@@ -69,6 +69,9 @@ export class ServerRun {
     };
     const subscription = run.subscribe(onEvent);
     this.caughtUp = subscription.caughtUp;
+    // Awaited by a request for a run another process started, which answers its failure; a run
+    // started here streams what comes either way.
+    this.caughtUp.catch(() => {});
     if (this.log.closed) subscription.stop();
     else this.#stopListening = () => subscription.stop();
   }
@@ -110,7 +113,7 @@ export class ServerRun {
   detach(graceMs: number): void {
     this.#attached--;
     if (this.#attached > 0 || this.outliveStream || this.log.closed) return;
-    const abort = () => this.run.cancel("the client went away");
+    const abort = () => this.abandon("the client went away");
     if (graceMs <= 0) abort();
     else this.#detachTimer = setTimeout(abort, graceMs);
   }
@@ -119,9 +122,17 @@ export class ServerRun {
    * The client cancels the run. A suspended run has ended already: cancelling it gives up its
    * batch, whose calls then take no more results (nothing is left to resume it).
    */
-  cancel(reason: string): void {
-    this.run.cancel(reason);
+  async cancel(reason: string): Promise<void> {
+    await this.run.cancel(reason);
     if (this.suspended) this.#waiting.clear();
+  }
+
+  /**
+   * The server cancels the run of its own accord (its client went away, the server closes): no
+   * request waits for the answer, so a cancel that fails is left as it is.
+   */
+  abandon(reason: string): void {
+    Promise.resolve(this.run.cancel(reason)).catch(() => {});
   }
 
   /** A suspended run's client call got its result: it no longer takes one. */

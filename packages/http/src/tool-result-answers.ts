@@ -21,7 +21,8 @@ export class ToolResultAnswers {
   /**
    * The first answer to `payload` for `nonce`, else `answer()`, kept for the same payload again.
    * Another payload is answered without being kept (the ledger refuses it); a failure that is not
-   * an `HttpError` is no answer: the post may be retried.
+   * an `HttpError`, or is a 5xx one (the server could not answer now: `database-unreachable`), is
+   * no answer: the post may be retried.
    */
   once(nonce: string, payload: string, expiresAt: number, answer: () => Answer): Answer {
     this.#sweep();
@@ -30,8 +31,8 @@ export class ToolResultAnswers {
     const answered = answer();
     this.#answers.set(nonce, { payload, answer: answered, expiresAt });
     answered.catch((error: unknown) => {
-      if (!(error instanceof HttpError) && this.#answers.get(nonce)?.answer === answered)
-        this.#answers.delete(nonce);
+      const final = error instanceof HttpError && error.status < 500;
+      if (!final && this.#answers.get(nonce)?.answer === answered) this.#answers.delete(nonce);
     });
     return answered;
   }

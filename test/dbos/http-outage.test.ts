@@ -1,0 +1,359 @@
+import { AgentClient, ClientError, type ClientEvent } from "@agent-core/client";
+import { DurableRuntime, durableBackend } from "@agent-core/dbos";
+import { type AgentServer, createAgentServer, type NodeServer, serveNode } from "@agent-core/http";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Agent, defineTool } from "agent-core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { headers, NdjsonReader, post, readPage, SECRET } from "../http/harness.js";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+
+// The HTTP server on the durable backend while its database is away: every route answers 503
+// `database-unreachable` (not 500 `internal`), a cancel is accepted only once it is stored, a tool
+// result whose delivery failed is delivered when posted again, and a run's queued messages are
+// counted in the database. Two servers (as two processes would) on one runtime, in this process.
+
+/** How long the runtime's calls wait on a database that does not answer, here. */
+const DATABASE_TIMEOUT_MS = 2000;
+const UNREACHABLE = {
+  code: "database-unreachable",
+  message: "The server cannot reach its database; try again shortly.",
+};
+let postgres: ThrowawayPostgres;
+let databaseUrl: string;
+let runtime: DurableRuntime;
+/** The test's own connections: a lock holder, and a reader of DBOS's messages. */
+let pool: pg.Pool;
+const servers: { server: AgentServer; node: NodeServer }[] = [];
+/** Two server processes' worth, each with its own backend; at most 2 messages queued per run. */
+let a: string;
+let b: string;
+
+/** What the `hold` agent's model was prompted with, every call, as JSON. */
+const prompts: string[] = [];
+/** The `hold` tool waits for this (or its signal); `arm()` makes a new one for the next run. */
+let release: () => void = () => {};
+let released = Promise.resolve();
+const arm = () => {
+  released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+};
+const hold = defineTool({
+  name: "hold",
+  description: "Holds until the test releases it",
+  inputSchema: z.object({}),
+  execute: (_, { signal }) =>
+    new Promise<string>((resolve, reject) => {
+      void released.then(() => resolve("held"));
+      signal.addEventListener("abort", () => reject(signal.reason));
+    }),
+});
+
+/** Calls `tool` first, then answers. */
+function model(tool: string, args: Record<string, unknown>, answer: string) {
+  return scriptedModel(
+    Array.from({ length: 10 }, () => (options: { prompt: { role: string }[] }) => {
+      prompts.push(JSON.stringify(options.prompt));
+      return options.prompt.some((message) => message.role === "assistant")
+        ? [script.text(answer)]
+        : [script.toolCall(tool, args, { id: `${tool}-1` })];
+    }),
+  );
+}
+
+async function serve(): Promise<string> {
+  const backend = await durableBackend({
+    databaseUrl,
+    runs: runtime,
+    // The document names the agent: `hold`, else `page`.
+    agentName: (request) => request.documentId ?? "page",
+    pollMs: 100,
+  });
+  const server = createAgentServer({
+    backend,
+    ledger: backend.ledger,
+    hookSecret: SECRET,
+    authorize: (request) => {
+      const user = request.headers.get("x-user");
+      return user === null ? undefined : { userId: user };
+    },
+    maxQueuedMessages: 2,
+  });
+  const node = await serveNode(server.fetch);
+  servers.push({ server, node });
+  return node.url;
+}
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agent_core_http_outage");
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  pool.on("error", () => {});
+  runtime = new DurableRuntime({
+    databaseUrl,
+    databaseTimeoutMs: DATABASE_TIMEOUT_MS,
+    agents: {
+      page: () =>
+        new Agent({ provider: model("read_page", { selector: "h1" }, "Read it."), tools: [readPage] }),
+      hold: () => new Agent({ provider: model("hold", {}, "Held."), tools: [hold] }),
+    },
+  });
+  await runtime.launch();
+  a = await serve();
+  b = await serve();
+}, 60_000);
+
+afterAll(async () => {
+  release();
+  for (const { server, node } of servers) {
+    await server.close();
+    await node.close();
+  }
+  await runtime?.shutdown();
+  await pool?.end();
+  postgres?.stop();
+});
+
+/** A `page` run started through server A, suspended for its client tool: its id and the result to post. */
+async function suspendedRun(): Promise<{ runId: string; result: Record<string, unknown> }> {
+  const reader = new NdjsonReader(await post(`${a}/runs`, { prompt: "Read the title." }));
+  const end = await reader.until((event) => event.type === "agent_end");
+  expect(end).toMatchObject({ stopReason: "awaiting_client_tool" });
+  const [call] = end.pendingClientTools as { toolCallId: string; hookToken: string }[];
+  if (call === undefined) throw new Error("no pending call");
+  await reader.cancel();
+  return {
+    runId: end.runId as string,
+    result: { toolCallId: call.toolCallId, token: call.hookToken, result: "Agent Core" },
+  };
+}
+
+/** A `hold` run started through server A, in its tool call now. */
+async function heldRun(): Promise<string> {
+  arm();
+  const reader = new NdjsonReader(await post(`${a}/runs`, { prompt: "Hold.", documentId: "hold" }));
+  const call = await reader.until((event) => event.type === "tool_call");
+  await reader.cancel();
+  return call.runId as string;
+}
+
+/** Status, `Retry-After` and body (none: undefined) of an answer. */
+async function answer(response: Response): Promise<[number, string | null, unknown]> {
+  const body = await response.text();
+  return [response.status, response.headers.get("retry-after"), body === "" ? undefined : JSON.parse(body)];
+}
+
+/** The run's events through server A, to its `agent_end`. */
+async function eventsOf(runId: string): Promise<Record<string, unknown>[]> {
+  const reader = new NdjsonReader(await fetch(`${a}/runs/${runId}/events`, { headers: headers() }));
+  await reader.until((event) => event.type === "agent_end");
+  return reader.seen;
+}
+
+describe("the durable backend over HTTP while the database is down", () => {
+  it("answers every route 503 database-unreachable with Retry-After, and takes the same requests once it is back", async () => {
+    const suspended = await suspendedRun();
+    const held = await heldRun();
+    postgres.halt();
+    let answers: [string, [number, string | null, unknown]][];
+    try {
+      const requests: [string, () => Promise<Response>][] = [
+        ["POST /runs", () => post(`${a}/runs`, { prompt: "Read the title." })],
+        // Server B did not start it: it looks the run up in the database.
+        [
+          "GET /runs/:runId/events on another server",
+          () => fetch(`${b}/runs/${suspended.runId}/events`, { headers: headers() }),
+        ],
+        [
+          "POST /runs/:runId/tool-results",
+          () => post(`${a}/runs/${suspended.runId}/tool-results`, suspended.result),
+        ],
+        ["POST /runs/:runId/steer", () => post(`${a}/runs/${held}/steer`, { message: "Hurry." })],
+        ["POST /runs/:runId/follow-up", () => post(`${a}/runs/${held}/follow-up`, { message: "Then stop." })],
+      ];
+      answers = await Promise.all(
+        requests.map(async ([name, request]) => [name, await answer(await request())] as const),
+      );
+    } finally {
+      postgres.restart();
+    }
+    expect(Object.fromEntries(answers)).toEqual(
+      Object.fromEntries(answers.map(([name]) => [name, [503, "5", { error: UNREACHABLE }]])),
+    );
+
+    // Back: the result posted again is taken (the 503 was no answer to keep), and resumes the run.
+    const taken = await post(`${a}/runs/${suspended.runId}/tool-results`, suspended.result);
+    expect([taken.status, await taken.json()]).toEqual([202, { runId: `${suspended.runId}.2` }]);
+    expect((await eventsOf(`${suspended.runId}.2`)).at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "completed",
+    });
+    expect((await post(`${a}/runs/${held}/steer`, { message: "Hurry." })).status).toBe(202);
+    release();
+    expect(await runtime.retrieve(held).result()).toMatchObject({ stopReason: "completed" });
+  }, 30_000);
+
+  it("answers a cancel 202 once it is stored, and 503 after databaseTimeoutMs while the database is down", async () => {
+    const held = await heldRun();
+    postgres.halt();
+    const halted = Date.now();
+    let refused: Response;
+    try {
+      refused = await post(`${a}/runs/${held}/cancel`, {});
+    } finally {
+      postgres.restart();
+    }
+    const waited = Date.now() - halted;
+    expect(await answer(refused)).toEqual([503, "5", { error: UNREACHABLE }]);
+    // It waited for the database, one ask a second, as the runtime's calls do.
+    expect(waited).toBeGreaterThanOrEqual(DATABASE_TIMEOUT_MS);
+    expect(waited).toBeLessThan(DATABASE_TIMEOUT_MS + 3000);
+
+    const cancelled = await heldRun();
+    expect((await post(`${a}/runs/${cancelled}/cancel`, {})).status).toBe(202);
+    // Stored by the time of the 202: a worker that dies now leaves a run the next one ends.
+    const { rows } = await pool.query(
+      `SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND message LIKE '%"queue":"cancel"%'`,
+      [cancelled],
+    );
+    expect(rows).toHaveLength(1);
+    expect(await runtime.retrieve(cancelled).result()).toMatchObject({ stopReason: "aborted" });
+    // The one refused while the database was down, posted again: taken (whether or not the first
+    // went on once the database was back).
+    expect((await post(`${a}/runs/${held}/cancel`, {})).status).toBe(202);
+    expect(await runtime.retrieve(held).result()).toMatchObject({ stopReason: "aborted" });
+  }, 30_000);
+});
+
+describe("a tool result whose delivery to the run fails after the ledger took it", () => {
+  /**
+   * Posts `body` while the answer's connection is cut: the post waits for a lock on
+   * `agent_core_answers` after the ledger recorded the token, and its connection is terminated.
+   */
+  async function postCut(runId: string, body: unknown): Promise<Response> {
+    const blocker = await pool.connect();
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE agent_core_answers IN ACCESS EXCLUSIVE MODE");
+      const posted = post(`${a}/runs/${runId}/tool-results`, body);
+      const waiting =
+        "SELECT pid FROM pg_locks WHERE NOT granted AND relation = 'agent_core_answers'::regclass";
+      while ((await blocker.query(waiting)).rowCount === 0);
+      await blocker.query(`SELECT pg_terminate_backend(pid) FROM (${waiting}) AS waiting`);
+      await blocker.query("COMMIT");
+      return await posted;
+    } finally {
+      blocker.release();
+    }
+  }
+
+  it("answers its retry 503 while the delivery fails, never 204, and delivers it once it can", async () => {
+    const suspended = await suspendedRun();
+    expect(await answer(await postCut(suspended.runId, suspended.result))).toEqual([
+      503,
+      "5",
+      { error: UNREACHABLE },
+    ]);
+    // The ledger has the token now: the retry is a repeat, whose delivery fails as well.
+    expect(await answer(await postCut(suspended.runId, suspended.result))).toEqual([
+      503,
+      "5",
+      { error: UNREACHABLE },
+    ]);
+    const { rows } = await pool.query("SELECT 1 FROM agent_core_answers WHERE workflow_id = $1", [
+      suspended.runId,
+    ]);
+    expect(rows).toEqual([]);
+
+    const taken = await post(`${a}/runs/${suspended.runId}/tool-results`, suspended.result);
+    expect([taken.status, await taken.json()]).toEqual([202, { runId: `${suspended.runId}.2` }]);
+    expect((await eventsOf(`${suspended.runId}.2`)).at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "completed",
+    });
+  }, 20_000);
+});
+
+describe("steering and follow-ups queued for a durable run", () => {
+  it("are refused past maxQueuedMessages not yet taken (429 queue-full), counted across server processes", async () => {
+    const held = await heldRun();
+    prompts.length = 0;
+    expect((await post(`${a}/runs/${held}/steer`, { message: "one" })).status).toBe(202);
+    expect((await post(`${b}/runs/${held}/follow-up`, { message: "two" })).status).toBe(202);
+    for (const [server, route] of [
+      [a, "steer"],
+      [b, "follow-up"],
+    ])
+      expect(await answer(await post(`${server}/runs/${held}/${route}`, { message: "three" }))).toEqual([
+        429,
+        "1",
+        {
+          error: {
+            code: "queue-full",
+            message: `Run "${held}" has 2 messages waiting to be taken (maxQueuedMessages); send this once it took some.`,
+          },
+        },
+      ]);
+    release();
+    expect(await runtime.retrieve(held).result()).toMatchObject({ stopReason: "completed" });
+    const seen = prompts.join("\n");
+    for (const message of ["one", "two"]) expect(seen).toContain(message);
+    expect(seen).not.toContain("three");
+  }, 20_000);
+});
+
+describe("@agent-core/client on the durable backend while the database is down", () => {
+  it("rejects a start and a steer with ClientError 503 database-unreachable, and posts a tool result again after its Retry-After", async () => {
+    const tracked: ClientEvent[] = [];
+    const posted: number[] = [];
+    const client = (tools = {}) =>
+      new AgentClient({
+        baseUrl: a,
+        headers: { "x-user": "alice" },
+        tools,
+        // Each tool result's answer, as the client gets it; the database is back after the first.
+        fetch: async (input, init) => {
+          const response = await fetch(input, init);
+          if (String(input).endsWith("/tool-results")) {
+            posted.push(response.status);
+            if (response.status === 503) postgres.restart();
+          }
+          return response;
+        },
+      });
+    const unreachable = { code: "http", status: 503, serverCode: "database-unreachable" };
+
+    arm();
+    const held = client().start("Hold.", { documentId: "hold" });
+    for await (const event of held) if (event.type === "tool_call") break;
+    postgres.halt();
+    try {
+      const refused = await client()
+        .start("Read the title.")
+        .result()
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(ClientError);
+      expect(refused).toMatchObject(unreachable);
+      await expect(held.steer("Hurry.")).rejects.toMatchObject(unreachable);
+    } finally {
+      postgres.restart();
+    }
+
+    // The tool runs while the database is down: its result's post is answered 503, then posted
+    // again after the Retry-After, by when the database is back.
+    const paged = client({
+      read_page: () => {
+        postgres.halt();
+        return "Agent Core";
+      },
+    }).start("Read the title.");
+    for await (const event of paged) tracked.push(event);
+    expect(posted).toEqual([503, 202]);
+    expect(tracked.filter((event) => event.type === "client_error")).toEqual([]);
+    expect(await paged.result()).toMatchObject({ stopReason: "completed" });
+    release();
+    expect(await held.result()).toMatchObject({ stopReason: "completed" });
+  }, 30_000);
+});
