@@ -493,7 +493,7 @@ describe("AgentClient: retrying a start", () => {
 
   it("posts the start again with the same Idempotency-Key when its connection drops before the run's id is known", async () => {
     const events = script(4);
-    const { baseUrl, requests } = await serve(async (req, res) => {
+    const { baseUrl, requests } = await serve(async (_req, res) => {
       // The first answer never comes: the server drops the connection before its first byte.
       if (posts(requests).length === 1) return void res.destroy();
       openStream(res);
