@@ -1,4 +1,4 @@
-import { AgentClient, ClientError, type ClientEvent } from "@agent-core/client";
+import { AgentClient, type ClientEvent } from "@agent-core/client";
 import { type DurableRunControl, DurableRuntime, durableBackend } from "@agent-core/dbos";
 import { type AgentServer, createAgentServer, type NodeServer, serveNode } from "@agent-core/http";
 import { script, scriptedModel } from "@agent-core/testing";
