@@ -10,7 +10,7 @@ import {
   type RunOwner,
   type StartKey,
 } from "@agent-core/http";
-import { CONNECT_TIMEOUT_MS, connectionPool } from "./database.js";
+import { CONNECT_TIMEOUT_MS, connectionPool, inTransaction } from "./database.js";
 import { queuedMessages, RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
@@ -47,9 +47,12 @@ export interface DurableBackend extends RunBackend {
  * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
-  // A request waits for a connection as long as a connect may take, then answers 503: a host that
-  // never answers a connect would hold it for ever.
-  const pool = connectionPool(options.databaseUrl, 4, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  // A request waits for a connection, and for each query's answer, as long as a connect may take,
+  // then answers 503: a host that never answers, or went silent, would hold it for ever.
+  const pool = connectionPool(options.databaseUrl, 4, {
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    queryTimeoutMs: CONNECT_TIMEOUT_MS,
+  });
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
   await store.createTable();
@@ -119,28 +122,15 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
    * server process, never queue more.
    */
   function queue(runId: string, workflowId: string, maxQueued: number, send: () => Promise<void>) {
-    return answeringOutages(async () => {
-      const client = await pool.connect();
-      // Held, it has no listener of the pool's: a connection the database drops would be an
-      // `error` event that crashes the process. Its queries fail instead.
-      const dropped = () => {};
-      client.on("error", dropped);
-      try {
-        await client.query("BEGIN");
+    return answeringOutages(() =>
+      inTransaction(pool, async (client) => {
         await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
           `agent-core.messages:${workflowId}`,
         ]);
         if ((await queuedMessages(client, workflowId)) >= maxQueued) throw queueFull(runId, maxQueued);
         await ended(send);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
-      } finally {
-        client.off("error", dropped);
-        client.release();
-      }
-    });
+      }),
+    );
   }
 
   return {
