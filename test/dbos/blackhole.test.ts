@@ -28,6 +28,8 @@ interface Proxy {
   url: string;
   /** New connections are taken and never answered; with `dropOpen`, the open ones are cut first. */
   hold(options?: { dropOpen?: boolean }): void;
+  /** As `hold()`, and the open connections stay open but forward nothing more, either way. */
+  silence(): void;
   /** New connections go through again (the held ones stay held). */
   forward(): void;
   /** The connections held now (a client that gave up closed its own). */
@@ -40,6 +42,7 @@ async function proxy(): Promise<Proxy> {
   let holding = false;
   const held = new Set<Socket>();
   const open = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   const track = (sockets: Set<Socket>, socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -56,7 +59,12 @@ async function proxy(): Promise<Proxy> {
     track(open, upstream);
     client.pipe(upstream);
     upstream.pipe(client);
-    client.on("close", () => upstream.destroy());
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    client.on("close", () => {
+      pairs.delete(pair);
+      upstream.destroy();
+    });
     upstream.on("close", () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -67,6 +75,16 @@ async function proxy(): Promise<Proxy> {
     hold(options = {}) {
       holding = true;
       if (options.dropOpen) for (const socket of open) socket.destroy();
+    },
+    silence() {
+      holding = true;
+      // Each side's bytes are read and dropped, as a host that went away drops its packets.
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.resume();
+        upstream.resume();
+      }
     },
     forward() {
       holding = false;
@@ -243,4 +261,42 @@ describe("the HTTP backend on a database host that never answers a connect", () 
       await held.close();
     }
   }, 30_000);
+});
+
+describe("connections already open when the database host goes silent", () => {
+  it("the HTTP backend's query fails after 10 s (503), its pool lets the connection go; a LISTEN connection idle as long is kept", async () => {
+    const cancels = "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN agent_core_cancel'";
+    const listener = (await pool.query(cancels)).rows;
+    expect(listener).toHaveLength(1);
+    const silent = await proxy();
+    const backend = await durableBackend({ databaseUrl: silent.url, runs: runtime, agentName: "quick" });
+    const server = createAgentServer({
+      backend,
+      ledger: backend.ledger,
+      hookSecret: SECRET,
+      authorize: () => ({ userId: "alice" }),
+    });
+    const node = await serveNode(server.fetch);
+    const lookUp = async () => {
+      const response = await fetch(`${node.url}/runs/no-such-run/events`, { headers: headers() });
+      return [response.status, (await response.json()).error.code];
+    };
+    try {
+      expect(await lookUp()).toEqual([404, "run-not-found"]);
+      // The pool's connection is open, and the host goes silent: no answer, no error, ever.
+      silent.silence();
+      const silencedAt = Date.now();
+      expect(await settled(lookUp(), 20_000)).toEqual([503, "database-unreachable"]);
+      expect(Date.now() - silencedAt).toBeGreaterThanOrEqual(10_000);
+      // The silent connection was let go: the next request connects again, and is answered.
+      silent.forward();
+      expect(await settled(lookUp(), 5_000)).toEqual([404, "run-not-found"]);
+      // The worker's LISTEN, idle all this time (longer than its queries may take), is the same.
+      expect((await pool.query(cancels)).rows).toEqual(listener);
+    } finally {
+      await silent.close();
+      await server.close();
+      await node.close();
+    }
+  }, 40_000);
 });

@@ -1,8 +1,8 @@
-import { AgentClient, ClientError, type ClientEvent } from "@agent-core/client";
-import { DurableRuntime, durableBackend } from "@agent-core/dbos";
+import { AgentClient, type ClientEvent } from "@agent-core/client";
+import { type DurableRunControl, DurableRuntime, durableBackend } from "@agent-core/dbos";
 import { type AgentServer, createAgentServer, type NodeServer, serveNode } from "@agent-core/http";
 import { script, scriptedModel } from "@agent-core/testing";
-import { Agent, defineTool } from "agent-core";
+import { Agent, AgentError, defineTool } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -30,6 +30,8 @@ const servers: { server: AgentServer; node: NodeServer }[] = [];
 let a: string;
 let b: string;
 
+/** How many `greet` agents the runtime made: one per run it executed. */
+let greetings = 0;
 /** What the `hold` agent's model was prompted with, every call, as JSON. */
 const prompts: string[] = [];
 /** The `hold` tool waits for this (or its signal); `arm()` makes a new one for the next run. */
@@ -63,10 +65,10 @@ function model(tool: string, args: Record<string, unknown>, answer: string) {
   );
 }
 
-async function serve(): Promise<string> {
+async function serve(runs: DurableRunControl = runtime): Promise<string> {
   const backend = await durableBackend({
     databaseUrl,
-    runs: runtime,
+    runs,
     // The document names the agent: `hold`, else `page`.
     agentName: (request) => request.documentId ?? "page",
     pollMs: 100,
@@ -98,6 +100,10 @@ beforeAll(async () => {
       page: () =>
         new Agent({ provider: model("read_page", { selector: "h1" }, "Read it."), tools: [readPage] }),
       hold: () => new Agent({ provider: model("hold", {}, "Held."), tools: [hold] }),
+      greet: () => {
+        greetings++;
+        return new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
+      },
     },
   });
   await runtime.launch();
@@ -304,22 +310,83 @@ describe("steering and follow-ups queued for a durable run", () => {
   }, 20_000);
 });
 
+describe("a start with an Idempotency-Key on the durable backend", () => {
+  const start = (server: string, key: string, user = "alice", prompt = "Greet me.") =>
+    post(`${server}/runs`, { prompt, documentId: "greet" }, user, { "idempotency-key": key });
+  /** The run's id and its events, to the end of the stream. */
+  const streamed = async (response: Response) => {
+    expect(response.status).toBe(200);
+    return { runId: response.headers.get("x-run-id"), events: await new NdjsonReader(response).rest() };
+  };
+
+  it("is answered with the first start's run by any server process on the database; another body 409; another user's key another run", async () => {
+    const before = greetings;
+    const first = await streamed(await start(a, "k-shared"));
+    expect(first.events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    // Server B never saw the first start: it finds the key's run in the database.
+    expect(await streamed(await start(b, "k-shared"))).toEqual(first);
+    expect(await answer(await start(b, "k-shared", "alice", "Greet me twice."))).toEqual([
+      409,
+      null,
+      { error: { code: "idempotency-key-reused", message: expect.any(String) } },
+    ]);
+    const bobs = await streamed(await start(b, "k-shared", "bob"));
+    expect(bobs.runId).not.toBe(first.runId);
+    expect(greetings - before).toBe(2);
+  }, 20_000);
+
+  it("is safe to retry after a 503 that came once the run's owner was recorded: the retry starts the run, once", async () => {
+    /** Where the next start fails as a database that went away would: before its workflow was written, or after. */
+    let failNext: "before" | "after" | undefined;
+    const unreachable = () => new AgentError("database_unreachable", "Cannot reach the database: gone");
+    const flaky: DurableRunControl = {
+      answer: (...args) => runtime.answer(...args),
+      steer: (...args) => runtime.steer(...args),
+      followUp: (...args) => runtime.followUp(...args),
+      cancel: (...args) => runtime.cancel(...args),
+      async start(agentName, prompt, options) {
+        const failing = failNext;
+        failNext = undefined;
+        if (failing === "before") throw unreachable();
+        await runtime.start(agentName, prompt, options);
+        if (failing === "after") throw unreachable();
+      },
+    };
+    const c = await serve(flaky);
+    for (const when of ["before", "after"] as const) {
+      const before = greetings;
+      failNext = when;
+      expect(await answer(await start(c, `k-${when}`)), when).toEqual([503, "5", { error: UNREACHABLE }]);
+      // Retried through another server process: it finds the recorded run, and starts it.
+      const retried = await streamed(await start(a, `k-${when}`));
+      expect(retried.events.at(-1), when).toMatchObject({ type: "agent_end", stopReason: "completed" });
+      expect(await streamed(await start(c, `k-${when}`)), when).toEqual(retried);
+      expect(greetings - before, when).toBe(1);
+    }
+  }, 20_000);
+});
+
 describe("@agent-core/client on the durable backend while the database is down", () => {
-  it("rejects a start and a steer with ClientError 503 database-unreachable, and posts a tool result again after its Retry-After", async () => {
+  it("posts a start and a tool result again after their 503's Retry-After (the run starts once), and rejects a steer with ClientError 503 database-unreachable", async () => {
     const tracked: ClientEvent[] = [];
     const posted: number[] = [];
+    const started: number[] = [];
     const client = (tools = {}) =>
       new AgentClient({
         baseUrl: a,
         headers: { "x-user": "alice" },
         tools,
-        // Each tool result's answer, as the client gets it; the database is back after the first.
+        // Each start's and tool result's answer, as the client gets it; the database is back
+        // after the first 503.
         fetch: async (input, init) => {
           const response = await fetch(input, init);
-          if (String(input).endsWith("/tool-results")) {
-            posted.push(response.status);
-            if (response.status === 503) postgres.restart();
-          }
+          const answers = String(input).endsWith("/tool-results")
+            ? posted
+            : String(input).endsWith("/runs")
+              ? started
+              : undefined;
+          answers?.push(response.status);
+          if (answers !== undefined && response.status === 503) postgres.restart();
           return response;
         },
       });
@@ -330,16 +397,20 @@ describe("@agent-core/client on the durable backend while the database is down",
     for await (const event of held) if (event.type === "tool_call") break;
     postgres.halt();
     try {
-      const refused = await client()
-        .start("Read the title.")
-        .result()
-        .catch((error: unknown) => error);
-      expect(refused).toBeInstanceOf(ClientError);
-      expect(refused).toMatchObject(unreachable);
       await expect(held.steer("Hurry.")).rejects.toMatchObject(unreachable);
     } finally {
       postgres.restart();
     }
+
+    // Started while the database is down: answered 503, posted again after the Retry-After (with
+    // the same Idempotency-Key), by when the database is back.
+    started.length = 0;
+    const before = greetings;
+    postgres.halt();
+    const greeted = client().start("Greet me.", { documentId: "greet" });
+    expect(await greeted.result()).toMatchObject({ stopReason: "completed" });
+    expect(started).toEqual([503, 200]);
+    expect(greetings - before).toBe(1);
 
     // The tool runs while the database is down: its result's post is answered 503, then posted
     // again after the Retry-After, by when the database is back.

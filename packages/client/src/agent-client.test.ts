@@ -488,6 +488,79 @@ describe("AgentClient: reconnects", () => {
   });
 });
 
+describe("AgentClient: retrying a start", () => {
+  const posts = (requests: Recorded[]) => requests.filter((r) => r.method === "POST" && r.path === "/runs");
+
+  it("posts the start again with the same Idempotency-Key when its connection drops before the run's id is known", async () => {
+    const events = script(4);
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      // The first answer never comes: the server drops the connection before its first byte.
+      if (posts(requests).length === 1) return void res.destroy();
+      openStream(res);
+      await writeSlowly(res, events);
+      res.end();
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi", { documentId: "d" });
+    expect(await collect(run)).toEqual(events);
+    await expect(run.runId).resolves.toBe(RUN);
+    const [first, second] = posts(requests);
+    expect(requests).toHaveLength(2);
+    expect(first?.headers["idempotency-key"]).toMatch(/^[0-9a-f]{32}$/);
+    expect(second?.headers["idempotency-key"]).toBe(first?.headers["idempotency-key"]);
+    expect(second?.body).toBe(first?.body);
+  });
+
+  it("posts it again after a 429 or 503 with Retry-After, and fails at once on a 503 without one", async () => {
+    const answers = [
+      (res: ServerResponse) => fail(res, 429, "rate-limited", { "retry-after": "0" }),
+      (res: ServerResponse) => fail(res, 503, "database-unreachable", { "retry-after": "0" }),
+    ];
+    const { baseUrl, requests } = await serve((_req, res) => {
+      const next = answers.shift();
+      if (next !== undefined) return next(res);
+      openStream(res);
+      res.end(script(2).map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    await expect(run.result()).resolves.toMatchObject({ type: "agent_end" });
+    expect(new Set(posts(requests).map((r) => r.headers["idempotency-key"])).size).toBe(1);
+    expect(posts(requests)).toHaveLength(3);
+
+    const closing = await serve((_req, res) => fail(res, 503, "server-closing"));
+    const error = await rejection(
+      new AgentClient({ baseUrl: closing.baseUrl, ...fast }).start("hi").result(),
+    );
+    expect(error).toMatchObject({ code: "http", status: 503, serverCode: "server-closing" });
+    expect(closing.requests).toHaveLength(1);
+  });
+
+  it("fails with code 'network' once reconnect.attempts posts again were lost too, all with one key", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => void res.destroy());
+    const error = await rejection(
+      new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi").result(),
+    );
+    expect(error.code).toBe("network");
+    expect(error.message).toMatch(/posted 3 time\(s\) with the same Idempotency-Key/);
+    expect(posts(requests)).toHaveLength(3);
+    expect(new Set(posts(requests).map((r) => r.headers["idempotency-key"])).size).toBe(1);
+  });
+
+  it("sends the key given to start(), and a new random key for each start() without one", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      openStream(res);
+      res.end(script(2).map(line).join(""));
+    });
+    const client = new AgentClient({ baseUrl, ...fast });
+    await client.start("a", { idempotencyKey: "order-42" }).result();
+    await client.start("b").result();
+    await client.start("c").result();
+    const keys = posts(requests).map((r) => r.headers["idempotency-key"]);
+    expect(keys[0]).toBe("order-42");
+    expect(new Set(keys).size).toBe(3);
+    expect(() => client.start("d", { idempotencyKey: "two words" })).toThrow(TypeError);
+  });
+});
+
 describe("AgentClient: client tools", () => {
   /** A run that calls client tools, then waits for `resultsPosted` before it ends. */
   function toolRun(calls: { toolCallId: string; toolName: string; args: unknown }[], done: Promise<unknown>) {
@@ -1524,6 +1597,36 @@ describe("AgentClient against the real @agent-core/http server", () => {
     });
     return node.url;
   }
+
+  it("re-attaches through a repeat of the start whose answer was lost before its first event: the agent runs once", async () => {
+    let made = 0;
+    const server = createAgentServer({
+      agent: () => {
+        made++;
+        return new Agent({ provider: scriptedModel([[model.text("Hello.")]]) });
+      },
+      authorize: () => ({ userId: "u" }),
+      hookSecret: "x".repeat(32),
+    });
+    const node = await serveNode(server.fetch);
+    servers.push({ close: () => server.close().then(() => node.close()) });
+    let starts = 0;
+    // The server took the first start and began its run; its answer is lost on the way back.
+    const dropFirstStart: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method !== "POST" || !String(input).endsWith("/runs") || starts++ > 0) return response;
+      await response.body?.cancel();
+      throw new TypeError("fetch failed: the connection was reset");
+    };
+    const run = new AgentClient({ baseUrl: node.url, fetch: dropFirstStart, ...fast }).start("hi");
+    const seen = await collect(run);
+    expect(await run.result()).toMatchObject({ stopReason: "completed" });
+    expect(starts).toBe(2);
+    expect(made).toBe(1);
+    // Each event once, from the run's first.
+    expect(seqs(seen)).toEqual(seen.map((_, seq) => seq));
+    expect([seen[0]?.type, seen.at(-1)?.type]).toEqual(["agent_start", "agent_end"]);
+  });
 
   for (const mode of ["suspend", undefined] as const)
     it(`runs a client tool once and completes, with clientTools: ${mode === undefined ? "the default (wait)" : `"${mode}"`}`, async () => {

@@ -59,18 +59,27 @@ export class AgentClient {
    * Starts a run (`POST {baseUrl}/runs`) and follows its events from `agent_start`. A new prompt
    * cancels the one in flight: every run of this client that has not ended yet (started or
    * attached) is cancelled first, and this run's request goes out once their `/cancel` posts are
-   * answered. The request is not retried (it is not idempotent), so a connection lost before the
-   * run's id is known fails the run with code `"network"`; after that, it is re-attached.
+   * answered. It carries an `Idempotency-Key` (`options.idempotencyKey`, else a new random one),
+   * so a connection lost before the run's id is known, or a 429 or 503 with `Retry-After`, posts
+   * it again, within `reconnect.attempts`: the server answers with the same run, never a second.
+   * Once the run's id is known, a lost connection is re-attached.
    */
   start(prompt: string, options: StartOptions = {}): ClientRun {
     if (typeof prompt !== "string") throw new TypeError("start() needs the prompt as a string.");
+    const key = options.idempotencyKey ?? randomKey();
+    if (typeof key !== "string" || !/^[\x21-\x7e]{1,255}$/.test(key))
+      throw new TypeError("start() needs idempotencyKey as 1 to 255 visible ASCII characters.");
     const previous = [...this.#inFlight].map((run) => run.cancel());
     const body: Record<string, unknown> = { prompt };
     if (options.conversationId !== undefined) body.conversationId = options.conversationId;
     if (options.documentId !== undefined) body.documentId = options.documentId;
     if (options.outliveStream !== undefined) body.outliveStream = options.outliveStream;
     return this.#track(
-      new Run(this.#transport, { kind: "start", body, previous: Promise.all(previous) }, options.signal),
+      new Run(
+        this.#transport,
+        { kind: "start", start: { body, key }, previous: Promise.all(previous) },
+        options.signal,
+      ),
     );
   }
 
@@ -93,4 +102,13 @@ export class AgentClient {
     run.whenSettled(() => this.#inFlight.delete(run));
     return run;
   }
+}
+
+/**
+ * 128 random bits, as 32 hex digits. `getRandomValues`, not `randomUUID`: a browser has the latter
+ * only in secure contexts (a page served over plain HTTP has not).
+ */
+function randomKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -2,11 +2,11 @@ import { ClientToolRunner } from "./client-tool-runner.js";
 import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
-import { RunConnection } from "./run-connection.js";
+import { RunConnection, type StartRequest } from "./run-connection.js";
 import { type Config, deadline, discard, httpError, ignore, type Transport } from "./transport.js";
 
 type Plan =
-  | { kind: "start"; body: Record<string, unknown>; previous: Promise<unknown> }
+  | { kind: "start"; start: StartRequest; previous: Promise<unknown> }
   | { kind: "attach"; runId: string; after: number };
 
 /** Events a consumer may have waiting before the client stops reading the network. */
@@ -148,13 +148,13 @@ export class Run implements ClientRun {
   async #follow(plan: Plan): Promise<void> {
     try {
       if (plan.kind === "start") await plan.previous;
-      let startBody = plan.kind === "start" ? plan.body : undefined;
+      let start = plan.kind === "start" ? plan.start : undefined;
       // Ends the wait for a suspended run's answers (tools that ignore their signal included).
       const cancelled = whenAborted(this.#abort.signal);
       cancelled.catch(ignore);
       while (!this.#settled) {
-        await this.#connection.read(startBody);
-        startBody = undefined;
+        await this.#connection.read(start);
+        start = undefined;
         const suspended = this.#suspended;
         if (this.#settled || suspended === undefined) return;
         const next = await Promise.race([this.#clientTools.answer(suspended), cancelled]);

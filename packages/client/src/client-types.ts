@@ -40,7 +40,9 @@ export interface AgentClientOptions {
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
    * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
    * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s
-   * fails the run with that answer (a `ClientError` of code `"http"`).
+   * fails the run with that answer (a `ClientError` of code `"http"`). A start whose connection
+   * dropped before the run's id was known, or that was answered 429 or 503 with a `Retry-After`,
+   * is posted again the same way, with the same `Idempotency-Key`.
    */
   reconnect?: { attempts?: number; delayMs?: number };
   /**
@@ -90,6 +92,13 @@ export interface StartOptions {
   documentId?: string;
   /** Ask the server to go on with the run when the stream goes away (re-attach later with `attach`). */
   outliveStream?: boolean;
+  /**
+   * The start's `Idempotency-Key` (default: a new random one for each `start()`): 1 to 255 visible
+   * ASCII characters. The client posts the start again with it after a connection lost before
+   * the run's id was known; give your own to retry a start yourself (after a page reload, say):
+   * the same key, user and body within the server's `idempotencyKeyTtlMs` is the same run.
+   */
+  idempotencyKey?: string;
   /** Aborting it cancels the run, like `run.cancel()`. */
   signal?: AbortSignal;
 }

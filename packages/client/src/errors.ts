@@ -12,8 +12,8 @@ export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
  *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
  *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
- *   exhausted, or the run's id was never learnt, so there was nothing to re-attach to). `cause` is
- *   the last failure.
+ *   exhausted, or, before the run's id was learnt, the posts of the start with its
+ *   `Idempotency-Key` were). `cause` is the last failure.
  * - `"too-large"`: the event stream brought more than `maxEventBytes` without completing an event
  *   (a line that never ends): the stream was cancelled, and no re-attach is tried (it would bring
  *   the same).

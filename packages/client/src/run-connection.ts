@@ -28,6 +28,12 @@ export interface FollowedRun {
   receive(event: ClientEvent): void;
 }
 
+/** A run's start: its body, and the `Idempotency-Key` every post of it carries. */
+export interface StartRequest {
+  body: Record<string, unknown>;
+  key: string;
+}
+
 /** Where a re-attaching run starts: after `after`, its last seq the caller had. */
 export interface AttachPoint {
   runId: string;
@@ -64,28 +70,25 @@ export class RunConnection {
   }
 
   /**
-   * Reads the current run (`POST /runs` with `startBody`, else re-attaching) until its `agent_end`,
-   * re-attaching after each drop.
+   * Reads the current run until its `agent_end`: `POST /runs` with `start` until the server named
+   * the run (again, with the same `Idempotency-Key`, after a drop or a 429/503 with `Retry-After`:
+   * the server answers a repeat with the same run), then re-attaching after each drop.
    */
-  async read(startBody: Record<string, unknown> | undefined): Promise<void> {
+  async read(start: StartRequest | undefined): Promise<void> {
     const { attempts, delayMs } = this.#config.reconnect;
     let retries = 0;
-    for (let first = true; !this.#run.done(); first = false) {
-      const dropped = await this.#connect(first ? startBody : undefined);
+    while (!this.#run.done()) {
+      const dropped = await this.#connect(this.#run.currentRunId() === undefined ? start : undefined);
       if (dropped === undefined || this.#run.done()) return;
       if (dropped.progress) retries = 0;
-      if (this.#run.currentRunId() === undefined)
-        throw new ClientError(
-          "network",
-          `The connection was lost before the run's id was known, so the run cannot be re-attached: ${describe(dropped.error)}`,
-          { cause: dropped.error },
-        );
       // The server's error (a ClientError "http") when it asks for a longer wait than the client gives.
       if ((dropped.retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) throw dropped.error;
       if (retries >= attempts)
         throw new ClientError(
           "network",
-          `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
+          this.#run.currentRunId() === undefined
+            ? `The run could not be started: it was posted ${attempts + 1} time(s) with the same Idempotency-Key, and the server's answer never named the run: ${describe(dropped.error)}`
+            : `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
           { cause: dropped.error },
         );
       await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#run.signal);
@@ -94,11 +97,11 @@ export class RunConnection {
   }
 
   /**
-   * One connection: `POST /runs` with `startBody`, else `GET …/events?after=<last seq>`. Reads it
-   * to its end. Returns undefined when the run is done, how it dropped otherwise; throws a
+   * One connection: `POST /runs` with `start`, else `GET …/events?after=<last seq>`. Reads it to
+   * its end. Returns undefined when the run is done, how it dropped otherwise; throws a
    * `ClientError` when the run cannot go on.
    */
-  async #connect(startBody: Record<string, unknown> | undefined): Promise<Dropped | undefined> {
+  async #connect(start: StartRequest | undefined): Promise<Dropped | undefined> {
     const signal = this.#run.signal;
     const connection = new AbortController();
     const stop = () => connection.abort(signal.reason);
@@ -124,17 +127,27 @@ export class RunConnection {
     try {
       arm();
       const response = await Promise.race([
-        startBody === undefined
+        start === undefined
           ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
-          : this.#transport.request("POST", "/runs", { json: startBody, accept, signal: connection.signal }),
+          : this.#transport.request("POST", "/runs", {
+              json: start.body,
+              headers: { "idempotency-key": start.key },
+              accept,
+              signal: connection.signal,
+            }),
         aborted,
       ]);
       if (!response.ok) {
         const error = await httpError(response);
-        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try.
-        const transient = response.status >= 500 || response.status === 429 || response.status === 408;
-        if (startBody !== undefined || !transient) throw error;
-        return { progress, error, retryAfterMs: retryAfterMs(response) };
+        const retryAfter = retryAfterMs(response);
+        // A 4xx will not change; a 5xx (or 429) on a re-attach is worth another try, and so is a
+        // start the server asks to be sent again later (its key makes a repeat the same run).
+        const transient =
+          start === undefined
+            ? response.status >= 500 || response.status === 429 || response.status === 408
+            : (response.status === 503 || response.status === 429) && retryAfter !== undefined;
+        if (!transient) throw error;
+        return { progress, error, retryAfterMs: retryAfter };
       }
       const headerRunId = response.headers.get("x-run-id");
       if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
@@ -143,7 +156,7 @@ export class RunConnection {
         const runId = this.#run.currentRunId() as string;
         // A start is answered with its stream: a 204 there is a server off the protocol.
         const message =
-          startBody !== undefined
+          start !== undefined
             ? "HTTP 204: the server answered the start of a run with no stream of its events."
             : `HTTP 204: run "${runId}" has ended and nothing follows event ${this.#lastSeq.get(runId) ?? -1}; attach with a lower \`after\` to read its end again.`;
         throw new ClientError("http", message, { status: 204 });

@@ -23,11 +23,17 @@ export class Transport {
   async request(
     method: "GET" | "POST",
     path: string,
-    init: { json?: unknown; accept?: string; signal?: AbortSignal | undefined },
+    init: {
+      json?: unknown;
+      headers?: Record<string, string>;
+      accept?: string;
+      signal?: AbortSignal | undefined;
+    },
   ): Promise<Response> {
     const { headers } = this.config;
     const base = typeof headers === "function" ? await headers() : headers;
     const all = new Headers(base);
+    for (const [name, value] of Object.entries(init.headers ?? {})) all.set(name, value);
     if (init.accept !== undefined) all.set("accept", init.accept);
     if (init.json !== undefined) all.set("content-type", "application/json");
     // A redirect is answered, not followed: fetch would send the headers (an API key, a token) and

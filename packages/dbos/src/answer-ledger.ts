@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { ClientToolError, canonicalJson, InvalidConfigError } from "@agent-core/core";
 import type { Pool } from "pg";
+import { inTransaction } from "./database.js";
 import { checkAnswer, type DurableAnswer, stamped } from "./durable-messages.js";
 import { EventStore } from "./event-store.js";
 
@@ -50,13 +51,7 @@ export async function sendOnce(
   const digest = digestOf(answer);
   // Everything on the one connection that holds the lock: waiting for a second one while holding
   // it, answers at once could take every connection of the pool and wait for one another.
-  const client = await pool.connect();
-  // Held, it has no listener of the pool's: a connection the database drops (a restart) would be
-  // an `error` event that crashes the process. Its queries fail instead.
-  const dropped = () => {};
-  client.on("error", dropped);
-  try {
-    await client.query("BEGIN");
+  await inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
     const { rows } = await client.query<{ approved: boolean | null; digest: string }>(
       "SELECT approved, digest FROM agent_core_answers WHERE workflow_id = $1 AND tool_call_id = $2 AND kind = $3",
@@ -78,14 +73,7 @@ export async function sendOnce(
         ],
       );
     } else if (first.digest !== digest) throw answeredBefore(answer, first.approved);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.off("error", dropped);
-    client.release();
-  }
+  });
 }
 
 /**

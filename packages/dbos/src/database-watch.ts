@@ -17,7 +17,8 @@ const ASK_TIMEOUT_MS = 5000;
  */
 export class DatabaseWatch {
   readonly #databaseUrl: string;
-  readonly #timeoutMs: number;
+  /** How long a call may wait on a database that does not answer: a query's answer too, at most. */
+  readonly timeoutMs: number;
   /** How each waiting call gives up. */
   readonly #waiting = new Set<(error: AgentError) => void>();
   #watching = false;
@@ -27,7 +28,7 @@ export class DatabaseWatch {
 
   constructor(databaseUrl: string, timeoutMs: number) {
     this.#databaseUrl = databaseUrl;
-    this.#timeoutMs = timeoutMs;
+    this.timeoutMs = timeoutMs;
   }
 
   /**
@@ -72,10 +73,10 @@ export class DatabaseWatch {
         downSince = undefined;
       } catch (error) {
         downSince ??= asked;
-        if (Date.now() - downSince < this.#timeoutMs) continue;
+        if (Date.now() - downSince < this.timeoutMs) continue;
         const gaveUp = new AgentError(
           "database_unreachable",
-          `Cannot reach the database for ${this.#timeoutMs} ms (databaseTimeoutMs): ${errorMessage(error)}`,
+          `Cannot reach the database for ${this.timeoutMs} ms (databaseTimeoutMs): ${errorMessage(error)}`,
           { cause: error },
         );
         for (const giveUp of this.#waiting) giveUp(gaveUp);

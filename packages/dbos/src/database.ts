@@ -39,11 +39,27 @@ export async function checkReachable(
 }
 
 /**
+ * After this long without a byte, a connection of the package's own sends TCP keepalive probes: a
+ * host that went away while the connection was open (its packets dropped) makes the connection
+ * fail, after as many probes as the OS sends, instead of leaving it open for ever. That is all
+ * that notices it for a `LISTEN` connection, idle by design.
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
+
+/**
  * A connection outside any pool (a `LISTEN`): one that has not connected within
- * `CONNECT_TIMEOUT_MS` fails, and its owner makes it again, instead of waiting for ever.
+ * `CONNECT_TIMEOUT_MS` fails, and its owner makes it again, instead of waiting for ever. Its
+ * queries (the `LISTEN` itself) fail after as long without an answer; the time it then waits for
+ * notifications is no query's, so it never times out while idle.
  */
 export function ownConnection(databaseUrl: string): pg.Client {
-  return new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  return new pg.Client({
+    connectionString: databaseUrl,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  });
 }
 
 /**
@@ -52,19 +68,58 @@ export function ownConnection(databaseUrl: string): pg.Client {
  * the process unheard: the pool has already let it go, and the next query connects again.
  * `connectTimeoutMs` bounds the wait for a connection, a free one of the pool's included (none by
  * default: the runtime's many answers at once queue for its few connections as long as it takes).
+ * `queryTimeoutMs` bounds the wait for a query's answer: on a connection whose host went silent,
+ * it would never come; the query fails (a connection error) and the pool lets the connection go.
  */
 export function connectionPool(
   databaseUrl: string,
   max: number,
-  options: { connectTimeoutMs?: number } = {},
+  options: { connectTimeoutMs?: number; queryTimeoutMs: number },
 ): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   });
   pool.on("error", () => {});
   return pool;
+}
+
+/**
+ * Runs `work` in a transaction on one connection of the pool, held throughout (with the advisory
+ * locks it takes). A connection that failed (dropped, or an answer that never came: it still waits
+ * for that one, and a ROLLBACK would wait behind it) is let go of, not put back for the next user.
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  // Held, it has no listener of the pool's: a connection the database drops would be an `error`
+  // event that crashes the process. Its queries fail instead.
+  const dropped = () => {};
+  client.on("error", dropped);
+  let broken = false;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    broken =
+      isConnectionError(error) ||
+      !(await client.query("ROLLBACK").then(
+        () => true,
+        () => false,
+      ));
+    throw error;
+  } finally {
+    client.off("error", dropped);
+    client.release(broken);
+  }
 }
 
 /**
@@ -78,11 +133,12 @@ export function isConnectionError(error: unknown): boolean {
   };
   // A code says it all: a SQLSTATE, a socket's, an `AgentError`'s (whose message may quote one).
   if (typeof code === "string") return code.startsWith("08") || CONNECTION_CODES.has(code);
-  // node-postgres says a dropped connection, a client it left unusable, and a pool's wait for a
-  // connection that timed out, in words only.
+  // node-postgres says a dropped connection, a client it left unusable, a pool's wait for a
+  // connection that timed out, and a query whose answer did not come in its `query_timeout`, in
+  // words only.
   return (
     typeof message === "string" &&
-    /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect/.test(
+    /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout/.test(
       message,
     )
   );

@@ -4,11 +4,13 @@ import {
   type AgentRequest,
   type BackendRun,
   HttpError,
+  idempotencyKeyReused,
   queueFull,
   type RunBackend,
   type RunOwner,
+  type StartKey,
 } from "@agent-core/http";
-import { CONNECT_TIMEOUT_MS, connectionPool } from "./database.js";
+import { CONNECT_TIMEOUT_MS, connectionPool, inTransaction } from "./database.js";
 import { queuedMessages, RunEndedError } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
@@ -45,9 +47,12 @@ export interface DurableBackend extends RunBackend {
  * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
-  // A request waits for a connection as long as a connect may take, then answers 503: a host that
-  // never answers a connect would hold it for ever.
-  const pool = connectionPool(options.databaseUrl, 4, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  // A request waits for a connection, and for each query's answer, as long as a connect may take,
+  // then answers 503: a host that never answers, or went silent, would hold it for ever.
+  const pool = connectionPool(options.databaseUrl, 4, {
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    queryTimeoutMs: CONNECT_TIMEOUT_MS,
+  });
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
   await store.createTable();
@@ -57,6 +62,14 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
     user_id text NOT NULL,
     document_id text
   )`);
+  // A start's Idempotency-Key, unique per user while remembered (several NULLs never conflict).
+  // Added to the table of a database from before them too.
+  await pool.query(`ALTER TABLE agent_core_run_owners
+    ADD COLUMN IF NOT EXISTS idempotency_key text,
+    ADD COLUMN IF NOT EXISTS request_digest text,
+    ADD COLUMN IF NOT EXISTS key_expires_at timestamptz`);
+  await pool.query(`CREATE UNIQUE INDEX IF NOT EXISTS agent_core_run_owners_idempotency_key
+    ON agent_core_run_owners (user_id, idempotency_key)`);
   const follower = new EventFollower(store, options.databaseUrl, { pollMs: options.pollMs });
   const { runs } = options;
 
@@ -109,49 +122,35 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
    * server process, never queue more.
    */
   function queue(runId: string, workflowId: string, maxQueued: number, send: () => Promise<void>) {
-    return answeringOutages(async () => {
-      const client = await pool.connect();
-      // Held, it has no listener of the pool's: a connection the database drops would be an
-      // `error` event that crashes the process. Its queries fail instead.
-      const dropped = () => {};
-      client.on("error", dropped);
-      try {
-        await client.query("BEGIN");
+    return answeringOutages(() =>
+      inTransaction(pool, async (client) => {
         await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
           `agent-core.messages:${workflowId}`,
         ]);
         if ((await queuedMessages(client, workflowId)) >= maxQueued) throw queueFull(runId, maxQueued);
         await ended(send);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
-      } finally {
-        client.off("error", dropped);
-        client.release();
-      }
-    });
+      }),
+    );
   }
 
   return {
     runsOutliveStreams: true,
     ledger,
-    async start(request, prompt) {
+    async start(request, prompt, key) {
       if (request.conversationId !== undefined)
         throw new HttpError(
           400,
           "conversations-unsupported",
           "A durable server runs every prompt as a run of its own: conversationId is not supported.",
         );
-      const workflowId = randomUUID();
       const agentName =
         typeof options.agentName === "function" ? options.agentName(request) : options.agentName;
-      await answeringOutages(async () => {
-        await pool.query(
-          "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
-          [workflowId, request.userId, request.documentId ?? null],
-        );
-        await runs.start(agentName, prompt, { runId: workflowId });
+      const workflowId = await answeringOutages(async () => {
+        const id = await owned(randomUUID(), request, key);
+        // The key's run may be recorded and not started yet (its start failed after the row was
+        // written): started now, once, whichever start gets there first (same id, same run).
+        await runs.start(agentName, prompt, { runId: id });
+        return id;
       });
       return durableRun(workflowId, 1, { userId: request.userId, documentId: request.documentId });
     },
@@ -161,6 +160,48 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
       await pool.end();
     },
   };
+
+  /**
+   * Records the owner of a new run `workflowId`, and returns it; with a key the user already gave
+   * a run within its TTL, that run's id instead (another body: 409), recording nothing.
+   */
+  async function owned(
+    workflowId: string,
+    request: AgentRequest,
+    key: StartKey | undefined,
+  ): Promise<string> {
+    const owner = [workflowId, request.userId, request.documentId ?? null];
+    if (key === undefined) {
+      await pool.query(
+        "INSERT INTO agent_core_run_owners (workflow_id, user_id, document_id) VALUES ($1, $2, $3)",
+        owner,
+      );
+      return workflowId;
+    }
+    // An expired key is let go of, so that the unique index takes it for the new run.
+    await pool.query(
+      `UPDATE agent_core_run_owners SET idempotency_key = NULL
+        WHERE user_id = $1 AND idempotency_key = $2 AND key_expires_at <= now()`,
+      [request.userId, key.key],
+    );
+    const inserted = await pool.query(
+      `INSERT INTO agent_core_run_owners
+         (workflow_id, user_id, document_id, idempotency_key, request_digest, key_expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')
+       ON CONFLICT (user_id, idempotency_key) DO NOTHING`,
+      [...owner, key.key, key.digest, key.ttlMs],
+    );
+    if (inserted.rowCount === 1) return workflowId;
+    const { rows } = await pool.query<{ workflow_id: string; request_digest: string }>(
+      "SELECT workflow_id, request_digest FROM agent_core_run_owners WHERE user_id = $1 AND idempotency_key = $2",
+      [request.userId, key.key],
+    );
+    const first = rows[0];
+    // Let go of between the two statements (it expired): this start takes it.
+    if (first === undefined) return owned(workflowId, request, key);
+    if (first.request_digest !== key.digest) throw idempotencyKeyReused();
+    return first.workflow_id;
+  }
 
   /** The run of that id, whichever server process started it, once it has begun; else undefined. */
   async function find(runId: string): Promise<BackendRun | undefined> {

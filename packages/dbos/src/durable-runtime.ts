@@ -106,8 +106,8 @@ export class DurableRuntime {
         `databaseUrl must be a postgres:// URL, got ${JSON.stringify(options.databaseUrl)}.`,
       );
     this.#options = options;
-    this.#pool = connectionPool(options.databaseUrl, 4);
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
+    this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });
     this.#store = new EventStore(this.#pool);
     this.#cancels = new CancelListener(options.databaseUrl, this.#pool, this.#executing);
     this.#host = {

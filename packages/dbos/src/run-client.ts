@@ -134,7 +134,7 @@ export class DurableRunClient {
 
   /** The client's own connection (for reading the event log, and cancels' `NOTIFY`). */
   #connection(): pg.Pool {
-    this.#pool ??= connectionPool(this.#databaseUrl, 1);
+    this.#pool ??= connectionPool(this.#databaseUrl, 1, { queryTimeoutMs: this.#watch.timeoutMs });
     return this.#pool;
   }
 

@@ -11,6 +11,7 @@ import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
+import { idempotencyKeyOf, type StartKey, StartKeys } from "./start-keys.js";
 import { MemoryTokenLedger } from "./token-ledger.js";
 import { ToolResultAnswers } from "./tool-result-answers.js";
 
@@ -53,6 +54,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
   const answers = new ToolResultAnswers(config.now);
+  const startKeys = new StartKeys(config.now);
   const runs = new Map<string, ServerRun>();
   /** Starts past the `maxRuns` check whose run the backend has not given yet. */
   let starting = 0;
@@ -78,9 +80,25 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function startRun(request: Request, principal: Principal): Promise<Response> {
     if (closing)
       throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
+    const key = idempotencyKeyOf(request);
     await consume(startLimit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
     if (body.documentId !== undefined) mayTouch(principal, body.documentId);
+    const stream = (run: ServerRun) =>
+      streamEvents(request, run, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
+    if (key === undefined) return stream(await begin(principal, body));
+    const start: StartKey = { key, digest: digest(body), ttlMs: config.idempotencyKeyTtlMs };
+    const runId = await startKeys.once(
+      principal.userId,
+      start,
+      async () => (await begin(principal, body, start)).runId,
+    );
+    // The key's run, from its first event, as a re-attach would stream it (404 once forgotten).
+    return stream(await ownRun(runId, principal));
+  }
+
+  /** Starts the run of a body (or, for a key a durable backend knows, finds that key's run). */
+  async function begin(principal: Principal, body: z.output<typeof promptBody>, key?: StartKey) {
     // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
     if (runs.size + starting >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
@@ -92,12 +110,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       run = await backend.start(
         { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
         body.prompt,
+        key,
       );
     } finally {
       starting--;
     }
-    const serverRun = track(run, body.outliveStream ?? false);
-    return streamEvents(request, serverRun, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
+    // A key another server process started its run under: the run may be kept here already.
+    return runs.get(run.runId) ?? track(run, body.outliveStream ?? false);
   }
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */

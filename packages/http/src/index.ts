@@ -12,6 +12,7 @@ export {
   type Subscription,
 } from "./run-backend.js";
 export type { AgentServerOptions, Principal, RateLimit } from "./server-options.js";
+export { idempotencyKeyReused, type StartKey } from "./start-keys.js";
 export { type LedgerVerdict, MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
 export {
   createUseChatHandler,

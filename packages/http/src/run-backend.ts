@@ -1,5 +1,6 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
 import { HttpError } from "./http-error.js";
+import type { StartKey } from "./start-keys.js";
 
 /** What the server knows when it needs an agent for a conversation. */
 export interface AgentRequest {
@@ -19,8 +20,15 @@ export interface RunOwner {
  * runtime (`@agent-core/dbos`) runs them in workers, so any server process can serve any run.
  */
 export interface RunBackend {
-  /** Starts a run of the prompt for this request. */
-  start(request: AgentRequest, prompt: string): Promise<BackendRun>;
+  /**
+   * Starts a run of the prompt for this request. With `key` (the start's `Idempotency-Key`), a
+   * backend whose runs other server processes serve makes the start idempotent among them: the
+   * same key of the same user within `key.ttlMs` gives the run that key started, started once
+   * (also when the start that recorded the key failed after it), and another body is refused
+   * with `idempotencyKeyReused()`. The server answers the repeats that reach the process of the
+   * first start itself: a backend of this process's runs only may ignore `key`.
+   */
+  start(request: AgentRequest, prompt: string, key?: StartKey): Promise<BackendRun>;
   /** A run this server process did not start (another process did), or undefined. */
   find(runId: string): Promise<BackendRun | undefined>;
   /** Whether a run goes on when no stream is attached (durable runs do: any process may serve it). */

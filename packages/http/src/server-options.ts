@@ -74,6 +74,13 @@ export interface AgentServerOptions {
   maxQueuedMessages?: number;
   /** Conversations idle this long are forgotten (default 30 min). */
   conversationTtlMs?: number;
+  /**
+   * How long a start's `Idempotency-Key` is remembered, from the start that first used it
+   * (default 1 h): a repeat within it gets that start's run, never a second one; after it, the
+   * key starts a new run. The default outlasts the time the server keeps a run of the default
+   * `runTimeoutMs`, and bounds the keys kept in memory to an hour's starts.
+   */
+  idempotencyKeyTtlMs?: number;
   /** Largest request body (default 256 KiB). */
   maxBodyBytes?: number;
   /**
@@ -127,6 +134,7 @@ export function resolveOptions(options: AgentServerOptions) {
     maxRuns: positive("maxRuns", options.maxRuns, 10_000),
     maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
+    idempotencyKeyTtlMs: positive("idempotencyKeyTtlMs", options.idempotencyKeyTtlMs, 3_600_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
