@@ -12,13 +12,21 @@ import {
   textOf,
   validateTranscript,
 } from "@agent-core/core";
-import { DurableRunClient, type DurableRunResult, EventFollower, EventStore } from "@agent-core/dbos";
+import {
+  type DurableAnswer,
+  DurableRunClient,
+  type DurableRunResult,
+  DurableRuntime,
+  EventFollower,
+  EventStore,
+} from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { FuzzConfigError, wholeNumber } from "../race/property.js";
-import { type Call, type CrashCase, type CrashScript, crashScript } from "./crash-fuzz-case.js";
+import { scriptedAgent } from "./crash-fuzz-agent.js";
+import { type CrashCase, type CrashScript, crashScript } from "./crash-fuzz-case.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // The crash fuzz: generated durable runs (tool calls with side effects, approvals, client tools,
@@ -58,6 +66,9 @@ const client = () => {
   return connecting;
 };
 let logDir: string;
+/** Runs each case again, uninterrupted, in this process: what the crashed run's history must equal. */
+let runtime: DurableRuntime;
+let wholeCase: CrashCase | undefined;
 
 beforeAll(async () => {
   postgres = await startPostgres();
@@ -66,9 +77,16 @@ beforeAll(async () => {
   store = new EventStore(pool);
   await store.createTable();
   logDir = mkdtempSync(join(tmpdir(), "agent-core-crash-fuzz-"));
+  runtime = new DurableRuntime({
+    databaseUrl,
+    executorId: "uninterrupted",
+    agents: { scripted: () => scriptedAgent(wholeCase as CrashCase) },
+  });
+  await runtime.launch();
 }, 60_000);
 
 afterAll(async () => {
+  await runtime?.shutdown();
   await (await connecting)?.close();
   await pool?.end();
   postgres?.stop();
@@ -129,6 +147,8 @@ interface Observation {
   lastReceiveAt?: number;
   /** The messages sent to the workflow that it never received. */
   unreceived: string[];
+  /** The same script run uninterrupted (when no message was sent: they land by timing). */
+  whole?: DurableRunResult;
 }
 
 /**
@@ -183,10 +203,48 @@ async function recordedSteps(runId: string): Promise<{ tools: string[]; models: 
   return { tools, models };
 }
 
-/** The call a scripted id names (`t<turn>c<index>`). */
-function callOf(crashCase: CrashCase, toolCallId: string): Call | undefined {
+/** The test's answer to a call its run waits for (`t<turn>c<index>`, as the script names it). */
+function answerFor(crashCase: CrashCase, toolCallId: string): DurableAnswer | undefined {
   const [, turn, index] = /^t(\d+)c(\d+)$/.exec(toolCallId) ?? [];
-  return crashCase.turns[Number(turn)]?.calls[Number(index)];
+  const call = crashCase.turns[Number(turn)]?.calls[Number(index)];
+  if (call?.kind === "approval")
+    return { kind: "approval", toolCallId, approved: call.approve, reason: "no" };
+  if (call?.kind === "client")
+    return {
+      kind: "tool-result",
+      toolCallId,
+      outcome: call.answer === "result" ? { result: `page ${toolCallId}` } : { error: "no page" },
+    };
+  return undefined;
+}
+
+/** The case run again in this process, with no crash and no message, each wait answered alike. */
+async function uninterrupted(crashCase: CrashCase): Promise<DurableRunResult> {
+  const runId = `${crashCase.runId}-whole`;
+  wholeCase = { ...crashCase, runId, logFile: join(logDir, `${runId}.log`) };
+  const run = await runtime.start("scripted", "Follow the script.", { runId });
+  let ended: DurableRunResult | undefined;
+  const ending = run.result().then((result) => {
+    ended = result;
+  });
+  const answered = new Set<string>();
+  const deadline = Date.now() + CASE_BOUND_MS;
+  while (ended === undefined && Date.now() < deadline) {
+    for (const event of Object.values(await storedRuns(runId)).flat())
+      if (event.type === "agent_end")
+        for (const { toolCallId } of [
+          ...(event.pendingApprovals ?? []),
+          ...(event.pendingClientTools ?? []),
+        ]) {
+          const answer = answerFor(crashCase, toolCallId);
+          if (answer === undefined || answered.has(toolCallId)) continue;
+          answered.add(toolCallId);
+          await runtime.answer(runId, answer);
+        }
+    await Promise.race([ending, new Promise((resolve) => setTimeout(resolve, 20))]);
+  }
+  await ending;
+  return ended as DurableRunResult;
 }
 
 async function runCase(script: CrashScript, runId: string): Promise<Observation> {
@@ -272,21 +330,9 @@ async function runCase(script: CrashScript, runId: string): Promise<Observation>
     }
   };
   const answer = async (toolCallId: string) => {
-    const call = callOf(crashCase, toolCallId);
+    const answer = answerFor(crashCase, toolCallId);
     try {
-      if (call?.kind === "approval")
-        await (await client()).answer(runId, {
-          kind: "approval",
-          toolCallId,
-          approved: call.approve,
-          reason: "no",
-        });
-      else if (call?.kind === "client")
-        await (await client()).answer(runId, {
-          kind: "tool-result",
-          toolCallId,
-          outcome: call.answer === "result" ? { result: `page ${toolCallId}` } : { error: "no page" },
-        });
+      if (answer !== undefined) await (await client()).answer(runId, answer);
       else observation.refusedAnswers.push(`${toolCallId}: waits, but the script has no such wait`);
     } catch (error) {
       observation.refusedAnswers.push(`${toolCallId}: ${(error as Error).message}`);
@@ -454,6 +500,17 @@ function problemsOf(o: Observation): string[] {
       `the history's tool results ${statuses(resultMessages)} are not the log's ${statuses(resultEvents)}`,
     );
 
+  // "The history equals an uninterrupted run's" (timestamps aside: the runs are not at the same time).
+  const comparable = (messages: AgentMessage[]) =>
+    JSON.parse(JSON.stringify(messages, (key, value) => (key === "timestamp" ? undefined : value)));
+  if (o.whole !== undefined && !isDeepStrictEqual(comparable(result.messages), comparable(o.whole.messages)))
+    problems.push(`the history differs from the uninterrupted run's: ${JSON.stringify(o.whole.messages)}`);
+  // Its log is ordered in time too: `ts` never goes back.
+  for (const events of Object.values(o.stored))
+    for (const [i, event] of events.entries())
+      if (i > 0 && event.ts < (events[i - 1] as AgentEvent).ts)
+        problems.push(`${event.runId} seq ${event.seq}: ts ${event.ts} is before the previous event's`);
+
   // No message is lost: each one sent is in the history once, or its send was refused as the run
   // had ended, or it was sent after the workflow's last receive (the gap the docs name).
   const userTexts = result.messages.flatMap((message: AgentMessage) =>
@@ -508,9 +565,21 @@ describe("the crash fuzz", () => {
     async () => {
       let index = 0;
       // What the cases did, printed at the end: a run whose crashes never landed checks little.
-      const tally = { cases: 0, killed: 0, killedReplaying: 0, runs: 0, messages: 0, refused: 0, reran: 0 };
+      const tally = {
+        cases: 0,
+        killed: 0,
+        killedReplaying: 0,
+        runs: 0,
+        messages: 0,
+        refused: 0,
+        reran: 0,
+        compared: 0,
+      };
       const property = fc.asyncProperty(crashScript, async (script) => {
         const observation = await runCase(script, `fuzz-${settings.seed}-${index++}`);
+        if (observation.result?.messages !== undefined && observation.sent.length === 0)
+          observation.whole = await uninterrupted(observation.crashCase);
+        if (observation.whole !== undefined) tally.compared++;
         tally.cases++;
         tally.runs += observation.result?.runIds?.length ?? 0;
         tally.messages += observation.sent.length;
@@ -541,7 +610,7 @@ describe("the crash fuzz", () => {
         endOnFailure: true,
       });
       console.log(
-        `crash fuzz, seed ${settings.seed}: ${tally.cases} cases, ${tally.killed} workers killed (${tally.killedReplaying} before storing an event), ${tally.runs} runs, ${tally.messages} messages sent (${tally.refused} refused), ${tally.reran} calls made again`,
+        `crash fuzz, seed ${settings.seed}: ${tally.cases} cases, ${tally.killed} workers killed (${tally.killedReplaying} before storing an event), ${tally.runs} runs, ${tally.messages} messages sent (${tally.refused} refused), ${tally.reran} calls made again, ${tally.compared} histories compared with an uninterrupted run's`,
       );
       if (!details.failed) return;
       const replay = `Replay: FUZZ_SEED=${details.seed} FUZZ_PATH=${details.counterexamplePath} pnpm exec vitest run test/dbos/crash-fuzz.test.ts`;
