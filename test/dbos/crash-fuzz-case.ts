@@ -30,7 +30,7 @@ export interface CrashScript {
   final: { chunks: string[]; pauseMs: number };
   /** Steering and follow-ups a client sends once `afterEvents` events of the run have appeared. */
   messages: { queue: "steer" | "followUp"; afterEvents: number }[];
-  /** One or more crashes, in order: each kills the worker running the run then. */
+  /** One to three crashes, in order: each kills the worker running the run then. */
   crashes: Crash[];
 }
 
@@ -45,7 +45,7 @@ const call: fc.Arbitrary<Call> = fc.oneof(
     weight: 5,
     arbitrary: fc.record({
       kind: fc.constant("effect"),
-      ms: fc.integer({ min: 0, max: 300 }),
+      ms: fc.integer({ min: 0, max: 500 }),
       fails: fc.boolean(),
     }),
   },
@@ -112,6 +112,6 @@ export const crashScript: fc.Arbitrary<CrashScript> = fc
         }),
         { maxLength: 2 },
       ),
-      crashes: fc.array(crash, { minLength: 1, maxLength: 2 }),
+      crashes: fc.array(crash, { minLength: 1, maxLength: 3 }),
     }) as fc.Arbitrary<CrashScript>;
   });

@@ -574,6 +574,7 @@ describe("the crash fuzz", () => {
         refused: 0,
         reran: 0,
         compared: 0,
+        gap: 0,
       };
       const property = fc.asyncProperty(crashScript, async (script) => {
         const observation = await runCase(script, `fuzz-${settings.seed}-${index++}`);
@@ -584,6 +585,9 @@ describe("the crash fuzz", () => {
         tally.runs += observation.result?.runIds?.length ?? 0;
         tally.messages += observation.sent.length;
         tally.refused += observation.sent.filter((sent) => sent.outcome !== "taken").length;
+        tally.gap += observation.sent.filter((sent) =>
+          observation.unreceived.some((message) => message.includes(`"content":"${sent.text}"`)),
+        ).length;
         observation.workers.forEach(({ killedWith }, w) => {
           if (killedWith === undefined) return;
           tally.killed++;
@@ -610,7 +614,7 @@ describe("the crash fuzz", () => {
         endOnFailure: true,
       });
       console.log(
-        `crash fuzz, seed ${settings.seed}: ${tally.cases} cases, ${tally.killed} workers killed (${tally.killedReplaying} before storing an event), ${tally.runs} runs, ${tally.messages} messages sent (${tally.refused} refused), ${tally.reran} calls made again, ${tally.compared} histories compared with an uninterrupted run's`,
+        `crash fuzz, seed ${settings.seed}: ${tally.cases} cases, ${tally.killed} workers killed (${tally.killedReplaying} before storing an event), ${tally.runs} runs, ${tally.messages} messages sent (${tally.refused} refused, ${tally.gap} after the last receive), ${tally.reran} calls made again, ${tally.compared} histories compared with an uninterrupted run's`,
       );
       if (!details.failed) return;
       const replay = `Replay: FUZZ_SEED=${details.seed} FUZZ_PATH=${details.counterexamplePath} pnpm exec vitest run test/dbos/crash-fuzz.test.ts`;
