@@ -28,8 +28,12 @@ export interface CrashScript {
   turns: { calls: Call[] }[];
   /** The final text reply, streamed in chunks `pauseMs` apart. */
   final: { chunks: string[]; pauseMs: number };
-  /** Steering and follow-ups a client sends once `afterEvents` events of the run have appeared. */
-  messages: { queue: "steer" | "followUp"; afterEvents: number }[];
+  /**
+   * Steering and follow-ups a client sends once `afterEvents` events of the run have appeared; or,
+   * `whileDown`, after that once a worker was killed, before the next one starts (a message no
+   * worker is there to take: the next one finds it waiting).
+   */
+  messages: { queue: "steer" | "followUp"; afterEvents: number; whileDown: boolean }[];
   /** One to three crashes, in order: each kills the worker running the run then. */
   crashes: Crash[];
 }
@@ -109,6 +113,7 @@ export const crashScript: fc.Arbitrary<CrashScript> = fc
         fc.record({
           queue: fc.constantFrom("steer", "followUp"),
           afterEvents: fc.integer({ min: 1, max: events }),
+          whileDown: fc.boolean(),
         }),
         { maxLength: 2 },
       ),

@@ -302,7 +302,7 @@ async function runCase(script: CrashScript, runId: string): Promise<Observation>
           else timer = setTimeout(() => kill(target), crash.ms);
         }
         for (const message of messages)
-          if (!message.sent && seen >= message.afterEvents) {
+          if (!message.sent && !message.whileDown && seen >= message.afterEvents) {
             message.sent = true;
             sending.push(send(message));
           }
@@ -361,6 +361,11 @@ async function runCase(script: CrashScript, runId: string): Promise<Observation>
       const dead = observation.workers.at(-1) as Observation["workers"][number];
       dead.killedWith = await storedRuns(runId);
       dead.recorded = await recordedSteps(runId);
+      for (const message of messages)
+        if (!message.sent && message.whileDown && seen >= message.afterEvents) {
+          message.sent = true;
+          await send(message);
+        }
       crashes.shift();
       start();
     }
