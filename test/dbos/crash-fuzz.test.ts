@@ -59,12 +59,8 @@ let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let pool: pg.Pool;
 let store: EventStore;
-/** The client that steers and answers, connected at the first need: DBOS's tables are made by then. */
-let connecting: Promise<DurableRunClient> | undefined;
-const client = () => {
-  connecting ??= DurableRunClient.connect({ databaseUrl });
-  return connecting;
-};
+/** Steers the runs and answers their waits, from this process, as a client in front of workers would. */
+let client: DurableRunClient;
 let logDir: string;
 /** Runs each case again, uninterrupted, in this process: what the crashed run's history must equal. */
 let runtime: DurableRuntime;
@@ -83,11 +79,12 @@ beforeAll(async () => {
     agents: { scripted: () => scriptedAgent(wholeCase as CrashCase) },
   });
   await runtime.launch();
+  client = await DurableRunClient.connect({ databaseUrl });
 }, 60_000);
 
 afterAll(async () => {
+  await client?.close();
   await runtime?.shutdown();
-  await (await connecting)?.close();
   await pool?.end();
   postgres?.stop();
   if (logDir) rmSync(logDir, { recursive: true, force: true });
@@ -243,8 +240,8 @@ async function uninterrupted(crashCase: CrashCase): Promise<DurableRunResult> {
         }
     await Promise.race([ending, new Promise((resolve) => setTimeout(resolve, 20))]);
   }
-  await ending;
-  return ended as DurableRunResult;
+  if (ended === undefined) throw new Error(`the uninterrupted run did not end within ${CASE_BOUND_MS} ms`);
+  return ended;
 }
 
 async function runCase(script: CrashScript, runId: string): Promise<Observation> {
@@ -322,7 +319,7 @@ async function runCase(script: CrashScript, runId: string): Promise<Observation>
     };
     observation.sent.push(sent);
     try {
-      await (await client())[message.queue](runId, message.text);
+      await client[message.queue](runId, message.text);
       sent.outcome = "taken";
       sent.resolvedAt = Date.now();
     } catch (error) {
@@ -332,7 +329,7 @@ async function runCase(script: CrashScript, runId: string): Promise<Observation>
   const answer = async (toolCallId: string) => {
     const answer = answerFor(crashCase, toolCallId);
     try {
-      if (answer !== undefined) await (await client()).answer(runId, answer);
+      if (answer !== undefined) await client.answer(runId, answer);
       else observation.refusedAnswers.push(`${toolCallId}: waits, but the script has no such wait`);
     } catch (error) {
       observation.refusedAnswers.push(`${toolCallId}: ${(error as Error).message}`);
