@@ -23,7 +23,7 @@ import {
 import { assertEventProtocol } from "@agent-core/testing";
 import fc from "fast-check";
 import pg from "pg";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FuzzConfigError, wholeNumber } from "../race/property.js";
 import { scriptedAgent } from "./crash-fuzz-agent.js";
 import { type CrashCase, type CrashScript, crashScript } from "./crash-fuzz-case.js";
@@ -629,3 +629,74 @@ describe("the crash fuzz", () => {
     settings.numRuns * 75_000 + 30_000,
   );
 });
+
+// What the fuzz found, as plain tests.
+
+describe("a parallel batch killed after a call's step was recorded, before its result was logged", () => {
+  it("logs each call's result once on resume: a replay hands the recorded results back in the log's order", async () => {
+    // Four calls that end in the reverse of their order: t0c3 first, t0c0 last.
+    const crashCase: CrashCase = {
+      runId: "parallel-unlogged",
+      logFile: join(logDir, "parallel-unlogged.log"),
+      execution: "parallel",
+      turns: [{ calls: [400, 300, 200, 100].map((ms) => ({ kind: "effect", ms, fails: false })) }],
+      final: { chunks: ["All ", "done"], pauseMs: 0 },
+      messages: [],
+      crashes: [],
+    };
+    writeFileSync(crashCase.logFile, "");
+    const first = spawnWorker(crashCase);
+    const logged = async () =>
+      Object.values(await storedRuns(crashCase.runId))
+        .flat()
+        .flatMap((event) => (event.type === "tool_result" ? [event.toolCallId] : []));
+    await until(async () => (await logged()).includes("t0c1"), "t0c1's result");
+    // While this lock is held no event is stored; the steps go on: t0c0's result is recorded.
+    const lock = new pg.Client({ connectionString: databaseUrl });
+    await lock.connect();
+    try {
+      await lock.query("BEGIN");
+      await lock.query("LOCK TABLE agent_core_events IN EXCLUSIVE MODE");
+      await until(
+        async () => (await recordedSteps(crashCase.runId)).tools.includes("t0c0"),
+        "t0c0's recorded result",
+      );
+      first.child.kill("SIGKILL");
+      await first.exit;
+      // The dead worker's insert of t0c0's result still waits for the lock: it never happens.
+      await pool.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+      );
+      await connectionsClosed(crashCase.runId);
+    } finally {
+      await lock.query("ROLLBACK");
+      await lock.end();
+    }
+    expect(await logged()).toEqual(["t0c3", "t0c2", "t0c1"]);
+    const before = await storedRuns(crashCase.runId);
+
+    const resumed = spawnWorker(crashCase);
+    const result = JSON.parse((await resumed.exit).stdout.trim().split("\n").at(-1) as string);
+    expect(result).toMatchObject({ stopReason: "completed", text: "All done" });
+    const log = (await storedRuns(crashCase.runId))[crashCase.runId] as AgentEvent[];
+    expect(log.slice(0, before[crashCase.runId]?.length)).toEqual(before[crashCase.runId]);
+    assertEventProtocol(log);
+    expect(await logged()).toEqual(["t0c3", "t0c2", "t0c1", "t0c0"]);
+    // Each ran once: t0c0's result was recorded before the kill.
+    const lines = readFileSync(crashCase.logFile, "utf8").trim().split("\n");
+    expect(lines.filter((line) => line.startsWith("tool ")).map((line) => line.split(" ")[1])).toEqual([
+      "t0c0",
+      "t0c1",
+      "t0c2",
+      "t0c3",
+    ]);
+  }, 60_000);
+});
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -206,64 +206,146 @@ type RecordedToolCall =
   | { message: ToolResultMessage; expired: number };
 
 /**
+ * The order a replay hands a batch's recorded tool results back in. A parallel batch publishes
+ * each result as its call ends; a replay gets the recorded ones back as the database answers, in
+ * another order, and the log stores each seq once: where a crash cut the log inside the batch, one
+ * call's result would be logged twice and another's never. So a recorded result waits for the
+ * results the log has before it, of the calls this execution runs; one the log lacks waits for
+ * all of those. A call run live is not held: its result was never logged.
+ */
+export class ReplayOrder {
+  readonly #logged: (runId: string) => Promise<string[]>;
+  /** The log's tool results of each run, by call id, in seq order (read once). */
+  readonly #runs = new Map<string, Promise<string[]>>();
+  /** The calls started and not handed back, by `runId:callId`: undefined until it is known whether their step was recorded. */
+  readonly #running = new Map<string, "recorded" | "live" | undefined>();
+  #waiting: (() => void)[] = [];
+
+  /** `logged`: the ids of the calls whose `tool_result` the run's stored log has, in seq order. */
+  constructor(logged: (runId: string) => Promise<string[]>) {
+    this.#logged = logged;
+  }
+
+  started(runId: string, callId: string): void {
+    this.#running.set(`${runId}:${callId}`, undefined);
+  }
+
+  /** The call's step was not recorded: it runs now. */
+  live(runId: string, callId: string): void {
+    this.#set(`${runId}:${callId}`, "live");
+  }
+
+  /** The call's step was recorded: resolves when its result may be handed back. */
+  async recorded(runId: string, callId: string): Promise<void> {
+    this.#set(`${runId}:${callId}`, "recorded");
+    let logged = this.#runs.get(runId);
+    if (logged === undefined) {
+      logged = this.#logged(runId);
+      this.#runs.set(runId, logged);
+    }
+    const order = await logged;
+    const position = order.indexOf(callId);
+    const before = (position === -1 ? order : order.slice(0, position)).map((id) => `${runId}:${id}`);
+    for (;;) {
+      // A result handed back lets the batch start its next call (in the same tick): it is running
+      // by the next one, and a result the log has before this one may be its.
+      await new Promise((resolve) => setImmediate(resolve));
+      const running = [...this.#running.values()];
+      if (!running.includes(undefined) && before.every((key) => this.#running.get(key) !== "recorded"))
+        return;
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    }
+  }
+
+  handedBack(runId: string, callId: string): void {
+    this.#running.delete(`${runId}:${callId}`);
+    this.#wake();
+  }
+
+  #set(key: string, state: "recorded" | "live"): void {
+    this.#running.set(key, state);
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
+  }
+}
+
+/**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
- * `idempotencyKey`, unless the run was cancelled meanwhile.
+ * `idempotencyKey`, unless the run was cancelled meanwhile. `order`: hands the recorded results of
+ * a replay back in the order of the log (see `ReplayOrder`).
  */
 export function durableToolRunner(
   inner: ToolRunner,
-  options: DurableStepOptions & { inbox?: StepInbox } = {},
+  options: DurableStepOptions & { inbox?: StepInbox; order?: ReplayOrder } = {},
 ): ToolRunner {
-  const { clock, inbox } = options;
+  const { clock, inbox, order } = options;
   return {
     run: async (request) => {
-      let executed = false;
-      const recorded = await DBOS.runStep(
-        async (): Promise<RecordedToolCall> => {
-          executed = true;
-          // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
-          // is not run. (No message is received here: a receive beside the batch's other steps
-          // could take another step's place.)
-          if (inbox?.firstLive?.()) {
-            const expired = inbox.expired?.();
-            if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
-            if (await inbox.cancelWaiting?.())
-              return { message: notRun(request.call, Date.now()), cancelled: true };
-          }
-          let fatal = false;
-          const message = await inner.run({
-            ...request,
-            fatal: {
-              toolFailedFatally(call) {
-                fatal = true;
-                request.fatal.toolFailedFatally(call);
-              },
-            },
-          });
-          const aborted = inbox?.taken?.();
-          if (!fatal && aborted === undefined) return message;
-          return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
-        },
-        { name: `agent-core.tool.${request.call.name}` },
-      );
-      if ("role" in recorded) {
-        if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
-        return recorded;
+      const { runId, call } = request;
+      order?.started(runId, call.id);
+      try {
+        return await runRecorded(request);
+      } finally {
+        order?.handedBack(runId, call.id);
       }
-      const { message } = recorded;
-      if ("cancelled" in recorded) inbox?.abort?.("cancel");
-      else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
-      else if (!executed) {
-        // A replayed fatal failure stops its batch as the first execution's did: the calls after
-        // it are skipped, not run.
-        if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
-        // Aborted live while the call ran: so is the replay, before the batch goes on.
-        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
-      }
-      if (message.timestamp !== undefined) clock?.passed(message.timestamp);
-      return message;
     },
   };
+
+  async function runRecorded(request: Parameters<ToolRunner["run"]>[0]): Promise<ToolResultMessage> {
+    let executed = false;
+    const recorded = await DBOS.runStep(
+      async (): Promise<RecordedToolCall> => {
+        executed = true;
+        order?.live(request.runId, request.call.id);
+        // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
+        // is not run. (No message is received here: a receive beside the batch's other steps
+        // could take another step's place.)
+        if (inbox?.firstLive?.()) {
+          const expired = inbox.expired?.();
+          if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
+          if (await inbox.cancelWaiting?.())
+            return { message: notRun(request.call, Date.now()), cancelled: true };
+        }
+        let fatal = false;
+        const message = await inner.run({
+          ...request,
+          fatal: {
+            toolFailedFatally(call) {
+              fatal = true;
+              request.fatal.toolFailedFatally(call);
+            },
+          },
+        });
+        const aborted = inbox?.taken?.();
+        if (!fatal && aborted === undefined) return message;
+        return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
+      },
+      { name: `agent-core.tool.${request.call.name}` },
+    );
+    if (!executed) await order?.recorded(request.runId, request.call.id);
+    if ("role" in recorded) {
+      if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
+      return recorded;
+    }
+    const { message } = recorded;
+    if ("cancelled" in recorded) inbox?.abort?.("cancel");
+    else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
+    else if (!executed) {
+      // A replayed fatal failure stops its batch as the first execution's did: the calls after
+      // it are skipped, not run.
+      if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
+      // Aborted live while the call ran: so is the replay, before the batch goes on.
+      if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
+    }
+    if (message.timestamp !== undefined) clock?.passed(message.timestamp);
+    return message;
+  }
 }
 
 /** The result of a call the run's abort kept from running (as the tool runner makes it). */
