@@ -124,8 +124,8 @@ export async function runDurably(
     },
   };
   container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
-  // A replay hands the recorded tool results back in the order the log has them.
-  const order = new ReplayOrder((runId) => loggedResults(host.store, runId));
+  // A recovered workflow hands the tool results back in the order the log has them.
+  const order = executing ? undefined : new ReplayOrder((runId) => loggedResults(host.store, runId));
   container.registerInstance(
     TOOL_RUNNER,
     durableToolRunner(container.resolve(TOOL_RUNNER), { clock, inbox, order }),

@@ -206,19 +206,23 @@ type RecordedToolCall =
   | { message: ToolResultMessage; expired: number };
 
 /**
- * The order a replay hands a batch's recorded tool results back in. A parallel batch publishes
- * each result as its call ends; a replay gets the recorded ones back as the database answers, in
- * another order, and the log stores each seq once: where a crash cut the log inside the batch, one
- * call's result would be logged twice and another's never. So a recorded result waits for the
- * results the log has before it, of the calls this execution runs; one the log lacks waits for
- * all of those. A call run live is not held: its result was never logged.
+ * The order a recovered workflow hands a batch's tool results back in. A parallel batch publishes
+ * each result as its call ends; replayed, the recorded results come back as the database answers,
+ * and the calls that were running at the crash end when they end: in another order. The log
+ * stores each seq once, so where a crash cut the log inside the batch, one call's result would be
+ * logged twice and another's never. So a result waits for the recorded results the log has before
+ * it (all of them, for a result the log lacks) of the calls running now, and for every call
+ * running now to be known as recorded or not.
  */
 export class ReplayOrder {
   readonly #logged: (runId: string) => Promise<string[]>;
-  /** The log's tool results of each run, by call id, in seq order (read once). */
+  /** The log's tool results of each run, by call id, in seq order (read once per run). */
   readonly #runs = new Map<string, Promise<string[]>>();
-  /** The calls started and not handed back, by `runId:callId`: undefined until it is known whether their step was recorded. */
-  readonly #running = new Map<string, "recorded" | "live" | undefined>();
+  /**
+   * The calls started and not handed back, by `runId:callId`: whether their step was recorded,
+   * undefined until that is known.
+   */
+  readonly #running = new Map<string, boolean | undefined>();
   #waiting: (() => void)[] = [];
 
   /** `logged`: the ids of the calls whose `tool_result` the run's stored log has, in seq order. */
@@ -230,28 +234,29 @@ export class ReplayOrder {
     this.#running.set(`${runId}:${callId}`, undefined);
   }
 
-  /** The call's step was not recorded: it runs now. */
-  live(runId: string, callId: string): void {
-    this.#set(`${runId}:${callId}`, "live");
+  /** Whether the call's step was recorded (else it runs now). */
+  settled(runId: string, callId: string, recorded: boolean): void {
+    this.#running.set(`${runId}:${callId}`, recorded);
+    this.#wake();
   }
 
-  /** The call's step was recorded: resolves when its result may be handed back. */
-  async recorded(runId: string, callId: string): Promise<void> {
-    this.#set(`${runId}:${callId}`, "recorded");
+  /** Resolves when the call's result may be handed back. */
+  async turn(runId: string, callId: string): Promise<void> {
     let logged = this.#runs.get(runId);
     if (logged === undefined) {
       logged = this.#logged(runId);
       this.#runs.set(runId, logged);
     }
-    const order = await logged;
-    const position = order.indexOf(callId);
-    const before = (position === -1 ? order : order.slice(0, position)).map((id) => `${runId}:${id}`);
+    const order = (await logged).map((id) => `${runId}:${id}`);
+    const key = `${runId}:${callId}`;
+    const position = order.indexOf(key);
+    const before = new Set(position === -1 ? order : order.slice(0, position));
     for (;;) {
-      // A result handed back lets the batch start its next call (in the same tick): it is running
-      // by the next one, and a result the log has before this one may be its.
+      // A result handed back lets the batch start its next call in the same tick: by the next
+      // one it is running, and the log may have its result before this one.
       await new Promise((resolve) => setImmediate(resolve));
-      const running = [...this.#running.values()];
-      if (!running.includes(undefined) && before.every((key) => this.#running.get(key) !== "recorded"))
+      const running = [...this.#running];
+      if (running.every(([other, recorded]) => recorded === false || (recorded && !before.has(other))))
         return;
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
     }
@@ -259,11 +264,6 @@ export class ReplayOrder {
 
   handedBack(runId: string, callId: string): void {
     this.#running.delete(`${runId}:${callId}`);
-    this.#wake();
-  }
-
-  #set(key: string, state: "recorded" | "live"): void {
-    this.#running.set(key, state);
     this.#wake();
   }
 
@@ -277,8 +277,8 @@ export class ReplayOrder {
 /**
  * Every tool call as a DBOS step: a call whose result was recorded is never run again; a call
  * that was running when the process died runs again on resume (at least once), with the same
- * `idempotencyKey`, unless the run was cancelled meanwhile. `order`: hands the recorded results of
- * a replay back in the order of the log (see `ReplayOrder`).
+ * `idempotencyKey`, unless the run was cancelled meanwhile. `order` (in a recovered workflow):
+ * hands the results back in the order of the log (see `ReplayOrder`).
  */
 export function durableToolRunner(
   inner: ToolRunner,
@@ -302,7 +302,7 @@ export function durableToolRunner(
     const recorded = await DBOS.runStep(
       async (): Promise<RecordedToolCall> => {
         executed = true;
-        order?.live(request.runId, request.call.id);
+        order?.settled(request.runId, request.call.id, false);
         // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
         // is not run. (No message is received here: a receive beside the batch's other steps
         // could take another step's place.)
@@ -328,7 +328,8 @@ export function durableToolRunner(
       },
       { name: `agent-core.tool.${request.call.name}` },
     );
-    if (!executed) await order?.recorded(request.runId, request.call.id);
+    if (!executed) order?.settled(request.runId, request.call.id, true);
+    await order?.turn(request.runId, request.call.id);
     if ("role" in recorded) {
       if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
       return recorded;
