@@ -442,12 +442,12 @@ function problemsOf(o: Observation): string[] {
     if (killedWith === undefined || recorded === undefined) return;
     const later = new Set(o.workers.slice(w + 1).map((worker) => worker.pid));
     const ranLater = (what: string, id: string) => runsOf(what, id).some((line) => later.has(line.pid));
-    // The log never runs ahead of the record: a result of a tool that ran (the others, denied or
-    // skipped, the loop makes again on replay) is one no replay can change.
+    // The log never runs ahead of the record: a result of a call that ran (client calls too: a
+    // step hands them over; the others, denied or skipped, the loop makes again on replay) is one
+    // no replay can change.
     for (const event of Object.values(killedWith).flat())
       if (
         event.type === "tool_result" &&
-        event.toolName !== "page" &&
         (event.status === "ok" || event.status === "error") &&
         !recorded.tools.includes(event.toolCallId)
       )

@@ -285,68 +285,67 @@ export function durableToolRunner(
   options: DurableStepOptions & { inbox?: StepInbox; order?: ReplayOrder } = {},
 ): ToolRunner {
   const { clock, inbox, order } = options;
-  return {
+  const runner: ToolRunner = {
     run: async (request) => {
-      const { runId, call } = request;
-      order?.started(runId, call.id);
-      try {
-        return await runRecorded(request);
-      } finally {
-        order?.handedBack(runId, call.id);
+      let executed = false;
+      const recorded = await DBOS.runStep(
+        async (): Promise<RecordedToolCall> => {
+          executed = true;
+          order?.settled(request.runId, request.call.id, false);
+          // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
+          // is not run. (No message is received here: a receive beside the batch's other steps
+          // could take another step's place.)
+          if (inbox?.firstLive?.()) {
+            const expired = inbox.expired?.();
+            if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
+            if (await inbox.cancelWaiting?.())
+              return { message: notRun(request.call, Date.now()), cancelled: true };
+          }
+          let fatal = false;
+          const message = await inner.run({
+            ...request,
+            fatal: {
+              toolFailedFatally(call) {
+                fatal = true;
+                request.fatal.toolFailedFatally(call);
+              },
+            },
+          });
+          const aborted = inbox?.taken?.();
+          if (!fatal && aborted === undefined) return message;
+          return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
+        },
+        { name: `agent-core.tool.${request.call.name}` },
+      );
+      if (!executed) order?.settled(request.runId, request.call.id, true);
+      await order?.turn(request.runId, request.call.id);
+      if ("role" in recorded) {
+        if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
+        return recorded;
       }
+      const { message } = recorded;
+      if ("cancelled" in recorded) inbox?.abort?.("cancel");
+      else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
+      else if (!executed) {
+        // A replayed fatal failure stops its batch as the first execution's did: the calls after
+        // it are skipped, not run.
+        if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
+        // Aborted live while the call ran: so is the replay, before the batch goes on.
+        if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
+      }
+      if (message.timestamp !== undefined) clock?.passed(message.timestamp);
+      return message;
     },
   };
-
-  async function runRecorded(request: Parameters<ToolRunner["run"]>[0]): Promise<ToolResultMessage> {
-    let executed = false;
-    const recorded = await DBOS.runStep(
-      async (): Promise<RecordedToolCall> => {
-        executed = true;
-        order?.settled(request.runId, request.call.id, false);
-        // A cancel that no worker could take, or a time limit that ran out meanwhile: the call
-        // is not run. (No message is received here: a receive beside the batch's other steps
-        // could take another step's place.)
-        if (inbox?.firstLive?.()) {
-          const expired = inbox.expired?.();
-          if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
-          if (await inbox.cancelWaiting?.())
-            return { message: notRun(request.call, Date.now()), cancelled: true };
-        }
-        let fatal = false;
-        const message = await inner.run({
-          ...request,
-          fatal: {
-            toolFailedFatally(call) {
-              fatal = true;
-              request.fatal.toolFailedFatally(call);
-            },
-          },
-        });
-        const aborted = inbox?.taken?.();
-        if (!fatal && aborted === undefined) return message;
-        return { message, ...(fatal ? { fatal: true as const } : {}), ...(aborted ? { aborted } : {}) };
-      },
-      { name: `agent-core.tool.${request.call.name}` },
-    );
-    if (!executed) order?.settled(request.runId, request.call.id, true);
-    await order?.turn(request.runId, request.call.id);
-    if ("role" in recorded) {
-      if (recorded.timestamp !== undefined) clock?.passed(recorded.timestamp);
-      return recorded;
-    }
-    const { message } = recorded;
-    if ("cancelled" in recorded) inbox?.abort?.("cancel");
-    else if ("expired" in recorded) inbox?.abort?.({ timeout: recorded.expired });
-    else if (!executed) {
-      // A replayed fatal failure stops its batch as the first execution's did: the calls after
-      // it are skipped, not run.
-      if (recorded.fatal) request.fatal.toolFailedFatally(request.call);
-      // Aborted live while the call ran: so is the replay, before the batch goes on.
-      if (recorded.aborted !== undefined) inbox?.abort?.(recorded.aborted);
-    }
-    if (message.timestamp !== undefined) clock?.passed(message.timestamp);
-    return message;
-  }
+  if (order === undefined) return runner;
+  return {
+    run: (request) => {
+      order.started(request.runId, request.call.id);
+      return Promise.resolve(runner.run(request)).finally(() =>
+        order.handedBack(request.runId, request.call.id),
+      );
+    },
+  };
 }
 
 /** The result of a call the run's abort kept from running (as the tool runner makes it). */
