@@ -330,3 +330,52 @@ describe("several workers on one database", () => {
     }
   }, 90_000);
 });
+
+describe("a durable run whose worker dies after its workflow's last receive", () => {
+  it("leaves a follow-up sent before the next worker ends the workflow unread (the gap docs/durable-runs.md names)", async () => {
+    const runId = "after-last-receive";
+    const first = worker("start", databaseUrl, runId, "sequential");
+    await until(async () => (await events(runId)).length > 0, "the run's first event");
+    // While this lock is held the run's events wait to be stored, and so does its workflow's end
+    // (it stores them first); its steps go on: its last receive of messages is recorded.
+    const lock = new pg.Client({ connectionString: databaseUrl });
+    await lock.connect();
+    try {
+      await lock.query("BEGIN");
+      await lock.query("LOCK TABLE agent_core_events IN EXCLUSIVE MODE");
+      await until(
+        async () =>
+          (
+            await pool.query(
+              "SELECT 1 FROM dbos.operation_outputs WHERE workflow_uuid = $1 AND function_name = 'DBOS.recv'",
+              [runId],
+            )
+          ).rowCount === 1,
+        "the workflow's last receive",
+      );
+      first.process.kill("SIGKILL");
+      await first.output;
+    } finally {
+      await lock.query("ROLLBACK");
+      await lock.end();
+    }
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      // The workflow has not ended: the follow-up is taken.
+      await client.followUp(runId, "One more thing.");
+      const resumed = lastLine(await worker("resume", databaseUrl, runId, "sequential").output);
+      // The next worker replays the receive as recorded (nothing) and ends the workflow.
+      expect(resumed).toMatchObject({ stopReason: "completed", text: "3, 7 and 11.", runIds: [runId] });
+      expect(JSON.stringify(resumed.messages)).not.toContain("One more thing.");
+      const { rows } = await pool.query(
+        "SELECT message FROM dbos.notifications WHERE destination_uuid = $1 AND NOT consumed",
+        [runId],
+      );
+      expect(rows.map((row) => row.message)).toEqual([expect.stringContaining("One more thing.")]);
+      expect(await toolRuns(runId)).toEqual({ c1: 1, c2: 1, c3: 1 });
+      assertEventProtocol(await events(runId));
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});

@@ -28,7 +28,7 @@ export interface FuzzSettings {
   timeLimitMs: number;
 }
 
-function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+export function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);

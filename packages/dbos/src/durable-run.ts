@@ -14,12 +14,14 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Pool } from "pg";
+import { isConnectionError } from "./database.js";
 import { ANSWERS, type DurableAnswer, MESSAGES, receiveMessages } from "./durable-messages.js";
 import {
   durableModelStep,
   durableToolRunner,
   type RecordedAbort,
   RecordedClock,
+  ReplayOrder,
 } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
 import { RunDeadline } from "./run-deadline.js";
@@ -44,7 +46,7 @@ export interface DurableRunResult {
 /** What a durable run uses of the runtime that executes it. */
 export interface DurableRunHost {
   /** The durable event log the run's events go to. */
-  readonly store: Pick<EventStore, "sink" | "flush">;
+  readonly store: Pick<EventStore, "sink" | "flush" | "read">;
   /** Reads whether messages wait for the run. */
   readonly pool: Pick<Pool, "query">;
   /** How long a run that waits for an approval or a client tool result waits. */
@@ -122,9 +124,11 @@ export async function runDurably(
     },
   };
   container.registerInstance(MODEL_STEP, durableModelStep(container.resolve(MODEL_STEP), { clock, inbox }));
+  // A recovered workflow hands the tool results back in the order the log has them.
+  const order = executing ? undefined : new ReplayOrder((runId) => loggedResults(host.store, runId));
   container.registerInstance(
     TOOL_RUNNER,
-    durableToolRunner(container.resolve(TOOL_RUNNER), { clock, inbox }),
+    durableToolRunner(container.resolve(TOOL_RUNNER), { clock, inbox, order }),
   );
   // The prompt's run is the workflow; each resumption after a wait is a run of its own.
   const runIds: string[] = [];
@@ -219,6 +223,22 @@ async function runToEnd(
     text: result.text,
     messages: result.messages,
   };
+}
+
+/**
+ * The calls whose `tool_result` the run's stored log has, in seq order; read again while the
+ * database is out of reach (the run waits for it anyway).
+ */
+async function loggedResults(store: Pick<EventStore, "read">, runId: string): Promise<string[]> {
+  for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 2000)) {
+    try {
+      const events = await store.read(runId);
+      return events.flatMap((event) => (event.type === "tool_result" ? [event.toolCallId] : []));
+    } catch (error) {
+      if (!isConnectionError(error)) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
 }
 
 /**
