@@ -45,6 +45,25 @@ async function kept(run: AgentRun): Promise<RunResult> {
   return result;
 }
 
+/**
+ * "charge": a tool that counts its runs (a side effect: a payment, an email), takes `ms` and
+ * ignores its abort signal.
+ */
+function charging(ms: number) {
+  const runs: string[] = [];
+  const tool = defineTool({
+    name: "charge",
+    description: "Charges a card",
+    inputSchema: z.object({ amount: z.number() }),
+    execute: async ({ amount }) => {
+      runs.push(String(amount));
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return "charged";
+    },
+  });
+  return { runs, tool };
+}
+
 describe("a thrown value that instanceof cannot inspect", () => {
   const hostile = {
     "a Proxy whose prototype trap throws": () =>
@@ -88,21 +107,7 @@ describe("a thrown value that instanceof cannot inspect", () => {
 });
 
 describe("executeTools runs only the calls of the history still waiting for their result, each once", () => {
-  /** A tool that counts its runs (a side effect: a payment, an email). */
-  function counting() {
-    const runs: string[] = [];
-    const tool = defineTool({
-      name: "charge",
-      description: "Charges a card",
-      inputSchema: z.object({ amount: z.number() }),
-      execute: async ({ amount }) => {
-        runs.push(String(amount));
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        return "charged";
-      },
-    });
-    return { runs, tool };
-  }
+  const counting = () => charging(5);
 
   /** Runs `misuse` after a first model call that asks for one charge; returns what it threw. */
   async function misusing(misuse: (ctx: RunContext, calls: ToolCall[]) => Promise<unknown>) {
@@ -833,22 +838,6 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
 });
 
 describe("the history moves on only past calls that are not running", () => {
-  /** A tool with a side effect that takes `ms` and ignores its abort signal. */
-  function charging(ms: number) {
-    const runs: string[] = [];
-    const tool = defineTool({
-      name: "charge",
-      description: "Charges a card",
-      inputSchema: z.object({ amount: z.number() }),
-      execute: async ({ amount }) => {
-        runs.push(String(amount));
-        await new Promise((resolve) => setTimeout(resolve, ms));
-        return "charged";
-      },
-    });
-    return { runs, tool };
-  }
-
   /** A run whose first reply asks for one charge (`c1`) and whose orchestrator then does `after`. */
   async function chargingRun(
     after: (ctx: RunContext, calls: ToolCall[]) => Promise<void>,
