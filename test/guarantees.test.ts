@@ -148,6 +148,26 @@ describe("bad messages", () => {
   });
 });
 
+describe("an assistant message with nothing in it", () => {
+  it("stays in the history but never reaches the model, which refuses one", async () => {
+    const empty = [
+      { role: "assistant", content: [] },
+      { role: "assistant", content: [{ type: "text", text: "" }] },
+    ] as const;
+    const model = scriptedModel([[script.text("here")]]);
+    const agent = new Agent({ provider: model, messages: [{ role: "user", content: "hi" }, ...empty] });
+    expect((await agent.prompt("still there?").result()).text).toBe("here");
+    expect(model.prompts[0]?.map((message) => message.role)).toEqual(["system", "user", "user"]);
+    expect(agent.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+  });
+});
+
 describe("a tool result as a steering or follow-up message", () => {
   const result = {
     role: "toolResult",

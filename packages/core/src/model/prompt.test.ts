@@ -87,6 +87,21 @@ describe("toModelPrompt", () => {
     });
   });
 
+  it("leaves out an assistant message with nothing left to send (no blocks, or only empty text)", () => {
+    const prompt = toModelPrompt(undefined, [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: [] },
+      { role: "user", content: "still there?" },
+      { role: "assistant", content: [{ type: "text", text: "" }] },
+      { role: "assistant", content: [{ type: "text", text: "yes" }] },
+    ]);
+    expect(prompt).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi" }] },
+      { role: "user", content: [{ type: "text", text: "still there?" }] },
+      { role: "assistant", content: [{ type: "text", text: "yes" }] },
+    ]);
+  });
+
   it("omits an empty system prompt", () => {
     expect(toModelPrompt("", history.slice(0, 1))[0]?.role).toBe("user");
   });

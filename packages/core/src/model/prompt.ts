@@ -90,7 +90,13 @@ function appendMessage(prompt: LanguageModelV4Message[], message: LlmMessage): v
     if (previous?.role === "tool")
       prompt[prompt.length - 1] = { role: "tool", content: [...previous.content, part] };
     else prompt.push({ role: "tool", content: [part] });
-  } else prompt.push(message.role === "user" ? userMessage(message) : assistantMessage(message));
+  } else if (message.role === "user") prompt.push(userMessage(message));
+  else {
+    // A reply with nothing to say (no parts, or only empty text) is left out: Anthropic and others
+    // refuse an assistant message without content, and the model loses nothing by not seeing it.
+    const reply = assistantMessage(message);
+    if (reply.content.length > 0) prompt.push(reply);
+  }
 }
 
 function userMessage(message: UserMessage): LanguageModelV4Message {
@@ -101,7 +107,7 @@ function userMessage(message: UserMessage): LanguageModelV4Message {
   return { role: "user", content };
 }
 
-function assistantMessage(message: AssistantMessage): LanguageModelV4Message {
+function assistantMessage(message: AssistantMessage): AssistantPromptMessage {
   // `map` makes an array of the exact size (pushing onto `[]` reserves room for 17 parts).
   const parts = message.content.some(isEmptyText)
     ? message.content.filter((part) => !isEmptyText(part))
@@ -110,7 +116,8 @@ function assistantMessage(message: AssistantMessage): LanguageModelV4Message {
 }
 
 type AssistantBlock = AssistantMessage["content"][number];
-type AssistantPart = Extract<LanguageModelV4Message, { role: "assistant" }>["content"][number];
+type AssistantPromptMessage = Extract<LanguageModelV4Message, { role: "assistant" }>;
+type AssistantPart = AssistantPromptMessage["content"][number];
 
 function isEmptyText(part: AssistantBlock): boolean {
   return part.type === "text" && part.text === "";
