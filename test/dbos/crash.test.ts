@@ -332,17 +332,15 @@ describe("several workers on one database", () => {
 });
 
 describe("a durable run whose worker dies after its workflow's last receive", () => {
-  it("leaves a follow-up sent before the next worker ends the workflow unread (the gap docs/durable-runs.md names)", async () => {
+  it("goes on with a follow-up sent before the next worker ends the workflow: no message is left unread", async () => {
     const runId = "after-last-receive";
-    const first = worker("start", databaseUrl, runId, "sequential");
-    await until(async () => (await events(runId)).length > 0, "the run's first event");
-    // While this lock is held the run's events wait to be stored, and so does its workflow's end
-    // (it stores them first); its steps go on: its last receive of messages is recorded.
+    // While this lock is held the workflow cannot close its mailbox, the last thing it does: it
+    // has received its messages for the last time, and waits there.
     const lock = new pg.Client({ connectionString: databaseUrl });
     await lock.connect();
+    await lock.query("SELECT pg_advisory_lock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
+    const first = worker("start", databaseUrl, runId, "sequential");
     try {
-      await lock.query("BEGIN");
-      await lock.query("LOCK TABLE agent_core_events IN EXCLUSIVE MODE");
       await until(
         async () =>
           (
@@ -350,30 +348,38 @@ describe("a durable run whose worker dies after its workflow's last receive", ()
               "SELECT 1 FROM dbos.operation_outputs WHERE workflow_uuid = $1 AND function_name = 'DBOS.recv'",
               [runId],
             )
-          ).rowCount === 1,
-        "the workflow's last receive",
+          ).rowCount === 1 &&
+          (await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"))
+            .rowCount === 1,
+        "the workflow's last receive, and its close waiting for the lock",
       );
       first.process.kill("SIGKILL");
       await first.output;
     } finally {
-      await lock.query("ROLLBACK");
       await lock.end();
     }
     const client = await DurableRunClient.connect({ databaseUrl });
     try {
-      // The workflow has not ended: the follow-up is taken.
+      // The mailbox is still open: the follow-up is taken.
       await client.followUp(runId, "One more thing.");
       const resumed = lastLine(await worker("resume", databaseUrl, runId, "sequential").output);
-      // The next worker replays the receive as recorded (nothing) and ends the workflow.
-      expect(resumed).toMatchObject({ stopReason: "completed", text: "3, 7 and 11.", runIds: [runId] });
-      expect(JSON.stringify(resumed.messages)).not.toContain("One more thing.");
+      // The next worker replays the receive as recorded (nothing), finds the follow-up waiting
+      // as it closes the mailbox, and runs it.
+      expect(resumed).toMatchObject({ stopReason: "completed", runIds: [runId, `${runId}.2`] });
+      const users = resumed.messages.filter((message: AgentMessage) => message.role === "user");
+      expect(users.map((message: AgentMessage) => (message as { content: unknown }).content)).toEqual([
+        "Add 1+2, 3+4 and 5+6.",
+        "One more thing.",
+      ]);
       const { rows } = await pool.query(
         "SELECT message FROM dbos.notifications WHERE destination_uuid = $1 AND NOT consumed",
         [runId],
       );
-      expect(rows.map((row) => row.message)).toEqual([expect.stringContaining("One more thing.")]);
+      expect(rows).toEqual([]);
+      await expect(client.followUp(runId, "Too late.")).rejects.toMatchObject({ code: "run_ended" });
       expect(await toolRuns(runId)).toEqual({ c1: 1, c2: 1, c3: 1 });
       assertEventProtocol(await events(runId));
+      assertEventProtocol(await events(`${runId}.2`));
     } finally {
       await client.close();
     }

@@ -2,6 +2,7 @@ import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
@@ -166,6 +167,57 @@ describe("steering and follow-ups of a durable run", () => {
     expect(userTexts(result.messages)).toEqual(["Hello.", "Late news."]);
     const continued = await runtime.events("late.2");
     expect(continued.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
+  it("a follow-up that meets the workflow closing its mailbox is run or refused, never taken and left unread", async () => {
+    // A lock the test holds makes the follow-up and the workflow's close meet: whichever asked
+    // for it first goes first once it is let go.
+    const db = new pg.Client({ connectionString: postgres.url("agent_core_messages") });
+    await db.connect();
+    const waiting = async (count: number) => {
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+        const { rowCount } = await db.query(
+          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        if (rowCount === count) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`never ${count} waiting for the lock`);
+    };
+    const meet = async (runId: string, first: "message" | "close") => {
+      await db.query("SELECT pg_advisory_lock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
+      const run = await runtime.start("lingering", "Hello.", { runId });
+      if (first === "close") await waiting(1);
+      const sent = runtime.followUp(runId, "Late news.").then(
+        () => "taken",
+        (error: unknown) => error,
+      );
+      await waiting(first === "close" ? 2 : 1);
+      if (first === "message") await waiting(2);
+      await db.query("SELECT pg_advisory_unlock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
+      return { sent: await sent, result: await run.result() };
+    };
+    try {
+      const closedFirst = await meet("closing", "close");
+      expect(closedFirst.sent).toBeInstanceOf(RunEndedError);
+      expect(closedFirst.result.runIds).toEqual(["closing"]);
+      expect(userTexts(closedFirst.result.messages)).toEqual(["Hello."]);
+
+      const sentFirst = await meet("sent-while-closing", "message");
+      expect(sentFirst.sent).toBe("taken");
+      expect(sentFirst.result.runIds).toEqual(["sent-while-closing", "sent-while-closing.2"]);
+      expect(sentFirst.result.text).toBe("heard: Late news.");
+      expect(userTexts(sentFirst.result.messages)).toEqual(["Hello.", "Late news."]);
+      for (const runId of ["closing", "sent-while-closing"]) {
+        const { rowCount } = await db.query(
+          "SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND NOT consumed",
+          [runId],
+        );
+        expect(rowCount, runId).toBe(0);
+      }
+    } finally {
+      await db.end();
+    }
   });
 
   it("cancel() aborts the run in the worker running it: the tool's signal, agent_end aborted", async () => {

@@ -24,6 +24,7 @@ import {
   ReplayOrder,
 } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
+import { closeMailbox, messagesWaitingIn } from "./mailbox.js";
 import { RunDeadline } from "./run-deadline.js";
 
 /**
@@ -47,8 +48,8 @@ export interface DurableRunResult {
 export interface DurableRunHost {
   /** The durable event log the run's events go to. */
   readonly store: Pick<EventStore, "sink" | "flush" | "read">;
-  /** Reads whether messages wait for the run. */
-  readonly pool: Pick<Pool, "query">;
+  /** Reads whether messages wait for the run, and closes its mailbox as it ends. */
+  readonly pool: Pool;
   /** How long a run that waits for an approval or a client tool result waits. */
   readonly answerTimeoutSec: number;
   /** The runs executing in this process, by workflow id: what a cancel's `NOTIFY` reaches. */
@@ -189,6 +190,8 @@ async function runToEnd(
   started?.(run);
   let result = await ended(run);
   let cancelled = false;
+  // Whether the mailbox closed with nothing waiting: else it is closed as the workflow ends.
+  let closed = false;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
@@ -212,9 +215,15 @@ async function runToEnd(
     const left = agent.takeQueued();
     const input = [...left.steering, ...left.followUps];
     for (const received of late) if (received.queue !== "cancel") input.push(received.message);
-    if (input.length === 0) break;
-    result = await ended(agent.prompt(input, options));
+    if (input.length > 0) {
+      result = await ended(agent.prompt(input, options));
+      continue;
+    }
+    // A message sent since the receive keeps the mailbox open: the next receive takes it.
+    closed = await closingMailbox(host.pool, run.runId, false);
+    if (closed) break;
   }
+  if (!closed) await closingMailbox(host.pool, run.runId, true);
   await host.store.flush(runIds);
   return {
     runId: result.runId,
@@ -226,14 +235,28 @@ async function runToEnd(
 }
 
 /**
- * The calls whose `tool_result` the run's stored log has, in seq order; read again while the
- * database is out of reach (the run waits for it anyway).
+ * Closes the workflow's mailbox (see `closeMailbox`), recorded: a replay ends, or goes on
+ * receiving, as the first execution did.
+ */
+function closingMailbox(pool: Pool, workflowId: string, always: boolean): Promise<boolean> {
+  return DBOS.runStep(() => whileUnreachable(() => closeMailbox(pool, workflowId, always)), {
+    name: "agent-core.close",
+  });
+}
+
+/**
+ * The calls whose `tool_result` the run's stored log has, in seq order.
  */
 async function loggedResults(store: Pick<EventStore, "read">, runId: string): Promise<string[]> {
+  const events = await whileUnreachable(() => store.read(runId));
+  return events.flatMap((event) => (event.type === "tool_result" ? [event.toolCallId] : []));
+}
+
+/** `work`, tried again while the database is out of reach (the run waits for it anyway). */
+async function whileUnreachable<T>(work: () => Promise<T>): Promise<T> {
   for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 2000)) {
     try {
-      const events = await store.read(runId);
-      return events.flatMap((event) => (event.type === "tool_result" ? [event.toolCallId] : []));
+      return await work();
     } catch (error) {
       if (!isConnectionError(error)) throw error;
     }
@@ -242,17 +265,12 @@ async function loggedResults(store: Pick<EventStore, "read">, runId: string): Pr
 }
 
 /**
- * Whether a steering message or follow-up waits for the workflow: a read of DBOS's notifications
- * table (its system tables are documented). Should it fail, the answer is yes: a receive finds
- * out, at the cost of its round trips.
+ * Whether a steering message or follow-up waits for the workflow. Should the read fail, the
+ * answer is yes: a receive finds out, at the cost of its round trips.
  */
 async function messagesWaiting(pool: Pick<Pool, "query">, workflowId: string): Promise<boolean> {
   try {
-    const { rows } = await pool.query(
-      "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed) AS waiting",
-      [workflowId, MESSAGES],
-    );
-    return rows[0]?.waiting === true;
+    return await messagesWaitingIn(pool, workflowId);
   } catch {
     return true;
   }

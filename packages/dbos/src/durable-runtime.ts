@@ -21,13 +21,13 @@ import {
   type DurableAnswer,
   failureOf,
   MESSAGES,
-  messageFor,
   RunFailedError,
   resultOf,
   UnknownRunError,
 } from "./durable-messages.js";
 import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
+import { createMailboxTable, sendMessage } from "./mailbox.js";
 
 export interface DurableRuntimeOptions {
   /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
@@ -139,6 +139,7 @@ export class DurableRuntime {
     await DBOS.launch();
     await this.#store.createTable();
     await createAnswersTable(this.#pool);
+    await createMailboxTable(this.#pool);
     // A cancelled run stops at once in the worker that runs it (and later through its messages
     // when none does).
     await this.#cancels.listen();
@@ -247,10 +248,16 @@ export class DurableRuntime {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(async () => {
-      const status = await DBOS.getWorkflowStatus(workflowId);
-      await DBOS.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
-    });
+    return this.#watch.bounded(() =>
+      sendMessage(
+        this.#pool,
+        workflowId,
+        async () => (await DBOS.getWorkflowStatus(workflowId))?.status,
+        queue,
+        content,
+        (message) => DBOS.send(workflowId, message, MESSAGES),
+      ),
+    );
   }
 
   async shutdown(): Promise<void> {

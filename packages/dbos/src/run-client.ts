@@ -10,12 +10,12 @@ import {
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
-  messageFor,
   resultOf,
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
+import { createMailboxTable, sendMessage } from "./mailbox.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -29,8 +29,11 @@ export class DurableRunClient {
   readonly #watch: DatabaseWatch;
   /** For the answers (and the event log they are checked against) and `cancel()`'s NOTIFY, made when first needed. */
   #pool: pg.Pool | undefined;
-  /** The answers' table, made at the first answer: this client may answer before a worker of its version made it. */
-  #answersTable: Promise<void> | undefined;
+  /**
+   * The tables of answers and of closed mailboxes, made at the first answer or message: this
+   * client may send before a worker of its version made them.
+   */
+  #tables: Promise<unknown> | undefined;
 
   private constructor(client: DBOSClient, queue: string, databaseUrl: string, watch: DatabaseWatch) {
     this.#client = client;
@@ -96,9 +99,7 @@ export class DurableRunClient {
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     return this.#watch.bounded(async () => {
-      const pool = this.#connection();
-      this.#answersTable ??= createAnswersTable(pool);
-      await this.#answersTable;
+      const pool = await this.#withTables();
       await sendOnce(
         pool,
         workflowId,
@@ -138,11 +139,25 @@ export class DurableRunClient {
     return this.#pool;
   }
 
+  /** The client's connection, once the tables it writes exist. */
+  async #withTables(): Promise<pg.Pool> {
+    const pool = this.#connection();
+    this.#tables ??= Promise.all([createAnswersTable(pool), createMailboxTable(pool)]);
+    await this.#tables;
+    return pool;
+  }
+
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(async () => {
-      const status = await this.#client.getWorkflow(workflowId);
-      await this.#client.send(workflowId, messageFor(workflowId, status?.status, queue, content), MESSAGES);
-    });
+    return this.#watch.bounded(async () =>
+      sendMessage(
+        await this.#withTables(),
+        workflowId,
+        async () => (await this.#client.getWorkflow(workflowId))?.status,
+        queue,
+        content,
+        (message) => this.#client.send(workflowId, message, MESSAGES),
+      ),
+    );
   }
 
   async close(): Promise<void> {

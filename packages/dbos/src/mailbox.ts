@@ -1,0 +1,85 @@
+import type pg from "pg";
+import { inTransaction } from "./database.js";
+import { type DurableMessage, MESSAGES, messageFor, RunEndedError } from "./durable-messages.js";
+
+/**
+ * A durable run's mailbox for steering messages and follow-ups: open while its workflow may still
+ * receive them, closed by the workflow as it ends. A message is sent, and a mailbox closed, under
+ * one lock of the workflow's, so a message is either sent before the close (and the close sees it
+ * waiting: the workflow goes on and receives it) or refused after it (`RunEndedError`). Without
+ * the lock a message sent between the workflow's last receive and its end would be taken and
+ * never read.
+ */
+
+export async function createMailboxTable(pool: Pick<pg.Pool, "query">): Promise<void> {
+  await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_closed_mailboxes (
+    workflow_id text PRIMARY KEY,
+    closed_at timestamptz NOT NULL DEFAULT now()
+  )`);
+}
+
+/**
+ * Sends a steering message or follow-up with `send` while the workflow's mailbox is open and its
+ * status (read by `status`; `undefined`: no such workflow) takes messages; else `RunEndedError`.
+ * Everything on the one connection that holds the lock, the send aside (DBOS sends on its own).
+ */
+export function sendMessage(
+  pool: pg.Pool,
+  workflowId: string,
+  status: () => Promise<string | undefined>,
+  queue: "steer" | "followUp",
+  content: string,
+  send: (message: DurableMessage) => Promise<void>,
+): Promise<void> {
+  return inTransaction(pool, async (client) => {
+    await lock(client, workflowId);
+    if (await isClosed(client, workflowId)) throw new RunEndedError(workflowId);
+    await send(messageFor(workflowId, await status(), queue, content));
+  });
+}
+
+/**
+ * In the workflow, once its run has nothing left to do: closes the mailbox and says so, or, when a
+ * message (or a cancel) waits to be received, leaves it open and says `false` (the workflow then
+ * receives it). `always` closes it whatever waits: a workflow that ends without taking more
+ * (cancelled, failed, its wait for an answer over) leaves what was sent before unread.
+ */
+export function closeMailbox(pool: pg.Pool, workflowId: string, always = false): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    await lock(client, workflowId);
+    if (!always && (await messagesWaitingIn(client, workflowId))) return false;
+    await client.query(
+      "INSERT INTO agent_core_closed_mailboxes (workflow_id) VALUES ($1) ON CONFLICT DO NOTHING",
+      [workflowId],
+    );
+    return true;
+  });
+}
+
+/** The lock a workflow's messages are sent under and its mailbox closed, held until the transaction ends. */
+function lock(client: pg.PoolClient, workflowId: string): Promise<unknown> {
+  return client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.mailbox:${workflowId}`]);
+}
+
+async function isClosed(client: pg.PoolClient, workflowId: string): Promise<boolean> {
+  const { rowCount } = await client.query(
+    "SELECT 1 FROM agent_core_closed_mailboxes WHERE workflow_id = $1",
+    [workflowId],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Whether anything sent to the workflow on the messages' topic (a cancel too) is not received yet:
+ * a read of DBOS's notifications table (its system tables are documented).
+ */
+export async function messagesWaitingIn(
+  db: Pick<pg.ClientBase, "query">,
+  workflowId: string,
+): Promise<boolean> {
+  const { rows } = await db.query(
+    "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed) AS waiting",
+    [workflowId, MESSAGES],
+  );
+  return rows[0]?.waiting === true;
+}
