@@ -846,6 +846,64 @@ describe("AgentClient: cancel", () => {
   });
 });
 
+describe("AgentClient: cancel before the server named the run", () => {
+  it("cancel() while the start is unanswered posts /cancel once the answer names the run", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        await delay(150); // the server builds its agent
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return; // and runs on until cancelled
+      }
+      res.writeHead(202).end();
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    await until(() => requests.length === 1, "the start to be posted");
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", `POST /runs/${RUN}/cancel`]);
+  });
+
+  it("a new start() cancels such a run on the server before it posts its own", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        const prompt = (JSON.parse(req.body) as { prompt: string }).prompt;
+        const runId = prompt === "first" ? "r-first" : "r-second";
+        if (prompt === "first") await delay(150);
+        openStream(res, "application/x-ndjson", runId);
+        if (prompt === "first") return void res.write(line({ type: "agent_start", runId, seq: 0, ts: 0 }));
+        return void res.end(
+          line({ type: "agent_start", runId, seq: 0, ts: 0 }) + line({ ...agentEnd(1), runId }),
+        );
+      }
+      res.writeHead(202).end();
+    });
+    const client = new AgentClient({ baseUrl, ...fast });
+    const first = client.start("first");
+    await until(() => requests.length === 1, "the first start to be posted");
+    const second = client.start("second");
+    await expect(second.result()).resolves.toMatchObject({ type: "agent_end", runId: "r-second" });
+    expect((await rejection(first.result())).code).toBe("cancelled");
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs/r-first/cancel",
+      "POST /runs",
+    ]);
+  });
+
+  it("cancel() waits for the start's answer no longer than idleTimeoutMs, then posts nothing", async () => {
+    const { baseUrl, requests } = await serve(() => {}); // never answers
+    const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
+    await until(() => requests.length === 1, "the start to be posted");
+    const started = Date.now();
+    await run.cancel();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs"]);
+  });
+});
+
 describe("AgentClient: steering", () => {
   it("steer() and followUp() post the message; a refusal rejects with code 'http'", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {

@@ -42,6 +42,8 @@ export class Run implements ClientRun {
   readonly #connection: RunConnection;
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
+  /** The read of the start's answer, while the server has not named the run: a cancel waits for the name. */
+  #starting: Promise<void> | undefined;
 
   constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
     this.#transport = transport;
@@ -122,7 +124,13 @@ export class Run implements ClientRun {
     const ended = this.#end !== undefined;
     const suspended = this.#suspended !== undefined;
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
-    if (ended || runId === undefined) this.#cancelled = Promise.resolve();
+    if (ended) this.#cancelled = Promise.resolve();
+    // Posted, not yet named: the run is cancelled on the server once its answer names it.
+    else if (runId === undefined)
+      this.#cancelled = (this.#starting ?? Promise.resolve()).catch(ignore).then(() => {
+        const named = this.#knownRunId;
+        return named === undefined ? undefined : this.#postCancel(named);
+      });
     // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
     else if (suspended)
       this.#cancelled = this.#clientTools.cancelResumed((resumed) => this.#postCancel(resumed));
@@ -153,7 +161,10 @@ export class Run implements ClientRun {
       const cancelled = whenAborted(this.#abort.signal);
       cancelled.catch(ignore);
       while (!this.#settled) {
-        await this.#connection.read(start);
+        const reading = this.#connection.read(start);
+        if (start !== undefined) this.#starting = reading;
+        await reading;
+        this.#starting = undefined;
         start = undefined;
         const suspended = this.#suspended;
         if (this.#settled || suspended === undefined) return;

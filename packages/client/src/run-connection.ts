@@ -104,7 +104,11 @@ export class RunConnection {
   async #connect(start: StartRequest | undefined): Promise<Dropped | undefined> {
     const signal = this.#run.signal;
     const connection = new AbortController();
-    const stop = () => connection.abort(signal.reason);
+    // A start cancelled before the server named its run goes on until the server does (the answer's
+    // headers, within idleTimeoutMs), so that the run can be cancelled on the server too.
+    const stop = () => {
+      if (start === undefined || this.#run.currentRunId() !== undefined) connection.abort(signal.reason);
+    };
     signal.addEventListener("abort", stop, { once: true });
     // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
     // would not honour the signal.
@@ -151,6 +155,7 @@ export class RunConnection {
       }
       const headerRunId = response.headers.get("x-run-id");
       if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
+      if (signal.aborted) return undefined;
       // The server's answer to a re-attach after an ended run's last event: no retry brings more.
       if (response.status === 204) {
         const runId = this.#run.currentRunId() as string;
