@@ -662,6 +662,45 @@ describe("AgentClient: client tools", () => {
     expect(bodies).toHaveLength(3);
   });
 
+  it("posts a result JSON cannot carry as an error saying so, once", async () => {
+    const bodies: unknown[] = [];
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const calls = [
+      { toolCallId: "c1", toolName: "big", args: {} },
+      { toolCallId: "c2", toolName: "loop", args: {} },
+    ];
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun(calls, resultsPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      res.writeHead(204).end();
+      if (bodies.length === 2) accepted();
+    });
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const tools = { big: () => ({ n: 10n }), loop: () => cycle };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("t");
+    const seen = await collect(run);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        {
+          toolCallId: "c1",
+          token: "tok-c1",
+          error: expect.stringMatching(/^the result is not JSON: .*BigInt/),
+        },
+        {
+          toolCallId: "c2",
+          token: "tok-c2",
+          error: expect.stringMatching(/^the result is not JSON: .*circular/),
+        },
+      ]),
+    );
+    expect(bodies).toHaveLength(2);
+  });
+
   it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
     let posts = 0;
     let answered!: () => void;

@@ -109,6 +109,11 @@ export class ClientToolRunner {
       } catch (error) {
         outcome = { error: error instanceof Error ? error.message : String(error) };
       }
+      // Found out here, not by the post: a result that cannot be sent would be retried for nothing.
+      if ("result" in outcome) {
+        const why = notJson(outcome.result);
+        if (why !== undefined) outcome = { error: `the result is not JSON: ${why}` };
+      }
     }
     if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
     const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
@@ -181,6 +186,16 @@ export class ClientToolRunner {
     } finally {
       timeout.clear();
     }
+  }
+}
+
+/** Why `value` cannot be sent as JSON, or undefined when it can. */
+function notJson(value: unknown): string | undefined {
+  try {
+    JSON.stringify(value);
+    return undefined;
+  } catch (error) {
+    return describe(error);
   }
 }
 
