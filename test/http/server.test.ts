@@ -87,6 +87,36 @@ describe("POST /runs", () => {
     expect(made).toBe(2);
   });
 
+  it("asks an async agent factory once for starts of a new conversation at once, which run in turn on its agent", async () => {
+    let made = 0;
+    const agent = async () => {
+      made++;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return new Agent({
+        provider: scriptedModel([[script.text("1")], [script.text("2")], [script.text("3")]]),
+      });
+    };
+    const { url } = await startServer(answer("x"), { agent });
+    const texts = await Promise.all(
+      ["one", "two"].map(async (prompt) =>
+        (await post(`${url}/runs`, { prompt, conversationId: "new" })).text(),
+      ),
+    );
+    expect(made).toBe(1);
+    expect(texts.map((text) => ndjsonEvents(text).at(-1))).toMatchObject([
+      { type: "agent_end", stopReason: "completed" },
+      { type: "agent_end", stopReason: "completed" },
+    ]);
+    const third = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "three", conversationId: "new" })).text(),
+    );
+    // The same agent's third model call: one agent ran the whole conversation.
+    const history = (third.find((event) => event.type === "turn_end") as { message: unknown } | undefined)
+      ?.message;
+    expect(history).toMatchObject({ role: "assistant", content: [{ type: "text", text: "3" }] });
+    expect(made).toBe(1);
+  });
+
   it("refuses bad bodies with a clear 4xx JSON error and starts nothing", async () => {
     let made = 0;
     const { url } = await startServer(

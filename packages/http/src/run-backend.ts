@@ -80,6 +80,13 @@ export interface Subscription {
   caughtUp: Promise<void>;
 }
 
+/** A conversation's agent: asked for (`agent`), and once made (`made`), when it was last used. */
+interface Conversation {
+  agent: Promise<Agent>;
+  made?: Agent;
+  usedAt: number;
+}
+
 /**
  * Runs agents in this process: one per `(user, conversation)` for `conversationTtlMs` idle (it
  * keeps the conversation's history), one per run without a conversation id.
@@ -93,22 +100,36 @@ export function memoryBackend(
     promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
   },
 ): RunBackend {
-  const conversations = new Map<string, { agent: Agent; usedAt: number }>();
+  /**
+   * Each conversation's agent, kept from the moment it is asked for: starts of a new conversation
+   * at once wait for the one agent (an async `makeAgent` is asked once), and run on it in turn.
+   */
+  const conversations = new Map<string, Conversation>();
 
   function forgetIdleConversations(): void {
     const now = options.now();
-    for (const [key, conversation] of conversations)
-      if (!conversation.agent.busy && now - conversation.usedAt > options.conversationTtlMs)
+    for (const [key, { made, usedAt }] of conversations)
+      if (made !== undefined && !made.busy && now - usedAt > options.conversationTtlMs)
         conversations.delete(key);
   }
 
-  async function agentFor(request: AgentRequest): Promise<Agent> {
-    if (request.conversationId === undefined) return makeAgent(request);
+  function agentFor(request: AgentRequest): Promise<Agent> {
+    if (request.conversationId === undefined) return Promise.resolve(makeAgent(request));
     const key = `${request.userId}\u0000${request.conversationId}`;
     let conversation = conversations.get(key);
     if (conversation === undefined) {
-      conversation = { agent: await makeAgent(request), usedAt: options.now() };
-      conversations.set(key, conversation);
+      const kept: Conversation = { agent: Promise.resolve(makeAgent(request)), usedAt: options.now() };
+      conversations.set(key, kept);
+      kept.agent.then(
+        (agent) => {
+          kept.made = agent;
+        },
+        // A factory that failed is asked again by the conversation's next start.
+        () => {
+          if (conversations.get(key) === kept) conversations.delete(key);
+        },
+      );
+      conversation = kept;
     }
     conversation.usedAt = options.now();
     return conversation.agent;
