@@ -21,9 +21,9 @@ import {
   durableToolRunner,
   type RecordedAbort,
   RecordedClock,
-  ReplayOrder,
 } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
+import { ReplayOrder } from "./replay-order.js";
 import { RunDeadline } from "./run-deadline.js";
 
 /**
