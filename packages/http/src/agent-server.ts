@@ -1,6 +1,6 @@
 import { ClientToolError, type ClientToolOutcome } from "@agent-core/core";
 import { z } from "zod";
-import { authorizedPrincipal } from "./authorize.js";
+import { authorizedPrincipal, mayTouch } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
@@ -9,9 +9,9 @@ import { consume, limiter } from "./rate-limits.js";
 import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
 import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
+import { RunStarts } from "./run-start.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
-import { idempotencyKeyOf, type StartKey, StartKeys } from "./start-keys.js";
 import { MemoryTokenLedger } from "./token-ledger.js";
 import { ToolResultAnswers } from "./tool-result-answers.js";
 
@@ -28,12 +28,6 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
-const promptBody = z.strictObject({
-  prompt: z.string().min(1).max(100_000),
-  conversationId: z.string().min(1).max(200).optional(),
-  documentId: z.string().min(1).max(200).optional(),
-  outliveStream: z.boolean().optional(),
-});
 const toolResultBody = z.union([
   z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), error: z.string() }),
   z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), result: z.unknown() }),
@@ -54,10 +48,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const tokens = new HookTokens(options.hookSecret);
   const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
   const answers = new ToolResultAnswers(config.now);
-  const startKeys = new StartKeys(config.now);
   const runs = new Map<string, ServerRun>();
-  /** Starts past the `maxRuns` check whose run the backend has not given yet. */
-  let starting = 0;
   let closing = false;
   const backend: RunBackend =
     options.backend ??
@@ -73,51 +64,18 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         clientTools: config.clientTools,
       }),
     });
-  const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
   const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
 
-  async function startRun(request: Request, principal: Principal): Promise<Response> {
-    if (closing)
-      throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
-    const key = idempotencyKeyOf(request);
-    await consume(startLimit, principal.userId);
-    const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
-    if (body.documentId !== undefined) mayTouch(principal, body.documentId);
-    const stream = (run: ServerRun) =>
-      streamEvents(request, run, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
-    if (key === undefined) return stream(await begin(principal, body));
-    const start: StartKey = { key, digest: digest(body), ttlMs: config.idempotencyKeyTtlMs };
-    const runId = await startKeys.once(
-      principal.userId,
-      start,
-      async () => (await begin(principal, body, start)).runId,
-    );
-    // The key's run, from its first event, as a re-attach would stream it (404 once forgotten).
-    return stream(await ownRun(runId, principal));
-  }
-
-  /** Starts the run of a body (or, for a key a durable backend knows, finds that key's run). */
-  async function begin(principal: Principal, body: z.output<typeof promptBody>, key?: StartKey) {
-    // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
-    if (runs.size + starting >= config.maxRuns)
-      throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
-        headers: { "retry-after": "1" },
-      });
-    starting++;
-    let run: BackendRun;
-    try {
-      run = await backend.start(
-        { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
-        body.prompt,
-        key,
-      );
-    } finally {
-      starting--;
-    }
-    // A key another server process started its run under: the run may be kept here already.
-    return runs.get(run.runId) ?? track(run, body.outliveStream ?? false);
-  }
+  const starts = new RunStarts({
+    config,
+    backend,
+    rateLimit: options.rateLimits?.start,
+    runs,
+    closing: () => closing,
+    track,
+    ownRun,
+  });
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */
   function track(run: BackendRun, outliveStream: boolean): ServerRun {
@@ -288,7 +246,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const principal = await authorizedPrincipal(options.authorize, request);
     if (request.method !== allowed) throw notAllowed(allowed);
     const runId = parts[1] === undefined ? undefined : runIdOf(parts[1]);
-    if (runId === undefined) return startRun(request, principal);
+    if (runId === undefined) return starts.start(request, principal);
     const action = parts[2];
     if (action === "events") return reattach(request, principal, runId);
     switch (action) {
@@ -358,9 +316,4 @@ async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
     timer = setTimeout(resolve, ms);
   });
   await Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
-  if (principal.documents === undefined || principal.documents.includes(documentId)) return;
-  throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
 }
