@@ -21,10 +21,10 @@ import {
   durableToolRunner,
   type RecordedAbort,
   RecordedClock,
-  ReplayOrder,
 } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
 import { closeMailbox, messagesWaitingIn } from "./mailbox.js";
+import { ReplayOrder } from "./replay-order.js";
 import { RunDeadline } from "./run-deadline.js";
 
 /**

@@ -1,19 +1,16 @@
-import { ClientToolError, type ClientToolOutcome } from "@agent-core/core";
 import { z } from "zod";
 import { authorizedPrincipal } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
-import { digest, type HookClaims, HookTokens } from "./hook-tokens.js";
+import { HookTokens } from "./hook-tokens.js";
 import { HttpError } from "./http-error.js";
-import { consume, limiter } from "./rate-limits.js";
 import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
 import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
+import { RunStarts } from "./run-start.js";
 import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
 import { ServerRun } from "./server-run.js";
-import { idempotencyKeyOf, type StartKey, StartKeys } from "./start-keys.js";
-import { MemoryTokenLedger } from "./token-ledger.js";
-import { ToolResultAnswers } from "./tool-result-answers.js";
+import { ToolResultPosts } from "./tool-result-post.js";
 
 /** The server: a Fetch API handler, plus what a process needs to stop it cleanly. */
 export interface AgentServer {
@@ -28,16 +25,6 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
-const promptBody = z.strictObject({
-  prompt: z.string().min(1).max(100_000),
-  conversationId: z.string().min(1).max(200).optional(),
-  documentId: z.string().min(1).max(200).optional(),
-  outliveStream: z.boolean().optional(),
-});
-const toolResultBody = z.union([
-  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), error: z.string() }),
-  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), result: z.unknown() }),
-]);
 const messageBody = z.strictObject({ message: z.string().min(1).max(100_000) });
 
 /**
@@ -52,12 +39,7 @@ const messageBody = z.strictObject({ message: z.string().min(1).max(100_000) });
 export function createAgentServer(options: AgentServerOptions): AgentServer {
   const config = resolveOptions(options);
   const tokens = new HookTokens(options.hookSecret);
-  const ledger = options.ledger ?? new MemoryTokenLedger(config.now);
-  const answers = new ToolResultAnswers(config.now);
-  const startKeys = new StartKeys(config.now);
   const runs = new Map<string, ServerRun>();
-  /** Starts past the `maxRuns` check whose run the backend has not given yet. */
-  let starting = 0;
   let closing = false;
   const backend: RunBackend =
     options.backend ??
@@ -73,51 +55,25 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         clientTools: config.clientTools,
       }),
     });
-  const startLimit = limiter(options.rateLimits?.start, { points: 30, durationSec: 60 });
-  const callbackLimit = limiter(options.rateLimits?.callback, { points: 600, durationSec: 60 });
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
 
-  async function startRun(request: Request, principal: Principal): Promise<Response> {
-    if (closing)
-      throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
-    const key = idempotencyKeyOf(request);
-    await consume(startLimit, principal.userId);
-    const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
-    if (body.documentId !== undefined) mayTouch(principal, body.documentId);
-    const stream = (run: ServerRun) =>
-      streamEvents(request, run, 0, { ...streamOptions, detachGraceMs: config.detachGraceMs });
-    if (key === undefined) return stream(await begin(principal, body));
-    const start: StartKey = { key, digest: digest(body), ttlMs: config.idempotencyKeyTtlMs };
-    const runId = await startKeys.once(
-      principal.userId,
-      start,
-      async () => (await begin(principal, body, start)).runId,
-    );
-    // The key's run, from its first event, as a re-attach would stream it (404 once forgotten).
-    return stream(await ownRun(runId, principal));
-  }
-
-  /** Starts the run of a body (or, for a key a durable backend knows, finds that key's run). */
-  async function begin(principal: Principal, body: z.output<typeof promptBody>, key?: StartKey) {
-    // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
-    if (runs.size + starting >= config.maxRuns)
-      throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
-        headers: { "retry-after": "1" },
-      });
-    starting++;
-    let run: BackendRun;
-    try {
-      run = await backend.start(
-        { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
-        body.prompt,
-        key,
-      );
-    } finally {
-      starting--;
-    }
-    // A key another server process started its run under: the run may be kept here already.
-    return runs.get(run.runId) ?? track(run, body.outliveStream ?? false);
-  }
+  const starts = new RunStarts({
+    config,
+    backend,
+    rateLimit: options.rateLimits?.start,
+    runs,
+    closing: () => closing,
+    track,
+    ownRun,
+  });
+  const toolResults = new ToolResultPosts({
+    config,
+    tokens,
+    ledger: options.ledger,
+    rateLimit: options.rateLimits?.callback,
+    anyRun,
+    track,
+  });
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */
   function track(run: BackendRun, outliveStream: boolean): ServerRun {
@@ -180,92 +136,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return streamEvents(request, run, after + 1, { ...streamOptions, detachGraceMs: config.detachGraceMs });
   }
 
-  async function toolResult(request: Request, principal: Principal, runId: string): Promise<Response> {
-    await consume(callbackLimit, principal.userId);
-    const body = await readJsonBody(request, toolResultBody, config.maxBodyBytes);
-    const claims = tokens.verify(body.token);
-    const forbidden = (why: string) =>
-      new HttpError(403, "invalid-token", `The hook token is not valid here: ${why}.`);
-    if (claims === undefined) throw forbidden("it was not issued by this server");
-    if (claims.runId !== runId) throw forbidden("it is for another run");
-    if (claims.toolCallId !== body.toolCallId) throw forbidden("it is for another tool call");
-    if (claims.userId !== principal.userId) throw forbidden("it is for another user");
-    if (claims.documentId !== undefined)
-      mayTouch(principal, claims.documentId, forbidden("it is for another document"));
-    if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
-    const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
-    const payload = digest(outcome);
-    const resumed = await answers.once(claims.nonce, payload, claims.exp, () =>
-      takeResult(claims, payload, runId, outcome),
-    );
-    if (resumed === undefined) return new Response(null, { status: 204 });
-    return Response.json({ runId: resumed }, { status: 202 });
-  }
-
-  /**
-   * The ledger's verdict on a posted result, then the result delivered: the id of the run it
-   * resumed (a suspended run's last result), else undefined.
-   */
-  async function takeResult(
-    claims: HookClaims,
-    payload: string,
-    runId: string,
-    outcome: ClientToolOutcome,
-  ): Promise<string | undefined> {
-    const verdict = await ledger.use(claims.nonce, payload, claims.exp);
-    if (verdict === "conflict")
-      throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
-    const run = await anyRun(runId);
-    if (verdict === "repeat") {
-      // Taken, but not answered by this process (another one on a shared ledger took it, or the
-      // post here failed): passed again, which changes nothing where it was delivered, to learn
-      // the run it resumed, and delivers it where the post that recorded it failed (its database
-      // went away). A call that no longer waits had its result, or has ended; any other failure
-      // is this post's answer, which may be retried: a 204 would say the result was taken.
-      if (run !== undefined && run.continuedAs === undefined)
-        await deliver(run, claims.toolCallId, outcome).catch((error: unknown) => {
-          if (!(error instanceof ClientToolError)) throw error;
-        });
-      return run?.continuedAs;
-    }
-    const waiting = run?.waitingCall(claims.toolCallId);
-    if (run === undefined || waiting === undefined)
-      throw new HttpError(
-        410,
-        "call-ended",
-        "The tool call no longer waits for a result (it timed out or the run ended).",
-      );
-    if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
-      throw new HttpError(
-        403,
-        "invalid-token",
-        "The hook token is not valid here: it does not match the call.",
-      );
-    try {
-      return await deliver(run, claims.toolCallId, outcome);
-    } catch (error) {
-      if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
-      throw error;
-    }
-  }
-
-  /** Delivers the result; the id of the run it resumed, when it was a suspended run's last. */
-  async function deliver(
-    run: ServerRun,
-    toolCallId: string,
-    outcome: ClientToolOutcome,
-  ): Promise<string | undefined> {
-    const resumed = await run.run.submitToolResult(toolCallId, outcome);
-    run.answered(toolCallId);
-    if (resumed === undefined) return undefined;
-    // The client attaches to the resumed run; two posts that both learned of it track it once.
-    if (run.continuedAs === undefined) {
-      track(resumed, run.outliveStream);
-      run.continuedAs = resumed.runId;
-    }
-    return run.continuedAs;
-  }
-
   async function queueMessage(
     request: Request,
     principal: Principal,
@@ -288,12 +158,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const principal = await authorizedPrincipal(options.authorize, request);
     if (request.method !== allowed) throw notAllowed(allowed);
     const runId = parts[1] === undefined ? undefined : runIdOf(parts[1]);
-    if (runId === undefined) return startRun(request, principal);
+    if (runId === undefined) return starts.start(request, principal);
     const action = parts[2];
     if (action === "events") return reattach(request, principal, runId);
     switch (action) {
       case "tool-results":
-        return toolResult(request, principal, runId);
+        return toolResults.post(request, principal, runId);
       case "steer":
         return queueMessage(request, principal, runId, "steer");
       case "follow-up":
@@ -358,9 +228,4 @@ async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
     timer = setTimeout(resolve, ms);
   });
   await Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
-  if (principal.documents === undefined || principal.documents.includes(documentId)) return;
-  throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
 }

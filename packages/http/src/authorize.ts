@@ -17,3 +17,9 @@ export async function authorizedPrincipal(
     throw new HttpError(401, "unauthorized", "Sign in first.");
   return principal;
 }
+
+/** Refuses a document the user may not touch: 403 `document-forbidden`, or `refusal` when given. */
+export function mayTouch(principal: Principal, documentId: string, refusal?: HttpError): void {
+  if (principal.documents === undefined || principal.documents.includes(documentId)) return;
+  throw refusal ?? new HttpError(403, "document-forbidden", `You may not use document "${documentId}".`);
+}

@@ -1,0 +1,138 @@
+import { ClientToolError, type ClientToolOutcome } from "@agent-core/core";
+import type { RateLimiterMemory } from "rate-limiter-flexible";
+import { z } from "zod";
+import { mayTouch } from "./authorize.js";
+import { digest, type HookClaims, type HookTokens } from "./hook-tokens.js";
+import { HttpError } from "./http-error.js";
+import { consume, limiter } from "./rate-limits.js";
+import { readJsonBody } from "./request-parsing.js";
+import type { BackendRun } from "./run-backend.js";
+import type { Principal, RateLimit, resolveOptions } from "./server-options.js";
+import type { ServerRun } from "./server-run.js";
+import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
+import { ToolResultAnswers } from "./tool-result-answers.js";
+
+const toolResultBody = z.union([
+  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), error: z.string() }),
+  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), result: z.unknown() }),
+]);
+
+/** What a tool-result post needs of the server: its options and tokens, and the runs it keeps. */
+export interface ToolResultPostContext {
+  config: ReturnType<typeof resolveOptions>;
+  tokens: HookTokens;
+  /** `ledger` (default: in memory). */
+  ledger: TokenLedger | undefined;
+  /** `rateLimits.callback`. */
+  rateLimit: RateLimit | false | undefined;
+  /** A run this process keeps, else one the backend finds. */
+  anyRun(runId: string): Promise<ServerRun | undefined>;
+  /** Keeps a run the backend gave (a resumed one). */
+  track(run: BackendRun, outliveStream: boolean): ServerRun;
+}
+
+/**
+ * `POST /runs/:runId/tool-results`: a client tool's result, with its hook token: the token
+ * checked, the ledger's verdict, the result delivered; the same post again gets the first one's
+ * answer (`ToolResultAnswers`).
+ */
+export class ToolResultPosts {
+  readonly #context: ToolResultPostContext;
+  readonly #ledger: TokenLedger;
+  readonly #answers: ToolResultAnswers;
+  readonly #limit: RateLimiterMemory | undefined;
+
+  constructor(context: ToolResultPostContext) {
+    this.#context = context;
+    this.#ledger = context.ledger ?? new MemoryTokenLedger(context.config.now);
+    this.#answers = new ToolResultAnswers(context.config.now);
+    this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 });
+  }
+
+  async post(request: Request, principal: Principal, runId: string): Promise<Response> {
+    const { config, tokens } = this.#context;
+    await consume(this.#limit, principal.userId);
+    const body = await readJsonBody(request, toolResultBody, config.maxBodyBytes);
+    const claims = tokens.verify(body.token);
+    const forbidden = (why: string) =>
+      new HttpError(403, "invalid-token", `The hook token is not valid here: ${why}.`);
+    if (claims === undefined) throw forbidden("it was not issued by this server");
+    if (claims.runId !== runId) throw forbidden("it is for another run");
+    if (claims.toolCallId !== body.toolCallId) throw forbidden("it is for another tool call");
+    if (claims.userId !== principal.userId) throw forbidden("it is for another user");
+    if (claims.documentId !== undefined)
+      mayTouch(principal, claims.documentId, forbidden("it is for another document"));
+    if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
+    const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
+    const payload = digest(outcome);
+    const resumed = await this.#answers.once(claims.nonce, payload, claims.exp, () =>
+      this.#take(claims, payload, runId, outcome),
+    );
+    if (resumed === undefined) return new Response(null, { status: 204 });
+    return Response.json({ runId: resumed }, { status: 202 });
+  }
+
+  /**
+   * The ledger's verdict on a posted result, then the result delivered: the id of the run it
+   * resumed (a suspended run's last result), else undefined.
+   */
+  async #take(
+    claims: HookClaims,
+    payload: string,
+    runId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
+    const verdict = await this.#ledger.use(claims.nonce, payload, claims.exp);
+    if (verdict === "conflict")
+      throw new HttpError(409, "token-used", "This hook token was already used with a different result.");
+    const run = await this.#context.anyRun(runId);
+    if (verdict === "repeat") {
+      // Taken, but not answered by this process (another one on a shared ledger took it, or the
+      // post here failed): passed again, which changes nothing where it was delivered, to learn
+      // the run it resumed, and delivers it where the post that recorded it failed (its database
+      // went away). A call that no longer waits had its result, or has ended; any other failure
+      // is this post's answer, which may be retried: a 204 would say the result was taken.
+      if (run !== undefined && run.continuedAs === undefined)
+        await this.#deliver(run, claims.toolCallId, outcome).catch((error: unknown) => {
+          if (!(error instanceof ClientToolError)) throw error;
+        });
+      return run?.continuedAs;
+    }
+    const waiting = run?.waitingCall(claims.toolCallId);
+    if (run === undefined || waiting === undefined)
+      throw new HttpError(
+        410,
+        "call-ended",
+        "The tool call no longer waits for a result (it timed out or the run ended).",
+      );
+    if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
+      throw new HttpError(
+        403,
+        "invalid-token",
+        "The hook token is not valid here: it does not match the call.",
+      );
+    try {
+      return await this.#deliver(run, claims.toolCallId, outcome);
+    } catch (error) {
+      if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
+      throw error;
+    }
+  }
+
+  /** Delivers the result; the id of the run it resumed, when it was a suspended run's last. */
+  async #deliver(
+    run: ServerRun,
+    toolCallId: string,
+    outcome: ClientToolOutcome,
+  ): Promise<string | undefined> {
+    const resumed = await run.run.submitToolResult(toolCallId, outcome);
+    run.answered(toolCallId);
+    if (resumed === undefined) return undefined;
+    // The client attaches to the resumed run; two posts that both learned of it track it once.
+    if (run.continuedAs === undefined) {
+      this.#context.track(resumed, run.outliveStream);
+      run.continuedAs = resumed.runId;
+    }
+    return run.continuedAs;
+  }
+}
