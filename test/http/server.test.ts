@@ -183,6 +183,9 @@ describe("POST /runs", () => {
     const { url } = await startServer(answer("x"), { basePath: "/api" });
     expect((await fetch(`${url}/runs`, { method: "POST", headers: headers() })).status).toBe(404);
     expect((await fetch(`${url}/api/nope`, { headers: headers() })).status).toBe(404);
+    // The base path is a whole segment of the path, not a prefix of its text.
+    const glued = await post(`${url}/apiruns`, { prompt: "hi" });
+    expect([glued.status, (await glued.json()).error.code]).toEqual([404, "not-found"]);
     const wrong = await fetch(`${url}/api/runs`, { headers: headers() });
     expect([wrong.status, wrong.headers.get("allow")]).toEqual([405, "POST"]);
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
@@ -241,6 +244,33 @@ describe("POST /runs", () => {
     });
     expect(allowed.status).toBe(200);
     await allowed.text();
+  });
+
+  it("checks the run's document on every request: a user who lost it may not read, steer or cancel the run", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([[script.text("a"), script.delay(5_000), script.text("b")]]),
+    }));
+    const started = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-1" }, "alice", {
+      "x-documents": "doc-1",
+    });
+    const runId = started.headers.get("x-run-id") as string;
+    const lost = { "x-documents": "doc-2" };
+    const answers = [
+      await fetch(`${url}/runs/${runId}/events`, { headers: headers("alice", lost) }),
+      await post(`${url}/runs/${runId}/steer`, { message: "go" }, "alice", lost),
+      await post(`${url}/runs/${runId}/follow-up`, { message: "go" }, "alice", lost),
+      await post(`${url}/runs/${runId}/cancel`, undefined, "alice", lost),
+    ];
+    expect(await Promise.all(answers.map(async (r) => [r.status, (await r.json()).error.code]))).toEqual(
+      Array(4).fill([403, "document-forbidden"]),
+    );
+    // Its owner with the document still has it: the run was not cancelled by the refused request.
+    const cancel = await post(`${url}/runs/${runId}/cancel`, undefined, "alice", { "x-documents": "doc-1" });
+    expect(cancel.status).toBe(202);
+    expect(ndjsonEvents(await started.text()).at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
   });
 
   it("limits starts per user with 429 and Retry-After, without touching other users", async () => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { authorizedPrincipal } from "./authorize.js";
+import { authorizedPrincipal, mayTouch } from "./authorize.js";
 import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { HookTokens } from "./hook-tokens.js";
@@ -117,6 +117,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     // Another user's run is as unknown as a run that never was: nothing leaks about it.
     if (run === undefined || run.owner.userId !== principal.userId)
       throw new HttpError(404, "run-not-found", `No run "${runId}".`);
+    // The user's documents may have changed since the start: checked on every request.
+    if (run.owner.documentId !== undefined) mayTouch(principal, run.owner.documentId);
     return run;
   }
 
@@ -151,8 +153,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function route(request: Request): Promise<Response> {
     const url = new URL(request.url);
-    if (!url.pathname.startsWith(config.basePath)) throw notFound();
-    const parts = url.pathname.slice(config.basePath.length).split("/").filter(Boolean);
+    // The base path is a whole segment: with "/api", "/apiruns" is no route.
+    const rest = url.pathname.slice(config.basePath.length);
+    if (!url.pathname.startsWith(config.basePath) || (rest !== "" && !rest.startsWith("/"))) throw notFound();
+    const parts = rest.split("/").filter(Boolean);
     const allowed = routeMethod(parts);
     if (allowed === undefined) throw notFound();
     const principal = await authorizedPrincipal(options.authorize, request);
