@@ -1,7 +1,7 @@
 import { AgentClient } from "@agent-core/client";
 import { Agent } from "@agent-core/core";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   addNumbers,
   agentEvents,
@@ -382,6 +382,43 @@ describe("close()", () => {
     await closed;
     expect(server.runCount).toBe(0);
   });
+
+  it("ends a run whose agent was still being made when it began, and refuses one made after it", async () => {
+    const made: Agent[] = [];
+    let factoryMs = 150;
+    const agent = async () => {
+      await new Promise((resolve) => setTimeout(resolve, factoryMs));
+      const made1 = new Agent({ provider: scriptedModel([[script.text("a"), script.hang()]]) });
+      made.push(made1);
+      return made1;
+    };
+    const { url, server } = await startServer(answer("x"), { agent });
+    const starting = post(`${url}/runs`, { prompt: "hi" });
+    await new Promise((resolve) => setTimeout(resolve, 30)); // the factory works
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    const response = await starting;
+    expect(response.status).toBe(200);
+    expect(ndjsonEvents(await response.text()).at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
+    expect(server.runCount).toBe(0);
+    expect(made[0]?.busy).toBe(false);
+
+    // A factory slower than close() waits (5 s): its run is cancelled as it starts, and refused.
+    factoryMs = 5_300;
+    const second = await startServer(answer("x"), { agent });
+    const late = post(`${second.url}/runs`, { prompt: "hi" });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await second.server.close();
+    const refused = await late;
+    expect([refused.status, (await refused.json()).error.code]).toEqual([503, "server-closing"]);
+    // Cancelled as it started: it ends (within abortGraceMs), nobody reading it.
+    await vi.waitFor(() => expect(made[1]?.busy).toBe(false), { timeout: 1_000 });
+    expect(second.server.runCount).toBe(0);
+  }, 15_000);
 });
 
 describe("steer, follow-up and cancel", () => {

@@ -18,8 +18,9 @@ export interface AgentServer {
   /** Runs in memory now (running or kept for re-attaching). */
   readonly runCount: number;
   /**
-   * Refuses new runs, aborts every run of this process and resolves once each ended, so its
-   * streams deliver its `agent_end` (waiting 5 s at most), then forgets them all. Await it before
+   * Refuses new runs, aborts every run of this process (those whose agent was still being made
+   * too, once made) and resolves once each ended, so its streams deliver its `agent_end` (waiting
+   * 5 s at most for each), then forgets them all. Await it before
    * closing the HTTP server, which cuts the streams still open.
    */
   close(): Promise<void>;
@@ -41,6 +42,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const tokens = new HookTokens(options.hookSecret);
   const runs = new Map<string, ServerRun>();
   let closing = false;
+  let closed = false;
   const backend: RunBackend =
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
@@ -63,6 +65,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     rateLimit: options.rateLimits?.start,
     runs,
     closing: () => closing,
+    closed: () => closed,
     track,
     ownRun,
   });
@@ -201,6 +204,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     },
     async close() {
       closing = true;
+      // Starts whose agent is still being made: their runs are kept once made, and ended below.
+      await atMost(starts.started(), CLOSE_WAIT_MS);
       const kept = [...runs.values()];
       // A durable backend's runs go on in their workers: their streams here end now.
       if (!backend.runsOutliveStreams) {
@@ -209,6 +214,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       }
       for (const run of kept) run.stop();
       runs.clear();
+      closed = true;
       await backend.close();
     },
   };

@@ -28,6 +28,8 @@ export interface RunStartContext {
   runs: ReadonlyMap<string, ServerRun>;
   /** Whether the server is closing: it starts no more runs. */
   closing(): boolean;
+  /** Whether `close()` has ended: a run given now is not kept. */
+  closed(): boolean;
   /** Keeps a run the backend gave. */
   track(run: BackendRun, outliveStream: boolean): ServerRun;
   /** The user's run of an id (404 otherwise). */
@@ -43,8 +45,8 @@ export class RunStarts {
   readonly #context: RunStartContext;
   readonly #keys: StartKeys;
   readonly #limit: RateLimiterMemory | undefined;
-  /** Starts past the `maxRuns` check whose run the backend has not given yet. */
-  #starting = 0;
+  /** Starts past the `maxRuns` check whose run the backend has not given yet: `close()` waits for them. */
+  readonly #starting = new Set<Promise<BackendRun>>();
 
   constructor(context: RunStartContext) {
     this.#context = context;
@@ -54,8 +56,7 @@ export class RunStarts {
 
   async start(request: Request, principal: Principal): Promise<Response> {
     const { config, closing, ownRun } = this.#context;
-    if (closing())
-      throw new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
+    if (closing()) throw closingError();
     const key = idempotencyKeyOf(request);
     await consume(this.#limit, principal.userId);
     const body = await readJsonBody(request, promptBody, config.maxBodyBytes);
@@ -77,22 +78,42 @@ export class RunStarts {
   async #begin(principal: Principal, body: z.output<typeof promptBody>, key?: StartKey) {
     const { config, backend, runs, track } = this.#context;
     // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
-    if (runs.size + this.#starting >= config.maxRuns)
+    if (runs.size + this.#starting.size >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
         headers: { "retry-after": "1" },
       });
-    this.#starting++;
-    let run: BackendRun;
-    try {
-      run = await backend.start(
+    // Checked again here, after the body was read: a start close() has not seen must not begin.
+    if (this.#context.closing()) throw closingError();
+    const starting = (async () =>
+      backend.start(
         { userId: principal.userId, conversationId: body.conversationId, documentId: body.documentId },
         body.prompt,
         key,
-      );
+      ))();
+    this.#starting.add(starting);
+    let run: BackendRun;
+    try {
+      run = await starting;
     } finally {
-      this.#starting--;
+      this.#starting.delete(starting);
+    }
+    // Given after close() stopped waiting for it (a factory slower than that): not kept, ended.
+    if (this.#context.closed()) {
+      // Best effort: a backend whose cancel fails is closed already.
+      if (!backend.runsOutliveStreams)
+        await (async () => run.cancel("the server is closing"))().catch(() => {});
+      throw closingError();
     }
     // A key another server process started its run under: the run may be kept here already.
     return runs.get(run.runId) ?? track(run, body.outliveStream ?? false);
   }
+
+  /** Resolves once no start waits for its run any more (`close()` keeps and ends those runs too). */
+  async started(): Promise<void> {
+    await Promise.allSettled(this.#starting);
+  }
+}
+
+function closingError(): HttpError {
+  return new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
 }
