@@ -1,16 +1,16 @@
-import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { type DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { DurableWorker, hang } from "./harness.js";
 import { untilEvent } from "./until-event.js";
 
 // Steering and follow-ups reach a durable run as DBOS messages, wherever it executes; the run's
 // clock is recorded, so a replay of the workflow makes the very same history, timestamps included.
 
-let postgres: ThrowawayPostgres;
+const worker = new DurableWorker();
 let runtime: DurableRuntime;
 
 /**
@@ -36,15 +36,6 @@ const wait = defineTool({
       : new Promise<string>((resolve) => {
           wake = () => resolve("waited");
         }),
-});
-
-/** Waits until its signal aborts (a cancelled run). */
-const hang = defineTool({
-  name: "hang",
-  description: "Hangs until cancelled",
-  inputSchema: z.object({}),
-  execute: (_, { signal }) =>
-    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
 });
 
 /**
@@ -79,10 +70,7 @@ const lingering: Orchestrator = {
 };
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  await postgres.createDatabase("agent_core_messages");
-  runtime = new DurableRuntime({
-    databaseUrl: postgres.url("agent_core_messages"),
+  ({ runtime } = await worker.start("agent_core_messages", {
     agents: {
       echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
       lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
@@ -92,14 +80,10 @@ beforeAll(async () => {
           tools: [hang],
         }),
     },
-  });
-  await runtime.launch();
+  }));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.shutdown();
-  postgres?.stop();
-});
+afterAll(() => worker.stop());
 
 /** Until the run has stored an event of that type. */
 const untilStored = (runId: string, type: string) => untilEvent(runtime, runId, type, 20_000);
