@@ -1,13 +1,12 @@
 import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import type { AgentEvent } from "@agent-core/core";
-import { DurableRuntime, durableBackend, EventFollower, EventStore } from "@agent-core/dbos";
-import { createAgentServer, serveNode } from "@agent-core/http";
+import { DurableRuntime, EventFollower, EventStore } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
-import { Agent, defineTool } from "agent-core";
+import { Agent } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { headers, NdjsonReader, post, readPage, SECRET } from "../http/harness.js";
+import { headers, NdjsonReader, post, readPage } from "../http/harness.js";
+import { durableServer, hang } from "./harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
@@ -127,15 +126,6 @@ async function settled(promise: Promise<unknown>, ms: number): Promise<unknown> 
   }
 }
 
-/** Waits until its signal aborts (a cancelled run). */
-const hang = defineTool({
-  name: "hang",
-  description: "Hangs until cancelled",
-  inputSchema: z.object({}),
-  execute: (_, { signal }) =>
-    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
-});
-
 beforeAll(async () => {
   postgres = await startPostgres();
   databaseUrl = await postgres.createDatabase("agent_core_blackhole");
@@ -220,14 +210,7 @@ describe("a LISTEN connection whose connect is never answered", () => {
 describe("the HTTP backend on a database host that never answers a connect", () => {
   it("answers 503 database-unreachable once the connect timeout passes, instead of holding the request", async () => {
     const held = await proxy();
-    const backend = await durableBackend({ databaseUrl: held.url, runs: runtime, agentName: "page" });
-    const server = createAgentServer({
-      backend,
-      ledger: backend.ledger,
-      hookSecret: SECRET,
-      authorize: () => ({ userId: "alice" }),
-    });
-    const node = await serveNode(server.fetch);
+    const node = await durableServer({ databaseUrl: held.url, runs: runtime, agentName: "page" });
     try {
       const reader = new NdjsonReader(await post(`${node.url}/runs`, { prompt: "Read the title." }));
       const end = await reader.until((event) => event.type === "agent_end");
@@ -256,7 +239,6 @@ describe("the HTTP backend on a database host that never answers a connect", () 
       ]);
     } finally {
       held.forward();
-      await server.close();
       await node.close();
       await held.close();
     }
@@ -269,14 +251,7 @@ describe("connections already open when the database host goes silent", () => {
     const listener = (await pool.query(cancels)).rows;
     expect(listener).toHaveLength(1);
     const silent = await proxy();
-    const backend = await durableBackend({ databaseUrl: silent.url, runs: runtime, agentName: "quick" });
-    const server = createAgentServer({
-      backend,
-      ledger: backend.ledger,
-      hookSecret: SECRET,
-      authorize: () => ({ userId: "alice" }),
-    });
-    const node = await serveNode(server.fetch);
+    const node = await durableServer({ databaseUrl: silent.url, runs: runtime, agentName: "quick" });
     const lookUp = async () => {
       const response = await fetch(`${node.url}/runs/no-such-run/events`, { headers: headers() });
       return [response.status, (await response.json()).error.code];
@@ -295,7 +270,6 @@ describe("connections already open when the database host goes silent", () => {
       expect((await pool.query(cancels)).rows).toEqual(listener);
     } finally {
       await silent.close();
-      await server.close();
       await node.close();
     }
   }, 40_000);

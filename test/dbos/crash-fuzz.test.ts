@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FuzzConfigError, wholeNumber } from "../race/property.js";
 import { scriptedAgent } from "./crash-fuzz-agent.js";
 import { type CrashCase, type CrashScript, crashScript } from "./crash-fuzz-case.js";
+import { whileLocked } from "./harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // The crash fuzz: generated durable runs (tool calls with side effects, approvals, client tools,
@@ -638,11 +639,7 @@ describe("a parallel batch killed after a call's step was recorded, before its r
         .flatMap((event) => (event.type === "tool_result" ? [event.toolCallId] : []));
     await until(async () => (await logged()).includes("t0c1"), "t0c1's result");
     // While this lock is held no event is stored; the steps go on: t0c0's result is recorded.
-    const lock = new pg.Client({ connectionString: databaseUrl });
-    await lock.connect();
-    try {
-      await lock.query("BEGIN");
-      await lock.query("LOCK TABLE agent_core_events IN EXCLUSIVE MODE");
+    await whileLocked(databaseUrl, "agent_core_events", async () => {
       await until(
         async () => (await recordedSteps(crashCase.runId)).tools.includes("t0c0"),
         "t0c0's recorded result",
@@ -654,10 +651,7 @@ describe("a parallel batch killed after a call's step was recorded, before its r
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
       );
       await connectionsClosed(crashCase.runId);
-    } finally {
-      await lock.query("ROLLBACK");
-      await lock.end();
-    }
+    });
     expect(await logged()).toEqual(["t0c3", "t0c2", "t0c1"]);
     const before = await storedRuns(crashCase.runId);
 

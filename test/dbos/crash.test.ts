@@ -5,6 +5,7 @@ import { DurableRunClient, EventStore } from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { whileLocked } from "./harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // A worker process is killed (SIGKILL) in the middle of a durable run; another one launches and
@@ -216,17 +217,13 @@ describe("a durable run cancelled by the process that runs it, which dies right 
     // While this lock is held no message can be stored: the cancel's message waits, as if the
     // process that sent it died before it was stored (here it is the worker, killed when its run
     // ends).
-    const lock = new pg.Client({ connectionString: databaseUrl });
-    await lock.connect();
     const waitingForLock = async () =>
       (
         await pool.query(
           "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
         )
       ).rows[0].n > 0;
-    try {
-      await lock.query("BEGIN");
-      await lock.query("LOCK TABLE dbos.notifications IN EXCLUSIVE MODE");
+    await whileLocked(databaseUrl, "dbos.notifications", async () => {
       await pool.query("CREATE TABLE IF NOT EXISTS cancel_gate (open boolean)");
       await pool.query("INSERT INTO cancel_gate VALUES (true)");
       await until(waitingForLock, "the cancel's message to wait for the lock");
@@ -237,10 +234,7 @@ describe("a durable run cancelled by the process that runs it, which dies right 
         await pool.query(
           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
         );
-    } finally {
-      await lock.query("ROLLBACK");
-      await lock.end();
-    }
+    });
     await first.output;
     const before = await events(runId);
     expect(before.some((event) => event.type === "agent_end")).toBe(false);

@@ -1,13 +1,13 @@
 import { AgentClient, type ClientEvent } from "@agent-core/client";
-import { type DurableRunControl, DurableRuntime, durableBackend } from "@agent-core/dbos";
-import { type AgentServer, createAgentServer, type NodeServer, serveNode } from "@agent-core/http";
+import type { DurableRunControl, DurableRuntime } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, AgentError, defineTool } from "agent-core";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { headers, NdjsonReader, post, readPage, SECRET } from "../http/harness.js";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { headers, NdjsonReader, post, readPage } from "../http/harness.js";
+import { type DurableServer, DurableWorker, durableServer } from "./harness.js";
+import type { ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // The HTTP server on the durable backend while its database is away: every route answers 503
 // `database-unreachable` (not 500 `internal`), a cancel is accepted only once it is stored, a tool
@@ -20,12 +20,13 @@ const UNREACHABLE = {
   code: "database-unreachable",
   message: "The server cannot reach its database; try again shortly.",
 };
+const worker = new DurableWorker();
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let runtime: DurableRuntime;
 /** The test's own connections: a lock holder, and a reader of DBOS's messages. */
 let pool: pg.Pool;
-const servers: { server: AgentServer; node: NodeServer }[] = [];
+const servers: DurableServer[] = [];
 /** Two server processes' worth, each with its own backend; at most 2 messages queued per run. */
 let a: string;
 let b: string;
@@ -66,35 +67,28 @@ function model(tool: string, args: Record<string, unknown>, answer: string) {
 }
 
 async function serve(runs: DurableRunControl = runtime): Promise<string> {
-  const backend = await durableBackend({
-    databaseUrl,
-    runs,
-    // The document names the agent: `hold`, else `page`.
-    agentName: (request) => request.documentId ?? "page",
-    pollMs: 100,
-  });
-  const server = createAgentServer({
-    backend,
-    ledger: backend.ledger,
-    hookSecret: SECRET,
-    authorize: (request) => {
-      const user = request.headers.get("x-user");
-      return user === null ? undefined : { userId: user };
+  const server = await durableServer(
+    {
+      databaseUrl,
+      runs,
+      // The document names the agent: `hold`, else `page`.
+      agentName: (request) => request.documentId ?? "page",
+      pollMs: 100,
     },
-    maxQueuedMessages: 2,
-  });
-  const node = await serveNode(server.fetch);
-  servers.push({ server, node });
-  return node.url;
+    {
+      authorize: (request) => {
+        const user = request.headers.get("x-user");
+        return user === null ? undefined : { userId: user };
+      },
+      maxQueuedMessages: 2,
+    },
+  );
+  servers.push(server);
+  return server.url;
 }
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  databaseUrl = await postgres.createDatabase("agent_core_http_outage");
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  pool.on("error", () => {});
-  runtime = new DurableRuntime({
-    databaseUrl,
+  ({ postgres, databaseUrl, pool, runtime } = await worker.start("agent_core_http_outage", {
     databaseTimeoutMs: DATABASE_TIMEOUT_MS,
     agents: {
       page: () =>
@@ -105,21 +99,15 @@ beforeAll(async () => {
         return new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
       },
     },
-  });
-  await runtime.launch();
+  }));
   a = await serve();
   b = await serve();
 }, 60_000);
 
 afterAll(async () => {
   release();
-  for (const { server, node } of servers) {
-    await server.close();
-    await node.close();
-  }
-  await runtime?.shutdown();
-  await pool?.end();
-  postgres?.stop();
+  for (const server of servers) await server.close();
+  await worker.stop();
 });
 
 /** A `page` run started through server A, suspended for its client tool: its id and the result to post. */

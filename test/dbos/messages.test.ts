@@ -1,18 +1,19 @@
-import { DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { type DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { DurableWorker, hang } from "./harness.js";
 import { untilEvent } from "./until-event.js";
 
 // Steering and follow-ups reach a durable run as DBOS messages, wherever it executes; the run's
 // clock is recorded, so a replay of the workflow makes the very same history, timestamps included.
 
-let postgres: ThrowawayPostgres;
+const worker = new DurableWorker();
 let runtime: DurableRuntime;
+let databaseUrl: string;
 
 /**
  * The `wait` tool holds its run until the test calls `release()`, whether the tool started before
@@ -37,15 +38,6 @@ const wait = defineTool({
       : new Promise<string>((resolve) => {
           wake = () => resolve("waited");
         }),
-});
-
-/** Waits until its signal aborts (a cancelled run). */
-const hang = defineTool({
-  name: "hang",
-  description: "Hangs until cancelled",
-  inputSchema: z.object({}),
-  execute: (_, { signal }) =>
-    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
 });
 
 /**
@@ -80,10 +72,7 @@ const lingering: Orchestrator = {
 };
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  await postgres.createDatabase("agent_core_messages");
-  runtime = new DurableRuntime({
-    databaseUrl: postgres.url("agent_core_messages"),
+  ({ runtime, databaseUrl } = await worker.start("agent_core_messages", {
     agents: {
       echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
       lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
@@ -93,14 +82,10 @@ beforeAll(async () => {
           tools: [hang],
         }),
     },
-  });
-  await runtime.launch();
+  }));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.shutdown();
-  postgres?.stop();
-});
+afterAll(() => worker.stop());
 
 /** Until the run has stored an event of that type. */
 const untilStored = (runId: string, type: string) => untilEvent(runtime, runId, type, 20_000);
@@ -172,7 +157,7 @@ describe("steering and follow-ups of a durable run", () => {
   it("a follow-up that meets the workflow closing its mailbox is run or refused, never taken and left unread", async () => {
     // A lock the test holds makes the follow-up and the workflow's close meet: whichever asked
     // for it first goes first once it is let go.
-    const db = new pg.Client({ connectionString: postgres.url("agent_core_messages") });
+    const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     const waiting = async (count: number) => {
       for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {

@@ -2,7 +2,7 @@ import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import type { AgentEvent } from "@agent-core/core";
 import {
   DurableRunClient,
-  DurableRuntime,
+  type DurableRuntime,
   durableBackend,
   EventFollower,
   EventStore,
@@ -12,7 +12,8 @@ import { Agent, defineTool } from "agent-core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { DurableWorker } from "./harness.js";
+import type { ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
 // The database goes away under durable runs: it restarts (`pg_ctl stop -m immediate`, then start)
@@ -22,6 +23,7 @@ import { untilEvent } from "./until-event.js";
 
 /** How long callers wait on a database that does not answer, here. */
 const DATABASE_TIMEOUT_MS = 2000;
+const worker = new DurableWorker();
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let runtime: DurableRuntime;
@@ -101,12 +103,7 @@ function model(tool: string, options: { gated?: number; calls?: number } = {}) {
 beforeAll(async () => {
   process.on("uncaughtException", collect);
   process.on("unhandledRejection", collect);
-  postgres = await startPostgres();
-  databaseUrl = await postgres.createDatabase("agent_core_outage");
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  pool.on("error", () => {});
-  runtime = new DurableRuntime({
-    databaseUrl,
+  ({ postgres, databaseUrl, pool, runtime } = await worker.start("agent_core_outage", {
     databaseTimeoutMs: DATABASE_TIMEOUT_MS,
     agents: {
       "slow-model": () => new Agent({ provider: model("slow", { gated: 1 }), tools: [slow] }),
@@ -120,8 +117,7 @@ beforeAll(async () => {
           beforeToolCall: () => ({ requireApproval: true }),
         }),
     },
-  });
-  await runtime.launch();
+  }));
 }, 60_000);
 
 afterEach(() => {
@@ -133,9 +129,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await runtime?.shutdown();
-  await pool?.end();
-  postgres?.stop();
+  await worker.stop();
   process.off("uncaughtException", collect);
   process.off("unhandledRejection", collect);
 });

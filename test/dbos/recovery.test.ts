@@ -1,7 +1,7 @@
 import {
   DurableRunClient,
   type DurableRunResult,
-  DurableRuntime,
+  type DurableRuntime,
   durableBackend,
   RunEndedError,
   RunFailedError,
@@ -22,14 +22,14 @@ import {
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { DurableWorker, hang } from "./harness.js";
 import { untilEvent } from "./until-event.js";
 
 // A durable run resumed from a point of its first execution, in process: DBOS forks the workflow
 // at a step, so the steps before it return what they recorded and the rest runs live, as in a
 // worker that recovers a run whose process died right before that step.
 
-let postgres: ThrowawayPostgres;
+const worker = new DurableWorker();
 let databaseUrl: string;
 let runtime: DurableRuntime;
 let modelCalls = 0;
@@ -45,14 +45,6 @@ const fatal = defineTool({
     counted(toolCallId);
     throw new FatalToolError("the disk is gone");
   },
-});
-/** Waits until its signal aborts (a cancelled run). */
-const hang = defineTool({
-  name: "hang",
-  description: "Hangs until cancelled",
-  inputSchema: z.object({}),
-  execute: (_, { signal }) =>
-    new Promise<string>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
 });
 const note = defineTool({
   name: "note",
@@ -103,10 +95,7 @@ function byTurn(...replies: ReturnType<typeof script.text>[][]) {
 }
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  databaseUrl = await postgres.createDatabase("agent_core_recovery");
-  runtime = new DurableRuntime({
-    databaseUrl,
+  ({ databaseUrl, runtime } = await worker.start("agent_core_recovery", {
     agents: {
       hanging: () =>
         new Agent({
@@ -166,14 +155,10 @@ beforeAll(async () => {
           tools: [fatal, note],
         }),
     },
-  });
-  await runtime.launch();
+  }));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.shutdown();
-  postgres?.stop();
-});
+afterAll(() => worker.stop());
 
 /**
  * The workflow again under a new id, as recovered right before its `occurrence`-th step named
