@@ -1,5 +1,12 @@
 import { AbortHook, type AbortScope } from "../model/abortable.js";
-import type { RunResult, RunSession } from "./run-session.js";
+
+/** What the wait needs of the run it ends (a `RunSession`, whose result is `R`). */
+export interface WaitedRun<R> {
+  /** Cancels the work the body left under way; true if some is, and `then` follows once it settled. */
+  cancelLeftovers(then: () => void): boolean;
+  /** The run's result, once its body ended (`failed`: threw `error`). */
+  bodyEnded(failed: boolean, error: unknown): R;
+}
 
 /**
  * The wait for a run's body: the run ends when the body settles, or when the run suspends, or
@@ -8,9 +15,9 @@ import type { RunResult, RunSession } from "./run-session.js";
  * in fields: on Node 20 a closure assigned to a field of the run after its creation kept every
  * run alive through young-generation collections (see docs/benchmarks.md).
  */
-export class BodyWait extends AbortHook {
-  readonly #session: RunSession;
-  readonly #ended: (result: RunResult) => void;
+export class BodyWait<R> extends AbortHook {
+  readonly #session: WaitedRun<R>;
+  readonly #ended: (result: R) => void;
   readonly #scope: AbortScope;
   readonly #graceMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -20,7 +27,7 @@ export class BodyWait extends AbortHook {
   /** The run cancelled the work left under way, and waits for it to settle. */
   #cancelling = false;
 
-  constructor(session: RunSession, ended: (result: RunResult) => void, scope: AbortScope, graceMs: number) {
+  constructor(session: WaitedRun<R>, ended: (result: R) => void, scope: AbortScope, graceMs: number) {
     super();
     this.#session = session;
     this.#ended = ended;

@@ -69,7 +69,7 @@ export class RunSession {
   readonly #firstMessage: number;
   #suspension: Suspension | undefined;
   /** The wait for the run's body: a suspension ends it early. */
-  #wait: BodyWait | undefined;
+  #wait: BodyWait<RunResult> | undefined;
   /** Whether the prompt entered the history (a run that resumes a batch first appends it after). */
   #inputAppended = false;
   /** The body ended with work under way, which the run then cancelled: an abort of its own, no failure. */
