@@ -2,10 +2,11 @@ import "@agent-core/agentic";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { Agent } from "@agent-core/core";
+import { Agent, InvalidConfigError } from "@agent-core/core";
 import {
   type AgentMcpHttpOptions,
   type AgentMcpServerOptions,
+  connectMcp,
   createAgentMcpHttpHandler,
   createAgentMcpServer,
 } from "@agent-core/mcp";
@@ -102,9 +103,167 @@ describe("createAgentMcpHttpHandler", () => {
       });
     await client.close();
     const get = await fetch(url, { headers: { accept: "text/event-stream" } });
-    expect([get.status, get.headers.get("allow")]).toEqual([405, "POST"]);
+    expect([get.status, get.headers.get("allow")]).toEqual([405, "POST, DELETE"]);
     const end = await fetch(url, { method: "DELETE", headers: { "mcp-session-id": "any" } });
-    expect([end.status, end.headers.get("allow")]).toEqual([405, "POST"]);
+    expect([end.status, (await end.json()).error.code]).toEqual([404, -32001]);
+  });
+
+  /** An agent whose model hangs, and how its runs start and end. */
+  function hangingAgents() {
+    const models: ReturnType<typeof scriptedModel>[] = [];
+    const starts: string[] = [];
+    const ends: string[] = [];
+    let startedOne: () => void = () => {};
+    let endedOne: (stopReason: string) => void = () => {};
+    const agent = () => {
+      const model = scriptedModel([[script.text("thinking"), script.hang()]]);
+      models.push(model);
+      const made = new Agent({ provider: model });
+      made.on("agent_start", (event) => {
+        starts.push(event.runId);
+        startedOne();
+      });
+      made.on("agent_end", (event) => {
+        ends.push(event.stopReason);
+        endedOne(event.stopReason);
+      });
+      return made;
+    };
+    return {
+      agent,
+      models,
+      ends,
+      started: () => new Promise<void>((resolve) => (startedOne = resolve)),
+      ended: () => new Promise<string>((resolve) => (endedOne = resolve)),
+    };
+  }
+
+  it("takes the client's cancel, a POST of its own, to the call it names: the run is aborted", async () => {
+    const agents = hangingAgents();
+    const url = await serving(agents.agent);
+    const client = new Client({ name: "test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    await client.connect(transport);
+    expect(transport.sessionId).toEqual(expect.any(String));
+    const cancel = new AbortController();
+    const started = agents.started();
+    const ended = agents.ended();
+    const call = client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } }, undefined, {
+      signal: cancel.signal,
+    });
+    await started;
+    cancel.abort("no longer needed");
+    await expect(call).rejects.toThrow("no longer needed");
+    expect(await ended).toBe("aborted");
+    expect(agents.models[0]?.doStreamCalls[0]?.abortSignal?.aborted).toBe(true);
+    await client.close();
+  });
+
+  it("aborts the served run when agent-core's own client aborts its call or runs out of toolMs", async () => {
+    const agents = hangingAgents();
+    const url = await serving(agents.agent);
+    const mcp = await connectMcp({ url }, { name: "inner" });
+    const tools = await mcp.tools();
+    const outer = (timeouts = {}) =>
+      new Agent({
+        provider: scriptedModel([[script.toolCall("ask_agent", { prompt: "Hi" })], [script.text("ok")]]),
+        tools,
+        timeouts,
+      });
+    const aborting = outer();
+    const started = agents.started();
+    let ended = agents.ended();
+    const run = aborting.prompt("go");
+    await started;
+    aborting.abort("stop");
+    expect((await run.result()).stopReason).toBe("aborted");
+    expect(await ended).toBe("aborted");
+    ended = agents.ended();
+    expect((await outer({ toolMs: 150 }).prompt("go").result()).stopReason).toBe("completed");
+    expect(await ended).toBe("aborted");
+    expect(agents.ends).toEqual(["aborted", "aborted"]);
+    await mcp.close();
+  });
+
+  it("in a session too, aborts the run of a POST whose connection drops before its answer", async () => {
+    const agents = hangingAgents();
+    const url = await serving(agents.agent);
+    const client = new Client({ name: "test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    await client.connect(transport);
+    const started = agents.started();
+    const ended = agents.ended();
+    const post = httpRequest(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": transport.sessionId as string,
+        "mcp-protocol-version": transport.protocolVersion as string,
+      },
+    });
+    post.on("error", () => {});
+    post.end(ASK_AGENT_CALL);
+    await started;
+    post.destroy();
+    expect(await ended).toBe("aborted");
+    await client.close();
+  });
+
+  it("ends a session on DELETE, and one no request used for sessionIdleMs, but not while its call runs", async () => {
+    const url = await serving(
+      () => new Agent({ provider: scriptedModel([[script.delay(300), script.text("slow answer")]]) }),
+      { sessionIdleMs: 100 },
+    );
+    const connect = async () => {
+      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const client = new Client({ name: "test", version: "1.0.0" });
+      await client.connect(transport);
+      return { client, transport };
+    };
+    const named = (sessionId: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-session-id": sessionId,
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+      });
+    const ending = await connect();
+    const ended = ending.transport.sessionId as string;
+    await ending.transport.terminateSession();
+    expect((await named(ended)).status).toBe(404);
+
+    const busy = await connect();
+    // The call outlasts the idle time three times over.
+    expect(await busy.client.callTool({ name: "ask_agent", arguments: { prompt: "Hi" } })).toEqual({
+      content: [{ type: "text", text: "slow answer" }],
+    });
+    const idle = busy.transport.sessionId as string;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const expired = await named(idle);
+    expect([expired.status, (await expired.json()).error.code]).toEqual([404, -32001]);
+    await busy.client.close();
+  });
+
+  it("answers a body that is no JSON 400 and one over 4 MiB 413, and refuses a bad sessionIdleMs", async () => {
+    const url = await serving(() => new Agent({ provider: scriptedModel([[script.text("Hello.")]]) }));
+    const post = (body: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body,
+      });
+    const broken = await post("{ not json");
+    expect([broken.status, (await broken.json()).error.code]).toEqual([400, -32700]);
+    const huge = await post(JSON.stringify({ padding: "x".repeat(4 * 1024 * 1024) }));
+    expect([huge.status, (await huge.json()).error.code]).toEqual([413, -32000]);
+    for (const sessionIdleMs of [0, -1, 1.5, 2 ** 31, Number.NaN])
+      expect(() => createAgentMcpHttpHandler({ agent: () => new Agent(), sessionIdleMs })).toThrow(
+        InvalidConfigError,
+      );
   });
 
   it("with allowedHosts and allowedOrigins, refuses another Host (a DNS-rebinding page) or another Origin with 403, before any run", async () => {
