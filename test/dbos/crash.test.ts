@@ -1,3 +1,4 @@
+import "@agent-core/plan-execute";
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { AgentEvent, AgentMessage, ToolResultMessage } from "@agent-core/core";
@@ -152,6 +153,45 @@ describe("a durable run killed while its model streams", () => {
     expect(text).toBe("3, 7 and 11.");
     const whole = lastLine(await worker("whole", databaseUrl, `${runId}-whole`, "stream").output);
     expect(comparable(resumed.messages)).toEqual(comparable(whole.messages));
+  }, 90_000);
+});
+
+describe("a durable plan-execute run that waits for an approval", () => {
+  it("goes on with its plan in another worker: the wave, then the step that reads its result, no new plan", async () => {
+    const runId = "planning";
+    const first = worker("start", databaseUrl, runId, "plans");
+    await until(
+      async () => (await events(runId)).some((event) => event.type === "agent_end"),
+      "the run to wait for the approval",
+    );
+    const waiting = (await events(runId)).at(-1);
+    expect(waiting).toMatchObject({ stopReason: "awaiting_approval" });
+    const { toolCallId } =
+      (waiting as { pendingApprovals: { toolCallId: string }[] }).pendingApprovals[0] ?? {};
+    first.process.kill("SIGKILL");
+    await first.output;
+
+    const second = worker("resume", databaseUrl, runId, "plans");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      await client.answer(runId, { kind: "approval", toolCallId: toolCallId as string, approved: true });
+      const result = lastLine(await second.output);
+      expect(result).toMatchObject({
+        stopReason: "completed",
+        text: "Planned and added.",
+        runIds: [runId, `${runId}.2`],
+      });
+      const resumed = await events(`${runId}.2`);
+      assertEventProtocol(resumed);
+      expect(resumed.filter((event) => event.type === "plan_created")).toEqual([]);
+      const ends = resumed.filter((event) => event.type === "plan_step_end");
+      expect(ends.map((event) => (event as { result?: unknown }).result)).toEqual([3, 13]);
+      // Each sum ran once, in the run the approval resumed.
+      expect(Object.values(await toolRuns(`${runId}.2`))).toEqual([1, 1]);
+      expect(await toolRuns(runId)).toEqual({});
+    } finally {
+      await client.close();
+    }
   }, 90_000);
 });
 

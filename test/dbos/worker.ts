@@ -1,6 +1,7 @@
 import { AgenticOrchestrator } from "@agent-core/agentic";
 import { Agent, defineTool } from "@agent-core/core";
 import { DurableRuntime } from "@agent-core/dbos";
+import { planExecute } from "@agent-core/plan-execute";
 import { script, scriptedModel } from "@agent-core/testing";
 import pg from "pg";
 import { z } from "zod";
@@ -140,6 +141,25 @@ const runtime = new DurableRuntime({
         tools: [readPage, add],
         beforeToolCall: ({ call }) => (call.name === "add" ? { requireApproval: true } : undefined),
       }),
+    // Plan-execute: a plan of two sums, the second reading the first; the first waits for approval.
+    planner: () =>
+      new Agent({
+        provider: scriptedModel(
+          Array.from({ length: 10 }, () => (options: { prompt: { role: string }[] }) => {
+            if (options.prompt.some((message) => message.role === "tool"))
+              return [script.text("Planned and added.")];
+            const steps = [
+              { id: "a", tool: "add", args: { a: 1, b: 2 } },
+              { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 10 } },
+            ];
+            return [script.text(JSON.stringify({ steps }))];
+          }),
+        ),
+        tools: [add],
+        orchestrator: planExecute(),
+        beforeToolCall: ({ call }) =>
+          (call.args as { b?: number }).b === 2 ? { requireApproval: true } : undefined,
+      }),
   },
 });
 await runtime.launch();
@@ -148,7 +168,13 @@ if (mode === "work") {
   await new Promise(() => {}); // takes runs from the queue until killed
 }
 const agentName =
-  execution === "waits" ? "reader" : execution === "self-cancel" ? "self-cancelling" : "adder";
+  execution === "waits"
+    ? "reader"
+    : execution === "plans"
+      ? "planner"
+      : execution === "self-cancel"
+        ? "self-cancelling"
+        : "adder";
 if (mode === "start") {
   await runtime.start(agentName, "Add 1+2, 3+4 and 5+6.", { runId });
   console.log("started");

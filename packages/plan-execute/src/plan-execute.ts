@@ -2,6 +2,8 @@ import {
   AgentError,
   type AgentMessage,
   type AssistantMessage,
+  AwaitingApprovalError,
+  AwaitingClientToolError,
   type LlmMessage,
   type Orchestrator,
   type RunContext,
@@ -68,9 +70,11 @@ export class PlanError extends AgentError {
  */
 export class PlanExecuteOrchestrator implements Orchestrator {
   readonly name: string;
-  readonly version = "1";
+  readonly version = "2";
   readonly #maxReplans: number;
   readonly #maxConcurrency: number;
+  /** The waves whose batch runs or waits, by the id of their first call. */
+  readonly #held = new Map<string, Wave>();
 
   /** Throws an `AgentConfigError` naming each bad option, rather than run with a changed one. */
   constructor(options: PlanExecuteOptions = {}) {
@@ -81,8 +85,67 @@ export class PlanExecuteOrchestrator implements Orchestrator {
   }
 
   async run(ctx: RunContext): Promise<void> {
-    await runTurns(ctx, (turn) => new PlanRun(ctx, turn, this.#maxReplans, this.#maxConcurrency).answer());
+    this.#forgetSuspensionsOf(ctx);
+    await runTurns(ctx, (turn) => this.#planRun(ctx, turn).answer());
   }
+
+  /** A wave that waited for approvals or client results goes on, with the rest of its plan. */
+  async resume(ctx: RunContext, calls: readonly ToolCall[]): Promise<void> {
+    const first = calls[0]?.id;
+    const wave = first === undefined ? undefined : this.#held.get(first);
+    if (first === undefined || wave === undefined) {
+      // Not a wave this orchestrator knows (one of another orchestrator): run it, then plan anew.
+      await ctx.executeTools(calls, { interruptOnSteering: false });
+      return this.run(ctx);
+    }
+    this.#held.delete(first);
+    let resumed = false;
+    await runTurns(ctx, (turn) => {
+      if (resumed) return this.#planRun(ctx, turn).answer();
+      resumed = true;
+      return wave.run.resume(ctx, turn, wave);
+    });
+  }
+
+  #planRun(ctx: RunContext, turn: number): PlanRun {
+    return new PlanRun(ctx, turn, this.#maxReplans, this.#maxConcurrency, this.#waves);
+  }
+
+  /**
+   * Every wave is held while its batch runs: a batch that suspends ends its run before the
+   * orchestrator hears of it, and the run that resumes it may start right then.
+   */
+  readonly #waves: WaveBook = {
+    hold: (wave) => this.#held.set(wave.calls[0]?.id as string, wave),
+    drop: (wave) => this.#held.delete(wave.calls[0]?.id as string),
+  };
+
+  /**
+   * A run that does not resume a wave of this agent ends its wait (a new prompt went on past it):
+   * the wave's plan is dropped. Waves are told apart by their calls, which only this agent's history has.
+   */
+  #forgetSuspensionsOf(ctx: RunContext): void {
+    if (this.#held.size === 0) return;
+    const ids = callIdsIn(ctx.messages.all);
+    for (const id of this.#held.keys()) if (ids.has(id)) this.#held.delete(id);
+  }
+}
+
+interface WaveBook {
+  hold(wave: Wave): void;
+  drop(wave: Wave): void;
+}
+
+/** A wave of steps: its calls, and where its plan goes on once its batch has run (in a later run, when it suspends). */
+interface Wave {
+  readonly run: PlanRun;
+  readonly calls: readonly ToolCall[];
+  readonly byCallId: ReadonlyMap<string, PlanStep>;
+  /** A step of the wave already failed before its batch (its reference did not resolve). */
+  readonly failedBefore: boolean;
+  /** The plan the wave belongs to, and its steps still to run after the wave. */
+  readonly plan: PlanStep[];
+  readonly pending: PlanStep[];
 }
 
 /** One turn: plan, execute with replanning, synthesize. */
@@ -98,14 +161,31 @@ class PlanRun {
   #replans = 0;
 
   constructor(
-    private readonly ctx: RunContext,
-    private readonly turn: number,
+    // A resumed wave goes on in the run (and turn) that resumes it.
+    private ctx: RunContext,
+    private turn: number,
     private readonly maxReplans: number,
     private readonly maxConcurrency: number,
+    private readonly waves: WaveBook,
   ) {}
 
   async answer(): Promise<AssistantMessage> {
-    let steps = await this.#plan();
+    return this.#finish(await this.#plan());
+  }
+
+  /** Runs the wave that suspended (with the decisions made), then the rest of its plan, then answers. */
+  async resume(ctx: RunContext, turn: number, wave: Wave): Promise<AssistantMessage> {
+    this.ctx = ctx;
+    this.turn = turn;
+    const outcome = await this.#runBatch(wave);
+    if (outcome.steered) return this.#finish(await this.#revise(wave.pending, "steering", wave.plan));
+    if (outcome.failed) return this.#finish(await this.#revise(wave.pending, "failure", wave.plan));
+    return this.#finish(await this.#execute(wave.plan, wave.pending));
+  }
+
+  /** Runs the steps left, then streams the answer (a steering message then gets a plan of its own). */
+  async #finish(planned: PlanStep[]): Promise<AssistantMessage> {
+    let steps = planned;
     while (steps.length > 0) steps = await this.#execute(steps);
     for (;;) {
       const decision = await this.ctx.decide({
@@ -177,8 +257,8 @@ class PlanRun {
    * Runs the plan wave by wave (each wave: the steps whose dependencies succeeded) and returns the
    * steps still to run: none when it finished, a revised plan after a failure or steering.
    */
-  async #execute(plan: PlanStep[]): Promise<PlanStep[]> {
-    let pending = plan;
+  async #execute(plan: PlanStep[], from: PlanStep[] = plan): Promise<PlanStep[]> {
+    let pending = from;
     while (pending.length > 0) {
       const steering = await this.ctx.steering.take();
       if (steering.length > 0) {
@@ -192,7 +272,7 @@ class PlanRun {
         return this.#revise([], "failure", plan);
       }
       pending = pending.filter((step) => !ready.includes(step));
-      const outcome = await this.#runWave(ready);
+      const outcome = await this.#runWave(ready, plan, pending);
       if (outcome.steered) return this.#revise(pending, "steering", plan);
       if (outcome.failed) return this.#revise(pending, "failure", plan);
     }
@@ -213,7 +293,11 @@ class PlanRun {
     return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
   }
 
-  async #runWave(wave: PlanStep[]): Promise<{ failed: boolean; steered: boolean }> {
+  async #runWave(
+    wave: PlanStep[],
+    plan: PlanStep[],
+    pending: PlanStep[],
+  ): Promise<{ failed: boolean; steered: boolean }> {
     const byCallId = new Map<string, PlanStep>();
     const calls: ToolCall[] = [];
     let failed = false;
@@ -248,13 +332,28 @@ class PlanRun {
       stopReason: "toolUse",
       timestamp: Date.now(),
     });
-    const stepOf = (call: ToolCall) => byCallId.get(call.id) as PlanStep;
-    const batch = await this.ctx.executeTools(calls, {
-      concurrency: this.maxConcurrency,
-      beforeEach: (call) => this.#emitStart(stepOf(call), call.args),
-      afterEach: (call, result) => this.#record(stepOf(call), call.args, result),
-    });
-    failed ||= batch.results.some((result) => result.status !== "ok");
+    return this.#runBatch({ run: this, calls, byCallId, failedBefore: failed, plan, pending });
+  }
+
+  /** The wave's batch, its steps' events around each call; a wave that suspends is handed on first. */
+  async #runBatch(wave: Wave): Promise<{ failed: boolean; steered: boolean }> {
+    const stepOf = (call: ToolCall) => wave.byCallId.get(call.id) as PlanStep;
+    let batch: Awaited<ReturnType<RunContext["executeTools"]>>;
+    this.waves.hold(wave);
+    try {
+      batch = await this.ctx.executeTools(wave.calls, {
+        concurrency: this.maxConcurrency,
+        beforeEach: (call) => this.#emitStart(stepOf(call), call.args),
+        afterEach: (call, result) => this.#record(stepOf(call), call.args, result),
+      });
+    } catch (error) {
+      // A suspended wave stays held for the run that resumes it (which may have taken it already).
+      if (!(error instanceof AwaitingApprovalError || error instanceof AwaitingClientToolError))
+        this.waves.drop(wave);
+      throw error;
+    }
+    this.waves.drop(wave);
+    const failed = wave.failedBefore || batch.results.some((result) => result.status !== "ok");
     return { failed, steered: batch.steering.length > 0 };
   }
 

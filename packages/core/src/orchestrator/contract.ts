@@ -22,6 +22,15 @@ export interface Orchestrator {
    */
   readonly version?: string;
   run(ctx: RunContext): Promise<void>;
+  /**
+   * Optional: resumes a batch a previous run suspended (it waited for approvals or client results),
+   * for a loop that keeps state across the suspension. The run started by `agent.approve()`,
+   * `deny()` or `submitToolResult()` calls it instead of `run`, with the batch's calls, which still
+   * wait for their results: pass them to `ctx.executeTools()` (the run's first batch takes the
+   * decisions made), then go on as `run` would. Without it, the run executes the batch itself and
+   * then calls `run`.
+   */
+  resume?(ctx: RunContext, calls: readonly ToolCall[]): Promise<void>;
 }
 
 export type OrchestratorFactory<Options = never> = (options?: Options) => Orchestrator;

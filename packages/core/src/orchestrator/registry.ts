@@ -54,6 +54,8 @@ export function validateOrchestrator(orchestrator: unknown, what: string): Orche
   if (candidate === null || typeof candidate !== "object" || typeof candidate.run !== "function")
     throw new InvalidConfigError(`${what} is not an Orchestrator: it needs a run(ctx) method.`);
   if (typeof candidate.name !== "string") throw new InvalidConfigError(`${what} needs a string name.`);
+  if (candidate.resume !== undefined && typeof candidate.resume !== "function")
+    throw new InvalidConfigError(`${what}'s resume, when it has one, must be a method resume(ctx, calls).`);
   return candidate as Orchestrator;
 }
 

@@ -66,6 +66,8 @@ export class RunServices implements RunContext {
   readonly #suspension: SuspensionListener;
   readonly #transcript: TranscriptWriter;
   #batch: BatchSetup | undefined;
+  /** What the next `executeTools` runs with, in a run that resumes through `Orchestrator.resume`. */
+  #resumed: Resumed | undefined;
   #messages: RunMessageLog | undefined;
 
   constructor(
@@ -142,9 +144,15 @@ export class RunServices implements RunContext {
     this.log.applySteering(messages);
   }
 
+  /** @internal The run resumes a suspended batch through `Orchestrator.resume`: its first batch runs with these. */
+  resumeNextBatch(resumed: Resumed): void {
+    this.#resumed = resumed;
+  }
+
   executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
     try {
-      const outcome = this.runBatch(calls, options);
+      const outcome = this.runBatch(calls, options, this.#resumed);
+      this.#resumed = undefined;
       if (!(outcome instanceof Promise)) return Promise.resolve(this.#batchResult(outcome));
       // Marked in its own handlers (see `RunLog.settleQuietlyIfEnded`): no wrapper, no extra hop.
       const returned: Promise<ToolBatchResult> = outcome.then(

@@ -162,6 +162,13 @@ export class RunSession {
     const { calls } = resume.suspension;
     // A prompt's run (not one that only resumes) takes the conversation on past the batch.
     const goesOn = this.#start.input.length > 0;
+    const { orchestrator } = this.#start;
+    // An orchestrator that resumes its own batch runs it (with the decisions) and goes on itself.
+    if (!goesOn && typeof orchestrator.resume === "function") {
+      this.#inputAppended = true;
+      this.#services.resumeNextBatch(resumeWith(resume, false));
+      return orchestrator.resume(this.#services, calls);
+    }
     const outcome = await this.#services.runBatch(
       calls,
       { interruptOnSteering: false },
