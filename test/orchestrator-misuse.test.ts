@@ -926,9 +926,9 @@ describe("the history moves on only past calls that are not running", () => {
     expect(c1Result(result)).toMatchObject({ status: "ok", content: "charged" });
   });
 
-  it("... and waits no longer than the grace period for a tool that ignores the abort", async () => {
+  it("... and waits no longer than the grace period for a tool that ignores the abort, whose call is answered aborted as such", async () => {
     const started = Date.now();
-    const { runs, result } = await chargingRun(
+    const { runs, result, run } = await chargingRun(
       async (ctx, calls) => {
         void ctx.executeTools(calls);
       },
@@ -937,7 +937,10 @@ describe("the history moves on only past calls that are not running", () => {
     expect(Date.now() - started).toBeLessThan(1500);
     expect(result.stopReason).toBe("completed");
     expect(runs).toEqual(["5"]);
-    expect(c1Result(result)).toMatchObject({ status: "error" });
+    // It ran: not "the orchestrator ended without running this call".
+    const abandoned = "aborted: the tool did not stop within 30 ms of the abort";
+    expect(c1Result(result)).toMatchObject({ status: "aborted", content: abandoned });
+    expect(eventsOf(run.events, "tool_result")).toMatchObject([{ status: "aborted", error: abandoned }]);
   });
 
   it("steering that one batch took while another still runs calls of the same reply waits for that batch", async () => {

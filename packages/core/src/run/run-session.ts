@@ -189,6 +189,26 @@ export class RunSession {
     }
   }
 
+  /**
+   * Calls whose tool started (their `tool_call` went out) and was still running when the
+   * orchestrator returned: the run cancelled them and waited no longer than the grace period, as
+   * for a tool that ignores an abort. The others never ran, and are answered as such.
+   */
+  #closeAbandonedCalls(): void {
+    const open = this.#transcript.keeper.openCalls;
+    if (open.length === 0) return;
+    const notStarted = open.filter((call) => !this.#events.announced(call.id));
+    if (notStarted.length === open.length) return;
+    const graceMs = this.#setup.limits.abortGraceMs;
+    this.#services.log.publishClosed(
+      this.#transcript.closeCallsBut(
+        notStarted,
+        "aborted",
+        `aborted: the tool did not stop within ${graceMs} ms of the abort`,
+      ),
+    );
+  }
+
   #finish(failure: AgentError | undefined): RunResult {
     const services = this.#services;
     const suspension = this.#suspension;
@@ -212,13 +232,16 @@ export class RunSession {
       services.log.publishClosed(
         this.#transcript.closeCallsBut(suspension.calls, "aborted", "not completed: the run suspended first"),
       );
-    else
+    else {
+      // The orchestrator returned with a call still running: the run cancelled it (see below).
+      if (reported === undefined) this.#closeAbandonedCalls();
       services.log.publishClosed(
         this.#transcript.closeCalls(
           stopReason === "aborted" || stopReason === "timeout" ? "aborted" : "error",
           `not completed: ${reported ? reported.message : "the orchestrator ended without running this call"}`,
         ),
       );
+    }
     // A run that ended while it resumed a batch: its prompt still enters the history, after the
     // batch's results, rather than being lost.
     if (suspension === undefined && this.#start.resume !== undefined && !this.#inputAppended)
