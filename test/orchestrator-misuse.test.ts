@@ -812,6 +812,28 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
     });
   }
 
+  for (const [label, schema] of [
+    ["a JSON Schema", { type: "object" }],
+    ["an empty object", {}],
+    ["undefined", undefined],
+    ["a string", "object"],
+  ] as const)
+    it(`ctx.generateObject() refuses ${label} as its schema with a TypeError saying so, before any model call`, async () => {
+      const model = scriptedModel([[script.text('{"a":1}')]]);
+      const agent = new Agent({
+        provider: model,
+        orchestrator: plugin(async (ctx) => {
+          await ctx.generateObject(schema as never);
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.message).toContain(
+        "ctx.generateObject() takes a zod schema as its first argument",
+      );
+      expect(model.doStreamCalls).toHaveLength(0);
+    });
+
   it("takes what the contract allows: a tool subset, no tools, a system prompt, settings and messages", async () => {
     const model = scriptedModel([[script.text("one")], [script.text("two")]]);
     const agent = new Agent({

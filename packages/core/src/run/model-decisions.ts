@@ -139,6 +139,13 @@ export class ModelDecisions {
   };
 
   generateObject<T>(schema: z.ZodType<T>, options: GenerateObjectOptions<T>): Promise<GeneratedObject<T>> {
+    // A JSON Schema or a plain object would fail deep inside the schema's conversion.
+    if (!isZodSchema(schema))
+      return this.#refused(
+        new TypeError(
+          `ctx.generateObject() takes a zod schema as its first argument (z.object({ … })), got ${describe(schema)}.`,
+        ),
+      );
     const problem = callOptionsProblem(options, undefined);
     if (problem !== undefined)
       return this.#refused(new TypeError(`ctx.generateObject() got invalid options: ${problem}.`));
@@ -306,4 +313,19 @@ function assistantStopReason(finishReason: string): AssistantStopReason {
     default:
       return "other";
   }
+}
+
+function isZodSchema(schema: unknown): boolean {
+  return (
+    typeof schema === "object" &&
+    schema !== null &&
+    typeof (schema as { _zod?: unknown })._zod === "object" &&
+    typeof (schema as { safeParse?: unknown }).safeParse === "function"
+  );
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object that is not one" : `${typeof value} ${String(value)}`;
 }
