@@ -104,6 +104,38 @@ describe("agent-core run with the offline demo model", () => {
   });
 });
 
+describe("AGENT_CORE_DEMO_DELAY_MS", () => {
+  it.each([
+    [["run", "hi"], "2147483648"],
+    [["chat"], "99999999999"],
+    [["serve", "--port", "0"], "2147483648"],
+  ])("%j refuses a delay past Node's longest timer, %s, with exit 2 and one line", async (argv, delay) => {
+    const { code, stdout, stderr } = await cli(argv, { AGENT_CORE_DEMO_DELAY_MS: delay });
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trimEnd().split("\n")).toEqual([
+      `agent-core: AGENT_CORE_DEMO_DELAY_MS must be at most 2147483647, got "${delay}".`,
+      "Node's timers wait no longer. Unset it, or set it to e.g. 0 for no delay.",
+    ]);
+  });
+
+  it("takes the longest delay a timer can wait, 2147483647", async () => {
+    const interrupt = new AbortController();
+    const running = cli(
+      ["run", "hi"],
+      { AGENT_CORE_DEMO_DELAY_MS: "2147483647" },
+      {
+        signal: interrupt.signal,
+        onStdout: (stdout) => stdout.includes("▶") && interrupt.abort(),
+      },
+    );
+    const { code, stdout, stderr } = await running;
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · /);
+    expect(code).toBe(1);
+  });
+});
+
 describe("agent-core run with an OpenAI-compatible server", () => {
   let server: FakeOpenAIServer | undefined;
   afterEach(async () => {

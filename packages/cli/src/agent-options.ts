@@ -1,14 +1,11 @@
 import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
-import { isHttpUrl } from "./provider.js";
+import { isHttpUrl, LONGEST_TIMER_MS } from "./provider.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
 export const SYSTEM_PROMPT =
   "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
-
-/** Node fires a longer timer at once: the agent refuses a timeout past it (`timeouts.*` in its config). */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The model limits of `run`, `chat` and `mcp` unless their options say otherwise. An agent has
