@@ -177,6 +177,23 @@ describe("agent-core run with an OpenAI-compatible server", () => {
     expect(JSON.stringify(toolMessage?.content)).toContain("42");
   });
 
+  it("takes a base URL whose scheme is upper-case, from OPENAI_BASE_URL or --base-url (schemes are case-insensitive)", async () => {
+    const env = await serve([{ text: "one" }, { text: "two" }]);
+    const upper = env.OPENAI_BASE_URL?.replace(/^http:/, "HTTP:") as string;
+    expect(upper).toMatch(/^HTTP:\/\/127\.0\.0\.1:\d+/);
+    const fromEnv = await cli(["run", "hi"], { ...env, OPENAI_BASE_URL: upper });
+    expect(fromEnv.stderr).toBe("");
+    expect(fromEnv.code).toBe(0);
+    expect(fromEnv.stdout).toContain(`fake-model via ${upper}`);
+    expect(fromEnv.stdout).toContain("one");
+    const mixed = upper.replace(/^HTTP:/, "HtTp:");
+    const fromOption = await cli(["run", "--base-url", mixed, "hi"], { ...env, OPENAI_BASE_URL: "" });
+    expect(fromOption.stderr).toBe("");
+    expect(fromOption.code).toBe(0);
+    expect(fromOption.stdout).toContain("two");
+    expect(server?.requests).toHaveLength(2);
+  });
+
   it("exits 1 with the provider's error, on stderr too with --json", async () => {
     const env = await serve([{ error: { status: 401, message: "Incorrect API key provided" } }]);
     const { code, stdout, stderr } = await cli(["run", "--json", "hi"], env);

@@ -49,9 +49,14 @@ export function modelFromEnv(
  */
 export const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
-/** What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. */
+/**
+ * What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. A scheme is
+ * case-insensitive (`HTTP://` is `http://`): the URL's protocol, which the parser lower-cases, decides.
+ */
 export function isHttpUrl(value: string): boolean {
-  return /^https?:\/\/[^/]/.test(value) && URL.canParse(value);
+  if (!/^[a-z][a-z\d+.-]*:\/\/[^/]/i.test(value) || !URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === "http:" || protocol === "https:";
 }
 
 /** `VAR=` in a shell sets an empty string; it means "unset", not "use the empty string". */
