@@ -113,7 +113,7 @@ export function parseAgentOptions(
   return {
     modelEnv: parseModelOptions(values, env),
     config: {
-      systemPrompt: text("system") ?? SYSTEM_PROMPT,
+      systemPrompt: systemPrompt(text("system")),
       orchestrator,
       limits: { maxCycles: whole(text("max-cycles"), "--max-cycles", 1) ?? defaultLimits.maxCycles },
       timeouts,
@@ -147,6 +147,20 @@ function modelName(value: string | undefined): string | undefined {
       "Leave the option out for AGENT_CORE_MODEL's model (or the default).",
     );
   return value;
+}
+
+/**
+ * An empty system prompt would be replaced by the library's generic one, neither empty nor the
+ * CLI's: the option would look as if it had worked.
+ */
+function systemPrompt(value: string | undefined): string {
+  if (value !== undefined && value.trim() === "")
+    throw new UsageError(
+      // Quoted as JSON: a line break in it stays on the one line of the error.
+      `--system needs a text, got ${JSON.stringify(value)}.`,
+      "Leave the option out for the CLI's system prompt.",
+    );
+  return value ?? SYSTEM_PROMPT;
 }
 
 /** The CLI's agent: the demo tools, the options' settings, and the history to start from. */
