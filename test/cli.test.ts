@@ -1,6 +1,7 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
 import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
@@ -324,15 +325,44 @@ describe("the agent-core bin", () => {
 
   /** Runs the bin from its sources, as `node dist/bin.js` would run the build, without a real API key. */
   function spawnBin(args: string[], env: Record<string, string>) {
-    const { OPENAI_API_KEY: _ignored, ...inherited } = process.env;
-    return spawn(
-      process.execPath,
-      ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts", ...args],
-      { cwd: root, env: { ...inherited, ...env }, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    return spawn(process.execPath, [...BIN, ...args], {
+      cwd: root,
+      env: binEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   }
 
-  function finished(child: ReturnType<typeof spawnBin>): Promise<Captured> {
+  /** The bin with stdin a pipe the test writes to, and keeps open as a program driving `chat` would. */
+  function spawnPiped(args: string[], env: Record<string, string>) {
+    return spawn(process.execPath, [...BIN, ...args], {
+      cwd: root,
+      env: binEnv(env),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  }
+
+  const BIN = ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts"];
+
+  function binEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+    const { OPENAI_API_KEY: _ignored, ...inherited } = process.env;
+    return { ...inherited, ...env };
+  }
+
+  /** Resolves once the child has written `text` to stdout. */
+  function printed(child: { stdout: Readable }, text: string): Promise<void> {
+    let stdout = "";
+    return new Promise((resolve) => {
+      const read = (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (!stdout.includes(text)) return;
+        child.stdout.off("data", read);
+        resolve();
+      };
+      child.stdout.on("data", read);
+    });
+  }
+
+  function finished(child: ChildProcessByStdio<Writable | null, Readable, Readable>): Promise<Captured> {
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -355,6 +385,31 @@ describe("the agent-core bin", () => {
     const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
     child.stdout.once("data", () => child.kill("SIGINT"));
     const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+
+  it("chat from a pipe ends with 0 on SIGINT while idle: no run failed", async () => {
+    const child = spawnPiped(["chat"], DEMO_ENV);
+    const ended = finished(child);
+    // The pipe stays open: after the answer the chat waits for the next line.
+    child.stdin.write("What is 2+2?\n");
+    await printed(child, "■ completed");
+    child.kill("SIGINT");
+    const { code, stdout, stderr } = await ended;
+    expect(stderr).toBe("");
+    expect(stdout).toContain("[demo] 2+2 = 4.");
+    expect(code).toBe(0);
+  });
+
+  it("chat from a pipe ends with 1 on SIGINT during a run: the run is aborted", async () => {
+    const child = spawnPiped(["chat"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    const ended = finished(child);
+    child.stdin.write("What is 2+2?\n");
+    await printed(child, "▶ [demo]");
+    child.kill("SIGINT");
+    const { code, stdout, stderr } = await ended;
     expect(stderr).toBe("");
     expect(stdout).toMatch(/■ aborted · .*\n$/);
     expect(code).toBe(1);
