@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -97,6 +97,48 @@ describe("agent-core chat in a terminal", () => {
     next.type("/exit");
     next.press("Enter");
     await next.waitFor("[exited 0]");
+  });
+
+  it("carries out /save and /reset typed during a run once the run has ended", {
+    timeout: 120_000,
+  }, async () => {
+    const file = join(dir, "during-run.json");
+    const chat = startChat(120);
+    await chat.waitFor("/help lists the commands");
+    chat.type("What is 15*3 and 10+5?");
+    chat.press("Enter");
+    await chat.waitFor("· thinking: The");
+    chat.type(`/save ${file}`);
+    chat.press("Enter");
+    // Queued, not refused: the run goes on, and the file is written once it has ended.
+    await chat.waitFor(`↪ /save ${file} will run when the run ends`);
+    expect(existsSync(file)).toBe(false);
+    const saved = await chat.waitFor(`saved 5 messages to ${file}`);
+    expect(saved.indexOf(`saved 5 messages to ${file}`)).toBeGreaterThan(saved.indexOf("■ completed"));
+    expect(saved).toContain("15*3 = 45 and 10+5 = 15");
+    expect(saved).not.toContain("✗");
+    expect(JSON.parse(readFileSync(file, "utf8")).messages).toHaveLength(5);
+    await chat.waitFor(idle(chat));
+
+    chat.type("What is 7*6?");
+    chat.press("Enter");
+    await chat.waitFor((screen) =>
+      screen.slice(screen.lastIndexOf("you › What is 7*6?")).includes("· thinking:"),
+    );
+    chat.type("/reset");
+    chat.press("Enter");
+    await chat.waitFor("↪ /reset will run when the run ends");
+    const reset = await chat.waitFor("new conversation: the history is empty.");
+    expect(reset.indexOf("new conversation: the history is empty.")).toBeGreaterThan(
+      reset.lastIndexOf("■ completed"),
+    );
+    expect(reset).toContain("7*6 = 42");
+    await chat.waitFor(idle(chat));
+    chat.type("/history");
+    chat.press("Enter");
+    await chat.waitFor("the conversation is empty.");
+    chat.press("C-d");
+    await chat.waitFor("[exited 0]");
   });
 
   it("keeps a pasted text of several lines in the line being typed, until Enter sends it", {

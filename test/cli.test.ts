@@ -1,6 +1,7 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
 import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
@@ -104,6 +105,38 @@ describe("agent-core run with the offline demo model", () => {
   });
 });
 
+describe("AGENT_CORE_DEMO_DELAY_MS", () => {
+  it.each([
+    [["run", "hi"], "2147483648"],
+    [["chat"], "99999999999"],
+    [["serve", "--port", "0"], "2147483648"],
+  ])("%j refuses a delay past Node's longest timer, %s, with exit 2 and one line", async (argv, delay) => {
+    const { code, stdout, stderr } = await cli(argv, { AGENT_CORE_DEMO_DELAY_MS: delay });
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trimEnd().split("\n")).toEqual([
+      `agent-core: AGENT_CORE_DEMO_DELAY_MS must be at most 2147483647, got "${delay}".`,
+      "Node's timers wait no longer. Unset it, or set it to e.g. 0 for no delay.",
+    ]);
+  });
+
+  it("takes the longest delay a timer can wait, 2147483647", async () => {
+    const interrupt = new AbortController();
+    const running = cli(
+      ["run", "hi"],
+      { AGENT_CORE_DEMO_DELAY_MS: "2147483647" },
+      {
+        signal: interrupt.signal,
+        onStdout: (stdout) => stdout.includes("▶") && interrupt.abort(),
+      },
+    );
+    const { code, stdout, stderr } = await running;
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · /);
+    expect(code).toBe(1);
+  });
+});
+
 describe("agent-core run with an OpenAI-compatible server", () => {
   let server: FakeOpenAIServer | undefined;
   afterEach(async () => {
@@ -143,6 +176,23 @@ describe("agent-core run with an OpenAI-compatible server", () => {
     const toolMessage = second?.messages.find((message) => message.role === "tool");
     expect(toolMessage?.tool_call_id).toBe("call_1");
     expect(JSON.stringify(toolMessage?.content)).toContain("42");
+  });
+
+  it("takes a base URL whose scheme is upper-case, from OPENAI_BASE_URL or --base-url (schemes are case-insensitive)", async () => {
+    const env = await serve([{ text: "one" }, { text: "two" }]);
+    const upper = env.OPENAI_BASE_URL?.replace(/^http:/, "HTTP:") as string;
+    expect(upper).toMatch(/^HTTP:\/\/127\.0\.0\.1:\d+/);
+    const fromEnv = await cli(["run", "hi"], { ...env, OPENAI_BASE_URL: upper });
+    expect(fromEnv.stderr).toBe("");
+    expect(fromEnv.code).toBe(0);
+    expect(fromEnv.stdout).toContain(`fake-model via ${upper}`);
+    expect(fromEnv.stdout).toContain("one");
+    const mixed = upper.replace(/^HTTP:/, "HtTp:");
+    const fromOption = await cli(["run", "--base-url", mixed, "hi"], { ...env, OPENAI_BASE_URL: "" });
+    expect(fromOption.stderr).toBe("");
+    expect(fromOption.code).toBe(0);
+    expect(fromOption.stdout).toContain("two");
+    expect(server?.requests).toHaveLength(2);
   });
 
   it("exits 1 with the provider's error, on stderr too with --json", async () => {
@@ -275,15 +325,44 @@ describe("the agent-core bin", () => {
 
   /** Runs the bin from its sources, as `node dist/bin.js` would run the build, without a real API key. */
   function spawnBin(args: string[], env: Record<string, string>) {
-    const { OPENAI_API_KEY: _ignored, ...inherited } = process.env;
-    return spawn(
-      process.execPath,
-      ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts", ...args],
-      { cwd: root, env: { ...inherited, ...env }, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    return spawn(process.execPath, [...BIN, ...args], {
+      cwd: root,
+      env: binEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   }
 
-  function finished(child: ReturnType<typeof spawnBin>): Promise<Captured> {
+  /** The bin with stdin a pipe the test writes to, and keeps open as a program driving `chat` would. */
+  function spawnPiped(args: string[], env: Record<string, string>) {
+    return spawn(process.execPath, [...BIN, ...args], {
+      cwd: root,
+      env: binEnv(env),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  }
+
+  const BIN = ["--import", "tsx", "--conditions=@agent-core/source", "packages/cli/src/bin.ts"];
+
+  function binEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+    const { OPENAI_API_KEY: _ignored, ...inherited } = process.env;
+    return { ...inherited, ...env };
+  }
+
+  /** Resolves once the child has written `text` to stdout. */
+  function printed(child: { stdout: Readable }, text: string): Promise<void> {
+    let stdout = "";
+    return new Promise((resolve) => {
+      const read = (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (!stdout.includes(text)) return;
+        child.stdout.off("data", read);
+        resolve();
+      };
+      child.stdout.on("data", read);
+    });
+  }
+
+  function finished(child: ChildProcessByStdio<Writable | null, Readable, Readable>): Promise<Captured> {
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -306,6 +385,31 @@ describe("the agent-core bin", () => {
     const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
     child.stdout.once("data", () => child.kill("SIGINT"));
     const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+
+  it("chat from a pipe ends with 0 on SIGINT while idle: no run failed", async () => {
+    const child = spawnPiped(["chat"], DEMO_ENV);
+    const ended = finished(child);
+    // The pipe stays open: after the answer the chat waits for the next line.
+    child.stdin.write("What is 2+2?\n");
+    await printed(child, "■ completed");
+    child.kill("SIGINT");
+    const { code, stdout, stderr } = await ended;
+    expect(stderr).toBe("");
+    expect(stdout).toContain("[demo] 2+2 = 4.");
+    expect(code).toBe(0);
+  });
+
+  it("chat from a pipe ends with 1 on SIGINT during a run: the run is aborted", async () => {
+    const child = spawnPiped(["chat"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    const ended = finished(child);
+    child.stdin.write("What is 2+2?\n");
+    await printed(child, "▶ [demo]");
+    child.kill("SIGINT");
+    const { code, stdout, stderr } = await ended;
     expect(stderr).toBe("");
     expect(stdout).toMatch(/■ aborted · .*\n$/);
     expect(code).toBe(1);

@@ -1,14 +1,11 @@
 import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
-import { isHttpUrl } from "./provider.js";
+import { isHttpUrl, LONGEST_TIMER_MS } from "./provider.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 
 export const SYSTEM_PROMPT =
   "You are a helpful assistant. Use the calculator for arithmetic and get_current_time for the date or time.";
-
-/** Node fires a longer timer at once: the agent refuses a timeout past it (`timeouts.*` in its config). */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The model limits of `run`, `chat` and `mcp` unless their options say otherwise. An agent has
@@ -116,7 +113,7 @@ export function parseAgentOptions(
   return {
     modelEnv: parseModelOptions(values, env),
     config: {
-      systemPrompt: text("system") ?? SYSTEM_PROMPT,
+      systemPrompt: systemPrompt(text("system")),
       orchestrator,
       limits: { maxCycles: whole(text("max-cycles"), "--max-cycles", 1) ?? defaultLimits.maxCycles },
       timeouts,
@@ -150,6 +147,20 @@ function modelName(value: string | undefined): string | undefined {
       "Leave the option out for AGENT_CORE_MODEL's model (or the default).",
     );
   return value;
+}
+
+/**
+ * An empty system prompt would be replaced by the library's generic one, neither empty nor the
+ * CLI's: the option would look as if it had worked.
+ */
+function systemPrompt(value: string | undefined): string {
+  if (value !== undefined && value.trim() === "")
+    throw new UsageError(
+      // Quoted as JSON: a line break in it stays on the one line of the error.
+      `--system needs a text, got ${JSON.stringify(value)}.`,
+      "Leave the option out for the CLI's system prompt.",
+    );
+  return value ?? SYSTEM_PROMPT;
 }
 
 /** The CLI's agent: the demo tools, the options' settings, and the history to start from. */

@@ -104,6 +104,10 @@ describe("main: usage", () => {
     [["chat", "--orchestrator", " "], "--orchestrator needs a name"],
     [["run", "hi", "--model="], '--model needs a name, got "".'],
     [["chat", "--model", " "], '--model needs a name, got " ".'],
+    // An empty one would get the library's generic system prompt, neither empty nor the CLI's.
+    [["run", "hi", "--system", ""], '--system needs a text, got "".'],
+    [["run", "hi", "--system="], '--system needs a text, got "".'],
+    [["chat", "--system", " \n"], '--system needs a text, got " \\n".'],
   ])("run and chat: reject %j with exit 2, one error line and a hint", async (argv, message) => {
     const lines = await usageError(cliWithInput([], ...argv));
     expect(lines).toHaveLength(2);
@@ -117,6 +121,7 @@ describe("main: usage", () => {
     [["mcp", "--load", "chat.json"], "--load is for chat: mcp starts a new conversation."],
     [["mcp", "--step-ms", "2147483648"], '--step-ms must be at most 2147483647, got "2147483648".'],
     [["mcp", "--orchestrator="], "--orchestrator needs a name"],
+    [["mcp", "--system="], '--system needs a text, got "".'],
   ])("mcp: rejects %j with exit 2 before it serves", async (argv, message) => {
     const [first] = await usageError(cli(...argv));
     expect(first).toContain(`agent-core: ${message}`);

@@ -32,12 +32,26 @@ describe("modelFromEnv", () => {
   });
 
   it("rejects an OPENAI_BASE_URL that is not an http(s) URL, as --base-url is rejected", () => {
-    for (const url of ["localhost:11434/v1", "ftp://example.test/v1", "not a url"])
+    for (const url of [
+      "localhost:11434/v1",
+      "ftp://example.test/v1",
+      "FTP://example.test/v1",
+      "http:///v1",
+      "http:x",
+      "not a url",
+    ])
       expect(() => modelFromEnv({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: url })).toThrow(
         `OPENAI_BASE_URL must be an http:// or https:// URL, got "${url}".`,
       );
     // Without a key the demo model answers, and the variable is not used.
     expect(modelFromEnv({ OPENAI_BASE_URL: "localhost:11434/v1" }).demo).toBe(true);
+  });
+
+  it("takes an http(s) scheme in any case, as URLs do", () => {
+    for (const url of ["HTTP://localhost:11434/v1", "Https://api.example.test/v1"])
+      expect(modelFromEnv({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: url }).label).toBe(
+        `gpt-4o-mini via ${url}`,
+      );
   });
 
   it("rejects a demo delay that is not a whole number", () => {

@@ -43,9 +43,20 @@ export function modelFromEnv(
   return { model: provider(modelId), label: `${modelId} via ${baseURL}`, demo: false };
 }
 
-/** What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. */
+/**
+ * The longest a Node timer waits: a longer one fires at once, with a TimeoutOverflowWarning. The
+ * agent refuses a timeout past it (`timeouts.*` in its config); so does the CLI, and a demo delay.
+ */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. A scheme is
+ * case-insensitive (`HTTP://` is `http://`): the URL's protocol, which the parser lower-cases, decides.
+ */
 export function isHttpUrl(value: string): boolean {
-  return /^https?:\/\/[^/]/.test(value) && URL.canParse(value);
+  if (!/^[a-z][a-z\d+.-]*:\/\/[^/]/i.test(value) || !URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === "http:" || protocol === "https:";
 }
 
 /** `VAR=` in a shell sets an empty string; it means "unset", not "use the empty string". */
@@ -60,5 +71,11 @@ function demoDelay(value: string | undefined): number {
       `AGENT_CORE_DEMO_DELAY_MS must be a whole number of milliseconds, got "${value}".`,
       "Unset it, or set it to e.g. 0 for no delay.",
     );
-  return Number(value);
+  const delayMs = Number(value);
+  if (delayMs > LONGEST_TIMER_MS)
+    throw new UsageError(
+      `AGENT_CORE_DEMO_DELAY_MS must be at most ${LONGEST_TIMER_MS}, got "${value}".`,
+      "Node's timers wait no longer. Unset it, or set it to e.g. 0 for no delay.",
+    );
+  return delayMs;
 }

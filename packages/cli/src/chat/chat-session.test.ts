@@ -1,5 +1,5 @@
 import "@agent-core/agentic";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -112,7 +112,7 @@ describe("ChatSession", () => {
     expect(seen.screen).toContain('Before this you asked: "What is 2+3?".');
   });
 
-  it("answers /help and /history, and refuses what it cannot do", async () => {
+  it("answers /help and /history, and refuses what it cannot do, at once during a run too", async () => {
     const { session, seen } = chat(20);
     await session.enter("/help");
     expect(seen.screen).toContain("/save FILE");
@@ -122,19 +122,91 @@ describe("ChatSession", () => {
     await session.enter("/load   ");
     await session.enter("/frobnicate now");
     const working = session.enter("What is 15*3?");
-    await session.enter("/save x.json");
-    await session.enter("/reset");
+    // Nothing to wait for: refused as the run goes on.
+    await session.enter("/frobnicate");
+    await session.enter("/save");
+    expect(session.running).toBe(true);
     expect(seen.problems).toEqual([
       "/save needs a file name: /save chat.json",
       "/load needs a file name: /load chat.json",
       "unknown command /frobnicate; /help lists the commands.",
-      "/save waits until the run ends (Esc aborts it).",
-      "/reset waits until the run ends (Esc aborts it).",
+      "unknown command /frobnicate; /help lists the commands.",
+      "/save needs a file name: /save chat.json",
     ]);
+    expect(seen.screen).not.toContain("will run when the run ends");
     expect(await session.enter("/exit")).toBe("exit");
     await working;
     expect(seen.screen).toContain("■ aborted");
     expect(session.running).toBe(false);
+  });
+
+  it("carries out /save, /history and /reset typed during a run when it ends, in the order typed", async () => {
+    const { session, seen } = chat(20);
+    const file = join(dir, "during-run.json");
+    const working = session.enter("What is 15*3?");
+    await until(() => seen.screen.includes("· thinking:"));
+    const commands = [session.enter(`/save ${file}`), session.enter("/history"), session.enter("/reset")];
+    expect(seen.screen).toContain(
+      `↪ /save ${file} will run when the run ends\n↪ /history will run when the run ends\n↪ /reset will run when the run ends\n`,
+    );
+    expect(session.running).toBe(true);
+    expect(existsSync(file)).toBe(false);
+    await Promise.all([working, ...commands]);
+    // After the run's end is shown, each command as if entered then.
+    const after = seen.screen.slice(seen.screen.indexOf("■ completed"));
+    expect(after).toMatch(
+      new RegExp(
+        `^■ completed [^\n]*\n> /save ${file}\nsaved 4 messages to ${file}\n> /history\n1\\. user: What is 15\\*3\\?\n(.*\n){3}> /reset\nnew conversation: the history is empty.\n$`,
+      ),
+    );
+    expect(JSON.parse(readFileSync(file, "utf8")).messages).toHaveLength(4);
+    expect(session.messages).toEqual([]);
+    expect(seen.problems).toEqual([]);
+    expect(session.failures).toBe(0);
+  });
+
+  it("carries out a command typed during a run that is aborted, after the abort is shown", async () => {
+    const { session, seen } = chat(20);
+    const file = join(dir, "aborted-run.json");
+    const working = session.enter("What is 15*3?");
+    await until(() => seen.screen.includes("· thinking:"));
+    const saving = session.enter(`/save ${file}`);
+    expect(session.abort()).toBe(true);
+    await Promise.all([working, saving]);
+    expect(seen.screen.indexOf(`saved 1 message to ${file}`)).toBeGreaterThan(
+      seen.screen.indexOf("■ aborted"),
+    );
+    expect(JSON.parse(readFileSync(file, "utf8")).messages).toMatchObject([
+      { role: "user", content: "What is 15*3?" },
+    ]);
+    // The run did not complete; the command did its work.
+    expect(session.failures).toBe(1);
+  });
+
+  it("/exit during a run aborts it, carries out the commands typed before it, and leaves", async () => {
+    const { session, seen } = chat(20);
+    const working = session.enter("What is 15*3?");
+    await until(() => seen.screen.includes("· thinking:"));
+    const reset = session.enter("/reset");
+    expect(await session.enter("/exit")).toBe("exit");
+    expect(session.running).toBe(false);
+    expect(seen.screen.indexOf("new conversation: the history is empty.")).toBeGreaterThan(
+      seen.screen.indexOf("■ aborted"),
+    );
+    expect(session.messages).toEqual([]);
+    await Promise.all([working, reset]);
+  });
+
+  it("starts a prompt entered while a command is carried out once the command is done", async () => {
+    const { session, seen } = chat();
+    const file = join(dir, "before-prompt.json");
+    const saving = session.enter(`/save ${file}`);
+    const asking = session.enter("What is 2+3?");
+    await Promise.all([saving, asking]);
+    expect(seen.screen.indexOf("> What is 2+3?")).toBeGreaterThan(
+      seen.screen.indexOf(`saved 0 messages to ${file}`),
+    );
+    expect(seen.screen).toContain("[demo] 2+3 = 5.");
   });
 
   it("echoes a piped line's control characters as symbols; the model gets the line as it is", async () => {

@@ -35,6 +35,10 @@ export type ChatOutcome = "exit" | undefined;
  * One conversation: one agent whose history carries over from prompt to prompt, the runs it is
  * working on, and the slash commands. It knows nothing of keys or terminals: a line comes in,
  * output goes to the view.
+ *
+ * It does one thing at a time, in the order the lines came: a prompt's runs, or a command. A line
+ * that comes while a run works steers it; a command that needs the run to end (/save, /load,
+ * /history, /reset) waits its turn and is carried out when the run has ended, however it ended.
  */
 export class ChatSession {
   readonly #options: ChatSessionOptions;
@@ -44,6 +48,12 @@ export class ChatSession {
   #abort: AbortController | undefined;
   /** The runs of the last prompt (with the messages they left queued), until the last one ends. */
   #working: Promise<void> | undefined;
+  /** Settles when everything entered so far is done: each prompt's runs and each command, in turn. */
+  #turns: Promise<void> = Promise.resolve();
+  /** How many of them are not done yet. */
+  #pending = 0;
+  /** Set by leave(): a prompt still waiting for its turn is not run. */
+  #leaving = false;
   #failures = 0;
 
   constructor(options: ChatSessionOptions, view: ChatView) {
@@ -67,20 +77,24 @@ export class ChatSession {
 
   /**
    * A line the person entered: a slash command, a prompt, or (while a run works) a steering
-   * message. Resolves once what it started is over: a prompt when its runs have ended.
+   * message. Resolves once what it started is over: a prompt when its runs have ended, a command
+   * typed during a run once it has been carried out after the run.
    */
   async enter(line: string): Promise<ChatOutcome> {
     const text = line.trim();
     if (text === "") return undefined;
     const command = parseSlashCommand(text);
-    if (this.running && command === undefined) {
+    if (command !== undefined) return this.#command(command, printable(text));
+    if (this.running) {
       this.#agent.steer(text);
       this.#view.notice(`↪ queued: ${printable(text)}`);
       return undefined;
     }
-    this.#view.echo(printable(text));
-    if (command !== undefined) return this.#command(command);
-    await this.#work(text);
+    await this.#inTurn(async () => {
+      if (this.#leaving) return;
+      this.#view.echo(printable(text));
+      await this.#work(text);
+    });
     return undefined;
   }
 
@@ -91,43 +105,75 @@ export class ChatSession {
     return true;
   }
 
-  /** Resolves when no run is working (at once when idle). */
+  /** Resolves when everything entered so far is done (at once when idle). */
   async idle(): Promise<void> {
-    await this.#working;
+    await this.#turns;
   }
 
-  async #command({ name, argument }: SlashCommand): Promise<ChatOutcome> {
+  /**
+   * Ends the session (/exit, Ctrl-D, a SIGINT): aborts the run in progress, carries out the
+   * commands typed before, and runs no prompt that still waits for its turn.
+   */
+  async leave(): Promise<void> {
+    this.#leaving = true;
+    this.abort();
+    await this.idle();
+  }
+
+  async #command(command: SlashCommand, line: string): Promise<ChatOutcome> {
+    const { name, argument } = command;
     if (name === "exit") {
-      this.abort();
-      await this.idle();
+      this.#view.echo(line);
+      await this.leave();
       return "exit";
     }
     if (name === "help") {
-      for (const line of CHAT_KEYS_HELP.trimEnd().split("\n")) this.#view.notice(line);
+      this.#view.echo(line);
+      for (const text of CHAT_KEYS_HELP.trimEnd().split("\n")) this.#view.notice(text);
       return undefined;
     }
-    if (this.running) {
-      this.#fail(`/${name} waits until the run ends (Esc aborts it).`);
+    // Refused at once, while a run works too: there is nothing to wait for.
+    const refusal = refused(command);
+    if (refusal !== undefined) {
+      this.#view.echo(line);
+      this.#fail(refusal);
       return undefined;
     }
+    if (this.running) this.#view.notice(`↪ ${line} will run when the run ends`);
+    await this.#inTurn(async () => {
+      this.#view.echo(line);
+      await this.#carryOut(name, argument);
+    });
+    return undefined;
+  }
+
+  /** /save, /load, /history or /reset, when nothing else is under way. */
+  async #carryOut(name: string, argument: string): Promise<void> {
     switch (name) {
       case "history":
-        this.#history();
-        break;
+        return this.#history();
       case "reset":
         this.#agent.reset();
-        this.#view.notice("new conversation: the history is empty.");
-        break;
+        return this.#view.notice("new conversation: the history is empty.");
       case "save":
-        await this.#save(argument);
-        break;
+        return this.#save(argument);
       case "load":
-        await this.#load(argument);
-        break;
-      default:
-        this.#fail(`unknown command /${name}; /help lists the commands.`);
+        return this.#load(argument);
     }
-    return undefined;
+  }
+
+  /**
+   * `task` once everything entered before it is done (at once when nothing is): so a command typed
+   * during a run is carried out after it, and a prompt typed as commands are carried out waits for them.
+   */
+  #inTurn(task: () => Promise<void>): Promise<void> {
+    const turn = this.#pending === 0 ? task() : this.#turns.then(task);
+    this.#pending++;
+    this.#turns = turn.then(
+      () => void this.#pending--,
+      () => void this.#pending--,
+    );
+    return turn;
   }
 
   #history(): void {
@@ -137,7 +183,6 @@ export class ChatSession {
   }
 
   async #save(file: string): Promise<void> {
-    if (file === "") return this.#fail("/save needs a file name: /save chat.json");
     const messages = this.#agent.messages;
     try {
       await saveConversation(file, messages);
@@ -148,7 +193,6 @@ export class ChatSession {
   }
 
   async #load(file: string): Promise<void> {
-    if (file === "") return this.#fail("/load needs a file name: /load chat.json");
     try {
       const messages = await loadConversation(file);
       this.#agent = createCliAgent(this.#options.agent, this.#options.model.model, messages);
@@ -188,7 +232,7 @@ export class ChatSession {
   /** The prompt's run, then a run for the steering messages it ended before taking, and so on. */
   async #runAll(prompt: string): Promise<void> {
     let input: MessageInput | MessageInput[] | undefined = prompt;
-    while (input !== undefined) {
+    while (input !== undefined && !this.#leaving) {
       const result = await this.#runOne(input);
       input = this.#leftOver(result);
     }
@@ -227,6 +271,17 @@ export class ChatSession {
     this.#view.notice(`dropped ${plural(left.length, "queued message")}: the run ended ${result.stopReason}`);
     return undefined;
   }
+}
+
+/** The commands carried out in turn: a run in progress ends first. */
+const IN_TURN = ["save", "load", "history", "reset"];
+
+/** Why a command of those cannot be carried out (an unknown one, a file name missing), or undefined. */
+function refused({ name, argument }: SlashCommand): string | undefined {
+  if (!IN_TURN.includes(name)) return `unknown command /${name}; /help lists the commands.`;
+  if ((name === "save" || name === "load") && argument === "")
+    return `/${name} needs a file name: /${name} chat.json`;
+  return undefined;
 }
 
 function plural(count: number, noun: string): string {

@@ -57,8 +57,8 @@ export function runInteractiveChat(options: ChatSessionOptions, terminal: ChatTe
     const close = async () => {
       if (closing) return;
       closing = true;
-      session.abort();
-      await session.idle();
+      // The run is aborted; commands typed during it are still carried out, then the chat ends.
+      await session.leave();
       input.off("keypress", onKey);
       input.off("end", close);
       input.off("error", close);

@@ -14,7 +14,9 @@ export interface ChatLines {
 /**
  * The chat without a terminal (`agent-core chat < prompts.txt`, or a program writing to a pipe):
  * each line is a prompt or a slash command, taken when the run before it has ended. Returns 0, or
- * 1 when a run did not complete or a command failed, so a script can tell.
+ * 1 when a run did not complete or a command failed, so a script can tell. Ctrl-C (the signal)
+ * aborts the run in progress, which then did not complete (1), and ends the chat; while idle it
+ * only ends the chat (0), as Ctrl-C does at a terminal.
  */
 export async function runLineChat(options: ChatSessionOptions, io: ChatLines): Promise<number> {
   const session = new ChatSession(options, {
@@ -33,7 +35,7 @@ export async function runLineChat(options: ChatSessionOptions, io: ChatLines): P
   // A stdin that fails (EIO from a vanished terminal) ends the chat like one that ends.
   io.input.on("error", stop);
   try {
-    if (io.signal?.aborted) return 1;
+    if (io.signal?.aborted) return 0;
     for await (const line of lines) {
       if ((await session.enter(line)) === "exit" || io.signal?.aborted) break;
     }
@@ -42,5 +44,5 @@ export async function runLineChat(options: ChatSessionOptions, io: ChatLines): P
     io.input.off("error", stop);
     lines.close();
   }
-  return session.failures > 0 || io.signal?.aborted ? 1 : 0;
+  return session.failures > 0 ? 1 : 0;
 }

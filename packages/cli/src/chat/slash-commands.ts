@@ -6,8 +6,8 @@ export interface SlashCommand {
 
 /** The help of `/help`, and of `agent-core --help` for chat. */
 export const CHAT_KEYS_HELP = `Enter sends a prompt; while a run works, Enter sends a steering message (queued, the run
-takes it at its next step) and Esc or Ctrl-C aborts the run. Ctrl-C twice or Ctrl-D on an empty
-line exits.
+takes it at its next step), /save, /load, /history and /reset wait for it to end, and Esc or
+Ctrl-C aborts it. Ctrl-C twice or Ctrl-D on an empty line exits.
   /save FILE   save the conversation as JSON ({ "version": 1, "messages": [...] })
   /load FILE   replace the conversation with a saved one
   /history     list the conversation's messages
