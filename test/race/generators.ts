@@ -96,11 +96,19 @@ export type ProgramStep =
 /** How a custom orchestrator's `run` ends once its steps are done. */
 export type ProgramEnd = "return" | "throw" | "hang" | "hangUntilAborted";
 
+/**
+ * Whether the program has `resume(ctx, calls)` for a batch a run suspended: none (the run executes
+ * the batch, then calls `run`), one that executes the calls and then runs the program, or one that
+ * leaves them (the program's next model call, or the run's end, answers them).
+ */
+export type ProgramResume = "none" | "execute" | "leave";
+
 export interface Program {
   steps: ProgramStep[];
   /** The steps run this many times in one run. */
   repeat: number;
   end: ProgramEnd;
+  resume: ProgramResume;
 }
 
 export type Action =
@@ -329,9 +337,10 @@ const program: fc.Arbitrary<Program> = fc.record({
   steps: fc.array(programStep, { minLength: 1, maxLength: 6 }),
   repeat: fc.integer({ min: 1, max: 3 }),
   end: weighted<ProgramEnd>([8, "return"], [2, "throw"], [1, "hang"], [1, "hangUntilAborted"]),
+  resume: weighted<ProgramResume>([2, "none"], [3, "execute"], [1, "leave"]),
 });
 
-const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return" };
+const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return", resume: "none" };
 
 export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
   return fc.record({

@@ -326,7 +326,15 @@ class ProgramOrchestrator implements Orchestrator {
   constructor(
     readonly program: Program,
     readonly state: CaseState,
-  ) {}
+  ) {
+    if (program.resume === "none") this.resume = undefined;
+  }
+
+  /** A batch a run suspended: executed here (or left), then the program runs again. */
+  resume? = async (ctx: RunContext, calls: readonly ToolCall[]): Promise<void> => {
+    if (this.program.resume === "execute" || this.state.draining) await ctx.executeTools(calls);
+    return this.run(ctx);
+  };
 
   async run(ctx: RunContext): Promise<void> {
     if (this.state.draining) return runTurns(ctx, () => toolLoop(ctx));
