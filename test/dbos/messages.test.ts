@@ -1,5 +1,6 @@
 import { type DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
 import pg from "pg";
@@ -44,12 +45,12 @@ const wait = defineTool({
  * Calls `wait` first; then answers what it last heard: a user message is echoed, a tool result
  * acknowledged. The last reply streams slowly when the prompt asks for it ("slow").
  */
-function echoModel() {
+function echoModel(tool = "wait") {
   const reply = (options: { prompt: { role: string; content: unknown }[] }): ScriptPart[] => {
     const prompt = options.prompt;
     const tools = (options as { tools?: unknown[] }).tools ?? [];
     if (tools.length > 0 && !prompt.some((message) => message.role === "assistant"))
-      return [script.toolCall("wait", {}, { id: "w1" })];
+      return [script.toolCall(tool, {}, { id: "w1" })];
     const last = prompt.at(-1);
     if (last?.role !== "user") {
       const slow = JSON.stringify(prompt[1]?.content).includes("slow");
@@ -76,6 +77,23 @@ beforeAll(async () => {
     agents: {
       echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
       lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
+      // Its model call after the tool fails; a later run gets the echo model.
+      failing: () => {
+        const echo = echoModel();
+        let calls = 0;
+        const provider: LanguageModelV4 = {
+          specificationVersion: "v4",
+          provider: "test",
+          modelId: "failing-once",
+          supportedUrls: {},
+          doGenerate: (options) => echo.doGenerate(options),
+          doStream: (options) =>
+            ++calls === 2 ? Promise.reject(new Error("the provider is down")) : echo.doStream(options),
+        };
+        return new Agent({ provider, tools: [wait] });
+      },
+      // Runs out of its 300 ms while its tool hangs (until the timeout aborts it).
+      short: () => new Agent({ provider: echoModel("hang"), tools: [hang], timeouts: { totalMs: 300 } }),
       hanging: () =>
         new Agent({
           provider: scriptedModel([[script.toolCall("hang", {}, { id: "h1" })], [script.text("never")]]),
@@ -152,6 +170,47 @@ describe("steering and follow-ups of a durable run", () => {
     expect(userTexts(result.messages)).toEqual(["Hello.", "Late news."]);
     const continued = await runtime.events("late.2");
     expect(continued.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
+  for (const queue of ["steer", "followUp"] as const)
+    it(`a message ${queue}() took is read also when the run then fails: it continues the workflow in a run of its own`, async () => {
+      hold();
+      const runId = `failed-${queue}`;
+      const run = await runtime.start("failing", "Wait, then answer.", { runId });
+      await untilStored(runId, "tool_call");
+      await runtime[queue](runId, "Try again.");
+      release();
+      const result = await run.result();
+      expect((await runtime.events(runId)).at(-1)).toMatchObject({ type: "agent_end", stopReason: "error" });
+      expect(result.runIds).toEqual([runId, `${runId}.2`]);
+      expect(result.stopReason).toBe("completed");
+      expect(result.text).toBe("heard: Try again.");
+      expect(userTexts(result.messages)).toEqual(["Wait, then answer.", "Try again."]);
+    });
+
+  it("a follow-up taken by a run that then runs out of time continues the workflow in a run of its own, with time of its own", async () => {
+    const run = await runtime.start("short", "Wait, then answer.", { runId: "timed-out" });
+    await untilStored("timed-out", "tool_call");
+    await runtime.followUp("timed-out", "Are you there?");
+    const result = await run.result();
+    expect((await runtime.events("timed-out")).at(-1)).toMatchObject({
+      type: "agent_end",
+      stopReason: "timeout",
+    });
+    expect(result.runIds).toEqual(["timed-out", "timed-out.2"]);
+    expect(result.stopReason).toBe("completed");
+    expect(result.text).toBe("heard: Are you there?");
+    // A replay of every recorded step ends as the first execution did: the timeout stays in the
+    // run it ended, and the run the follow-up continued in completes.
+    const steps = (await DBOS.listWorkflowSteps("timed-out")) ?? [];
+    const replay = await DBOS.forkWorkflow<typeof result>(
+      "timed-out",
+      Math.max(...steps.map((step) => step.functionID)) + 1,
+      { newWorkflowID: "timed-out-replay" },
+    );
+    const replayed = await replay.getResult();
+    expect([replayed.stopReason, replayed.text]).toEqual(["completed", "heard: Are you there?"]);
+    expect(replayed.messages).toEqual(result.messages);
   });
 
   it("a follow-up that meets the workflow closing its mailbox is run or refused, never taken and left unread", async () => {

@@ -136,6 +136,8 @@ export async function runDurably(
   container.registerInstance(ID_SOURCE, {
     // Called as each run begins: its time limit counts from its recorded start.
     runId: () => {
+      // An abort ends the run it was taken in (a timeout's run may be continued by a message).
+      taken = undefined;
       deadline.begin(clock.now(), executing);
       runIds.push(runIds.length === 0 ? workflowId : `${workflowId}.${runIds.length + 1}`);
       return runIds.at(-1) as string;
@@ -207,9 +209,11 @@ async function runToEnd(
       if (resumed !== undefined) result = await ended(resumed);
       continue;
     }
-    if (result.stopReason !== "completed") break;
-    // Received and not used (an orchestrator that did not ask for them), or sent after the last
-    // model call: they continue the conversation in a run of their own.
+    // A cancel ends the workflow, with whatever was sent to it.
+    if (result.stopReason === "aborted") break;
+    // Received and not used (an orchestrator that did not ask for them, a run that failed or ran
+    // out of time first), or sent after the last model call: they continue the conversation in a
+    // run of their own, whatever the run before ended with. They were taken: they are read.
     const late = await receiveMessages(clock);
     if (late.some((received) => received.queue === "cancel")) break;
     const left = agent.takeQueued();
