@@ -200,7 +200,10 @@ export class DurableRuntime {
 
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
-   * delivered to the run wherever it executes, even after its worker died. Throws
+   * delivered to the run wherever it executes, even after its worker died. Refuses an answer no run
+   * could take before anything is sent (`InvalidConfigError`, for a client tool's result
+   * `ClientToolError`: a `kind` other than "approval" or "tool-result", a `toolCallId` that is not
+   * a non-empty string, an `approved` that is not a boolean, …; see `checkAnswerShape`). Throws
    * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled), and refuses
    * a second answer to a call unless it is the same one again, which is taken as sent even after
    * the workflow ended (see `sendOnce`).
@@ -208,7 +211,7 @@ export class DurableRuntime {
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     return this.#watch.bounded(() =>
       sendOnce(
-        this.#pool,
+        async () => this.#pool,
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status),

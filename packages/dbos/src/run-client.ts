@@ -94,20 +94,20 @@ export class DurableRunClient {
 
   /**
    * Answers a run that waits for an approval or a client tool result, wherever it executes;
-   * `RunEndedError` when its workflow has ended. A second answer to a call is refused unless it
-   * is the same one again (see `DurableRuntime.answer()`).
+   * `RunEndedError` when its workflow has ended. An answer no run could take is refused before
+   * anything is sent, and a second answer to a call unless it is the same one again (see
+   * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(async () => {
-      const pool = await this.#withTables();
-      await sendOnce(
-        pool,
+    return this.#watch.bounded(() =>
+      sendOnce(
+        () => this.#withTables(),
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
         (sent) => this.#client.send(workflowId, sent, ANSWERS),
-      );
-    });
+      ),
+    );
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */

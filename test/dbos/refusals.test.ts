@@ -1,0 +1,124 @@
+import { type DurableAnswer, DurableRunClient, DurableRuntime } from "@agent-core/dbos";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
+
+// What the runtime and a client refuse, as docs/durable-runs.md says: answers no run could take
+// (refused before anything is sent or recorded).
+
+let postgres: ThrowawayPostgres;
+let databaseUrl: string;
+let pool: pg.Pool;
+let runtime: DurableRuntime;
+let client: DurableRunClient;
+let noteRuns = 0;
+
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({}),
+  execute: () => {
+    noteRuns++;
+    return "noted";
+  },
+});
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agent_core_refusals");
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  runtime = new DurableRuntime({
+    databaseUrl,
+    agents: {
+      approving: () =>
+        new Agent({
+          provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
+          tools: [note],
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
+    },
+  });
+  await runtime.launch();
+  client = await DurableRunClient.connect({ databaseUrl });
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close();
+  await runtime?.shutdown();
+  await pool?.end();
+  postgres?.stop();
+});
+
+/** Rejects with an error of that class and message. */
+async function refused(
+  promise: Promise<unknown>,
+  type: typeof InvalidConfigError | typeof ClientToolError,
+  message: string,
+): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(type);
+  expect((error as Error).message).toBe(message);
+}
+
+describe("an answer no run could take", () => {
+  it("is refused by the runtime and a client alike, and nothing is sent or recorded: a later denial is taken", async () => {
+    const runId = "badly-shaped";
+    const run = await runtime.start("approving", "Note it.", { runId });
+    await untilEvent(runtime, runId, "agent_end", 20_000);
+    const kind = `An answer's kind must be "approval" or "tool-result"`;
+    const toolCallId = "An answer's toolCallId must be a non-empty string";
+    const cases: [unknown, typeof InvalidConfigError | typeof ClientToolError, string][] = [
+      [{ kind: "approve", toolCallId: "n1", approved: false }, InvalidConfigError, `${kind}, got "approve".`],
+      [{ kind: "cancel" }, InvalidConfigError, `${kind}, got "cancel".`],
+      [{ toolCallId: "n1", approved: true }, InvalidConfigError, `${kind}, got undefined.`],
+      [
+        { kind: "approval", toolCallId: "n1", approved: "false" },
+        InvalidConfigError,
+        `An approval's approved must be true or false, got "false".`,
+      ],
+      [
+        { kind: "approval", toolCallId: "n1" },
+        InvalidConfigError,
+        "An approval's approved must be true or false, got undefined.",
+      ],
+      [
+        { kind: "approval", toolCallId: "n1", approved: 0 },
+        InvalidConfigError,
+        "An approval's approved must be true or false, got 0.",
+      ],
+      [{ kind: "approval", toolCallId: "", approved: true }, InvalidConfigError, `${toolCallId}, got "".`],
+      [{ kind: "approval", toolCallId: 1, approved: true }, InvalidConfigError, `${toolCallId}, got 1.`],
+      [
+        { kind: "tool-result", toolCallId: ["n1"], outcome: { result: 1 } },
+        ClientToolError,
+        `${toolCallId}, got an array.`,
+      ],
+      [
+        { kind: "approval", toolCallId: "n1", approved: true, sentAt: "now" },
+        InvalidConfigError,
+        `An answer's sentAt must be a finite number (ms since the epoch), got "now".`,
+      ],
+      [null, InvalidConfigError, "An answer must be an object, got null."],
+      ["approve", InvalidConfigError, `An answer must be an object, got "approve".`],
+    ];
+    for (const [answer, type, message] of cases) {
+      await refused(runtime.answer(runId, answer as DurableAnswer), type, message);
+      await refused(client.answer(runId, answer as DurableAnswer), type, message);
+    }
+    const recorded = await pool.query("SELECT 1 FROM agent_core_answers WHERE workflow_id = $1", [runId]);
+    expect(recorded.rowCount).toBe(0);
+    const sent = await pool.query("SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1", [runId]);
+    expect(sent.rowCount).toBe(0);
+    // The call is still undecided: a denial is taken, and the run goes on without running the tool.
+    await client.answer(runId, { kind: "approval", toolCallId: "n1", approved: false, reason: "No." });
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(noteRuns).toBe(0);
+  }, 60_000);
+});
