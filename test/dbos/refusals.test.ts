@@ -1,4 +1,4 @@
-import { type DurableAnswer, DurableRunClient, DurableRuntime } from "@agent-core/dbos";
+import { type DurableAnswer, DurableRunClient, DurableRuntime, RunFailedError } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
 import pg from "pg";
@@ -8,7 +8,8 @@ import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
 // What the runtime and a client refuse, as docs/durable-runs.md says: answers no run could take
-// (refused before anything is sent or recorded).
+// (refused before anything is sent or recorded), and agents the runtime does not have (the names
+// of an object's inherited properties too), at start and in the worker that takes a queued run.
 
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
@@ -33,6 +34,8 @@ beforeAll(async () => {
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   runtime = new DurableRuntime({
     databaseUrl,
+    // A worker of the queue a client enqueues on.
+    queue: {},
     agents: {
       approving: () =>
         new Agent({
@@ -121,4 +124,29 @@ describe("an answer no run could take", () => {
     expect((await run.result()).stopReason).toBe("completed");
     expect(noteRuns).toBe(0);
   }, 60_000);
+});
+
+describe("an agent name that is an inherited property of an object", () => {
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
+    "%s is refused by start() as a name the runtime does not have, and a worker fails a queued run of it with invalid_config",
+    async (name) => {
+      await refused(
+        runtime.start(name, "Hi."),
+        InvalidConfigError,
+        `No agent "${name}"; registered: approving.`,
+      );
+      // Enqueued by a client, which knows no agents: the worker that takes it has none of that name.
+      const runId = await client.start(name, "Hi.", { runId: `inherited-${name}` });
+      const error = await client.result(runId).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect(error).toBeInstanceOf(RunFailedError);
+      expect((error as RunFailedError).failure).toEqual({
+        code: "invalid_config",
+        message: `No agent "${name}" in this process.`,
+      });
+    },
+    30_000,
+  );
 });

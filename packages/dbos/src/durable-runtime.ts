@@ -159,7 +159,8 @@ export class DurableRuntime {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
     checkRunId(options.runId);
-    if (!(agentName in this.#options.agents))
+    // Its own: "constructor", "toString", "__proto__", … are no agents of `agents`, though `in` finds them.
+    if (!Object.hasOwn(this.#options.agents, agentName))
       throw new InvalidConfigError(
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
@@ -307,7 +308,7 @@ export class DurableRuntime {
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
-    const make = this.#options.agents[agentName];
+    const make = Object.hasOwn(this.#options.agents, agentName) ? this.#options.agents[agentName] : undefined;
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
     let agent: Agent;
     try {
