@@ -1,15 +1,29 @@
-import { type DurableAnswer, DurableRunClient, DurableRuntime, RunFailedError } from "@agent-core/dbos";
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import {
+  type DurableAnswer,
+  DurableRunClient,
+  DurableRuntime,
+  RunEndedError,
+  RunFailedError,
+  UnknownRunError,
+} from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { durableServer } from "./harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
 // What the runtime and a client refuse, as docs/durable-runs.md says: answers no run could take
 // (refused before anything is sent or recorded), and agents the runtime does not have (the names
 // of an object's inherited properties too), at start and in the worker that takes a queued run.
+// And a client on a database where no worker has launched yet: what it refuses is what it refuses
+// anywhere, and the runs it starts wait for the first worker.
+
+const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
@@ -59,7 +73,7 @@ afterAll(async () => {
 /** Rejects with an error of that class and message. */
 async function refused(
   promise: Promise<unknown>,
-  type: typeof InvalidConfigError | typeof ClientToolError,
+  type: abstract new (...args: never[]) => Error,
   message: string,
 ): Promise<void> {
   const error = await promise.then(
@@ -149,4 +163,61 @@ describe("an agent name that is an inherited property of an object", () => {
     },
     30_000,
   );
+});
+
+describe("a database where no worker has launched yet", () => {
+  it("a client refuses ids no workflow has as anywhere, and the runs it starts (over HTTP too) wait for the first worker, which runs them", async () => {
+    const freshUrl = await postgres.createDatabase("agent_core_fresh");
+    const fresh = await DurableRunClient.connect({ databaseUrl: freshUrl });
+    const server = await durableServer({ databaseUrl: freshUrl, runs: fresh, agentName: "adder" });
+    let worker: ChildProcess | undefined;
+    try {
+      await refused(fresh.result("nobody"), UnknownRunError, 'No durable run "nobody".');
+      await refused(fresh.cancel("nobody"), UnknownRunError, 'No durable run "nobody".');
+      const ended = 'Durable run "nobody" has ended (or does not exist): it takes no more messages.';
+      await refused(
+        fresh.answer("nobody", { kind: "approval", toolCallId: "n1", approved: true }),
+        RunEndedError,
+        ended,
+      );
+      await refused(fresh.steer("nobody", "Hi."), RunEndedError, ended);
+      await refused(fresh.followUp("nobody", "Hi."), RunEndedError, ended);
+      const response = await fetch(`${server.url}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "Add them." }),
+      });
+      expect(response.status).toBe(200);
+      const streamed = response.text();
+      const runId = await fresh.start("adder", "Add them.", { runId: "before-any-worker" });
+      expect(runId).toBe("before-any-worker");
+      // The first worker launches, and takes both from the queue.
+      worker = spawn(
+        process.execPath,
+        ["--import", "tsx", "--conditions=@agent-core/source", WORKER, "work", freshUrl, "-", "sequential"],
+        { stdio: "ignore" },
+      );
+      expect(await fresh.result(runId)).toMatchObject({ stopReason: "completed", text: "3, 7 and 11." });
+      const lines = (await streamed).trim().split("\n");
+      expect(JSON.parse(lines.at(-1) as string)).toMatchObject({
+        type: "agent_end",
+        stopReason: "completed",
+      });
+    } finally {
+      worker?.kill("SIGKILL");
+      await server.close();
+      await fresh.close();
+    }
+  }, 90_000);
+
+  it("a client whose role may not create DBOS's tables there is refused at connect(): no_worker_launched", async () => {
+    const url = new URL(await postgres.createDatabase("agent_core_fresh_reader"));
+    await pool.query("CREATE ROLE reader LOGIN");
+    url.username = "reader";
+    await expect(DurableRunClient.connect({ databaseUrl: url.href })).rejects.toMatchObject({
+      code: "no_worker_launched",
+      message:
+        "No worker has launched on this database yet, and DBOS's system tables could not be created: permission denied for database agent_core_fresh_reader",
+    });
+  }, 30_000);
 });

@@ -1,7 +1,7 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable, connectionPool } from "./database.js";
+import { checkReachable, connectionPool, createSystemTables } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
@@ -44,7 +44,9 @@ export class DurableRunClient {
 
   /**
    * `databaseTimeoutMs`: how long the client's calls wait on a database that does not answer
-   * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s.
+   * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s. On a
+   * database where no worker has launched yet, it makes DBOS's system tables, as a launch would
+   * (see `createSystemTables`): runs started then wait in the queue for the first worker.
    */
   static async connect(options: {
     databaseUrl: string;
@@ -52,7 +54,8 @@ export class DurableRunClient {
     queue?: string;
     databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
-    await checkReachable(options.databaseUrl);
+    // On a database where no worker has launched yet, its calls would find no DBOS tables.
+    if (!(await checkReachable(options.databaseUrl))) await createSystemTables(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
