@@ -2,7 +2,13 @@ import { createHash, randomUUID } from "node:crypto";
 import { ClientToolError, canonicalJson, InvalidConfigError } from "@agent-core/core";
 import type { Pool } from "pg";
 import { inTransaction } from "./database.js";
-import { checkAnswer, type DurableAnswer, stamped } from "./durable-messages.js";
+import {
+  type CallAnswer,
+  checkAnswer,
+  checkAnswerShape,
+  type DurableAnswer,
+  stamped,
+} from "./durable-messages.js";
 import { EventStore } from "./event-store.js";
 
 /**
@@ -11,9 +17,6 @@ import { EventStore } from "./event-store.js";
  * sent. Sent on, it would reach a workflow that takes the first answer and drops the rest unseen:
  * a denial after an approval would look taken and change nothing.
  */
-
-/** An answer to one call: what the ledger keeps one of. */
-type CallAnswer = Exclude<DurableAnswer, { kind: "cancel" }>;
 
 export async function createAnswersTable(pool: Pick<Pool, "query">): Promise<void> {
   await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_answers (
@@ -27,10 +30,12 @@ export async function createAnswersTable(pool: Pick<Pool, "query">): Promise<voi
 }
 
 /**
- * Sends `answer` with `send` unless the call has had one (a cancel, for no call, is sent as it
- * is). The same answer again (a retried send) is taken as sent, whatever the run has done since,
- * its end included: nothing is sent twice. Another answer is refused as the agent refuses a second
- * one in process: `InvalidConfigError` (`Tool call "<id>" was already approved.`, or denied) or
+ * Sends `answer` with `send` unless the call has had one. An answer no run could take is refused
+ * first, before `connection` is asked for the pool (see `checkAnswerShape`: a `kind` other than
+ * "approval" or "tool-result", a cancel's too, an `approved` that is not a boolean, …). The same
+ * answer again (a retried send) is taken as sent, whatever the run has done since, its end
+ * included: nothing is sent twice. Another answer is refused as the agent refuses a second one in
+ * process: `InvalidConfigError` (`Tool call "<id>" was already approved.`, or denied) or
  * `ClientToolError` (`Client tool call "<id>" already has its result.`), whatever the run has done
  * since. A first answer is sent only if `takesMessages` resolves (it throws `RunEndedError` for a
  * workflow that has ended), and checked as `checkAnswer` does. The answers to a workflow go one at
@@ -38,17 +43,16 @@ export async function createAnswersTable(pool: Pick<Pool, "query">): Promise<voi
  * of two sent at once, the second sees the first.
  */
 export async function sendOnce(
-  pool: Pool,
+  connection: () => Promise<Pool>,
   workflowId: string,
   answer: DurableAnswer,
   takesMessages: () => Promise<void>,
   send: (answer: DurableAnswer) => Promise<void>,
 ): Promise<void> {
-  if (answer.kind === "cancel") {
-    await takesMessages();
-    return send(stamped(answer));
-  }
+  // Before anything is read, sent or recorded: what no run could take, whatever it has done.
+  checkAnswerShape(answer);
   const digest = digestOf(answer);
+  const pool = await connection();
   // Everything on the one connection that holds the lock: waiting for a second one while holding
   // it, answers at once could take every connection of the pool and wait for one another.
   await inTransaction(pool, async (client) => {

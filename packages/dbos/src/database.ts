@@ -1,4 +1,5 @@
 import { AgentError, errorMessage, InvalidConfigError } from "@agent-core/core";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 
 /**
@@ -12,12 +13,14 @@ export const CONNECT_TIMEOUT_MS = 10_000;
  * Throws unless the database answers: DBOS's client connects lazily and retries a refused
  * connection without end (a wrong URL would make every later call hang instead of failing), and
  * a launch that fails halfway leaves DBOS holding the process open. `missingIsFine`: a server that
- * answers but has no such database is fine (a launch creates it).
+ * answers but has no such database is fine (a launch creates it). Resolves with whether DBOS's
+ * system tables are in the database (false until a worker has launched on it, or
+ * `createSystemTables` made them).
  */
 export async function checkReachable(
   databaseUrl: string,
   options: { missingIsFine?: boolean } = {},
-): Promise<void> {
+): Promise<boolean> {
   if (typeof databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new InvalidConfigError(
       `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
@@ -29,12 +32,41 @@ export async function checkReachable(
   try {
     await probe.connect();
     await probe.query("SELECT 1");
+    const { rows } = await probe.query<{ made: boolean }>(
+      `SELECT to_regclass('${SYSTEM_TABLE}') IS NOT NULL AS made`,
+    );
+    return rows[0]?.made === true;
   } catch (error) {
     // A database that does not exist yet, on a server that answers: DBOS creates it at launch.
-    if (options.missingIsFine && (error as { code?: unknown }).code === "3D000") return;
+    if (options.missingIsFine && (error as { code?: unknown }).code === "3D000") return false;
     throw unreachable(error);
   } finally {
     await probe.end().catch(() => {});
+  }
+}
+
+/** A table of DBOS's system schema (the default one, `dbos`, as the runtime's): there once DBOS made them. */
+const SYSTEM_TABLE = "dbos.workflow_status";
+
+/**
+ * Makes DBOS's system tables in a database where no worker has launched yet, as a worker's launch
+ * does (`DBOS.migrate`, DBOS's own way to make them without launching): a client's calls read
+ * and write them (a run enqueued there waits for the first worker). A connection that fails
+ * rejects as `checkReachable` does; anything else (a role that may not create a schema) with an
+ * `AgentError` of code `no_worker_launched`, saying so.
+ */
+export async function createSystemTables(databaseUrl: string): Promise<void> {
+  try {
+    await DBOS.migrate(databaseUrl);
+  } catch (error) {
+    // DBOS wraps a connect that failed, keeping what failed as `error`.
+    const cause = (error as { error?: unknown }).error ?? error;
+    if (isConnectionError(error) || isConnectionError(cause)) throw unreachable(cause);
+    throw new AgentError(
+      "no_worker_launched",
+      `No worker has launched on this database yet, and DBOS's system tables could not be created: ${errorMessage(error)}`,
+      { cause: error },
+    );
   }
 }
 

@@ -127,24 +127,62 @@ export async function resultOf<T>(runId: string, result: Promise<T>): Promise<T>
   }
 }
 
+/** An answer to one call: what `answer()` takes (a cancel is `cancel()`'s own). */
+export type CallAnswer = Exclude<DurableAnswer, { kind: "cancel" }>;
+
+/**
+ * Throws, before anything is sent or recorded, unless `answer` is one a run could take, whatever
+ * the run: an object whose `kind` is "approval" or "tool-result" (else `InvalidConfigError`),
+ * whose `toolCallId` is a non-empty string, an approval's `approved` a boolean and its `reason`
+ * (if any) a string, a result's `outcome` `{ result }` or `{ error: string }`, and whose `sentAt`
+ * (if any) is a finite number; each refused as the agent refuses it in process: for an approval
+ * `InvalidConfigError`, for a result `ClientToolError`. Taken, `approved: "false"` would approve
+ * in the workflow (a string is true) while the answers' ledger recorded a denial.
+ */
+export function checkAnswerShape(answer: unknown): asserts answer is CallAnswer {
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer))
+    throw new InvalidConfigError(`An answer must be an object, got ${shown(answer)}.`);
+  const { kind, toolCallId, sentAt } = answer as Record<string, unknown>;
+  if (kind !== "approval" && kind !== "tool-result")
+    throw new InvalidConfigError(`An answer's kind must be "approval" or "tool-result", got ${shown(kind)}.`);
+  const Refusal = kind === "approval" ? InvalidConfigError : ClientToolError;
+  if (typeof toolCallId !== "string" || toolCallId === "")
+    throw new Refusal(`An answer's toolCallId must be a non-empty string, got ${shown(toolCallId)}.`);
+  if (sentAt !== undefined && (typeof sentAt !== "number" || !Number.isFinite(sentAt)))
+    throw new Refusal(
+      `An answer's sentAt must be a finite number (ms since the epoch), got ${shown(sentAt)}.`,
+    );
+  if (kind === "tool-result")
+    return checkClientToolOutcome(toolCallId, (answer as { outcome?: unknown }).outcome);
+  const { approved, reason } = answer as { approved?: unknown; reason?: unknown };
+  if (typeof approved !== "boolean")
+    throw new InvalidConfigError(`An approval's approved must be true or false, got ${shown(approved)}.`);
+  if (reason !== undefined && typeof reason !== "string")
+    throw new InvalidConfigError(`A denial's reason must be a string, got ${typeof reason}.`);
+}
+
+/** A value as a refusal shows it: a string quoted (and cut), a number or boolean as it is, else its type. */
+function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === "number" || typeof value === "boolean" || value === undefined || value === null)
+    return String(value);
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
 /**
  * Throws, as the agent's `approve()`, `deny()` or `submitToolResult()` would in process, when the
- * run could not take the answer: a denial's reason that is not text, an outcome that is neither
- * `{ result }` nor `{ error: string }`, or (when the workflow's last run has ended waiting) a call
- * it does not wait for. In the workflow such an answer would be dropped, and the run would go on
- * waiting until `answerTimeoutMs` with no one told why. A run that has not suspended yet is not
- * checked: an answer sent before it waits is kept for its wait.
+ * workflow's last run has ended waiting and does not wait for the answer's call. In the workflow
+ * such an answer would be dropped, and the run would go on waiting until `answerTimeoutMs` with
+ * no one told why. A run that has not suspended yet is not checked: an answer sent before it
+ * waits is kept for its wait. (What no run could take, `checkAnswerShape` refuses first.)
  */
 export async function checkAnswer(
   store: Pick<EventStore, "lastRun" | "last">,
   workflowId: string,
-  answer: DurableAnswer,
+  answer: CallAnswer,
 ): Promise<void> {
-  if (answer.kind === "cancel") return;
   const { toolCallId } = answer;
-  if (answer.kind === "approval" && answer.reason !== undefined && typeof answer.reason !== "string")
-    throw new InvalidConfigError(`A denial's reason must be a string, got ${typeof answer.reason}.`);
-  if (answer.kind === "tool-result") checkClientToolOutcome(toolCallId, answer.outcome);
   const last = await store.last(await store.lastRun(workflowId));
   if (last?.type !== "agent_end") return;
   const waits = (calls: { toolCallId: string }[] | undefined) =>

@@ -159,7 +159,8 @@ export class DurableRuntime {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
     checkRunId(options.runId);
-    if (!(agentName in this.#options.agents))
+    // Its own: "constructor", "toString", "__proto__", … are no agents of `agents`, though `in` finds them.
+    if (!Object.hasOwn(this.#options.agents, agentName))
       throw new InvalidConfigError(
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
@@ -200,7 +201,10 @@ export class DurableRuntime {
 
   /**
    * Answers a run that waits (`awaiting_approval` or `awaiting_client_tool`): a durable message,
-   * delivered to the run wherever it executes, even after its worker died. Throws
+   * delivered to the run wherever it executes, even after its worker died. Refuses an answer no run
+   * could take before anything is sent (`InvalidConfigError`, for a client tool's result
+   * `ClientToolError`: a `kind` other than "approval" or "tool-result", a `toolCallId` that is not
+   * a non-empty string, an `approved` that is not a boolean, …; see `checkAnswerShape`). Throws
    * `RunEndedError` when the workflow has ended (its wait timed out, it was cancelled), and refuses
    * a second answer to a call unless it is the same one again, which is taken as sent even after
    * the workflow ended (see `sendOnce`).
@@ -208,7 +212,7 @@ export class DurableRuntime {
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
     return this.#watch.bounded(() =>
       sendOnce(
-        this.#pool,
+        async () => this.#pool,
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status),
@@ -304,7 +308,7 @@ export class DurableRuntime {
   }
 
   async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
-    const make = this.#options.agents[agentName];
+    const make = Object.hasOwn(this.#options.agents, agentName) ? this.#options.agents[agentName] : undefined;
     if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
     let agent: Agent;
     try {

@@ -1,7 +1,7 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable, connectionPool } from "./database.js";
+import { checkReachable, connectionPool, createSystemTables } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
@@ -44,7 +44,9 @@ export class DurableRunClient {
 
   /**
    * `databaseTimeoutMs`: how long the client's calls wait on a database that does not answer
-   * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s.
+   * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s. On a
+   * database where no worker has launched yet, it makes DBOS's system tables, as a launch would
+   * (see `createSystemTables`): runs started then wait in the queue for the first worker.
    */
   static async connect(options: {
     databaseUrl: string;
@@ -52,7 +54,8 @@ export class DurableRunClient {
     queue?: string;
     databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
-    await checkReachable(options.databaseUrl);
+    // On a database where no worker has launched yet, its calls would find no DBOS tables.
+    if (!(await checkReachable(options.databaseUrl))) await createSystemTables(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
@@ -94,20 +97,20 @@ export class DurableRunClient {
 
   /**
    * Answers a run that waits for an approval or a client tool result, wherever it executes;
-   * `RunEndedError` when its workflow has ended. A second answer to a call is refused unless it
-   * is the same one again (see `DurableRuntime.answer()`).
+   * `RunEndedError` when its workflow has ended. An answer no run could take is refused before
+   * anything is sent, and a second answer to a call unless it is the same one again (see
+   * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(async () => {
-      const pool = await this.#withTables();
-      await sendOnce(
-        pool,
+    return this.#watch.bounded(() =>
+      sendOnce(
+        () => this.#withTables(),
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
         (sent) => this.#client.send(workflowId, sent, ANSWERS),
-      );
-    });
+      ),
+    );
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */

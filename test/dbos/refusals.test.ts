@@ -1,0 +1,223 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import {
+  type DurableAnswer,
+  DurableRunClient,
+  DurableRuntime,
+  RunEndedError,
+  RunFailedError,
+  UnknownRunError,
+} from "@agent-core/dbos";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { durableServer } from "./harness.js";
+import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { untilEvent } from "./until-event.js";
+
+// What the runtime and a client refuse, as docs/durable-runs.md says: answers no run could take
+// (refused before anything is sent or recorded), and agents the runtime does not have (the names
+// of an object's inherited properties too), at start and in the worker that takes a queued run.
+// And a client on a database where no worker has launched yet: what it refuses is what it refuses
+// anywhere, and the runs it starts wait for the first worker.
+
+const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
+
+let postgres: ThrowawayPostgres;
+let databaseUrl: string;
+let pool: pg.Pool;
+let runtime: DurableRuntime;
+let client: DurableRunClient;
+let noteRuns = 0;
+
+const note = defineTool({
+  name: "note",
+  description: "Takes a note",
+  inputSchema: z.object({}),
+  execute: () => {
+    noteRuns++;
+    return "noted";
+  },
+});
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agent_core_refusals");
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  runtime = new DurableRuntime({
+    databaseUrl,
+    // A worker of the queue a client enqueues on.
+    queue: {},
+    agents: {
+      approving: () =>
+        new Agent({
+          provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
+          tools: [note],
+          beforeToolCall: () => ({ requireApproval: true }),
+        }),
+    },
+  });
+  await runtime.launch();
+  client = await DurableRunClient.connect({ databaseUrl });
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close();
+  await runtime?.shutdown();
+  await pool?.end();
+  postgres?.stop();
+});
+
+/** Rejects with an error of that class and message. */
+async function refused(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => Error,
+  message: string,
+): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(type);
+  expect((error as Error).message).toBe(message);
+}
+
+describe("an answer no run could take", () => {
+  it("is refused by the runtime and a client alike, and nothing is sent or recorded: a later denial is taken", async () => {
+    const runId = "badly-shaped";
+    const run = await runtime.start("approving", "Note it.", { runId });
+    await untilEvent(runtime, runId, "agent_end", 20_000);
+    const kind = `An answer's kind must be "approval" or "tool-result"`;
+    const toolCallId = "An answer's toolCallId must be a non-empty string";
+    const cases: [unknown, typeof InvalidConfigError | typeof ClientToolError, string][] = [
+      [{ kind: "approve", toolCallId: "n1", approved: false }, InvalidConfigError, `${kind}, got "approve".`],
+      [{ kind: "cancel" }, InvalidConfigError, `${kind}, got "cancel".`],
+      [{ toolCallId: "n1", approved: true }, InvalidConfigError, `${kind}, got undefined.`],
+      [
+        { kind: "approval", toolCallId: "n1", approved: "false" },
+        InvalidConfigError,
+        `An approval's approved must be true or false, got "false".`,
+      ],
+      [
+        { kind: "approval", toolCallId: "n1" },
+        InvalidConfigError,
+        "An approval's approved must be true or false, got undefined.",
+      ],
+      [
+        { kind: "approval", toolCallId: "n1", approved: 0 },
+        InvalidConfigError,
+        "An approval's approved must be true or false, got 0.",
+      ],
+      [{ kind: "approval", toolCallId: "", approved: true }, InvalidConfigError, `${toolCallId}, got "".`],
+      [{ kind: "approval", toolCallId: 1, approved: true }, InvalidConfigError, `${toolCallId}, got 1.`],
+      [
+        { kind: "tool-result", toolCallId: ["n1"], outcome: { result: 1 } },
+        ClientToolError,
+        `${toolCallId}, got an array.`,
+      ],
+      [
+        { kind: "approval", toolCallId: "n1", approved: true, sentAt: "now" },
+        InvalidConfigError,
+        `An answer's sentAt must be a finite number (ms since the epoch), got "now".`,
+      ],
+      [null, InvalidConfigError, "An answer must be an object, got null."],
+      ["approve", InvalidConfigError, `An answer must be an object, got "approve".`],
+    ];
+    for (const [answer, type, message] of cases) {
+      await refused(runtime.answer(runId, answer as DurableAnswer), type, message);
+      await refused(client.answer(runId, answer as DurableAnswer), type, message);
+    }
+    const recorded = await pool.query("SELECT 1 FROM agent_core_answers WHERE workflow_id = $1", [runId]);
+    expect(recorded.rowCount).toBe(0);
+    const sent = await pool.query("SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1", [runId]);
+    expect(sent.rowCount).toBe(0);
+    // The call is still undecided: a denial is taken, and the run goes on without running the tool.
+    await client.answer(runId, { kind: "approval", toolCallId: "n1", approved: false, reason: "No." });
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(noteRuns).toBe(0);
+  }, 60_000);
+});
+
+describe("an agent name that is an inherited property of an object", () => {
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
+    "%s is refused by start() as a name the runtime does not have, and a worker fails a queued run of it with invalid_config",
+    async (name) => {
+      await refused(
+        runtime.start(name, "Hi."),
+        InvalidConfigError,
+        `No agent "${name}"; registered: approving.`,
+      );
+      // Enqueued by a client, which knows no agents: the worker that takes it has none of that name.
+      const runId = await client.start(name, "Hi.", { runId: `inherited-${name}` });
+      const error = await client.result(runId).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect(error).toBeInstanceOf(RunFailedError);
+      expect((error as RunFailedError).failure).toEqual({
+        code: "invalid_config",
+        message: `No agent "${name}" in this process.`,
+      });
+    },
+    30_000,
+  );
+});
+
+describe("a database where no worker has launched yet", () => {
+  it("a client refuses ids no workflow has as anywhere, and the runs it starts (over HTTP too) wait for the first worker, which runs them", async () => {
+    const freshUrl = await postgres.createDatabase("agent_core_fresh");
+    const fresh = await DurableRunClient.connect({ databaseUrl: freshUrl });
+    const server = await durableServer({ databaseUrl: freshUrl, runs: fresh, agentName: "adder" });
+    let worker: ChildProcess | undefined;
+    try {
+      await refused(fresh.result("nobody"), UnknownRunError, 'No durable run "nobody".');
+      await refused(fresh.cancel("nobody"), UnknownRunError, 'No durable run "nobody".');
+      const ended = 'Durable run "nobody" has ended (or does not exist): it takes no more messages.';
+      await refused(
+        fresh.answer("nobody", { kind: "approval", toolCallId: "n1", approved: true }),
+        RunEndedError,
+        ended,
+      );
+      await refused(fresh.steer("nobody", "Hi."), RunEndedError, ended);
+      await refused(fresh.followUp("nobody", "Hi."), RunEndedError, ended);
+      const response = await fetch(`${server.url}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "Add them." }),
+      });
+      expect(response.status).toBe(200);
+      const streamed = response.text();
+      const runId = await fresh.start("adder", "Add them.", { runId: "before-any-worker" });
+      expect(runId).toBe("before-any-worker");
+      // The first worker launches, and takes both from the queue.
+      worker = spawn(
+        process.execPath,
+        ["--import", "tsx", "--conditions=@agent-core/source", WORKER, "work", freshUrl, "-", "sequential"],
+        { stdio: "ignore" },
+      );
+      expect(await fresh.result(runId)).toMatchObject({ stopReason: "completed", text: "3, 7 and 11." });
+      const lines = (await streamed).trim().split("\n");
+      expect(JSON.parse(lines.at(-1) as string)).toMatchObject({
+        type: "agent_end",
+        stopReason: "completed",
+      });
+    } finally {
+      worker?.kill("SIGKILL");
+      await server.close();
+      await fresh.close();
+    }
+  }, 90_000);
+
+  it("a client whose role may not create DBOS's tables there is refused at connect(): no_worker_launched", async () => {
+    const url = new URL(await postgres.createDatabase("agent_core_fresh_reader"));
+    await pool.query("CREATE ROLE reader LOGIN");
+    url.username = "reader";
+    await expect(DurableRunClient.connect({ databaseUrl: url.href })).rejects.toMatchObject({
+      code: "no_worker_launched",
+      message:
+        "No worker has launched on this database yet, and DBOS's system tables could not be created: permission denied for database agent_core_fresh_reader",
+    });
+  }, 30_000);
+});
