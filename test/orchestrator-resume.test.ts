@@ -50,6 +50,18 @@ function listen(agent: Agent): AgentEvent[] {
   return heard;
 }
 
+/** An agent of `pay` and `note` under `orchestrator`, its model answering "done" each time. */
+function agentOf(orchestrator: Orchestrator, answers = 1): Agent {
+  const replies = Array.from({ length: answers }, () => [script.text("done")]);
+  return new Agent({ provider: scriptedModel(replies), tools: [pay, note], orchestrator });
+}
+
+/** The history's tool results, as [call id, status]. */
+const answered = (agent: Agent) =>
+  agent.messages
+    .filter((message): message is ToolResultMessage => message.role === "toolResult")
+    .map((message) => [message.toolCallId, message.status]);
+
 /**
  * Its first run appends two calls, one of which waits for approval; a later run only answers. Its
  * state across runs: how many batches ran, and how many runs it saw.
@@ -104,11 +116,7 @@ describe("Orchestrator.resume", () => {
   it("is called with the suspended calls instead of run; its executeTools takes the decisions, with its own hooks", async () => {
     ran.length = 0;
     const loop = new CountingLoop();
-    const agent = new Agent({
-      provider: scriptedModel([[script.text("done")]]),
-      tools: [pay, note],
-      orchestrator: loop,
-    });
+    const agent = agentOf(loop);
     const first = await agent.prompt("go").result();
     expect(first.stopReason).toBe("awaiting_approval");
     expect(ran).toEqual([]);
@@ -129,19 +137,12 @@ describe("Orchestrator.resume", () => {
   it("takes a denial too, as the run's own resume would", async () => {
     ran.length = 0;
     const loop = new CountingLoop();
-    const agent = new Agent({
-      provider: scriptedModel([[script.text("done")]]),
-      tools: [pay, note],
-      orchestrator: loop,
-    });
+    const agent = agentOf(loop);
     await agent.prompt("go").result();
     const result = await agent.deny("c1", "too much")?.result();
     expect(result?.stopReason).toBe("completed");
     expect(ran).toEqual(["note x"]);
-    const answers = agent.messages.filter(
-      (message): message is ToolResultMessage => message.role === "toolResult",
-    );
-    expect(answers.map((message) => [message.toolCallId, message.status])).toEqual([
+    expect(answered(agent)).toEqual([
       ["c1", "denied"],
       ["c2", "ok"],
     ]);
@@ -150,38 +151,24 @@ describe("Orchestrator.resume", () => {
   it("answers the calls a resume left unrun when it calls the model instead, and the history stays valid", async () => {
     ran.length = 0;
     const loop = new CountingLoop("leave them");
-    const agent = new Agent({
-      provider: scriptedModel([[script.text("done")]]),
-      tools: [pay, note],
-      orchestrator: loop,
-    });
+    const agent = agentOf(loop);
     await agent.prompt("go").result();
     const result = await agent.approve("c1")?.result();
     expect(result?.stopReason).toBe("completed");
     expect(ran).toEqual([]);
     expect(validateTranscript(agent.messages)).toEqual([]);
-    const answers = agent.messages.filter(
-      (message): message is ToolResultMessage => message.role === "toolResult",
-    );
-    expect(answers.map((message) => message.status)).toEqual(["error", "error"]);
+    expect(answered(agent).map(([, status]) => status)).toEqual(["error", "error"]);
   });
 
   it("is not called when a new prompt goes on past the batch: the run resumes it and calls run", async () => {
     const loop = new CountingLoop();
-    const agent = new Agent({
-      provider: scriptedModel([[script.text("done")], [script.text("done again")]]),
-      tools: [pay, note],
-      orchestrator: loop,
-    });
+    const agent = agentOf(loop, 2);
     await agent.prompt("go").result();
     const next = await agent.prompt("something else").result();
     expect(loop.resumed).toEqual([]);
     expect(next.stopReason).toBe("completed");
     // The run resumed the batch itself (denied: not approved before the conversation went on).
-    const answers = agent.messages.filter(
-      (message): message is ToolResultMessage => message.role === "toolResult",
-    );
-    expect(answers.map((message) => [message.toolCallId, message.status])).toEqual([
+    expect(answered(agent)).toEqual([
       ["c1", "denied"],
       ["c2", "ok"],
     ]);
@@ -190,11 +177,7 @@ describe("Orchestrator.resume", () => {
   it("without resume, the run runs the batch and then calls run (the loop starts over)", async () => {
     ran.length = 0;
     const loop = new CountingLoop("none");
-    const agent = new Agent({
-      provider: scriptedModel([[script.text("done")]]),
-      tools: [pay, note],
-      orchestrator: loop,
-    });
+    const agent = agentOf(loop);
     await agent.prompt("go").result();
     const heard = listen(agent);
     const result = await agent.approve("c1")?.result();
