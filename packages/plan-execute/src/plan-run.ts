@@ -1,0 +1,329 @@
+import {
+  AgentError,
+  type AgentMessage,
+  type AssistantMessage,
+  AwaitingApprovalError,
+  AwaitingClientToolError,
+  type LlmMessage,
+  type RunContext,
+  StructuredOutputError,
+  type ToolCall,
+  type ToolResultMessage,
+} from "@agent-core/core";
+import {
+  normalizePlan,
+  type PlanReply,
+  type PlanStep,
+  planSchema,
+  resolveRefs,
+  validatePlan,
+} from "./plan.js";
+import { type Progress, planningPrompt, repairRequest, replanRequest, synthesisPrompt } from "./prompts.js";
+
+// One turn of plan-execute (plan, execute with replanning, synthesize), and the waves it runs.
+
+/** The planner could not produce a usable plan. */
+export class PlanError extends AgentError {
+  constructor(message: string, cause?: unknown) {
+    super("invalid_plan", message, { cause });
+  }
+}
+
+/** Where the orchestrator holds the waves whose batch runs or waits (see `PlanExecuteOrchestrator`). */
+export interface WaveBook {
+  hold(wave: Wave): void;
+  drop(wave: Wave): void;
+}
+
+/** A wave of steps: its calls, and where its plan goes on once its batch has run (in a later run, when it suspends). */
+export interface Wave {
+  readonly run: PlanRun;
+  readonly calls: readonly ToolCall[];
+  readonly byCallId: ReadonlyMap<string, PlanStep>;
+  /** A step of the wave already failed before its batch (its reference did not resolve). */
+  readonly failedBefore: boolean;
+  /** The plan the wave belongs to, and its steps still to run after the wave. */
+  readonly plan: PlanStep[];
+  readonly pending: PlanStep[];
+}
+
+/** One turn: plan, execute with replanning, synthesize. */
+export class PlanRun {
+  readonly #results = new Map<string, unknown>();
+  readonly #failed = new Map<string, string>();
+  readonly #done: { step: PlanStep; result: unknown }[] = [];
+  /**
+   * The plan the last `plan_created` announced: a step's `index` and `stepCount` are its place in
+   * it, also for the steps that go on without a replan (when the budget is spent), a subset of it.
+   */
+  #latest: PlanStep[] = [];
+  #replans = 0;
+
+  constructor(
+    // A resumed wave goes on in the run (and turn) that resumes it.
+    private ctx: RunContext,
+    private turn: number,
+    private readonly maxReplans: number,
+    private readonly maxConcurrency: number,
+    private readonly waves: WaveBook,
+  ) {}
+
+  async answer(): Promise<AssistantMessage> {
+    return this.#finish(await this.#plan());
+  }
+
+  /** Runs the wave that suspended (with the decisions made), then the rest of its plan, then answers. */
+  async resume(ctx: RunContext, turn: number, wave: Wave): Promise<AssistantMessage> {
+    this.ctx = ctx;
+    this.turn = turn;
+    const outcome = await this.#runBatch(wave);
+    if (outcome.steered) return this.#finish(await this.#revise(wave.pending, "steering", wave.plan));
+    if (outcome.failed) return this.#finish(await this.#revise(wave.pending, "failure", wave.plan));
+    return this.#finish(await this.#execute(wave.plan, wave.pending));
+  }
+
+  /** Runs the steps left, then streams the answer (a steering message then gets a plan of its own). */
+  async #finish(planned: PlanStep[]): Promise<AssistantMessage> {
+    let steps = planned;
+    while (steps.length > 0) steps = await this.#execute(steps);
+    for (;;) {
+      const decision = await this.ctx.decide({
+        tools: false,
+        system: synthesisPrompt(this.ctx.systemPrompt),
+      });
+      // Steering that arrived while the answer streamed gets a plan of its own.
+      const steering = await this.ctx.steering.take();
+      if (steering.length === 0) return decision.message;
+      this.ctx.applySteering(steering);
+      steps = await this.#plan();
+      while (steps.length > 0) steps = await this.#execute(steps);
+    }
+  }
+
+  /** Asks for a plan (or a revision, with `request`), validates it, and sends it back once if needed. */
+  async #plan(request?: string): Promise<PlanStep[]> {
+    const system = planningPrompt(this.ctx.systemPrompt, this.ctx.tools);
+    const taken = new Set([...this.#results.keys(), ...this.#failed.keys()]);
+    const messages: LlmMessage[] = request ? [{ role: "user", content: request }] : [];
+    let reply = await this.#generate(system, messages);
+    let steps = normalizePlan(reply.object, taken);
+    const problems = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+    if (problems.length > 0) {
+      messages.push(
+        { role: "assistant", content: [{ type: "text", text: reply.text }] },
+        { role: "user", content: repairRequest(problems) },
+      );
+      reply = await this.#generate(system, messages);
+      steps = normalizePlan(reply.object, taken);
+      const remaining = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+      if (remaining.length > 0)
+        throw new PlanError(
+          `The planner's plan is still invalid after one correction: ${remaining.join("; ")}`,
+        );
+    }
+    this.#latest = steps;
+    this.ctx.emit({
+      type: "plan_created",
+      steps: steps.map(({ id, tool, args, dependsOn }) => ({
+        id,
+        tool,
+        args,
+        ...(dependsOn.length ? { dependsOn } : {}),
+      })),
+    });
+    return steps;
+  }
+
+  async #generate(system: string, messages: readonly LlmMessage[]) {
+    try {
+      return await this.ctx.generateObject<PlanReply>(planSchema, {
+        system,
+        messages,
+        name: "plan",
+        toolCallsOf: (plan) => plan.steps.length,
+      });
+    } catch (error) {
+      if (error instanceof StructuredOutputError)
+        throw new PlanError(
+          `The planner did not return a valid plan after ${error.attempts} attempts: ${error.message.replace(/^[^:]*: /, "")}`,
+          error,
+        );
+      throw error;
+    }
+  }
+
+  /**
+   * Runs the plan wave by wave (each wave: the steps whose dependencies succeeded) and returns the
+   * steps still to run: none when it finished, a revised plan after a failure or steering.
+   */
+  async #execute(plan: PlanStep[], from: PlanStep[] = plan): Promise<PlanStep[]> {
+    let pending = from;
+    while (pending.length > 0) {
+      const steering = await this.ctx.steering.take();
+      if (steering.length > 0) {
+        this.ctx.applySteering(steering);
+        return this.#revise(pending, "steering", plan);
+      }
+      const ready = pending.filter((step) => step.dependsOn.every((id) => this.#results.has(id)));
+      const blocked = pending.filter((step) => step.dependsOn.some((id) => this.#failed.has(id)));
+      if (ready.length === 0) {
+        this.#skip(blocked);
+        return this.#revise([], "failure", plan);
+      }
+      pending = pending.filter((step) => !ready.includes(step));
+      const outcome = await this.#runWave(ready, plan, pending);
+      if (outcome.steered) return this.#revise(pending, "steering", plan);
+      if (outcome.failed) return this.#revise(pending, "failure", plan);
+    }
+    return [];
+  }
+
+  /** A new plan for what is left, when the budget allows; otherwise the plan goes on as it was. */
+  async #revise(pending: PlanStep[], reason: Progress["reason"], plan: PlanStep[]): Promise<PlanStep[]> {
+    const runnable = pending.filter((step) => !step.dependsOn.some((id) => this.#failed.has(id)));
+    if (this.#replans >= this.maxReplans) {
+      this.#skip(pending.filter((step) => !runnable.includes(step)));
+      return runnable;
+    }
+    this.#replans++;
+    const failed = plan
+      .filter((step) => this.#failed.has(step.id))
+      .map((step) => ({ step, error: this.#failed.get(step.id) as string }));
+    return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
+  }
+
+  async #runWave(
+    wave: PlanStep[],
+    plan: PlanStep[],
+    pending: PlanStep[],
+  ): Promise<{ failed: boolean; steered: boolean }> {
+    const byCallId = new Map<string, PlanStep>();
+    const calls: ToolCall[] = [];
+    let failed = false;
+    // A call's id must be new to the history (the transcript keeper refuses a repeat).
+    const taken = callIdsIn(this.ctx.messages.all);
+    const prefix = `p${runTag(this.ctx.runId)}_${this.turn}_`;
+    for (const step of wave) {
+      let args: unknown;
+      try {
+        args = resolveRefs(step.args, this.#results);
+      } catch (error) {
+        this.#notRun(step, `not run: ${(error as Error).message}`);
+        failed = true;
+        continue;
+      }
+      let id = `${prefix}${step.id}`;
+      for (let n = 2; taken.has(id); n++) id = `${prefix}${step.id}_${n}`;
+      taken.add(id);
+      const call = { id, name: step.tool, args };
+      byCallId.set(call.id, step);
+      calls.push(call);
+    }
+    if (calls.length === 0) return { failed, steered: false };
+    this.ctx.messages.append({
+      role: "assistant",
+      content: calls.map((call) => ({
+        type: "toolCall" as const,
+        id: call.id,
+        name: call.name,
+        args: call.args,
+      })),
+      stopReason: "toolUse",
+      timestamp: Date.now(),
+    });
+    return this.#runBatch({ run: this, calls, byCallId, failedBefore: failed, plan, pending });
+  }
+
+  /** The wave's batch, its steps' events around each call; a wave that suspends is handed on first. */
+  async #runBatch(wave: Wave): Promise<{ failed: boolean; steered: boolean }> {
+    const stepOf = (call: ToolCall) => wave.byCallId.get(call.id) as PlanStep;
+    let batch: Awaited<ReturnType<RunContext["executeTools"]>>;
+    this.waves.hold(wave);
+    try {
+      batch = await this.ctx.executeTools(wave.calls, {
+        concurrency: this.maxConcurrency,
+        beforeEach: (call) => this.#emitStart(stepOf(call), call.args),
+        afterEach: (call, result) => this.#record(stepOf(call), call.args, result),
+      });
+    } catch (error) {
+      // A suspended wave stays held for the run that resumes it (which may have taken it already).
+      if (!(error instanceof AwaitingApprovalError || error instanceof AwaitingClientToolError))
+        this.waves.drop(wave);
+      throw error;
+    }
+    this.waves.drop(wave);
+    const failed = wave.failedBefore || batch.results.some((result) => result.status !== "ok");
+    return { failed, steered: batch.steering.length > 0 };
+  }
+
+  #record(step: PlanStep, args: unknown, result: ToolResultMessage): void {
+    const base = {
+      type: "plan_step_end" as const,
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
+      tool: step.tool,
+      args,
+    };
+    if (result.status === "ok") {
+      this.#results.set(step.id, result.details);
+      this.#done.push({ step, result: result.details });
+      this.ctx.emit({ ...base, result: result.details });
+    } else {
+      this.#failed.set(step.id, result.content);
+      this.ctx.emit({ ...base, error: result.content });
+    }
+  }
+
+  #emitStart(step: PlanStep, args: unknown): void {
+    this.ctx.emit({
+      type: "plan_step_start",
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
+      tool: step.tool,
+      args,
+    });
+  }
+
+  /** A step that cannot run (its reference failed): it ends at once, without a tool call. */
+  #notRun(step: PlanStep, error: string): void {
+    this.#emitStart(step, step.args);
+    this.#failed.set(step.id, error);
+    this.ctx.emit({
+      type: "plan_step_end",
+      index: this.#latest.indexOf(step),
+      stepCount: this.#latest.length,
+      tool: step.tool,
+      args: step.args,
+      error,
+    });
+  }
+
+  #skip(steps: PlanStep[]): void {
+    for (const step of steps) {
+      const failedDependency = step.dependsOn.find((id) => this.#failed.has(id));
+      this.#notRun(step, `not run: step ${failedDependency} failed`);
+    }
+  }
+}
+
+/**
+ * The run's part of its call ids: 8 hex digits of a hash of the whole run id. Its first characters
+ * would not do: the runs of one durable workflow are `<id>`, `<id>.2`, … and a runtime's own ids
+ * may share a prefix too, so their first plans' calls would get the same ids.
+ */
+function runTag(runId: string): string {
+  // FNV-1a, 32 bits.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) hash = Math.imul(hash ^ runId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/** Every tool-call id of the history. */
+export function callIdsIn(messages: readonly AgentMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages)
+    if (message.role === "assistant")
+      for (const part of (message as AssistantMessage).content)
+        if (part.type === "toolCall") ids.add(part.id);
+  return ids;
+}
