@@ -49,6 +49,13 @@ describe("a database URL", () => {
       new InvalidConfigError(message),
     );
   });
+
+  it("whose scheme is upper-case is taken, as pg takes it: the runtime launches, a client connects", async () => {
+    const upper = postgres.url("agent_core_upper").replace(/^postgres:/, "POSTGRES:");
+    expect(upper.startsWith("POSTGRES://")).toBe(true);
+    expect(await connecting("runtime", upper)).toMatchObject({ ok: true });
+    expect(await connecting("client", upper)).toEqual({ ok: true });
+  }, 90_000);
 });
 
 describe("a database out of reach", () => {

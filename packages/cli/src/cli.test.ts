@@ -130,6 +130,7 @@ describe("main: usage", () => {
   it.each([
     [["serve", "--database-url", "mysql://db"], '--database-url must be a postgres:// URL, got "mysql://db"'],
     [["serve", "--database-url", "postgres://localhost/db"], "Durable serve needs AGENT_CORE_HOOK_SECRET"],
+    [["serve", "--database-url", "POSTGRES://localhost/db"], "Durable serve needs AGENT_CORE_HOOK_SECRET"],
     [["serve", "--worker-id", "w1"], "--worker-id is for durable runs: add --database-url."],
     // Node would listen on every interface for an empty host: the page has no login.
     [["serve", "--host="], '--host needs a host name or an address, got "".'],

@@ -10,6 +10,17 @@ import pg from "pg";
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
+ * Throws `InvalidConfigError` unless `databaseUrl` is a PostgreSQL URL. A URL's scheme is
+ * case-insensitive (RFC 3986), as pg's parser takes it: `POSTGRES://…` is one too.
+ */
+export function checkDatabaseUrl(databaseUrl: unknown): asserts databaseUrl is string {
+  if (typeof databaseUrl !== "string" || !/^postgres(ql)?:\/\//i.test(databaseUrl))
+    throw new InvalidConfigError(
+      `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
+    );
+}
+
+/**
  * Throws unless the database answers: DBOS's client connects lazily and retries a refused
  * connection without end (a wrong URL would make every later call hang instead of failing), and
  * a launch that fails halfway leaves DBOS holding the process open. `missingIsFine`: a server that
@@ -21,10 +32,7 @@ export async function checkReachable(
   databaseUrl: string,
   options: { missingIsFine?: boolean } = {},
 ): Promise<boolean> {
-  if (typeof databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(databaseUrl))
-    throw new InvalidConfigError(
-      `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
-    );
+  checkDatabaseUrl(databaseUrl);
   const probe = ownConnection(databaseUrl);
   // A connection the database drops is an `error` event too (its query fails as well): unheard,
   // it would crash the process.

@@ -11,7 +11,7 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
-import { checkReachable, connectionPool } from "./database.js";
+import { checkDatabaseUrl, checkReachable, connectionPool } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
@@ -101,10 +101,7 @@ export class DurableRuntime {
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
   constructor(options: DurableRuntimeOptions) {
-    if (typeof options.databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(options.databaseUrl))
-      throw new InvalidConfigError(
-        `databaseUrl must be a postgres:// URL, got ${JSON.stringify(options.databaseUrl)}.`,
-      );
+    checkDatabaseUrl(options.databaseUrl);
     this.#options = options;
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });

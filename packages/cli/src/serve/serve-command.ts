@@ -71,7 +71,7 @@ export function parseServeCommand(
       throw new UsageError("--worker-id is for durable runs: add --database-url.");
     return command;
   }
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl))
+  if (!/^postgres(ql)?:\/\//i.test(databaseUrl))
     throw new UsageError(`--database-url must be a postgres:// URL, got "${databaseUrl}".`);
   const hookSecret = env.AGENT_CORE_HOOK_SECRET ?? "";
   if (hookSecret.length < 32)
