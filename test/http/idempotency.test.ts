@@ -1,7 +1,8 @@
+import { AgentClient } from "@agent-core/client";
 import { Agent } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
-import { ndjsonEvents, post, startServer } from "./harness.js";
+import { headers, NdjsonReader, ndjsonEvents, post, startServer } from "./harness.js";
 
 // POST /runs with an Idempotency-Key (docs/http.md, "Retrying a start"): a repeat of a start gets
 // the first one's run, never a second one, on the in-process backend.
@@ -135,5 +136,44 @@ describe("POST /runs with an Idempotency-Key", () => {
     const forgotten = await answer(await post(`${url}/runs`, { prompt: "hi" }, "alice", keyed("k-4")));
     expect([forgotten.status, forgotten.error?.code]).toEqual([404, "run-not-found"]);
     expect(made).toBe(2);
+  });
+});
+
+describe("a client's cancel of a start whose answer was lost", () => {
+  it("posts the start again with its key, learns the run from the repeat, and the server's run is cancelled", async () => {
+    let made = 0;
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
+      agent: () => {
+        made++;
+        return new Agent({ provider: scriptedModel([[script.hang()]]) });
+      },
+    });
+    // The first POST /runs reaches the server, which starts the run; its answer is lost on the way back.
+    let startedRun: string | null = null;
+    let posts = 0;
+    const losingFirstAnswer: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === "POST" && String(input).endsWith("/runs") && ++posts === 1) {
+        startedRun = response.headers.get("x-run-id");
+        await response.body?.cancel();
+        throw new TypeError("fetch failed: the connection was reset");
+      }
+      return response;
+    };
+    const client = new AgentClient({
+      baseUrl: url,
+      headers: { "x-user": "alice" },
+      fetch: losingFirstAnswer,
+      reconnect: { attempts: 3, delayMs: 60_000 },
+    });
+    const run = client.start("hi", { outliveStream: true });
+    await expect.poll(() => startedRun).not.toBeNull();
+    await run.cancel();
+    await expect(run.result()).rejects.toMatchObject({ code: "cancelled" });
+    expect(posts).toBe(2);
+    expect(made).toBe(1);
+    const events = await fetch(`${url}/runs/${startedRun}/events`, { headers: headers() });
+    const end = await new NdjsonReader(events).until((event) => event.type === "agent_end");
+    expect(end).toMatchObject({ type: "agent_end", runId: startedRun, stopReason: "aborted" });
   });
 });

@@ -930,16 +930,72 @@ describe("AgentClient: cancel before the server named the run", () => {
     ]);
   });
 
-  it("cancel() waits for the start's answer no longer than idleTimeoutMs, then posts nothing", async () => {
+  it("cancel() waits for the start's answer no longer than idleTimeoutMs, asks once more, then posts nothing", async () => {
     const { baseUrl, requests } = await serve(() => {}); // never answers
     const run = new AgentClient({ baseUrl, ...fast, idleTimeoutMs: 100 }).start("go");
     await until(() => requests.length === 1, "the start to be posted");
     const started = Date.now();
     await run.cancel();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    // The start's wait, then the wait for the answer to its post again: idleTimeoutMs each.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(180);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect((await rejection(run.result())).code).toBe("cancelled");
-    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs"]);
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", "POST /runs"]);
+  });
+
+  /** A server whose first `POST /runs` drops before any answer; a post of it again gets run r1. */
+  async function dropsFirstStart() {
+    const served = await serve((req, res) => {
+      if (req.path === "/runs") {
+        if (served.requests.filter((r) => r.path === "/runs").length === 1) return void res.socket?.destroy();
+        openStream(res);
+        return void res.write(line(event(0, "agent_start"))); // and runs on until cancelled
+      }
+      res.writeHead(202).end();
+    });
+    return served;
+  }
+
+  function expectTheStartAskedAgainThenCancelled(requests: Recorded[]): void {
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs",
+      `POST /runs/${RUN}/cancel`,
+    ]);
+    const [first, again] = requests;
+    expect(again?.body).toBe(first?.body);
+    expect(again?.headers["idempotency-key"]).toMatch(/^[0-9a-f]{32}$/);
+    expect(again?.headers["idempotency-key"]).toBe(first?.headers["idempotency-key"]);
+  }
+
+  it("cancel() while a dropped start waits to be posted again: the start is posted again with its key, and the run it names cancelled", async () => {
+    const { baseUrl, requests } = await dropsFirstStart();
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 3, delayMs: 60_000 } }).start("go", {
+      outliveStream: true,
+    });
+    await until(() => requests.length === 1, "the start to be posted");
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expectTheStartAskedAgainThenCancelled(requests);
+  });
+
+  it("cancel() after a start failed unnamed (its attempts spent) cancels the run it may have started", async () => {
+    const { baseUrl, requests } = await dropsFirstStart();
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 0, delayMs: 10 } }).start("go", {
+      outliveStream: true,
+    });
+    expect((await rejection(run.result())).code).toBe("network");
+    await run.cancel();
+    expectTheStartAskedAgainThenCancelled(requests);
+  });
+
+  it("cancel() before the start was posted posts nothing", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => void res.writeHead(202).end());
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    await delay(50);
+    expect(requests).toEqual([]);
   });
 });
 

@@ -9,6 +9,12 @@ type Plan =
   | { kind: "start"; start: StartRequest; previous: Promise<unknown> }
   | { kind: "attach"; runId: string; after: number };
 
+/** A start as posted, and the read of its answer. */
+interface PostedStart {
+  request: StartRequest;
+  reading: Promise<void>;
+}
+
 /** Events a consumer may have waiting before the client stops reading the network. */
 const HIGH_WATER_MARK = 32;
 
@@ -42,8 +48,11 @@ export class Run implements ClientRun {
   readonly #connection: RunConnection;
   readonly #onSettled: (() => void)[] = [];
   #cancelled: Promise<void> | undefined;
-  /** The read of the start's answer, while the server has not named the run: a cancel waits for the name. */
-  #starting: Promise<void> | undefined;
+  /**
+   * The start once posted, and the read of its answer, until an answer named the run: a cancel
+   * waits for the name, or asks for it.
+   */
+  #starting: PostedStart | undefined;
 
   constructor(transport: Transport, plan: Plan, signal: AbortSignal | undefined) {
     this.#transport = transport;
@@ -125,12 +134,7 @@ export class Run implements ClientRun {
     const suspended = this.#suspended !== undefined;
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
     if (ended) this.#cancelled = Promise.resolve();
-    // Posted, not yet named: the run is cancelled on the server once its answer names it.
-    else if (runId === undefined)
-      this.#cancelled = (this.#starting ?? Promise.resolve()).catch(ignore).then(() => {
-        const named = this.#knownRunId;
-        return named === undefined ? undefined : this.#postCancel(named);
-      });
+    else if (runId === undefined) this.#cancelled = this.#cancelUnnamed(this.#starting);
     // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
     else if (suspended)
       this.#cancelled = this.#clientTools.cancelResumed((resumed) => this.#postCancel(resumed));
@@ -162,7 +166,7 @@ export class Run implements ClientRun {
       cancelled.catch(ignore);
       while (!this.#settled) {
         const reading = this.#connection.read(start);
-        if (start !== undefined) this.#starting = reading;
+        if (start !== undefined) this.#starting = { request: start, reading };
         await reading;
         this.#starting = undefined;
         start = undefined;
@@ -279,6 +283,19 @@ export class Run implements ClientRun {
     } finally {
       timeout.clear();
     }
+  }
+
+  /**
+   * Cancels on the server a run whose start was posted but not yet named: once its answer names
+   * it, or, when no answer did (the post dropped, its attempts were spent), once a post of the start
+   * again names it: the server answers a repeat of its key with the run it started, or starts it now
+   * if the first post never reached it. Nothing was posted, nothing to cancel.
+   */
+  async #cancelUnnamed(starting: PostedStart | undefined): Promise<void> {
+    if (starting === undefined) return;
+    await starting.reading.catch(ignore);
+    const runId = this.#knownRunId ?? (await this.#connection.nameStart(starting.request));
+    if (runId !== undefined) await this.#postCancel(runId);
   }
 
   async #postCancel(runId: string): Promise<void> {

@@ -4,6 +4,8 @@ import { NdjsonParser, type Parsed, SseParser } from "./parsers.js";
 import {
   ACCEPT,
   type Config,
+  deadline,
+  discard,
   httpError,
   ignore,
   MAX_RETRY_AFTER_MS,
@@ -93,6 +95,31 @@ export class RunConnection {
         );
       await sleep(dropped.retryAfterMs ?? delayMs * 2 ** retries, this.#run.signal);
       retries++;
+    }
+  }
+
+  /**
+   * The id of the run `start` started, asked for by posting it once more: the server answers a
+   * repeat of its `Idempotency-Key` with that run (and starts it now if the first post never
+   * reached it). The answer's stream is not read. Undefined when no answer within `idleTimeoutMs`
+   * names a run.
+   */
+  async nameStart(start: StartRequest): Promise<string | undefined> {
+    const timeout = deadline(this.#config.idleTimeoutMs);
+    try {
+      const response = await this.#transport.request("POST", "/runs", {
+        json: start.body,
+        headers: { "idempotency-key": start.key },
+        accept: ACCEPT[this.#config.format],
+        signal: timeout.signal,
+      });
+      discard(response);
+      const runId = response.headers.get("x-run-id");
+      return response.ok && runId !== null && runId !== "" ? runId : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      timeout.clear();
     }
   }
 
