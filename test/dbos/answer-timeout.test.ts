@@ -1,51 +1,26 @@
-import { type DurableRunResult, DurableRuntime, RunEndedError } from "@agent-core/dbos";
-import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
+import { type DurableRunResult, type DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { assertEventProtocol } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, defineTool } from "agent-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { approvingNotes, DurableWorker } from "./harness.js";
 import { untilEvent } from "./until-event.js";
 
 // A durable run that waits for an answer waits `answerTimeoutMs`, counted from when it began to
 // wait: what its result is when no answer comes, and what a run recovered mid-wait has left.
 
 const ANSWER_TIMEOUT_MS = 6000;
-let postgres: ThrowawayPostgres;
+const worker = new DurableWorker();
+const notes = approvingNotes();
 let runtime: DurableRuntime;
-let noteRuns = 0;
-
-const note = defineTool({
-  name: "note",
-  description: "Takes a note",
-  inputSchema: z.object({}),
-  execute: () => {
-    noteRuns++;
-    return "noted";
-  },
-});
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  runtime = new DurableRuntime({
-    databaseUrl: await postgres.createDatabase("agent_core_answer_timeout"),
+  ({ runtime } = await worker.start("agent_core_answer_timeout", {
     answerTimeoutMs: ANSWER_TIMEOUT_MS,
-    agents: {
-      approving: () =>
-        new Agent({
-          provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
-          tools: [note],
-          beforeToolCall: () => ({ requireApproval: true }),
-        }),
-    },
-  });
-  await runtime.launch();
+    agents: { approving: notes.agent },
+  }));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.shutdown();
-  postgres?.stop();
-});
+afterAll(() => worker.stop());
 
 describe("a durable run whose wait for an answer times out", () => {
   it("ends its workflow with the run's own stop reason, unread what was sent meanwhile; the answers that come later are refused", async () => {
@@ -72,7 +47,7 @@ describe("a durable run whose wait for an answer times out", () => {
       runtime.answer("unanswered", { kind: "approval", toolCallId: "n1", approved: true }),
     ).rejects.toBeInstanceOf(RunEndedError);
     await expect(runtime.steer("unanswered", "Too late.")).rejects.toBeInstanceOf(RunEndedError);
-    expect(noteRuns).toBe(0);
+    expect(notes.runs()).toBe(0);
   }, 60_000);
 
   it("recovered while it waits, waits what was left of its time, not all of it again", async () => {

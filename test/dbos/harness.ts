@@ -5,14 +5,15 @@ import {
   durableBackend,
 } from "@agent-core/dbos";
 import { type AgentServerOptions, createAgentServer, serveNode } from "@agent-core/http";
-import { defineTool } from "agent-core";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Agent, defineTool } from "agent-core";
 import pg from "pg";
 import { z } from "zod";
 import { SECRET } from "../http/harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // What the durable tests share: this process as a worker on a throwaway database, an HTTP server
-// on a durable backend, a tool that hangs until its run is cancelled, and a lock that keeps a
+// on a durable backend, an agent whose tool needs approval, a tool that hangs until its run is cancelled, and a lock that keeps a
 // table from being written.
 
 /**
@@ -78,6 +79,32 @@ export async function durableServer(
       await agentServer.close();
       await node.close();
     },
+  };
+}
+
+/**
+ * An agent maker whose agents call a `note` tool that needs approval, then answer "Noted.";
+ * `runs()` counts the notes taken (0 while no approval came).
+ */
+export function approvingNotes(): { agent: () => Agent; runs: () => number } {
+  let runs = 0;
+  const note = defineTool({
+    name: "note",
+    description: "Takes a note",
+    inputSchema: z.object({}),
+    execute: () => {
+      runs++;
+      return "noted";
+    },
+  });
+  return {
+    agent: () =>
+      new Agent({
+        provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
+        tools: [note],
+        beforeToolCall: () => ({ requireApproval: true }),
+      }),
+    runs: () => runs,
   };
 }
 

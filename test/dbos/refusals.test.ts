@@ -3,18 +3,16 @@ import { fileURLToPath } from "node:url";
 import {
   type DurableAnswer,
   DurableRunClient,
-  DurableRuntime,
+  type DurableRuntime,
   RunEndedError,
   RunFailedError,
   UnknownRunError,
 } from "@agent-core/dbos";
-import { script, scriptedModel } from "@agent-core/testing";
-import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
-import pg from "pg";
+import { ClientToolError, InvalidConfigError } from "agent-core";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { durableServer } from "./harness.js";
-import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
+import { approvingNotes, DurableWorker, durableServer } from "./harness.js";
+import type { ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
 // What the runtime and a client refuse, as docs/durable-runs.md says: answers no run could take
@@ -25,49 +23,26 @@ import { untilEvent } from "./until-event.js";
 
 const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
+const worker = new DurableWorker();
+const notes = approvingNotes();
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let pool: pg.Pool;
 let runtime: DurableRuntime;
 let client: DurableRunClient;
-let noteRuns = 0;
-
-const note = defineTool({
-  name: "note",
-  description: "Takes a note",
-  inputSchema: z.object({}),
-  execute: () => {
-    noteRuns++;
-    return "noted";
-  },
-});
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  databaseUrl = await postgres.createDatabase("agent_core_refusals");
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  runtime = new DurableRuntime({
-    databaseUrl,
-    // A worker of the queue a client enqueues on.
+  // A worker of the queue a client enqueues on.
+  ({ postgres, databaseUrl, pool, runtime } = await worker.start("agent_core_refusals", {
     queue: {},
-    agents: {
-      approving: () =>
-        new Agent({
-          provider: scriptedModel([[script.toolCall("note", {}, { id: "n1" })], [script.text("Noted.")]]),
-          tools: [note],
-          beforeToolCall: () => ({ requireApproval: true }),
-        }),
-    },
-  });
-  await runtime.launch();
+    agents: { approving: notes.agent },
+  }));
   client = await DurableRunClient.connect({ databaseUrl });
 }, 60_000);
 
 afterAll(async () => {
   await client?.close();
-  await runtime?.shutdown();
-  await pool?.end();
-  postgres?.stop();
+  await worker.stop();
 });
 
 /** Rejects with an error of that class and message. */
@@ -136,7 +111,7 @@ describe("an answer no run could take", () => {
     // The call is still undecided: a denial is taken, and the run goes on without running the tool.
     await client.answer(runId, { kind: "approval", toolCallId: "n1", approved: false, reason: "No." });
     expect((await run.result()).stopReason).toBe("completed");
-    expect(noteRuns).toBe(0);
+    expect(notes.runs()).toBe(0);
   }, 60_000);
 });
 
