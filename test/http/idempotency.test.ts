@@ -140,40 +140,50 @@ describe("POST /runs with an Idempotency-Key", () => {
 });
 
 describe("a client's cancel of a start whose answer was lost", () => {
-  it("posts the start again with its key, learns the run from the repeat, and the server's run is cancelled", async () => {
-    let made = 0;
-    const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
-      agent: () => {
-        made++;
-        return new Agent({ provider: scriptedModel([[script.hang()]]) });
-      },
-    });
-    // The first POST /runs reaches the server, which starts the run; its answer is lost on the way back.
-    let startedRun: string | null = null;
-    let posts = 0;
-    const losingFirstAnswer: typeof fetch = async (input, init) => {
-      const response = await fetch(input, init);
-      if (init?.method === "POST" && String(input).endsWith("/runs") && ++posts === 1) {
-        startedRun = response.headers.get("x-run-id");
-        await response.body?.cancel();
-        throw new TypeError("fetch failed: the connection was reset");
-      }
-      return response;
-    };
-    const client = new AgentClient({
-      baseUrl: url,
-      headers: { "x-user": "alice" },
-      fetch: losingFirstAnswer,
-      reconnect: { attempts: 3, delayMs: 60_000 },
-    });
-    const run = client.start("hi", { outliveStream: true });
-    await expect.poll(() => startedRun).not.toBeNull();
-    await run.cancel();
-    await expect(run.result()).rejects.toMatchObject({ code: "cancelled" });
-    expect(posts).toBe(2);
-    expect(made).toBe(1);
-    const events = await fetch(`${url}/runs/${startedRun}/events`, { headers: headers() });
-    const end = await new NdjsonReader(events).until((event) => event.type === "agent_end");
-    expect(end).toMatchObject({ type: "agent_end", runId: startedRun, stopReason: "aborted" });
-  });
+  it.each([
+    ["", 2],
+    [", again when that post is refused once", 3],
+  ])(
+    "posts the start again with its key, learns the run from the repeat, and the server's run is cancelled%s",
+    async (_, expectedPosts) => {
+      let made = 0;
+      const { url } = await startServer(() => ({ provider: scriptedModel([[script.hang()]]) }), {
+        agent: () => {
+          made++;
+          return new Agent({ provider: scriptedModel([[script.hang()]]) });
+        },
+      });
+      // The first POST /runs reaches the server, which starts the run; its answer is lost on the way back.
+      let startedRun: string | null = null;
+      let posts = 0;
+      const losingFirstAnswer: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        const start = init?.method === "POST" && String(input).endsWith("/runs");
+        // The cancel's post of the start again meets a network that refuses it once.
+        if (start && expectedPosts === 3 && posts === 1 && ++posts === 2)
+          throw new TypeError("fetch failed: connection refused");
+        if (start && ++posts === 1) {
+          startedRun = response.headers.get("x-run-id");
+          await response.body?.cancel();
+          throw new TypeError("fetch failed: the connection was reset");
+        }
+        return response;
+      };
+      const client = new AgentClient({
+        baseUrl: url,
+        headers: { "x-user": "alice" },
+        fetch: losingFirstAnswer,
+        reconnect: { attempts: 3, delayMs: 60_000 },
+      });
+      const run = client.start("hi", { outliveStream: true });
+      await expect.poll(() => startedRun).not.toBeNull();
+      await run.cancel();
+      await expect(run.result()).rejects.toMatchObject({ code: "cancelled" });
+      expect(posts).toBe(expectedPosts);
+      expect(made).toBe(1);
+      const events = await fetch(`${url}/runs/${startedRun}/events`, { headers: headers() });
+      const end = await new NdjsonReader(events).until((event) => event.type === "agent_end");
+      expect(end).toMatchObject({ type: "agent_end", runId: startedRun, stopReason: "aborted" });
+    },
+  );
 });

@@ -101,17 +101,18 @@ export class RunConnection {
   /**
    * The id of the run `start` started, asked for by posting it once more: the server answers a
    * repeat of its `Idempotency-Key` with that run (and starts it now if the first post never
-   * reached it). The answer's stream is not read. Undefined when no answer within `idleTimeoutMs`
-   * names a run.
+   * reached it). Posted again as a cancel is (`postRetry`), and the answer's stream is not read.
+   * Undefined when no answer within `idleTimeoutMs` names a run.
    */
   async nameStart(start: StartRequest): Promise<string | undefined> {
     const timeout = deadline(this.#config.idleTimeoutMs);
     try {
-      const response = await this.#transport.request("POST", "/runs", {
-        json: start.body,
+      const response = await this.#transport.post("/runs", start.body, {
         headers: { "idempotency-key": start.key },
         accept: ACCEPT[this.#config.format],
         signal: timeout.signal,
+        retryNetwork: true,
+        retryStatus: (status) => status === 503 || status === 429,
       });
       discard(response);
       const runId = response.headers.get("x-run-id");

@@ -59,6 +59,8 @@ export class Transport {
       stop?: AbortSignal;
       retryNetwork: boolean;
       retryStatus: (status: number) => boolean;
+      headers?: Record<string, string>;
+      accept?: string;
     },
   ): Promise<Response> {
     const { attempts, delayMs } = this.config.postRetry;
@@ -66,7 +68,12 @@ export class Transport {
     for (let retry = 0; ; retry++) {
       let wait = delayMs * 2 ** retry;
       try {
-        const response = await this.request("POST", path, { json, signal: options.signal });
+        const response = await this.request("POST", path, {
+          json,
+          signal: options.signal,
+          headers: options.headers,
+          accept: options.accept,
+        });
         if (retry >= attempts || stop.aborted || !options.retryStatus(response.status)) return response;
         const retryAfter = retryAfterMs(response);
         if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) return response;
