@@ -436,6 +436,23 @@ describe("execution", () => {
     expect(result.text).toBe("21");
   });
 
+  it("replans for steering that came while the planner made an empty plan, rather than answer it without tools", async () => {
+    const model = scriptedModel([
+      [script.delay(60), script.text('{"steps":[]}')],
+      plan([{ id: "c", tool: "calculator", args: { expression: "7*3" } }]),
+      answer("21"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: "plan-execute" });
+    const agentRun = agent.prompt("hi");
+    setTimeout(() => agent.steer("Also compute 7*3"), 20);
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("The user sent new instructions");
+    expect(eventsOf(agentRun.events, "tool_call").map((e) => e.args)).toEqual([{ expression: "7*3" }]);
+    expect(result.text).toBe("21");
+  });
+
   it("tells the planner that steps the steering cut off were not run yet, not that they failed", async () => {
     let agent: Agent | undefined;
     const steer = steeringTool("Use 7 instead", () => agent);

@@ -87,8 +87,16 @@ export class PlanRun {
   /** Runs the steps left, then streams the answer (a steering message then gets a plan of its own). */
   async #finish(planned: PlanStep[]): Promise<AssistantMessage> {
     let steps = planned;
-    while (steps.length > 0) steps = await this.#execute(steps);
     for (;;) {
+      while (steps.length > 0) steps = await this.#execute(steps);
+      // Steering that came while the last plan was made, when it left no step to run: no wave took
+      // it, and the answer, made without tools, could not act on it. It revises the plan as between steps.
+      const unplanned = await this.ctx.steering.take();
+      if (unplanned.length > 0) {
+        this.ctx.applySteering(unplanned);
+        steps = await this.#revise([], "steering", this.#latest);
+        continue;
+      }
       const decision = await this.ctx.decide({
         tools: false,
         system: synthesisPrompt(this.ctx.systemPrompt),
@@ -98,7 +106,6 @@ export class PlanRun {
       if (steering.length === 0) return decision.message;
       this.ctx.applySteering(steering);
       steps = await this.#plan();
-      while (steps.length > 0) steps = await this.#execute(steps);
     }
   }
 
