@@ -183,6 +183,25 @@ describe("executeTools runs only the calls of the history still waiting for thei
     }
   });
 
+  it("a call whose arguments the orchestrator changed is refused: the model never made it", async () => {
+    const { runs, thrown, result, run } = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, args: { amount: 5000 } }))),
+    );
+    expect(thrown).toBeInstanceOf(InvalidHistoryError);
+    expect(runs).toEqual([]);
+    // Only the model's call is announced: the run's end answers it.
+    expect(eventsOf(run.events, "tool_call").map((event) => event.args)).toEqual([{ amount: 5 }]);
+    expect(result.messages.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "c1", status: "error" });
+  });
+
+  it("a call given with a copy of the model's arguments runs", async () => {
+    const { runs, thrown } = await misusing((ctx, calls) =>
+      ctx.executeTools(calls.map((call) => ({ ...call, args: structuredClone(call.args) }))),
+    );
+    expect(thrown).toBeUndefined();
+    expect(runs).toEqual(["5"]);
+  });
+
   it("the calls of an earlier reply, closed by the next one, are not run", async () => {
     const { runs, thrown } = await misusing(async (ctx, calls) => {
       await ctx.decide(); // its reply closes c1 with an error result

@@ -187,6 +187,41 @@ describe("Orchestrator.resume", () => {
     expect(heard.filter((event) => event.type === "custom")).toEqual([]);
   });
 
+  it("runs the resumed batch whole: steering sent while it waited skips no approved call, and reaches the next model call", async () => {
+    ran.length = 0;
+    const loop: Orchestrator = {
+      name: "decide-then-run",
+      async run(ctx) {
+        const decision = await ctx.decide();
+        if (decision.mode === "steer") await ctx.executeTools(decision.toolCalls);
+      },
+      async resume(ctx, calls) {
+        await ctx.executeTools(calls);
+        await ctx.decide({ tools: false });
+      },
+    };
+    const model = scriptedModel([
+      [
+        script.toolCall("pay", { to: "ann" }, { id: "c1" }),
+        script.toolCall("pay", { to: "bob" }, { id: "c2" }),
+      ],
+      [script.text("paid both, and thanks")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [pay], orchestrator: loop });
+    await agent.prompt("pay ann and bob").result();
+    agent.steer("and say thanks");
+    agent.approve("c1");
+    const resumed = await agent.approve("c2")?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    expect(ran).toEqual(["pay ann", "pay bob"]);
+    expect(answered(agent)).toEqual([
+      ["c1", "ok"],
+      ["c2", "ok"],
+    ]);
+    expect(JSON.stringify(model.prompts[1])).toContain("and say thanks");
+    expect(validateTranscript(agent.messages)).toEqual([]);
+  });
+
   it("refuses an orchestrator whose resume is not a method", () => {
     expect(
       () => new Agent({ orchestrator: { name: "bad", run: async () => {}, resume: "later" } as never }),
@@ -308,6 +343,32 @@ describe("plan-execute across a suspended wave", () => {
     expect(ends[0]).toMatchObject({ tool: "pay", index: 0 });
     expect("error" in (ends[0] as object)).toBe(true);
     expect(heard.filter((event) => event.type === "plan_created")).toHaveLength(2);
+  });
+
+  it("runs the whole approved wave when steering came while it waited, then revises the rest of the plan for it", async () => {
+    ran.length = 0;
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "pay", args: { to: "ann" } },
+        { id: "b", tool: "pay", args: { to: "bob" } },
+      ]),
+      plan([{ id: "t", tool: "note", args: { text: "thanks" } }]),
+      [script.text("paid both")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [pay, note],
+      orchestrator: planExecute({ maxConcurrency: 1 }),
+    });
+    const first = await agent.prompt("pay ann and bob").result();
+    const [a, b] = first.pendingApprovals ?? [];
+    agent.steer("and note thanks");
+    agent.approve(a?.toolCallId as string);
+    const resumed = await agent.approve(b?.toolCallId as string)?.result();
+    expect(resumed?.stopReason).toBe("completed");
+    expect(ran).toEqual(["pay ann", "pay bob", "note thanks"]);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("The user sent new instructions");
+    expect(validateTranscript(agent.messages)).toEqual([]);
   });
 
   it("drops the waiting plan when a new prompt goes on instead, and plans that prompt", async () => {

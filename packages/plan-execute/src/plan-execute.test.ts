@@ -436,6 +436,78 @@ describe("execution", () => {
     expect(result.text).toBe("21");
   });
 
+  it("replans for steering that came while the planner made an empty plan, rather than answer it without tools", async () => {
+    const model = scriptedModel([
+      [script.delay(60), script.text('{"steps":[]}')],
+      plan([{ id: "c", tool: "calculator", args: { expression: "7*3" } }]),
+      answer("21"),
+    ]);
+    const agent = new Agent({ provider: model, tools: [calculator], orchestrator: "plan-execute" });
+    const agentRun = agent.prompt("hi");
+    setTimeout(() => agent.steer("Also compute 7*3"), 20);
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain("The user sent new instructions");
+    expect(eventsOf(agentRun.events, "tool_call").map((e) => e.args)).toEqual([{ expression: "7*3" }]);
+    expect(result.text).toBe("21");
+  });
+
+  it("tells the planner that steps the steering cut off were not run yet, not that they failed", async () => {
+    let agent: Agent | undefined;
+    const steer = steeringTool("Use 7 instead", () => agent);
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "steer_me" },
+        { id: "b", tool: "calculator", args: { expression: "2*3" } },
+      ]),
+      plan([]),
+      answer("done"),
+    ]);
+    agent = new Agent({
+      provider: model,
+      tools: [steer, calculator],
+      orchestrator: planExecute({ maxConcurrency: 1 }),
+    });
+    const agentRun = agent.prompt("compute");
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    const progress = JSON.stringify(model.prompts[1]?.at(-1));
+    expect(progress).toContain('b calculator {\\"expression\\":\\"2*3\\"} → not run yet');
+    expect(progress).not.toContain("failed");
+  });
+
+  it("after maxReplans, steering no longer cuts a wave short: the plan goes on, and the answer reads the steering", async () => {
+    let agent: Agent | undefined;
+    const steer = steeringTool("Also say hello", () => agent);
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "steer_me" },
+        { id: "b", tool: "calculator", args: { expression: "2*3" } },
+        { id: "c", tool: "calculator", args: { expression: "3+3" }, dependsOn: ["b"] },
+      ]),
+      answer("6, hello"),
+    ]);
+    agent = new Agent({
+      provider: model,
+      tools: [steer, calculator],
+      orchestrator: planExecute({ maxReplans: 0, maxConcurrency: 1 }),
+    });
+    const agentRun = agent.prompt("compute");
+    const result = await agentRun.result();
+    assertEventProtocol(agentRun.events);
+    assertValidTranscript(result.messages);
+    expect(eventsOf(agentRun.events, "plan_step_end").map((e) => [e.index, e.error ?? "ok"])).toEqual([
+      [0, "ok"],
+      [1, "ok"],
+      [2, "ok"],
+    ]);
+    expect(eventsOf(agentRun.events, "steering_applied")).toHaveLength(1);
+    expect(JSON.stringify(model.prompts[1])).toContain("Also say hello");
+    expect(result.text).toBe("6, hello");
+  });
+
   it("opens a new turn with a new plan for a follow-up", async () => {
     const model = scriptedModel([
       plan([{ tool: "calculator", args: { expression: "15*3" } }]),

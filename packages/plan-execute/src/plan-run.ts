@@ -6,6 +6,7 @@ import {
   AwaitingClientToolError,
   type LlmMessage,
   type RunContext,
+  SKIPPED_BY_STEERING,
   StructuredOutputError,
   type ToolCall,
   type ToolResultMessage,
@@ -77,7 +78,8 @@ export class PlanRun {
     this.ctx = ctx;
     this.turn = turn;
     const outcome = await this.#runBatch(wave);
-    if (outcome.steered) return this.#finish(await this.#revise(wave.pending, "steering", wave.plan));
+    if (outcome.steered)
+      return this.#finish(await this.#revise([...outcome.cutOff, ...wave.pending], "steering", wave.plan));
     if (outcome.failed) return this.#finish(await this.#revise(wave.pending, "failure", wave.plan));
     return this.#finish(await this.#execute(wave.plan, wave.pending));
   }
@@ -85,8 +87,16 @@ export class PlanRun {
   /** Runs the steps left, then streams the answer (a steering message then gets a plan of its own). */
   async #finish(planned: PlanStep[]): Promise<AssistantMessage> {
     let steps = planned;
-    while (steps.length > 0) steps = await this.#execute(steps);
     for (;;) {
+      while (steps.length > 0) steps = await this.#execute(steps);
+      // Steering that came while the last plan was made, when it left no step to run: no wave took
+      // it, and the answer, made without tools, could not act on it. It revises the plan as between steps.
+      const unplanned = await this.ctx.steering.take();
+      if (unplanned.length > 0) {
+        this.ctx.applySteering(unplanned);
+        steps = await this.#revise([], "steering", this.#latest);
+        continue;
+      }
       const decision = await this.ctx.decide({
         tools: false,
         system: synthesisPrompt(this.ctx.systemPrompt),
@@ -96,7 +106,6 @@ export class PlanRun {
       if (steering.length === 0) return decision.message;
       this.ctx.applySteering(steering);
       steps = await this.#plan();
-      while (steps.length > 0) steps = await this.#execute(steps);
     }
   }
 
@@ -172,7 +181,7 @@ export class PlanRun {
       }
       pending = pending.filter((step) => !ready.includes(step));
       const outcome = await this.#runWave(ready, plan, pending);
-      if (outcome.steered) return this.#revise(pending, "steering", plan);
+      if (outcome.steered) return this.#revise([...outcome.cutOff, ...pending], "steering", plan);
       if (outcome.failed) return this.#revise(pending, "failure", plan);
     }
     return [];
@@ -192,11 +201,7 @@ export class PlanRun {
     return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
   }
 
-  async #runWave(
-    wave: PlanStep[],
-    plan: PlanStep[],
-    pending: PlanStep[],
-  ): Promise<{ failed: boolean; steered: boolean }> {
+  async #runWave(wave: PlanStep[], plan: PlanStep[], pending: PlanStep[]): Promise<BatchOutcome> {
     const byCallId = new Map<string, PlanStep>();
     const calls: ToolCall[] = [];
     let failed = false;
@@ -219,7 +224,7 @@ export class PlanRun {
       byCallId.set(call.id, step);
       calls.push(call);
     }
-    if (calls.length === 0) return { failed, steered: false };
+    if (calls.length === 0) return { failed, steered: false, cutOff: [] };
     this.ctx.messages.append({
       role: "assistant",
       content: calls.map((call) => ({
@@ -235,13 +240,16 @@ export class PlanRun {
   }
 
   /** The wave's batch, its steps' events around each call; a wave that suspends is handed on first. */
-  async #runBatch(wave: Wave): Promise<{ failed: boolean; steered: boolean }> {
+  async #runBatch(wave: Wave): Promise<BatchOutcome> {
     const stepOf = (call: ToolCall) => wave.byCallId.get(call.id) as PlanStep;
     let batch: Awaited<ReturnType<RunContext["executeTools"]>>;
     this.waves.hold(wave);
     try {
       batch = await this.ctx.executeTools(wave.calls, {
         concurrency: this.maxConcurrency,
+        // Cutting the wave short only makes sense when steering can still revise the plan; once
+        // the replans are spent the plan goes on, and the steering waits for the next step.
+        interruptOnSteering: this.#replans < this.maxReplans,
         beforeEach: (call) => this.#emitStart(stepOf(call), call.args),
         afterEach: (call, result) => this.#record(stepOf(call), call.args, result),
       });
@@ -253,7 +261,8 @@ export class PlanRun {
     }
     this.waves.drop(wave);
     const failed = wave.failedBefore || batch.results.some((result) => result.status !== "ok");
-    return { failed, steered: batch.steering.length > 0 };
+    const cutOff = wave.calls.filter((_call, index) => isCutOffBySteering(batch.results[index])).map(stepOf);
+    return { failed, steered: batch.steering.length > 0, cutOff };
   }
 
   #record(step: PlanStep, args: unknown, result: ToolResultMessage): void {
@@ -269,7 +278,8 @@ export class PlanRun {
       this.#done.push({ step, result: result.details });
       this.ctx.emit({ ...base, result: result.details });
     } else {
-      this.#failed.set(step.id, result.content);
+      // A step the steering cut off did not fail: it is still to run, in the revised plan.
+      if (!isCutOffBySteering(result)) this.#failed.set(step.id, result.content);
       this.ctx.emit({ ...base, error: result.content });
     }
   }
@@ -304,6 +314,17 @@ export class PlanRun {
       this.#notRun(step, `not run: step ${failedDependency} failed`);
     }
   }
+}
+
+/** What a wave's batch did: a step failed, steering came, and the steps it kept from running. */
+interface BatchOutcome {
+  failed: boolean;
+  steered: boolean;
+  cutOff: PlanStep[];
+}
+
+function isCutOffBySteering(result: ToolResultMessage | undefined): boolean {
+  return result?.status === "skipped" && result.content === SKIPPED_BY_STEERING;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { AbortedError, abortError, InvalidHistoryError } from "../errors.js";
 import { type AgentMessage, type MessageInput, type ToolCall, toMessageAt } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
+import { canonicalJsonWithin } from "../tools/canonical-json.js";
 import type { StallDetector } from "../tools/stall-detector.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MessageInbox } from "./message-queue.js";
@@ -172,6 +173,8 @@ export class RunLog {
       return `tool call "${call.id}" is not a call of the history waiting for its result: executeTools() runs the calls of the last assistant message (append one that makes them first), each once.`;
     if (made.name !== call.name)
       return `tool call "${call.id}" names "${call.name}", but the assistant message made it for "${made.name}".`;
+    if (!sameArguments(call.args, made.args))
+      return `tool call "${call.id}" has other arguments than the assistant message made it with: a call runs as it was made.`;
     for (let j = 0; j < index; j++)
       if (calls[j]?.id === call.id)
         return `tool call "${call.id}" is given twice to executeTools(); every call runs once.`;
@@ -210,3 +213,17 @@ export class RunLog {
 }
 
 function ignore(): void {}
+
+/** Deeper arguments are not written out to compare (the text is built recursively): only the same object is the same. */
+const MAX_COMPARED_DEPTH = 1_000;
+
+/**
+ * Whether a call given to `executeTools` has the arguments of the history's call: the same object
+ * (a decision's own call, the usual case), or the same JSON. Other arguments would run a call the
+ * history does not hold.
+ */
+function sameArguments(given: unknown, made: unknown): boolean {
+  if (given === made) return true;
+  const text = canonicalJsonWithin(given, MAX_COMPARED_DEPTH);
+  return text !== undefined && text === canonicalJsonWithin(made, MAX_COMPARED_DEPTH);
+}

@@ -190,7 +190,7 @@ export class RunServices implements RunContext {
     this.log.claim(own);
     const clock = this.#setup.clock;
     const started = clock.monotonic();
-    const batch = new ToolBatch(this.#batchSetup(), own, options);
+    const batch = new ToolBatch(this.#batchSetup(), own, resumed ? runsWhole(options) : options);
     // NaN (or anything that is not a number >= 1) runs the calls one at a time, never none of them.
     const wanted = Math.floor(options.concurrency ?? this.#setup.concurrency);
     const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
@@ -278,6 +278,15 @@ export class RunServices implements RunContext {
     this.log.applySteering(steering);
     return { results: outcome.results, steering };
   };
+}
+
+/**
+ * A resumed batch's calls were decided (approved, denied, answered by the client): steering must
+ * not skip them, or an approved call would never run and a delivered result be lost. The steering
+ * waits in its queue for the orchestrator's next step.
+ */
+function runsWhole(options: ExecuteToolsOptions): ExecuteToolsOptions {
+  return { ...options, interruptOnSteering: false };
 }
 
 /**

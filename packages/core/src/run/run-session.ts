@@ -169,11 +169,7 @@ export class RunSession {
       this.#services.resumeNextBatch(resumeWith(resume, false));
       return orchestrator.resume(this.#services, calls);
     }
-    const outcome = await this.#services.runBatch(
-      calls,
-      { interruptOnSteering: false },
-      resumeWith(resume, goesOn),
-    );
+    const outcome = await this.#services.runBatch(calls, {}, resumeWith(resume, goesOn));
     // A suspended outcome was reported as the batch settled (see `RunServices.runBatch`).
     if (outcome.kind !== "suspended") await this.#runOrchestrator();
   }
