@@ -1,6 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
 import { InvalidHistoryError, NoProviderError } from "../errors.js";
-import { type ContextBudgetOptions, contextBudget, estimateTokens } from "../history/context-budget.js";
+import { type ContextBudgetOptions, contextBudget, estimateSystemTokens } from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import type { AgentMessage, LlmMessage } from "../messages.js";
 import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
@@ -62,8 +62,7 @@ export class ModelRequestBuilder {
     this.#budget = budget
       ? contextBudget({
           ...budget,
-          // The system prompt is not in the history, but it is in every request.
-          systemTokens: budget.systemTokens ?? estimateTokens({ role: "user", content: setup.systemPrompt }),
+          systemTokens: budget.systemTokens ?? estimateSystemTokens(setup.systemPrompt),
           onTruncate: (info) => events.publish({ type: "context_truncated", ...info }),
         })
       : undefined;
