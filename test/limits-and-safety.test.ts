@@ -5,6 +5,7 @@ import {
   type AgentMessage,
   type AgentRun,
   defineTool,
+  estimateTokens,
   FatalToolError,
   InvalidConfigError,
   InvalidEventError,
@@ -393,6 +394,39 @@ describe("context budget defaults", () => {
     });
     const run = agent.prompt([{ role: "note", text: "y".repeat(2000) }, "hi"]);
     await finished(run);
+    expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
+  });
+
+  it("counts the system prompt each call sends, the orchestrator's instructions included", async () => {
+    const page = defineTool({
+      name: "page",
+      description: "d",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n}${"x".repeat(1400)}`,
+    });
+    const model = scriptedModel([
+      [script.toolCall("page", { n: 1 })],
+      [script.toolCall("page", { n: 2 })],
+      [script.text("done")],
+    ]);
+    const requests: number[] = [];
+    const agent = new Agent({
+      provider: model,
+      tools: [page],
+      systemPrompt: "Be brief.",
+      contextBudget: { maxTokens: 1000 },
+      // What each call sends, as the budget estimates it: its system prompt (with the tool
+      // instructions agentic adds, some 90 tokens) and its messages (some 950 after two pages).
+      prepareStep: ({ system, messages }) => {
+        const sent = messages.reduce((sum, message) => sum + estimateTokens(message), 0);
+        requests.push(estimateTokens({ role: "user", content: system ?? "" }) + sent);
+        return undefined;
+      },
+    });
+    const run = agent.prompt("Read the page");
+    await finished(run);
+    expect(requests).toHaveLength(3);
+    for (const tokens of requests) expect(tokens).toBeLessThanOrEqual(1000);
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
   });
 

@@ -102,8 +102,8 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, ab
 
 /**
  * The agent's budget as its runs use it: without `maxTokens` or `contextWindow`, a share of the
- * model's known window; and with the system prompt's tokens, which must leave some for the messages
- * (checked here, where a bad setting is refused, rather than failing every run at its start).
+ * model's known window. The agent's system prompt must leave some of it for the messages: checked
+ * here, where a bad setting is refused, rather than failing every model call.
  */
 export function resolveContextBudget(
   budget: ContextBudgetOptions | undefined,
@@ -121,7 +121,7 @@ export function resolveContextBudget(
         message: `must leave tokens for the messages beside the system prompt's ${systemTokens}, got a budget of ${total}`,
       },
     ]);
-  return { ...sized, systemTokens };
+  return sized;
 }
 
 function withContextWindow(
