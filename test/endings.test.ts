@@ -359,6 +359,27 @@ describe("steering and follow-ups are never lost", () => {
     }
   });
 
+  it("keeps what steer() and followUp() queued when the run is aborted while the callback beside the queue hangs", async () => {
+    for (const kind of ["steering", "followUps"] as const) {
+      const callback = kind === "steering" ? { getSteeringMessages: never } : { getFollowUpMessages: never };
+      const agent = new Agent({
+        provider: scriptedModel([[script.text("Hi.")]]),
+        limits: { abortGraceMs: 5 },
+        ...callback,
+      });
+      if (kind === "steering") agent.steer("keep me");
+      else agent.followUp("keep me");
+      const run = agent.prompt("go");
+      setTimeout(() => run.abort(), 20);
+      const result = await run.result();
+      expect(result.stopReason, kind).toBe("aborted");
+      expect(
+        agent.queued[kind].map((m) => (m as { content: string }).content),
+        kind,
+      ).toEqual(["keep me"]);
+    }
+  });
+
   it("refuses a malformed message from a callback before it enters the history or a queue, naming the callback", async () => {
     const message = 'must be a string or an AgentMessage (e.g. { role: "user", content: "…" })';
     const cases = [

@@ -2,8 +2,10 @@ import "@agent-core/agentic";
 import {
   Agent,
   type AgentConfig,
+  type AgentMessage,
   type AgentRun,
   defineTool,
+  estimateTokens,
   FatalToolError,
   InvalidConfigError,
   InvalidEventError,
@@ -393,6 +395,97 @@ describe("context budget defaults", () => {
     const run = agent.prompt([{ role: "note", text: "y".repeat(2000) }, "hi"]);
     await finished(run);
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
+  });
+
+  it("counts the system prompt each call sends, the orchestrator's instructions included", async () => {
+    const page = defineTool({
+      name: "page",
+      description: "d",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n}${"x".repeat(1400)}`,
+    });
+    const model = scriptedModel([
+      [script.toolCall("page", { n: 1 })],
+      [script.toolCall("page", { n: 2 })],
+      [script.text("done")],
+    ]);
+    const requests: number[] = [];
+    const agent = new Agent({
+      provider: model,
+      tools: [page],
+      systemPrompt: "Be brief.",
+      contextBudget: { maxTokens: 1000 },
+      // What each call sends, as the budget estimates it: its system prompt (with the tool
+      // instructions agentic adds, some 90 tokens) and its messages (some 950 after two pages).
+      prepareStep: ({ system, messages }) => {
+        const sent = messages.reduce((sum, message) => sum + estimateTokens(message), 0);
+        requests.push(estimateTokens({ role: "user", content: system ?? "" }) + sent);
+        return undefined;
+      },
+    });
+    const run = agent.prompt("Read the page");
+    await finished(run);
+    expect(requests).toHaveLength(3);
+    for (const tokens of requests) expect(tokens).toBeLessThanOrEqual(1000);
+    expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
+  });
+
+  it("refuses at new Agent() a budget the system prompt fills, instead of wedging the agent at its first prompt", async () => {
+    const model = scriptedModel([[script.text("ok")]]);
+    const filled = { provider: model, systemPrompt: "x".repeat(4000), contextBudget: { maxTokens: 1000 } };
+    expect(() => new Agent(filled)).toThrow(InvalidConfigError);
+    expect(() => new Agent(filled)).toThrow(
+      "Invalid agent config: contextBudget must leave tokens for the messages beside the system prompt's 1011, got a budget of 1000.",
+    );
+    // An empty system prompt still costs a message's overhead; a given `systemTokens` counts as given.
+    expect(() => new Agent({ provider: model, contextBudget: { maxTokens: 10 } })).toThrow(
+      InvalidConfigError,
+    );
+    const explicit = { maxTokens: 900, contextWindow: 8000, systemTokens: 900 };
+    expect(() => new Agent({ provider: model, contextBudget: explicit })).toThrow(
+      "contextBudget must leave tokens for the messages beside the system prompt's 900, got a budget of 900.",
+    );
+    const agent = new Agent({
+      provider: model,
+      systemPrompt: "x".repeat(4000),
+      contextBudget: { maxTokens: 1100 },
+    });
+    expect((await finished(agent.prompt("hi"))).stopReason).toBe("completed");
+  });
+
+  it("fails the model call when a custom estimate returns no token count, never publishing an invalid context_truncated", async () => {
+    for (const [count, shown] of [
+      [Number.NaN, "NaN"],
+      [-5, "-5"],
+      [Number.POSITIVE_INFINITY, "Infinity"],
+      ["7", '"7"'],
+      [undefined, "undefined"],
+    ] as const) {
+      const page = defineTool({
+        name: "page",
+        description: "d",
+        inputSchema: z.object({ n: z.number() }),
+        execute: ({ n }) => `${n} ${"text ".repeat(2000)}`,
+      });
+      const model = scriptedModel([
+        [script.toolCall("page", { n: 1 })],
+        [script.toolCall("page", { n: 2 })],
+        [script.text("done")],
+      ]);
+      const estimate = (() => count) as unknown as (message: AgentMessage) => number;
+      const agent = new Agent({
+        provider: model,
+        tools: [page],
+        contextBudget: { maxTokens: 100, estimate },
+      });
+      const run = agent.prompt("Read two pages");
+      const result = await finished(run);
+      expect(eventsOf(run.events, "context_truncated")).toEqual([]);
+      expect(result.error).toBeInstanceOf(OrchestratorError);
+      expect(result.error?.message).toBe(
+        `Orchestrator "agentic" failed: contextBudget's estimate returned an invalid result: expected a number of tokens >= 0, got ${shown}.`,
+      );
+    }
   });
 });
 

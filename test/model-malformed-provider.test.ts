@@ -104,6 +104,35 @@ describe("a provider whose stream parts break the v4 types", () => {
       [{ type: "text-delta", id: "t" }, { type: "text-delta", id: "t", delta: "ok" }, finish("stop")],
       'The model streamed a malformed "text-delta" part: its `delta` must be a string but is missing.',
     ],
+    ...(
+      [
+        [
+          "a NaN",
+          { inputTokens: { total: Number.NaN }, outputTokens: { total: 1 } },
+          "inputTokens.total",
+          "NaN",
+        ],
+        [
+          "a negative",
+          { inputTokens: { total: 1 }, outputTokens: { total: -5 } },
+          "outputTokens.total",
+          "-5",
+        ],
+        [
+          "an infinite",
+          { inputTokens: { total: 1, cacheRead: Number.POSITIVE_INFINITY }, outputTokens: { total: 1 } },
+          "inputTokens.cacheRead",
+          "Infinity",
+        ],
+      ] as const
+    ).map(([name, badUsage, field, shown]): [string, unknown[], string] => [
+      `${name} token count`,
+      [
+        { type: "text-delta", id: "t", delta: "ok" },
+        { ...finish("stop"), usage: badUsage },
+      ],
+      `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${shown}.`,
+    ]),
   ])(
     "ends the run with a ProviderError on %s, its events and history still valid",
     async (_name, parts, message) => {

@@ -1,8 +1,9 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { DependencyContainer } from "tsyringe";
+import { AgentConfigError } from "./config-issues.js";
 import { InvalidConfigError } from "./errors.js";
 import type { AgentEvent } from "./events/schemas.js";
-import type { ContextBudgetOptions } from "./history/context-budget.js";
+import { budgetTokens, type ContextBudgetOptions, estimateSystemTokens } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
 import type { ConvertToLlm, HistoryTransform } from "./history/pipeline.js";
 import type { AgentMessage, MessageInput } from "./messages.js";
@@ -99,13 +100,35 @@ export interface PromptOptions {
 
 export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
 
-/** Without `maxTokens` or `contextWindow`, the budget is a share of the model's known window. */
+/**
+ * The agent's budget as its runs use it: without `maxTokens` or `contextWindow`, a share of the
+ * model's known window. The agent's system prompt must leave some of it for the messages: checked
+ * here, where a bad setting is refused, rather than failing every model call.
+ */
 export function resolveContextBudget(
   budget: ContextBudgetOptions | undefined,
   provider: LanguageModelV4 | undefined,
+  systemPrompt: string,
 ): ContextBudgetOptions | undefined {
-  if (budget === undefined || budget.maxTokens !== undefined || budget.contextWindow !== undefined)
-    return budget;
+  if (budget === undefined) return undefined;
+  const sized = withContextWindow(budget, provider);
+  const systemTokens = sized.systemTokens ?? estimateSystemTokens(systemPrompt);
+  const total = budgetTokens(sized) as number;
+  if (systemTokens >= total)
+    throw new AgentConfigError("agent config", [
+      {
+        path: "contextBudget",
+        message: `must leave tokens for the messages beside the system prompt's ${systemTokens}, got a budget of ${total}`,
+      },
+    ]);
+  return sized;
+}
+
+function withContextWindow(
+  budget: ContextBudgetOptions,
+  provider: LanguageModelV4 | undefined,
+): ContextBudgetOptions {
+  if (budget.maxTokens !== undefined || budget.contextWindow !== undefined) return budget;
   const contextWindow = provider ? knownContextWindow(provider.modelId) : undefined;
   if (contextWindow === undefined)
     throw new InvalidConfigError(

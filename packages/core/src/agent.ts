@@ -67,7 +67,11 @@ export class Agent {
     const limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
     const retry = { ...defaultRetry, ...config.retry };
     this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
-    const contextBudget = resolveContextBudget(config.contextBudget, config.provider);
+    const contextBudget = resolveContextBudget(
+      config.contextBudget,
+      config.provider,
+      config.systemPrompt ?? "",
+    );
     this.#listeners = new ListenerBus(
       config.onListenerError ?? ((error, event) => this.#logListenerError(error, event)),
     );

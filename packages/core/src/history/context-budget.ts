@@ -35,7 +35,7 @@ const MESSAGE_OVERHEAD_TOKENS = 4;
  */
 export function contextBudget(options: ContextBudgetOptions): HistoryTransform {
   const budget = resolveBudget(options);
-  const estimate = options.estimate ?? estimateTokens;
+  const estimate = options.estimate ? checkedEstimate(options.estimate) : estimateTokens;
   return (messages) => {
     const costs = messages.map((message) => estimate(message));
     if (sum(costs) <= budget) return messages;
@@ -54,11 +54,32 @@ export function estimateTokens(message: AgentMessage): number {
   return Math.ceil(jsonLength(withoutDetails(message)) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS;
 }
 
+/** What the system prompt costs: it is not in the history, but it is in every request. */
+export function estimateSystemTokens(systemPrompt: string): number {
+  return estimateTokens({ role: "user", content: systemPrompt });
+}
+
 /** `details` is for the app only: it never reaches the model, and may be huge or not encodable. */
 function withoutDetails(message: AgentMessage): AgentMessage {
   if (!isToolResultMessage(message) || !("details" in message)) return message;
   const { details: _details, ...rest } = message;
   return rest;
+}
+
+/**
+ * An estimator of the app's own, held to its type as the other history hooks are: a count that is no
+ * number of tokens (NaN, negative, text) would be summed into a budget it can never meet, and
+ * published in a `context_truncated` event its own schema refuses.
+ */
+function checkedEstimate(estimate: (message: AgentMessage) => number): (message: AgentMessage) => number {
+  return (message) => {
+    const tokens: unknown = estimate(message);
+    if (typeof tokens === "number" && tokens >= 0 && tokens < Number.POSITIVE_INFINITY) return tokens;
+    const shown = typeof tokens === "string" ? JSON.stringify(tokens) : String(tokens);
+    throw new TypeError(
+      `contextBudget's estimate returned an invalid result: expected a number of tokens >= 0, got ${shown}.`,
+    );
+  };
 }
 
 /** App kinds may hold what JSON cannot encode (cycles, BigInt); those cost the overhead only. */
@@ -70,6 +91,12 @@ function jsonLength(value: unknown): number {
   }
 }
 
+/** The budget before the system prompt is paid for: `maxTokens`, or `ratio` of `contextWindow`. */
+export function budgetTokens(options: ContextBudgetOptions): number | undefined {
+  const { maxTokens, contextWindow, ratio = DEFAULT_RATIO } = options;
+  return maxTokens ?? (contextWindow === undefined ? undefined : contextWindow * ratio);
+}
+
 function resolveBudget(options: ContextBudgetOptions): number {
   const { maxTokens, contextWindow, ratio = DEFAULT_RATIO, systemTokens = 0 } = options;
   if (maxTokens !== undefined) assertPositive(maxTokens, "maxTokens");
@@ -78,7 +105,7 @@ function resolveBudget(options: ContextBudgetOptions): number {
     throw new RangeError(`contextBudget: ratio must be in (0, 1], got ${ratio}.`);
   if (!(Number.isFinite(systemTokens) && systemTokens >= 0))
     throw new RangeError(`contextBudget: systemTokens must be a number >= 0, got ${systemTokens}.`);
-  const total = maxTokens ?? (contextWindow === undefined ? undefined : contextWindow * ratio);
+  const total = budgetTokens(options);
   if (total === undefined) throw new RangeError("contextBudget needs maxTokens or contextWindow.");
   if (systemTokens >= total)
     throw new RangeError(

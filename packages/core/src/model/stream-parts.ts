@@ -69,9 +69,22 @@ function usageGroup<T>(group: T, field: string): T {
   throw malformedPart("finish", field, group, "an object");
 }
 
-/** A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed. */
+/**
+ * A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed,
+ * and so is a number no count can be (NaN, negative, infinite), which would spoil the run's totals.
+ */
 function tokens(count: number | undefined, field: string): number | undefined {
-  if (typeof count === "number") return count;
+  if (typeof count === "number") return isCount(count) ? count : badCount(count, field);
   if (count == null) return undefined;
   throw malformedPart("finish", `usage.${field}`, count, "a number");
+}
+
+function isCount(count: number): boolean {
+  return count >= 0 && count < Number.POSITIVE_INFINITY;
+}
+
+function badCount(count: number, field: string): never {
+  throw new ProviderError(
+    `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${count}.`,
+  );
 }

@@ -103,17 +103,26 @@ describe("MessageInbox: what a run took and did not use", () => {
     expect(contents(new MessageInbox(queue, undefined).takeNow() as AgentMessage[])).toEqual(["a"]);
   });
 
-  it("puts back, at the queue's front, what an async callback answers after the inbox closed", async () => {
+  it("queues what an async callback answers after the inbox closed, in the order it all arrived", async () => {
     const queue = queueOf("queued");
     let answer!: (messages: string[]) => void;
     const inbox = new MessageInbox(queue, () => new Promise<string[]>((resolve) => (answer = resolve)));
     const taking = inbox.take();
-    expect(queue.size).toBe(0);
+    // Not drained while the callback answers: one that never does must not take the queue with it.
+    expect(queue.size).toBe(1);
     expect(inbox.close()).toEqual([]);
     queue.push("newer");
     answer(["late"]);
     expect(await taking).toEqual([]);
-    expect(contents(queue.peek())).toEqual(["queued", "late", "newer"]);
+    expect(contents(queue.peek())).toEqual(["queued", "newer", "late"]);
+  });
+
+  it("leaves the queue as it is when the run ends while the callback never answers", () => {
+    const queue = queueOf("queued");
+    const inbox = new MessageInbox(queue, () => new Promise<string[]>(() => {}));
+    void inbox.take();
+    expect(inbox.close()).toEqual([]);
+    expect(contents(queue.peek())).toEqual(["queued"]);
   });
 });
 

@@ -89,31 +89,21 @@ export class MessageInbox implements MessageSource {
   takeNow(): AgentMessage[] | Promise<AgentMessage[]> {
     // The common case, checked after every tool and before every model call: nothing, no allocation.
     if (this.#closed || (this.#callback === undefined && this.#queue.size === 0)) return NOTHING;
-    const queued = this.#queue.drain();
-    if (this.#callback === undefined) return this.#hold(queued);
-    let extra: ReturnType<InboxCallback>;
-    try {
-      extra = this.#callback();
-    } catch (error) {
-      throw this.#giveBack(queued, error);
-    }
-    return isPromise(extra)
-      ? extra.then(
-          (more) => this.#hold(this.#merge(queued, more)),
-          (error: unknown) => {
-            throw this.#giveBack(queued, error);
-          },
-        )
-      : this.#hold(this.#merge(queued, extra));
+    if (this.#callback === undefined) return this.#hold(this.#queue.drain());
+    // The queue is drained once the callback has answered: until then (and for good, when it
+    // hangs and the run is aborted, or when it fails) what `steer()` and `followUp()` queued stays
+    // queued, owed to this run or the next.
+    const extra = this.#callback();
+    return isPromise(extra) ? extra.then((more) => this.#takeWith(more)) : this.#takeWith(extra);
   }
 
-  /**
-   * The callback failed, and the run with it: what `steer()` or `followUp()` queued was drained
-   * beside it and is no less owed to the next run. Returns the error, for the caller to throw.
-   */
-  #giveBack(queued: AgentMessage[], error: unknown): unknown {
-    this.#queue.restore(queued);
-    return error;
+  /** What the queue holds, then what the callback answered, checked before either is taken. */
+  #takeWith(extra: readonly MessageInput[] | undefined): AgentMessage[] {
+    validateCallbackMessages(extra, this.#what);
+    const queued = this.#queue.drain();
+    if (!extra || extra.length === 0) return this.#hold(queued);
+    const now = this.#clock.now();
+    return this.#hold([...queued, ...extra.map((input) => toMessageAt(input, now))]);
   }
 
   /** This message entered the history (if it was taken from here, it is no longer owed back). */
@@ -135,17 +125,6 @@ export class MessageInbox implements MessageSource {
     this.#taken = NOTHING;
     this.#queue.restore(unused);
     return unused;
-  }
-
-  #merge(queued: AgentMessage[], extra: readonly MessageInput[] | undefined): AgentMessage[] {
-    try {
-      validateCallbackMessages(extra, this.#what);
-    } catch (error) {
-      throw this.#giveBack(queued, error);
-    }
-    if (!extra || extra.length === 0) return queued;
-    const now = this.#clock.now();
-    return [...queued, ...extra.map((input) => toMessageAt(input, now))];
   }
 
   #hold(messages: AgentMessage[]): AgentMessage[] {

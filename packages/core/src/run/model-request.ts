@@ -1,6 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
 import { InvalidHistoryError, NoProviderError } from "../errors.js";
-import { type ContextBudgetOptions, contextBudget, estimateTokens } from "../history/context-budget.js";
+import { type ContextBudgetOptions, contextBudget, estimateSystemTokens } from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import type { AgentMessage, LlmMessage } from "../messages.js";
 import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
@@ -51,25 +51,38 @@ export class ModelRequestBuilder {
   readonly #setup: ModelRequestSetup;
   readonly #signal: AbortSignal;
   readonly #prompts = new PromptBuilder();
-  readonly #budget: HistoryTransform | undefined;
+  readonly #events: EventPublisher;
+  /**
+   * The context budget of each system prompt the calls send: an orchestrator adds its own
+   * instructions to the agent's (agentic, after tool results), and the request carries them.
+   */
+  readonly #budgets = new Map<string, HistoryTransform>();
   /** True when any pipeline step or `prepareStep` is configured: the request needs async work. */
   readonly needsPipeline: boolean;
 
   constructor(setup: ModelRequestSetup, signal: AbortSignal, events: EventPublisher) {
     this.#setup = setup;
     this.#signal = signal;
-    const budget = setup.contextBudget;
-    this.#budget = budget
-      ? contextBudget({
-          ...budget,
-          // The system prompt is not in the history, but it is in every request.
-          systemTokens: budget.systemTokens ?? estimateTokens({ role: "user", content: setup.systemPrompt }),
-          onTruncate: (info) => events.publish({ type: "context_truncated", ...info }),
-        })
-      : undefined;
+    this.#events = events;
     this.needsPipeline = Boolean(
-      setup.hooks.prepareStep || setup.transformContext || setup.convertToLlm || this.#budget,
+      setup.hooks.prepareStep || setup.transformContext || setup.convertToLlm || setup.contextBudget,
     );
+  }
+
+  /** The context budget for calls sending `system`, if one is set: what it leaves for the messages. */
+  #budgetFor(system: string): HistoryTransform | undefined {
+    const options = this.#setup.contextBudget;
+    if (options === undefined) return undefined;
+    let budget = this.#budgets.get(system);
+    if (budget === undefined) {
+      budget = contextBudget({
+        ...options,
+        systemTokens: options.systemTokens ?? estimateSystemTokens(system),
+        onTruncate: (info) => this.#events.publish({ type: "context_truncated", ...info }),
+      });
+      this.#budgets.set(system, budget);
+    }
+    return budget;
   }
 
   /** The request straight from the history (no pipeline step configured). */
@@ -99,7 +112,8 @@ export class ModelRequestBuilder {
           false,
         )
       : history;
-    if (this.#budget) kept = await this.#budget(kept, { signal });
+    const budget = this.#budgetFor(spec.system ?? this.#setup.systemPrompt);
+    if (budget) kept = await budget(kept, { signal });
     const messages = checkedMessages<LlmMessage>(
       convertToLlm(kept),
       kept,
