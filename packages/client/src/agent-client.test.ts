@@ -1407,6 +1407,29 @@ describe("AgentClient: a hostile server", () => {
     expect(elsewhere.requests).toEqual([]);
   });
 
+  it("drops an object with no runId or no whole seq with a client_error: a bare agent_end does not settle the run", async () => {
+    const events = script(3);
+    const bare = { type: "agent_end", stopReason: "completed" };
+    const stringSeq = { ...agentEnd(1), seq: "1" };
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(events[0]) + line(bare) + line(stringSeq) + line({ type: "ping" }));
+      res.end(line(events[1]) + line(events[2]));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const dropped = (value: unknown) =>
+      expect.objectContaining({ type: "client_error", code: "malformed-event", line: JSON.stringify(value) });
+    expect(await collect(run)).toEqual([
+      events[0],
+      dropped(bare),
+      dropped(stringSeq),
+      dropped({ type: "ping" }),
+      events[1],
+      events[2],
+    ]);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
   it("gives up at once on a Retry-After longer than a minute, instead of retrying back to back (a timer cannot wait that long)", async () => {
     const forever = { "retry-after": "99999999" };
     const { baseUrl, requests } = await serve(async (req, res) => {

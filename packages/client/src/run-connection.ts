@@ -235,8 +235,20 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    if (typeof runId !== "string" || !isSeq(seq)) {
+      // Not one of the run's events: handed on, a bare `{"type":"agent_end"}` would settle the run
+      // with a result that is none.
+      this.#run.receive({
+        type: "client_error",
+        code: "malformed-event",
+        message:
+          'Not an event of the run: an event has a string "runId" and a whole "seq" from 0: it was dropped.',
+        line: JSON.stringify(event),
+      });
+      return false;
+    }
     const current = this.#run.currentRunId();
-    if (typeof runId === "string" && current !== undefined && runId !== current) {
+    if (current !== undefined && runId !== current) {
       // Not this run's: taken, another run's agent_end would settle this one with its result.
       this.#run.receive({
         type: "client_error",
@@ -244,10 +256,6 @@ export class RunConnection {
         message: `An event of run "${runId}" came on the stream of run "${current}": it was dropped.`,
         line: JSON.stringify(event),
       });
-      return false;
-    }
-    if (typeof runId !== "string" || typeof seq !== "number") {
-      this.#run.receive(event);
       return false;
     }
     if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
@@ -265,6 +273,11 @@ export class RunConnection {
  */
 function cutShort(rest: Parsed[]): Parsed[] {
   return rest.filter((item) => item.type !== "client_error");
+}
+
+/** A run's seq: a whole number from 0 (`agent_start`'s). */
+function isSeq(seq: unknown): seq is number {
+  return Number.isSafeInteger(seq) && (seq as number) >= 0;
 }
 
 /** An HTML page: what a proxy or a framework's fallback route answers in place of the stream. */
