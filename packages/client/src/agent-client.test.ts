@@ -1430,6 +1430,46 @@ describe("AgentClient: a hostile server", () => {
     await expect(run.result()).resolves.toEqual(events[2]);
   });
 
+  it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {
+    const events = script(6);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      openStream(res);
+      // The start's stream leaves out 2 and 3; the re-attach brings them.
+      if (req.path === "/runs")
+        res.end(line(events[0]) + line(events[1]) + line(events[4]) + line(events[5]));
+      else
+        res.end(
+          events
+            .slice(Number(req.query.get("after")) + 1)
+            .map(line)
+            .join(""),
+        );
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    expect(requests.map((r) => `${r.method} ${r.path} ${r.query}`)).toEqual([
+      "POST /runs ",
+      `GET /runs/${RUN}/events after=1`,
+    ]);
+  });
+
+  it("fails with code 'network', after the events before the gap, when every re-attach skips the same seqs", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(events[0]) + line(events[1]) + line(events[3]) + line(events[4]));
+    });
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi");
+    const seen: ClientEvent[] = [];
+    run.on("*", (value) => seen.push(value));
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({
+      code: "network",
+      message: expect.stringMatching(/event 3 .* after event 1/),
+    });
+    expect(seen).toEqual([events[0], events[1]]);
+  });
+
   it("gives up at once on a Retry-After longer than a minute, instead of retrying back to back (a timer cannot wait that long)", async () => {
     const forever = { "retry-after": "99999999" };
     const { baseUrl, requests } = await serve(async (req, res) => {

@@ -225,7 +225,8 @@ export class RunConnection {
   /**
    * Hands a parsed item on to the run; true if the connection made progress: an event with a new
    * seq. A heartbeat, a replay, an object with no seq are none: a server that drops every re-attach
-   * after such things alone would have the client re-attach for ever.
+   * after such things alone would have the client re-attach for ever. Throws (a drop: the connection
+   * is re-attached) when the event's seq skips some.
    */
   #take(item: Parsed): boolean {
     if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return false;
@@ -258,7 +259,12 @@ export class RunConnection {
       });
       return false;
     }
-    if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+    const last = this.#lastSeq.get(runId) ?? -1;
+    if (seq <= last) return false; // a replay after a re-attach
+    // A run's seqs have no gaps: the events between never came on this stream, and a re-attach
+    // from the last one asks for them again.
+    if (seq > last + 1)
+      throw new Error(`event ${seq} of run "${runId}" came after event ${last}: the stream skipped some`);
     this.#lastSeq.set(runId, seq);
     this.#run.learnRunId(runId);
     this.#run.receive(event);
