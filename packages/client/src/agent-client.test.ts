@@ -257,6 +257,17 @@ describe("AgentClient: streaming a run", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("reads SSE whatever the case of its Content-Type (media types are case-insensitive)", async () => {
+    const events = script(3);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res, "Text/Event-Stream; Charset=UTF-8");
+      res.end(events.map(sseFrame).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
   it("calls listeners by type and for '*', until they are removed", async () => {
     const events = script(5);
     const { baseUrl } = await serve(async (_req, res) => {

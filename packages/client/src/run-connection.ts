@@ -167,10 +167,11 @@ export class RunConnection {
         throw new ClientError("http", message, { status: 204 });
       }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
-      const type = response.headers.get("content-type");
+      // Media types are case-insensitive: `Text/Event-Stream` is SSE too.
+      const type = response.headers.get("content-type")?.toLowerCase();
       // A page in place of the stream (a proxy's or a framework's HTML fallback): read as events,
       // each of its lines was a malformed-event error, and no retry brings another answer.
-      if (type !== null && isPage(type))
+      if (type !== undefined && isPage(type))
         throw new ClientError(
           "http",
           `HTTP ${response.status}: the server answered with ${type.split(";")[0]}, not a stream of the run's events.`,
@@ -286,8 +287,11 @@ function isSeq(seq: unknown): seq is number {
   return Number.isSafeInteger(seq) && (seq as number) >= 0;
 }
 
-/** An HTML page: what a proxy or a framework's fallback route answers in place of the stream. */
+/**
+ * An HTML page (`contentType` lowercased): what a proxy or a framework's fallback route answers in
+ * place of the stream.
+ */
 function isPage(contentType: string): boolean {
-  const media = contentType.split(";")[0]?.trim().toLowerCase();
+  const media = contentType.split(";")[0]?.trim();
   return media === "text/html" || media === "application/xhtml+xml";
 }
