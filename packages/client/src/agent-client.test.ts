@@ -866,6 +866,20 @@ describe("AgentClient: cancel", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("cancel() from a listener of agent_end changes nothing and posts nothing: the agent_end came first", async () => {
+    const events = script(3);
+    const { baseUrl, requests } = await serve((_req, res) => {
+      openStream(res);
+      res.end(events.map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    const cancelled = new Promise<void>((resolve) => run.on("agent_end", () => resolve(run.cancel())));
+    await cancelled;
+    await expect(run.result()).resolves.toEqual(events[2]);
+    expect(await collect(run)).toEqual(events);
+    expect(requests).toHaveLength(1);
+  });
+
   it("start() cancels the client's run in flight before it posts the new prompt", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") {
