@@ -799,6 +799,23 @@ describe("a page that goes away", () => {
     expect(agent?.busy).toBe(false);
   });
 
+  it("goes on when the page went away before its answer's first chunk, so it has no copy of that answer at all", async () => {
+    const model = scriptedModel([[script.text("Chapter 1. "), script.hang()], [script.text("Short, then.")]]);
+    const handler = chatHandler(() => ({ provider: model }));
+    const page = new Page(handler);
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "a long story" }] });
+    // useChat's stop() while the post is "submitted": no chunk was read, so useChat added no
+    // assistant message (it adds one with the first chunk it reads).
+    const abort = new AbortController();
+    const response = await page.post(abort.signal);
+    abort.abort();
+    await response.body?.cancel().catch(() => {});
+    expect(textOf(await page.send("shorter"))).toBe("Short, then.");
+    // The chat goes on from there: the page's next message is checked against what it has.
+    expect(page.messages.map((message) => message.role)).toEqual(["user", "user", "assistant"]);
+    expect(await refusal(await page.post())).toEqual([409, "nothing-new"]);
+  });
+
   it("aborts the run at once; the chat goes on from what the server has, and a post while it streams is 409", async () => {
     const model = scriptedModel([
       [script.text("Chapter 1. "), script.delay(20), script.text("Chapter 2. "), script.hang()],

@@ -257,6 +257,17 @@ describe("AgentClient: streaming a run", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("reads SSE whatever the case of its Content-Type (media types are case-insensitive)", async () => {
+    const events = script(3);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res, "Text/Event-Stream; Charset=UTF-8");
+      res.end(events.map(sseFrame).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
   it("calls listeners by type and for '*', until they are removed", async () => {
     const events = script(5);
     const { baseUrl } = await serve(async (_req, res) => {
@@ -852,6 +863,20 @@ describe("AgentClient: cancel", () => {
     const end = await run.result();
     await run.cancel();
     await expect(run.result()).resolves.toBe(end);
+    expect(requests).toHaveLength(1);
+  });
+
+  it("cancel() from a listener of agent_end changes nothing and posts nothing: the agent_end came first", async () => {
+    const events = script(3);
+    const { baseUrl, requests } = await serve((_req, res) => {
+      openStream(res);
+      res.end(events.map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("go");
+    const cancelled = new Promise<void>((resolve) => run.on("agent_end", () => resolve(run.cancel())));
+    await cancelled;
+    await expect(run.result()).resolves.toEqual(events[2]);
+    expect(await collect(run)).toEqual(events);
     expect(requests).toHaveLength(1);
   });
 
@@ -1461,6 +1486,69 @@ describe("AgentClient: a hostile server", () => {
     const attached = await rejection(client.attach("r2").result());
     expect(attached).toMatchObject({ code: "http", status: 307 });
     expect(elsewhere.requests).toEqual([]);
+  });
+
+  it("drops an object with no runId or no whole seq with a client_error: a bare agent_end does not settle the run", async () => {
+    const events = script(3);
+    const bare = { type: "agent_end", stopReason: "completed" };
+    const stringSeq = { ...agentEnd(1), seq: "1" };
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(events[0]) + line(bare) + line(stringSeq) + line({ type: "ping" }));
+      res.end(line(events[1]) + line(events[2]));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const dropped = (value: unknown) =>
+      expect.objectContaining({ type: "client_error", code: "malformed-event", line: JSON.stringify(value) });
+    expect(await collect(run)).toEqual([
+      events[0],
+      dropped(bare),
+      dropped(stringSeq),
+      dropped({ type: "ping" }),
+      events[1],
+      events[2],
+    ]);
+    await expect(run.result()).resolves.toEqual(events[2]);
+  });
+
+  it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {
+    const events = script(6);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      openStream(res);
+      // The start's stream leaves out 2 and 3; the re-attach brings them.
+      if (req.path === "/runs")
+        res.end(line(events[0]) + line(events[1]) + line(events[4]) + line(events[5]));
+      else
+        res.end(
+          events
+            .slice(Number(req.query.get("after")) + 1)
+            .map(line)
+            .join(""),
+        );
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    expect(requests.map((r) => `${r.method} ${r.path} ${r.query}`)).toEqual([
+      "POST /runs ",
+      `GET /runs/${RUN}/events after=1`,
+    ]);
+  });
+
+  it("fails with code 'network', after the events before the gap, when every re-attach skips the same seqs", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(events[0]) + line(events[1]) + line(events[3]) + line(events[4]));
+    });
+    const run = new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi");
+    const seen: ClientEvent[] = [];
+    run.on("*", (value) => seen.push(value));
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({
+      code: "network",
+      message: expect.stringMatching(/event 3 .* after event 1/),
+    });
+    expect(seen).toEqual([events[0], events[1]]);
   });
 
   it("gives up at once on a Retry-After longer than a minute, instead of retrying back to back (a timer cannot wait that long)", async () => {

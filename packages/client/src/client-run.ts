@@ -192,15 +192,16 @@ export class Run implements ClientRun {
    * tool, and an `agent_end` ends the run or suspends it for client tools.
    */
   #receive(event: ClientEvent): void {
-    this.#emit(event);
-    if (event.type === "tool_call" && event.execution === "client")
-      this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
+    // Taken before the listeners hear of it: one that cancels the run on its agent_end finds it ended.
     if (event.type === "agent_end") {
       // Suspended for client tools: the client answers them, and follows the run that resumes it.
       if (event.stopReason === "awaiting_client_tool" && (event.pendingClientTools?.length ?? 0) > 0)
         this.#suspended = event;
       else this.#finish(event);
     }
+    this.#emit(event);
+    if (event.type === "tool_call" && event.execution === "client")
+      this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
   }
 
   #emit(event: ClientEvent): void {

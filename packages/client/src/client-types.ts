@@ -37,7 +37,8 @@ export interface AgentClientOptions {
   /** The `fetch` to use (default `globalThis.fetch`). */
   fetch?: typeof fetch;
   /**
-   * Re-attaching after the event stream dropped (default `{ attempts: 5, delayMs: 250 }`): at most
+   * Re-attaching after the event stream dropped, or skipped a `seq` (a run's seqs have no gaps)
+   * (default `{ attempts: 5, delayMs: 250 }`): at most
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
    * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
    * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s

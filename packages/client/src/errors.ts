@@ -45,7 +45,8 @@ export class ClientError extends Error {
  *
  * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
  *   object with a string `type`; `line` is its text. Also a client `tool_call` without a `hookToken`,
- *   and an event of another run than the one the stream is for (dropped: it changes nothing).
+ *   and, dropped (they change nothing), an object that is no event of a run (no string `runId`, or
+ *   no whole `seq` from 0) and an event of another run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
  *   `status` and `serverCode` say how. It is not retried.
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until

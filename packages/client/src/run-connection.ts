@@ -195,10 +195,11 @@ export class RunConnection {
         throw new ClientError("http", message, { status: 204 });
       }
       if (response.body === null) return { progress, error: new Error("the response had no body") };
-      const type = response.headers.get("content-type");
+      // Media types are case-insensitive: `Text/Event-Stream` is SSE too.
+      const type = response.headers.get("content-type")?.toLowerCase();
       // A page in place of the stream (a proxy's or a framework's HTML fallback): read as events,
       // each of its lines was a malformed-event error, and no retry brings another answer.
-      if (type !== null && isPage(type))
+      if (type !== undefined && isPage(type))
         throw new ClientError(
           "http",
           `HTTP ${response.status}: the server answered with ${type.split(";")[0]}, not a stream of the run's events.`,
@@ -253,7 +254,8 @@ export class RunConnection {
   /**
    * Hands a parsed item on to the run; true if the connection made progress: an event with a new
    * seq. A heartbeat, a replay, an object with no seq are none: a server that drops every re-attach
-   * after such things alone would have the client re-attach for ever.
+   * after such things alone would have the client re-attach for ever. Throws (a drop: the connection
+   * is re-attached) when the event's seq skips some.
    */
   #take(item: Parsed): boolean {
     if (item.type === "heartbeat" && typeof (item as { seq?: unknown }).seq !== "number") return false;
@@ -263,8 +265,20 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
+    if (typeof runId !== "string" || !isSeq(seq)) {
+      // Not one of the run's events: handed on, a bare `{"type":"agent_end"}` would settle the run
+      // with a result that is none.
+      this.#run.receive({
+        type: "client_error",
+        code: "malformed-event",
+        message:
+          'Not an event of the run: an event has a string "runId" and a whole "seq" from 0: it was dropped.',
+        line: JSON.stringify(event),
+      });
+      return false;
+    }
     const current = this.#run.currentRunId();
-    if (typeof runId === "string" && current !== undefined && runId !== current) {
+    if (current !== undefined && runId !== current) {
       // Not this run's: taken, another run's agent_end would settle this one with its result.
       this.#run.receive({
         type: "client_error",
@@ -274,11 +288,12 @@ export class RunConnection {
       });
       return false;
     }
-    if (typeof runId !== "string" || typeof seq !== "number") {
-      this.#run.receive(event);
-      return false;
-    }
-    if (seq <= (this.#lastSeq.get(runId) ?? -1)) return false; // a replay after a re-attach
+    const last = this.#lastSeq.get(runId) ?? -1;
+    if (seq <= last) return false; // a replay after a re-attach
+    // A run's seqs have no gaps: the events between never came on this stream, and a re-attach
+    // from the last one asks for them again.
+    if (seq > last + 1)
+      throw new Error(`event ${seq} of run "${runId}" came after event ${last}: the stream skipped some`);
     this.#lastSeq.set(runId, seq);
     this.#run.learnRunId(runId);
     this.#run.receive(event);
@@ -295,8 +310,16 @@ function cutShort(rest: Parsed[]): Parsed[] {
   return rest.filter((item) => item.type !== "client_error");
 }
 
-/** An HTML page: what a proxy or a framework's fallback route answers in place of the stream. */
+/** A run's seq: a whole number from 0 (`agent_start`'s). */
+function isSeq(seq: unknown): seq is number {
+  return Number.isSafeInteger(seq) && (seq as number) >= 0;
+}
+
+/**
+ * An HTML page (`contentType` lowercased): what a proxy or a framework's fallback route answers in
+ * place of the stream.
+ */
 function isPage(contentType: string): boolean {
-  const media = contentType.split(";")[0]?.trim().toLowerCase();
+  const media = contentType.split(";")[0]?.trim();
   return media === "text/html" || media === "application/xhtml+xml";
 }

@@ -86,6 +86,11 @@ export class ChatTranscript {
     return answer;
   }
 
+  /** Lets the last assistant message go: the page has no copy of it, and never will. */
+  dropLastAnswer(): void {
+    if (this.turns.at(-1) instanceof AssistantTurn) this.turns.pop();
+  }
+
   /** The assistant message that announced a tool call, if any did. */
   answerWithCall(toolCallId: string): AssistantTurn | undefined {
     for (let index = this.turns.length - 1; index >= 0; index--) {

@@ -11,7 +11,13 @@ export interface Waiting {
 
 /** What a post brings that the server has not seen: a new user message, or answers to waiting calls. */
 export type NewInput =
-  | { kind: "prompt"; messageId: string; text: string }
+  | {
+      kind: "prompt";
+      messageId: string;
+      text: string;
+      /** The page has no copy of the chat's last answer: the transcript lets it go (see `readNewInput`). */
+      withoutLastAnswer: boolean;
+    }
   | {
       kind: "answers";
       decisions: { toolCallId: string; approved: boolean; reason?: string }[];
@@ -24,13 +30,19 @@ export type NewInput =
  * them: a page that went away mid-answer has less), tool calls the server made with their inputs,
  * and outputs and approval responses only for calls that wait for one (or the same ones the server
  * already has). Anything else is refused with a 4xx `HttpError` saying what differs.
+ *
+ * `lastAnswerAbandoned`: the page went away while the chat's last answer streamed. It may have
+ * stopped before reading its first chunk, and useChat adds the assistant message with that chunk:
+ * a new message right after the user's then comes in its place, and is taken without it.
  */
 export function readNewInput(
   transcript: ChatTranscript,
   waiting: Waiting,
   messages: readonly UiMessageIn[],
+  lastAnswerAbandoned: boolean,
 ): NewInput {
-  const { turns } = transcript;
+  const withoutLastAnswer = lastAnswerAbandoned && lacksLastAnswer(transcript.turns, messages);
+  const turns = withoutLastAnswer ? transcript.turns.slice(0, -1) : transcript.turns;
   if (messages.length < turns.length || messages.length > turns.length + 1)
     throw mismatch(
       `The chat has ${messages.length} messages where the server's has ${turns.length} (and one new user message at most): messages were removed or added (editing and regenerating are not supported).`,
@@ -65,7 +77,14 @@ export function readNewInput(
     );
   const text = textOf(next);
   if (text.trim() === "") throw new HttpError(422, "empty-message", "The new message has no text.");
-  return { kind: "prompt", messageId: next.id, text };
+  return { kind: "prompt", messageId: next.id, text, withoutLastAnswer };
+}
+
+/** Whether a new user message stands where the transcript's last turn, an answer, is. */
+function lacksLastAnswer(turns: readonly Turn[], messages: readonly UiMessageIn[]): boolean {
+  return (
+    turns.at(-1)?.role === "assistant" && messages.length === turns.length && messages.at(-1)?.role === "user"
+  );
 }
 
 function checkTurn(

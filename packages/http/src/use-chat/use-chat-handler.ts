@@ -50,7 +50,8 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
       );
     const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages.length));
     await settled(session);
-    const input = readNewInput(session.transcript, waitingOf(session), chat.messages);
+    const abandoned = session.current?.abandoned ?? false;
+    const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
     const response = uiMessageStreamResponse(streamRun(session, run, turn, request.signal));
     if (run !== undefined) idleFromItsEnd(session);
@@ -83,6 +84,7 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     session: ChatSession,
     input: Extract<NewInput, { kind: "prompt" }>,
   ): [AgentRun, AssistantTurn] {
+    if (input.withoutLastAnswer) session.transcript.dropLastAnswer();
     const turn = session.transcript.addExchange(
       { role: "user", id: input.messageId, text: input.text },
       `msg-${randomUUID()}`,
