@@ -49,7 +49,7 @@ const optionsSchema = z.object(
  */
 export class PlanExecuteOrchestrator implements Orchestrator {
   readonly name: string;
-  readonly version = "2";
+  readonly version = "3";
   readonly #maxReplans: number;
   readonly #maxConcurrency: number;
   /** The waves whose batch runs or waits, by the id of their first call. */
