@@ -97,6 +97,11 @@ describe("a provider whose stream parts break the v4 types", () => {
       [{ type: "tool-call", toolCallId: 7, toolName: "echo", input: '{"x":"a"}' }, finish("tool-calls")],
       'The model streamed a malformed "tool-call" part: its `toolCallId` must be a string but is of type number.',
     ],
+    [
+      'a reply that ends with finish reason "error" (no error part), its text a partial answer',
+      [{ type: "text-delta", id: "t", delta: "The answer is" }, finish("error")],
+      'The model\'s reply ended with finish reason "error" (raw: "error"): a reply cut short by an error is no answer.',
+    ],
     ["a null part", [null, finish("stop")], "The model streamed a part that is no object: null."],
     ["a number as a part", [42, finish("stop")], "The model streamed a part that is no object: number."],
     [

@@ -280,6 +280,8 @@ class StepState extends AbortHook implements ModelStepResult {
         this.#finished = true;
         this.finishReason = unifiedFinishReason(part.finishReason);
         this.usage = toUsage(part.usage);
+        // The provider says the reply failed: its text so far is no answer, its calls no decision.
+        if (this.finishReason === "error") throw failedReply(part.finishReason.raw);
         return;
       case "error":
         throw part.error;
@@ -287,6 +289,13 @@ class StepState extends AbortHook implements ModelStepResult {
         return;
     }
   }
+}
+
+function failedReply(raw: unknown): ProviderError {
+  const said = typeof raw === "string" ? ` (raw: ${JSON.stringify(raw)})` : "";
+  return new ProviderError(
+    `The model's reply ended with finish reason "error"${said}: a reply cut short by an error is no answer.`,
+  );
 }
 
 /** Takes a new promise's settlers without a closure per promise (one per model call). */
