@@ -1,3 +1,4 @@
+import { AgentClient } from "@agent-core/client";
 import type { TokenLedger } from "@agent-core/http";
 import { planExecute } from "@agent-core/plan-execute";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
@@ -168,6 +169,56 @@ describe("a client tool over HTTP", () => {
       result: "late",
     });
     expect(late).toEqual([410, "token-expired"]);
+  });
+
+  it("replays a client call that has its result without the hookToken: only a call that still waits is given one", async () => {
+    const { url } = await startServer(twoClientCalls);
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go", outliveStream: true }));
+    const first = await reader.until(ofType("tool_call"));
+    const replay = async () =>
+      agentEvents(
+        await new NdjsonReader(await fetch(`${url}/runs/${first.runId}/events`, { headers: headers() }))
+          .until(ofType("tool_call"))
+          .then((call) => [call]),
+      );
+    // While c1 waits, a re-attach gets its token, as the live stream did.
+    expect(await replay()).toEqual([
+      expect.objectContaining({ toolCallId: "c1", hookToken: first.hookToken }),
+    ]);
+    const body = { toolCallId: "c1", token: first.hookToken, result: "text of c1" };
+    expect(await postResult(url, first.runId, body)).toEqual([204, undefined]);
+    const second = await reader.until(ofType("tool_call"));
+    expect(second).toMatchObject({ toolCallId: "c2", hookToken: expect.any(String) });
+    // Answered: replayed without it, so a client that re-attaches does not run the tool again.
+    const [replayed] = await replay();
+    expect(replayed).toMatchObject({ toolCallId: "c1", execution: "client" });
+    expect(replayed).not.toHaveProperty("hookToken");
+    await postResult(url, first.runId, { toolCallId: "c2", token: second.hookToken, result: "text of c2" });
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    assertEventProtocol(events);
+  });
+
+  it("a client that attaches after a client call was answered does not run its tool again, and reports nothing", async () => {
+    const { url } = await startServer(twoClientCalls);
+    const client = (read_page: (args: unknown, context: { toolCallId: string }) => unknown) =>
+      new AgentClient({ baseUrl: url, headers: { "x-user": "alice" }, tools: { read_page } });
+    // The first page answers c1, then goes away while its c2 works.
+    const run = client((_, { toolCallId }) =>
+      toolCallId === "c1" ? "text of c1" : new Promise(() => {}),
+    ).start("go", { outliveStream: true });
+    const runId = await run.runId;
+    for await (const event of run) if (event.type === "tool_call" && event.toolCallId === "c2") break;
+    // The reloaded page attaches from the start: it runs c2, which waits, and not c1 again.
+    const ran: string[] = [];
+    const reloaded = client((_, { toolCallId }) => {
+      ran.push(toolCallId);
+      return `text of ${toolCallId}`;
+    });
+    const events = [];
+    for await (const event of reloaded.attach(runId)) events.push(event);
+    expect(events.filter((event) => event.type === "client_error")).toEqual([]);
+    expect(ran).toEqual(["c2"]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
   });
 
   it("refuses a result nested more than 100 levels deep with 400 invalid-body, before taking it: the call still takes a good one", async () => {

@@ -200,7 +200,9 @@ export class Run implements ClientRun {
       else this.#finish(event);
     }
     this.#emit(event);
-    if (event.type === "tool_call" && event.execution === "client")
+    // A client call announced without a token takes no result (refused, or answered already when a
+    // re-attach replays it): not the client's to run.
+    if (event.type === "tool_call" && event.execution === "client" && event.hookToken !== undefined)
       this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
   }
 

@@ -44,7 +44,9 @@ export class ClientError extends Error {
  * A problem the client met while a run went on, delivered in the run's event stream (never thrown):
  *
  * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
- *   object with a string `type`; `line` is its text. Also a client `tool_call` without a `hookToken`,
+ *   object with a string `type`; `line` is its text. Also a call of a suspended run's
+ *   `pendingClientTools` without a `hookToken` (a `tool_call` without one takes no result, and is
+ *   not run: the server replays a call that has its result so),
  *   and, dropped (they change nothing), an object that is no event of a run (no string `runId`, or
  *   no whole `seq` from 0) and an event of another run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);

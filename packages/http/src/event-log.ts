@@ -54,6 +54,16 @@ export class EventLog {
     this.#wake();
   }
 
+  /**
+   * Writes the event of seq `seq` anew, for the readers that come to it later (a re-attach); one
+   * no longer kept is left dropped.
+   */
+  rewrite(seq: number, json: string): void {
+    const index = seq - this.#first;
+    const kept = this.#events[index];
+    if (kept !== undefined) this.#events[index] = { ...kept, json };
+  }
+
   /** No more events (the run ended, or the log is being discarded). */
   close(): void {
     this.#closed = true;

@@ -1,4 +1,4 @@
-import type { AgentEvent } from "@agent-core/core";
+import type { AgentEvent, AgentEventOf } from "@agent-core/core";
 import { EventLog } from "./event-log.js";
 import { digest, type HookTokens } from "./hook-tokens.js";
 import { HttpError } from "./http-error.js";
@@ -30,6 +30,8 @@ export class ServerRun {
   /** The run that resumed this suspended one, once every client call had its result. */
   continuedAs: string | undefined;
   readonly #waiting = new Map<string, WaitingCall>();
+  /** The client calls announced with a hook token that have no result yet: their `tool_call` events. */
+  readonly #tokened = new Map<string, AgentEventOf<"tool_call">>();
   #stopListening: (() => void) | undefined;
   #attached = 0;
   readonly #maxStreams: number;
@@ -56,7 +58,11 @@ export class ServerRun {
     this.log = new EventLog(options.maxEvents);
     const onEvent = (event: AgentEvent) => {
       const wire = this.#wire(event, options);
-      if (wire.type === "tool_result") this.#waiting.delete(wire.toolCallId);
+      if (wire.type === "tool_result") {
+        this.#waiting.delete(wire.toolCallId);
+        this.#tokenless(wire.toolCallId);
+      }
+      if (event.type === "tool_call" && wire !== event) this.#tokened.set(event.toolCallId, event);
       this.log.append(wire, JSON.stringify(wire));
       if (wire.type !== "agent_end") return;
       this.#stopListening?.();
@@ -74,6 +80,18 @@ export class ServerRun {
     this.caughtUp.catch(() => {});
     if (this.log.closed) subscription.stop();
     else this.#stopListening = () => subscription.stop();
+  }
+
+  /**
+   * A client call got its result: later readers of the log get its `tool_call` without the hook
+   * token, as a call that takes no result is announced, so a client that re-attaches (a page
+   * reloaded) does not run the tool again.
+   */
+  #tokenless(toolCallId: string): void {
+    const call = this.#tokened.get(toolCallId);
+    if (call === undefined) return;
+    this.#tokened.delete(toolCallId);
+    this.log.rewrite(call.seq, JSON.stringify(call));
   }
 
   /** The call a posted token names, if the run still waits for it. */
