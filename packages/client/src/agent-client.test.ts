@@ -1348,6 +1348,26 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect(requests).toHaveLength(1);
   });
 
+  it.each([
+    ["an object", { c1: call("c1") }],
+    ["a string", "c1"],
+    ["a list of no objects", [null, 7]],
+  ])(
+    "resolves with the suspended agent_end, with a malformed-event, when its pendingClientTools is %s",
+    async (_, pending) => {
+      const first = suspendedRun("r1", pending as never);
+      const { baseUrl, requests } = await serve((_req, res) => streamRun(res, "r1", first));
+      const t = vi.fn(() => "ok");
+      const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+      await expect(run.result()).resolves.toEqual(first[1]);
+      expect((await collect(run)).slice(2)).toEqual([
+        expect.objectContaining({ type: "client_error", code: "malformed-event" }),
+      ]);
+      expect(t).not.toHaveBeenCalled();
+      expect(requests).toHaveLength(1);
+    },
+  );
+
   it("gives a result post idleTimeoutMs for its whole answer: one never answered, or never finished, does not hold the run", async () => {
     const first = suspendedRun("r1", [call("c1"), call("c2")]);
     const { baseUrl } = await serve(async (req, res) => {

@@ -193,13 +193,26 @@ export class Run implements ClientRun {
    */
   #receive(event: ClientEvent): void {
     // Taken before the listeners hear of it: one that cancels the run on its agent_end finds it ended.
+    const unreadable = event.type === "agent_end" && !isCallList(event.pendingClientTools);
     if (event.type === "agent_end") {
       // Suspended for client tools: the client answers them, and follows the run that resumes it.
-      if (event.stopReason === "awaiting_client_tool" && (event.pendingClientTools?.length ?? 0) > 0)
+      if (
+        event.stopReason === "awaiting_client_tool" &&
+        !unreadable &&
+        (event.pendingClientTools?.length ?? 0) > 0
+      )
         this.#suspended = event;
       else this.#finish(event);
     }
     this.#emit(event);
+    if (unreadable)
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message:
+          "The run's agent_end lists its pendingClientTools as something else than a list of calls (objects with a string toolCallId and toolName): none of them can be run.",
+        line: JSON.stringify(event),
+      });
     // A client call announced without a token takes no result (refused, or answered already when a
     // re-attach replays it): not the client's to run.
     if (event.type === "tool_call" && event.execution === "client" && event.hookToken !== undefined)
@@ -324,4 +337,19 @@ function whenAborted(signal: AbortSignal): Promise<never> {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
   });
+}
+
+/** Absent, or a list of calls (each an object naming its call and tool): what a suspended run lists. */
+function isCallList(pending: unknown): boolean {
+  return (
+    pending === undefined ||
+    (Array.isArray(pending) &&
+      pending.every(
+        (call) =>
+          typeof call === "object" &&
+          call !== null &&
+          typeof call.toolCallId === "string" &&
+          typeof call.toolName === "string",
+      ))
+  );
 }
