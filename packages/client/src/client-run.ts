@@ -1,4 +1,4 @@
-import { ClientToolRunner } from "./client-tool-runner.js";
+import { ClientToolRunner, isCallList } from "./client-tool-runner.js";
 import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
@@ -337,19 +337,4 @@ function whenAborted(signal: AbortSignal): Promise<never> {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
   });
-}
-
-/** Absent, or a list of calls (each an object naming its call and tool): what a suspended run lists. */
-function isCallList(pending: unknown): boolean {
-  return (
-    pending === undefined ||
-    (Array.isArray(pending) &&
-      pending.every(
-        (call) =>
-          typeof call === "object" &&
-          call !== null &&
-          typeof call.toolCallId === "string" &&
-          typeof call.toolName === "string",
-      ))
-  );
 }

@@ -218,3 +218,18 @@ async function resumedRunId(response: Response): Promise<string | { why: string 
   }
   return { why: `the answer is not { "runId": "…" }: ${text.slice(0, 200)}` };
 }
+
+/** Absent, or a list of calls (each an object naming its call and tool): what a suspended run lists. */
+export function isCallList(pending: unknown): boolean {
+  return (
+    pending === undefined ||
+    (Array.isArray(pending) &&
+      pending.every(
+        (call) =>
+          typeof call === "object" &&
+          call !== null &&
+          typeof call.toolCallId === "string" &&
+          typeof call.toolName === "string",
+      ))
+  );
+}
