@@ -397,18 +397,24 @@ describe("context budget defaults", () => {
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
   });
 
-  it("counts the system prompt each call sends, the orchestrator's instructions included", async () => {
+  /** A `page` tool whose page `n` is `text(n)`, and a model that reads pages 1 and 2, then answers. */
+  function twoPages(text: (n: number) => string) {
     const page = defineTool({
       name: "page",
       description: "d",
       inputSchema: z.object({ n: z.number() }),
-      execute: ({ n }) => `${n}${"x".repeat(1400)}`,
+      execute: ({ n }) => text(n),
     });
     const model = scriptedModel([
       [script.toolCall("page", { n: 1 })],
       [script.toolCall("page", { n: 2 })],
       [script.text("done")],
     ]);
+    return { page, model };
+  }
+
+  it("counts the system prompt each call sends, the orchestrator's instructions included", async () => {
+    const { page, model } = twoPages((n) => `${n}${"x".repeat(1400)}`);
     const requests: number[] = [];
     const agent = new Agent({
       provider: model,
@@ -461,17 +467,7 @@ describe("context budget defaults", () => {
       ["7", '"7"'],
       [undefined, "undefined"],
     ] as const) {
-      const page = defineTool({
-        name: "page",
-        description: "d",
-        inputSchema: z.object({ n: z.number() }),
-        execute: ({ n }) => `${n} ${"text ".repeat(2000)}`,
-      });
-      const model = scriptedModel([
-        [script.toolCall("page", { n: 1 })],
-        [script.toolCall("page", { n: 2 })],
-        [script.text("done")],
-      ]);
+      const { page, model } = twoPages((n) => `${n} ${"text ".repeat(2000)}`);
       const estimate = (() => count) as unknown as (message: AgentMessage) => number;
       const agent = new Agent({
         provider: model,

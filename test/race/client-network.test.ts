@@ -6,7 +6,7 @@ import { assertEventProtocol, type ScriptPart, script, scriptedModel } from "@ag
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addNumbers, headers, ndjsonEvents } from "../http/harness.js";
-import { fuzzSettings } from "./property.js";
+import { httpFuzzOptions } from "./property.js";
 
 // Generated timelines of `@agent-core/client` against a real server on loopback, over a network
 // that fails: a request refused before it is sent, one whose answer is lost after the server took
@@ -220,19 +220,13 @@ function withinCase<T>(play: Promise<T>): Promise<T> {
 
 describe("the client over a failing network (fast-check)", () => {
   it("yields each run's log exactly, and a cancel ends the server's run, whatever the network drops", async () => {
-    const settings = fuzzSettings();
     await fc.assert(
       fc.asyncProperty(timeline, async (t) => {
         current = t;
         made = [];
         await check(t, await withinCase(play(t)));
       }),
-      {
-        seed: settings.seed,
-        numRuns: Math.max(1, Math.round(settings.numRuns / 4)),
-        path: settings.path,
-        endOnFailure: true,
-      },
+      httpFuzzOptions(),
     );
   }, 240_000);
 });

@@ -5,7 +5,7 @@ import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing"
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { headers, ndjsonEvents, post, readPage } from "../http/harness.js";
-import { fuzzSettings } from "./property.js";
+import { httpFuzzOptions } from "./property.js";
 
 // Generated timelines of a client against a real server on loopback: client calls answered once,
 // twice, with a conflicting payload, with an error, or never; the stream dropped and re-attached at
@@ -215,7 +215,6 @@ function check(t: Timeline, outcome: Outcome, log: AgentEvent[]): void {
 
 describe("HTTP timelines (fast-check)", () => {
   it("keeps every stream exact and every client call answered once, whatever the client does", async () => {
-    const settings = fuzzSettings();
     await fc.assert(
       fc.asyncProperty(timeline, async (t) => {
         current = t;
@@ -225,12 +224,7 @@ describe("HTTP timelines (fast-check)", () => {
         const log = ndjsonEvents(full);
         check(t, outcome, log);
       }),
-      {
-        seed: settings.seed,
-        numRuns: Math.max(1, Math.round(settings.numRuns / 4)),
-        path: settings.path,
-        endOnFailure: true,
-      },
+      httpFuzzOptions(),
     );
   }, 120_000);
 });

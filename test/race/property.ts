@@ -20,6 +20,19 @@ export class FuzzConfigError extends Error {
   override name = "FuzzConfigError";
 }
 
+/**
+ * fast-check's options for a property whose every case is a whole HTTP exchange on loopback: the
+ * seed and replay path of `FUZZ_SEED` / `FUZZ_PATH`, a quarter of `FUZZ_RUNS` cases.
+ */
+export function httpFuzzOptions(settings: FuzzSettings = fuzzSettings()) {
+  return {
+    seed: settings.seed,
+    numRuns: Math.max(1, Math.round(settings.numRuns / 4)),
+    path: settings.path,
+    endOnFailure: true,
+  };
+}
+
 export interface FuzzSettings {
   seed: number;
   numRuns: number;
