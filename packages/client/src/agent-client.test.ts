@@ -1425,6 +1425,26 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect(requests.map(route)).toEqual(["POST /runs"]);
   });
 
+  it("cancel() ends a suspended run whose tool never settles and ignores its signal: result() rejects with 'cancelled'", async () => {
+    const first = suspendedRun("r1", [call("c1", "stuck")]);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs") return streamRun(res, "r1", first);
+      fail(res, 500, "unexpected");
+    });
+    let started = false;
+    const stuck = () => {
+      started = true;
+      return new Promise(() => {});
+    };
+    const run = new AgentClient({ baseUrl, tools: { stuck }, ...fast }).start("go");
+    const iterated = collect(run);
+    await until(() => started, "the tool to start");
+    await run.cancel();
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    expect(await iterated).toEqual(first);
+    expect(requests.map(route)).toEqual(["POST /runs"]);
+  });
+
   it("cancel() while the last result's post is under way cancels the run that post resumed", async () => {
     let posted!: () => void;
     const postArrived = new Promise<void>((resolve) => {
