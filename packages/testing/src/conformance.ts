@@ -27,15 +27,24 @@ export interface ConformanceOptions {
 }
 
 const GRACE_MS = 30;
+/** How long a run of a check may take to end, unless aborted. */
+const RUN_DEADLINE_MS = 5000;
+/**
+ * Vitest's timeout for each check: beyond the deadlines of its runs (the provider-failure check
+ * runs several), so a run that never ends fails with the check's own message, not vitest's.
+ */
+const CHECK_TIMEOUT_MS = 60_000;
 
 /**
  * Checks every guarantee an orchestrator can break, against the orchestrator `factory` builds
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
- * stream), provider errors, steering and limits, and `result()` without reading events. Call it
- * at the top level of a vitest test file; it is the `@agent-core/testing/conformance` entry, so
- * programs using the rest of the kit never load vitest.
+ * stream), provider errors, steering and limits, and `result()` without reading events. A run
+ * that does not end within its deadline fails its check with "the run did not end within … ms";
+ * each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
+ * `testTimeout`. Call it at the top level of a vitest test file; it is the
+ * `@agent-core/testing/conformance` entry, so programs using the rest of the kit never load vitest.
  */
 export function describeOrchestratorConformance(
   name: string,
@@ -43,7 +52,8 @@ export function describeOrchestratorConformance(
   options: ConformanceOptions = {},
 ): void {
   describe(`orchestrator conformance: ${name}`, () => {
-    for (const check of conformanceChecks) it(check.name, () => check.run(factory, options));
+    const timeout = CHECK_TIMEOUT_MS + deadlineOf(options);
+    for (const check of conformanceChecks) it(check.name, () => check.run(factory, options), timeout);
   });
 }
 
@@ -89,7 +99,8 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   {
     name: "resolves result() when nobody reads the events",
     async run(factory, options) {
-      const result = await (await start(newAgent(factory, {}), PROMPT, options)).result();
+      const run = await start(newAgent(factory, {}), PROMPT, options);
+      const result = await within(run.result(), RUN_DEADLINE_MS);
       expect(result.stopReason).toBe("completed");
       assertValidTranscript(result.messages);
     },
@@ -145,7 +156,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const agent = newAgent(factory, {});
       agent.steer("Conformance steering");
       const run = await start(agent, PROMPT, options);
-      const result = await timed(run, 5000);
+      const result = await timed(run, RUN_DEADLINE_MS);
       const steered = result.messages.filter(
         (m) => m.role === "user" && m.content === "Conformance steering",
       );
@@ -158,7 +169,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     async run(factory, options) {
       const model = conformanceModel();
       const run = await start(newAgent(factory, { model, maxCycles: 1 }), PROMPT, options);
-      const result = await timed(run, 5000);
+      const result = await timed(run, RUN_DEADLINE_MS);
       expect(["completed", "max_cycles"]).toContain(result.stopReason);
       expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
     },
@@ -201,21 +212,26 @@ async function runScenario(
   options?: ConformanceOptions,
 ): Promise<{ run: AgentRun; result: RunResult }> {
   const run = await start(newAgent(factory, scenario), PROMPT, options);
-  const result = await timed(run, 5000);
+  const result = await timed(run, RUN_DEADLINE_MS);
   return { run, result };
 }
 
 /** Awaits the run's result within `ms`, then checks the protocol and the transcript. */
 async function timed(run: AgentRun, ms: number): Promise<RunResult> {
+  const result = await within(run.result(), ms);
+  assertEventProtocol(run.events);
+  assertValidTranscript(result.messages);
+  return result;
+}
+
+/** The run's result, or a rejection saying it did not end within `ms`. */
+async function within(result: Promise<RunResult>, ms: number): Promise<RunResult> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms`)), ms);
   });
   try {
-    const result = await Promise.race([run.result(), timeout]);
-    assertEventProtocol(run.events);
-    assertValidTranscript(result.messages);
-    return result;
+    return await Promise.race([result, timeout]);
   } finally {
     clearTimeout(timer);
   }
