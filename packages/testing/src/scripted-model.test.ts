@@ -77,3 +77,33 @@ describe("scriptedModel", () => {
     expect(parts.find((p) => p.type === "text-delta")).toMatchObject({ delta: "1 messages" });
   });
 });
+
+describe("a malformed script", () => {
+  it("is refused with a TypeError naming the step and what it holds", () => {
+    expect(() => scriptedModel([script.text("hi")] as never)).toThrow(
+      new TypeError(
+        "Scripted model: step 1 must be an array of script parts, { throws } or a function, got a single text part (wrap a step's parts in [ ]).",
+      ),
+    );
+    expect(() => scriptedModel([[script.text("a")], [{ kind: "txt" }]] as never)).toThrow(
+      new TypeError(
+        'Scripted model: part 1 of step 2 is not a script part (build it with script.*), got {"kind":"txt"}.',
+      ),
+    );
+    expect(() => scriptedModel("abc" as never)).toThrow(
+      new TypeError("Scripted model: the script must be an array of steps, got string abc."),
+    );
+    expect(() => script.delay(Number.NaN)).toThrow(
+      new RangeError("script.delay: ms must be a number >= 0, got NaN."),
+    );
+  });
+
+  it("from a step function is refused at its call, with a TypeError", async () => {
+    const model = scriptedModel([() => script.text("hi") as never]);
+    await expect(model.doStream(call)).rejects.toThrow(
+      new TypeError(
+        "Scripted model: what the function of step 1 returned must be an array of script parts, got a single text part (wrap a step's parts in [ ]).",
+      ),
+    );
+  });
+});

@@ -44,7 +44,11 @@ export const script = {
     id: options.id,
   }),
   /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
-  delay: (ms: number): ScriptPart => ({ kind: "delay", ms }),
+  delay: (ms: number): ScriptPart => {
+    if (typeof ms !== "number" || !(ms >= 0))
+      throw new RangeError(`script.delay: ms must be a number >= 0, got ${String(ms)}.`);
+    return { kind: "delay", ms };
+  },
   /** A step that never finishes (until the reader cancels it). */
   hang: (): ScriptPart => ({ kind: "delay", ms: Number.POSITIVE_INFINITY }),
   /** An `error` stream part, as a provider emits for a failure mid-stream. */
@@ -66,12 +70,16 @@ export interface ScriptedModelOptions {
 /**
  * A v4 language model that plays a script, one step per model call, and records what it was sent
  * (`prompts`, `calls`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK too.
+ * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function)
+ * is refused with a `TypeError` naming the step; so is a step function's malformed return, when
+ * its call comes.
  */
 export class ScriptedModel extends MockLanguageModelV4 {
   readonly #steps: readonly ScriptStep[];
 
   constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
     const usage = options.usage ?? { inputTokens: 10, outputTokens: 5 };
+    checkSteps(steps);
     let callIndex = 0;
     super({
       modelId: options.modelId ?? "scripted-model",
@@ -84,6 +92,7 @@ export class ScriptedModel extends MockLanguageModelV4 {
           );
         if (typeof step === "object" && "throws" in step) throw step.throws;
         const parts = typeof step === "function" ? step(callOptions, index) : step;
+        checkParts(parts, `what the function of step ${index + 1} returned`);
         return { stream: playStep(parts, index, usage) };
       },
     });
@@ -103,6 +112,57 @@ export class ScriptedModel extends MockLanguageModelV4 {
 
 export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedModelOptions): ScriptedModel {
   return new ScriptedModel(steps, options);
+}
+
+const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
+  "text",
+  "reasoning",
+  "toolCall",
+  "delay",
+  "error",
+  "finish",
+]);
+
+// A script is data a test writes by hand: a slip (a part not wrapped in its step's array) would
+// otherwise surface, at the model call, as "parts.forEach is not a function".
+function checkSteps(steps: unknown): void {
+  if (!Array.isArray(steps))
+    throw new TypeError(`Scripted model: the script must be an array of steps, got ${describe(steps)}.`);
+  steps.forEach((step: unknown, index) => {
+    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step)) return;
+    if (!Array.isArray(step))
+      throw new TypeError(
+        `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${describe(step)}.`,
+      );
+    checkParts(step, `step ${index + 1}`);
+  });
+}
+
+/** `subject` names the array in the error: "step 2", "what the function of step 2 returned". */
+function checkParts(parts: unknown, subject: string): asserts parts is readonly ScriptPart[] {
+  if (!Array.isArray(parts))
+    throw new TypeError(
+      `Scripted model: ${subject} must be an array of script parts, got ${describe(parts)}.`,
+    );
+  parts.forEach((part: unknown, index) => {
+    if (!isScriptPart(part))
+      throw new TypeError(
+        `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${describe(part)}.`,
+      );
+  });
+}
+
+function isScriptPart(value: unknown): value is ScriptPart {
+  return (
+    typeof value === "object" && value !== null && PART_KINDS.has((value as { kind?: string }).kind ?? "")
+  );
+}
+
+function describe(value: unknown): string {
+  if (isScriptPart(value)) return `a single ${value.kind} part (wrap a step's parts in [ ])`;
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
 }
 
 function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
