@@ -1,4 +1,5 @@
 import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { generateText } from "ai";
 import { describe, expect, it } from "vitest";
 import { script, scriptedModel } from "./scripted-model.js";
 
@@ -75,6 +76,33 @@ describe("scriptedModel", () => {
     const model = scriptedModel([(options) => [script.text(`${options.prompt.length} messages`)]]);
     const parts = await partsOf((await model.doStream(call)).stream);
     expect(parts.find((p) => p.type === "text-delta")).toMatchObject({ delta: "1 messages" });
+  });
+});
+
+describe("scriptedModel with generateText (doGenerate)", () => {
+  it("plays the next step, gathered into one result, and records its prompt", async () => {
+    const model = scriptedModel([
+      [script.text("streamed")],
+      [script.reasoning("Let me ", "see."), script.text("Hello, ", "world."), script.toolCall("t", { x: 1 })],
+      [script.text("late"), script.error("mid-stream failure")],
+    ]);
+    await model.doStream(call);
+    const result = await generateText({ model, prompt: "hi", maxRetries: 0 });
+    expect(result.reasoningText).toBe("Let me see.");
+    expect(result.text).toBe("Hello, world.");
+    expect(result.toolCalls).toMatchObject([{ toolCallId: "call-2-1", toolName: "t", input: { x: 1 } }]);
+    expect(result.finishReason).toBe("tool-calls");
+    expect(result.usage).toMatchObject({ inputTokens: 10, outputTokens: 5 });
+    await expect(generateText({ model, prompt: "hi", maxRetries: 0 })).rejects.toThrow("mid-stream failure");
+    expect(model.prompts).toHaveLength(3);
+  });
+
+  it("ends a hanging step when the call is aborted", async () => {
+    const model = scriptedModel([[script.text("…"), script.hang()]]);
+    const controller = new AbortController();
+    const generating = generateText({ model, prompt: "hi", abortSignal: controller.signal, maxRetries: 0 });
+    setTimeout(() => controller.abort(new Error("stop")), 10);
+    await expect(generating).rejects.toThrow("stop");
   });
 });
 
