@@ -88,6 +88,15 @@ describe("conformance checks catch broken orchestrators", () => {
     await expect(check("keeps maxCycles").run(looping)).resolves.toBeUndefined();
   });
 
+  it("one that throws: the failed check says what it threw", async () => {
+    const throwing = orchestrator(async () => {
+      throw new Error("the plan is empty");
+    });
+    await expect(check("answers a prompt without tools").run(throwing)).rejects.toThrow(
+      'the run ended error (orchestrator_error: Orchestrator "broken" failed: the plan is empty)',
+    );
+  });
+
   it("one that never ends, even when nobody reads the events: the result() check says so", async () => {
     const endless = orchestrator(() => new Promise(() => {}));
     await expect(check("resolves result() when nobody reads the events").run(endless)).rejects.toThrow(

@@ -70,7 +70,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "answers a prompt without tools: protocol, schemas, transcript, completed",
     async run(factory, options) {
       const { run, result } = await runScenario(factory, { tools: false }, options);
-      expect(result.stopReason).toBe("completed");
+      expect(result.stopReason, ending(result)).toBe("completed");
       expect(run.events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     },
   },
@@ -78,7 +78,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "uses tools: every tool_call has one tool_result and the history has one result per call",
     async run(factory, options) {
       const { run, result } = await runScenario(factory, {}, options);
-      expect(result.stopReason).toBe("completed");
+      expect(result.stopReason, ending(result)).toBe("completed");
       const calls = eventsOf(run.events, "tool_call").map((e) => e.toolCallId);
       const resultsInHistory = result.messages.flatMap((m) =>
         m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
@@ -91,7 +91,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     async run(factory, options) {
       for (const tools of [false, true]) {
         const { run, result } = await runScenario(factory, tools ? {} : { tools: false }, options);
-        expect(result.stopReason).toBe("completed");
+        expect(result.stopReason, ending(result)).toBe("completed");
         expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
       }
     },
@@ -101,7 +101,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     async run(factory, options) {
       const run = await start(newAgent(factory, {}), PROMPT, options);
       const result = await within(run.result(), RUN_DEADLINE_MS);
-      expect(result.stopReason).toBe("completed");
+      expect(result.stopReason, ending(result)).toBe("completed");
       assertValidTranscript(result.messages);
     },
   },
@@ -120,10 +120,10 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const result = await timed(run, deadlineOf(options) + 500).finally(() => timers.forEach(clearTimeout));
       if (!aborted && eventsOf(run.events, "tool_call").length === 0) {
         // It answered without the tool, so there was nothing to abort: it must have completed.
-        expect(result.stopReason).toBe("completed");
+        expect(result.stopReason, ending(result)).toBe("completed");
         return;
       }
-      expect(result.stopReason).toBe("aborted");
+      expect(result.stopReason, ending(result)).toBe("aborted");
       expect(eventsOf(run.events, "error")[0]?.code).toBe("aborted");
     },
   },
@@ -134,7 +134,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const run = await start(agent, "Answer.", options);
       setTimeout(() => agent.abort(), 20);
       const result = await timed(run, deadlineOf(options));
-      expect(result.stopReason).toBe("aborted");
+      expect(result.stopReason, ending(result)).toBe("aborted");
     },
   },
   {
@@ -145,7 +145,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       await runScenario(factory, { model: clean }, options);
       for (let failOnCall = 1; failOnCall <= clean.doStreamCalls.length; failOnCall++) {
         const { run, result } = await runScenario(factory, { model: { failOnCall } }, options);
-        expect(result.stopReason, `model call ${failOnCall} failed`).toBe("error");
+        expect(result.stopReason, `model call ${failOnCall} failed; ${ending(result)}`).toBe("error");
         expect(eventsOf(run.events, "error")).toHaveLength(1);
       }
     },
@@ -170,7 +170,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const model = conformanceModel();
       const run = await start(newAgent(factory, { model, maxCycles: 1 }), PROMPT, options);
       const result = await timed(run, RUN_DEADLINE_MS);
-      expect(["completed", "max_cycles"]).toContain(result.stopReason);
+      expect(["completed", "max_cycles"], ending(result)).toContain(result.stopReason);
       expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
     },
   },
@@ -214,6 +214,15 @@ async function runScenario(
   const run = await start(newAgent(factory, scenario), PROMPT, options);
   const result = await timed(run, RUN_DEADLINE_MS);
   return { run, result };
+}
+
+/**
+ * How the run ended, with its error: a failed check then says why the run failed (what the
+ * orchestrator threw), not only that its stop reason was another one.
+ */
+function ending(result: RunResult): string {
+  const error = result.error ? ` (${result.error.code}: ${result.error.message})` : "";
+  return `the run ended ${result.stopReason}${error}`;
 }
 
 /** Awaits the run's result within `ms`, then checks the protocol and the transcript. */
