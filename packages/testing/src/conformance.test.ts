@@ -1,6 +1,6 @@
 import { type Orchestrator, type RunContext, runTurns } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
-import { conformanceChecks } from "./conformance.js";
+import { conformanceChecks, describeOrchestratorConformance } from "./conformance.js";
 
 // The suite must fail orchestrators that break a guarantee the core cannot keep for them.
 
@@ -87,14 +87,45 @@ describe("conformance checks catch broken orchestrators", () => {
     });
     await expect(check("keeps maxCycles").run(looping)).resolves.toBeUndefined();
   });
+
+  it("one that throws: the failed check says what it threw", async () => {
+    const throwing = orchestrator(async () => {
+      throw new Error("the plan is empty");
+    });
+    await expect(check("answers a prompt without tools").run(throwing)).rejects.toThrow(
+      'the run ended error (orchestrator_error: Orchestrator "broken" failed: the plan is empty)',
+    );
+  });
+
+  it("one that never ends, even when nobody reads the events: the result() check says so", async () => {
+    const endless = orchestrator(() => new Promise(() => {}));
+    await expect(check("resolves result() when nobody reads the events").run(endless)).rejects.toThrow(
+      "the run did not end within 5000 ms",
+    );
+  });
+});
+
+// The AnswerOnly example of docs/writing-an-orchestrator.md.
+const answerOnly = orchestrator((ctx) =>
+  runTurns(ctx, async () => (await ctx.decide({ tools: false })).message),
+);
+
+describe("the suite's vitest tests", () => {
+  describeOrchestratorConformance("answer-only", answerOnly);
+
+  it("give each check 60 s, so a run that never ends fails with the check's message, not vitest's", ({
+    task,
+  }) => {
+    const suite = task.suite?.tasks.find((t) => t.name === "orchestrator conformance: answer-only");
+    const tests = suite?.type === "suite" ? suite.tasks : [];
+    expect(tests).toHaveLength(conformanceChecks.length);
+    for (const test of tests)
+      expect(test.type === "test" && test.timeout, test.name).toBeGreaterThanOrEqual(60_000);
+  });
 });
 
 describe("conformance checks pass orchestrators that keep the guarantees", () => {
   it("one that never calls a tool: the abort-in-a-tool check asks it to complete instead", async () => {
-    // The AnswerOnly example of docs/writing-an-orchestrator.md.
-    const answerOnly = orchestrator((ctx) =>
-      runTurns(ctx, async () => (await ctx.decide({ tools: false })).message),
-    );
     await expect(check("ends promptly when aborted in a tool").run(answerOnly)).resolves.toBeUndefined();
   });
 

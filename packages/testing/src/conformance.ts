@@ -27,15 +27,24 @@ export interface ConformanceOptions {
 }
 
 const GRACE_MS = 30;
+/** How long a run of a check may take to end, unless aborted. */
+const RUN_DEADLINE_MS = 5000;
+/**
+ * Vitest's timeout for each check: beyond the deadlines of its runs (the provider-failure check
+ * runs several), so a run that never ends fails with the check's own message, not vitest's.
+ */
+const CHECK_TIMEOUT_MS = 60_000;
 
 /**
  * Checks every guarantee an orchestrator can break, against the orchestrator `factory` builds
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
- * stream), provider errors, steering and limits, and `result()` without reading events. Call it
- * at the top level of a vitest test file; it is the `@agent-core/testing/conformance` entry, so
- * programs using the rest of the kit never load vitest.
+ * stream), provider errors, steering and limits, and `result()` without reading events. A run
+ * that does not end within its deadline fails its check with "the run did not end within … ms";
+ * each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
+ * `testTimeout`. Call it at the top level of a vitest test file; it is the
+ * `@agent-core/testing/conformance` entry, so programs using the rest of the kit never load vitest.
  */
 export function describeOrchestratorConformance(
   name: string,
@@ -43,7 +52,8 @@ export function describeOrchestratorConformance(
   options: ConformanceOptions = {},
 ): void {
   describe(`orchestrator conformance: ${name}`, () => {
-    for (const check of conformanceChecks) it(check.name, () => check.run(factory, options));
+    const timeout = CHECK_TIMEOUT_MS + deadlineOf(options);
+    for (const check of conformanceChecks) it(check.name, () => check.run(factory, options), timeout);
   });
 }
 
@@ -60,7 +70,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "answers a prompt without tools: protocol, schemas, transcript, completed",
     async run(factory, options) {
       const { run, result } = await runScenario(factory, { tools: false }, options);
-      expect(result.stopReason).toBe("completed");
+      expect(result.stopReason, ending(result)).toBe("completed");
       expect(run.events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     },
   },
@@ -68,7 +78,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "uses tools: every tool_call has one tool_result and the history has one result per call",
     async run(factory, options) {
       const { run, result } = await runScenario(factory, {}, options);
-      expect(result.stopReason).toBe("completed");
+      expect(result.stopReason, ending(result)).toBe("completed");
       const calls = eventsOf(run.events, "tool_call").map((e) => e.toolCallId);
       const resultsInHistory = result.messages.flatMap((m) =>
         m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
@@ -81,7 +91,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     async run(factory, options) {
       for (const tools of [false, true]) {
         const { run, result } = await runScenario(factory, tools ? {} : { tools: false }, options);
-        expect(result.stopReason).toBe("completed");
+        expect(result.stopReason, ending(result)).toBe("completed");
         expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
       }
     },
@@ -89,8 +99,9 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   {
     name: "resolves result() when nobody reads the events",
     async run(factory, options) {
-      const result = await (await start(newAgent(factory, {}), PROMPT, options)).result();
-      expect(result.stopReason).toBe("completed");
+      const run = await start(newAgent(factory, {}), PROMPT, options);
+      const result = await within(run.result(), RUN_DEADLINE_MS);
+      expect(result.stopReason, ending(result)).toBe("completed");
       assertValidTranscript(result.messages);
     },
   },
@@ -109,10 +120,10 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const result = await timed(run, deadlineOf(options) + 500).finally(() => timers.forEach(clearTimeout));
       if (!aborted && eventsOf(run.events, "tool_call").length === 0) {
         // It answered without the tool, so there was nothing to abort: it must have completed.
-        expect(result.stopReason).toBe("completed");
+        expect(result.stopReason, ending(result)).toBe("completed");
         return;
       }
-      expect(result.stopReason).toBe("aborted");
+      expect(result.stopReason, ending(result)).toBe("aborted");
       expect(eventsOf(run.events, "error")[0]?.code).toBe("aborted");
     },
   },
@@ -123,7 +134,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const run = await start(agent, "Answer.", options);
       setTimeout(() => agent.abort(), 20);
       const result = await timed(run, deadlineOf(options));
-      expect(result.stopReason).toBe("aborted");
+      expect(result.stopReason, ending(result)).toBe("aborted");
     },
   },
   {
@@ -134,7 +145,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       await runScenario(factory, { model: clean }, options);
       for (let failOnCall = 1; failOnCall <= clean.doStreamCalls.length; failOnCall++) {
         const { run, result } = await runScenario(factory, { model: { failOnCall } }, options);
-        expect(result.stopReason, `model call ${failOnCall} failed`).toBe("error");
+        expect(result.stopReason, `model call ${failOnCall} failed; ${ending(result)}`).toBe("error");
         expect(eventsOf(run.events, "error")).toHaveLength(1);
       }
     },
@@ -145,7 +156,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       const agent = newAgent(factory, {});
       agent.steer("Conformance steering");
       const run = await start(agent, PROMPT, options);
-      const result = await timed(run, 5000);
+      const result = await timed(run, RUN_DEADLINE_MS);
       const steered = result.messages.filter(
         (m) => m.role === "user" && m.content === "Conformance steering",
       );
@@ -158,8 +169,8 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     async run(factory, options) {
       const model = conformanceModel();
       const run = await start(newAgent(factory, { model, maxCycles: 1 }), PROMPT, options);
-      const result = await timed(run, 5000);
-      expect(["completed", "max_cycles"]).toContain(result.stopReason);
+      const result = await timed(run, RUN_DEADLINE_MS);
+      expect(["completed", "max_cycles"], ending(result)).toContain(result.stopReason);
       expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
     },
   },
@@ -201,21 +212,35 @@ async function runScenario(
   options?: ConformanceOptions,
 ): Promise<{ run: AgentRun; result: RunResult }> {
   const run = await start(newAgent(factory, scenario), PROMPT, options);
-  const result = await timed(run, 5000);
+  const result = await timed(run, RUN_DEADLINE_MS);
   return { run, result };
+}
+
+/**
+ * How the run ended, with its error: a failed check then says why the run failed (what the
+ * orchestrator threw), not only that its stop reason was another one.
+ */
+function ending(result: RunResult): string {
+  const error = result.error ? ` (${result.error.code}: ${result.error.message})` : "";
+  return `the run ended ${result.stopReason}${error}`;
 }
 
 /** Awaits the run's result within `ms`, then checks the protocol and the transcript. */
 async function timed(run: AgentRun, ms: number): Promise<RunResult> {
+  const result = await within(run.result(), ms);
+  assertEventProtocol(run.events);
+  assertValidTranscript(result.messages);
+  return result;
+}
+
+/** The run's result, or a rejection saying it did not end within `ms`. */
+async function within(result: Promise<RunResult>, ms: number): Promise<RunResult> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms`)), ms);
   });
   try {
-    const result = await Promise.race([run.result(), timeout]);
-    assertEventProtocol(run.events);
-    assertValidTranscript(result.messages);
-    return result;
+    return await Promise.race([result, timeout]);
   } finally {
     clearTimeout(timer);
   }

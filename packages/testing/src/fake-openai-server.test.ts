@@ -241,6 +241,23 @@ describe("fake OpenAI server wire format", () => {
     expect(await badJson.json()).toMatchObject({ error: { type: "invalid_request_error" } });
   });
 
+  it("answers 500, saying so, when the reply callback returns no FakeReply", async () => {
+    server = await startFakeOpenAIServer({ reply: () => undefined as unknown as FakeReply });
+
+    const response = await postCompletion(server, {
+      model: "m",
+      messages: [{ role: "user", content: "Hi" }],
+    });
+
+    expect(response.status).toBe(500);
+    expect(await response.json()).toMatchObject({
+      error: {
+        message: "Fake OpenAI server failed: the reply callback returned undefined, not a FakeReply object",
+        type: "server_error",
+      },
+    });
+  });
+
   it("ends open streams on close()", async () => {
     const fake = await serve({ text: ["slow"], chunkDelayMs: 60_000 });
     const response = await postCompletion(fake, {

@@ -51,7 +51,8 @@ export interface FakeOpenAIServer {
 export interface FakeOpenAIServerOptions {
   /**
    * Produces the answer to a valid request. `index` is the request's position in `requests`, so
-   * `server.requests[index] === request`; it is not called for requests rejected as invalid.
+   * `server.requests[index] === request`; it is not called for requests rejected as invalid. When
+   * it throws, or returns no `FakeReply` object, the request gets a 500 whose message says so.
    */
   reply: (request: ChatCompletionRequest, index: number) => FakeReply | Promise<FakeReply>;
 }
@@ -119,6 +120,9 @@ async function handleRequest(state: ServerState, req: IncomingMessage, res: Serv
     return;
   }
   const reply = await state.reply(request, index);
+  // A callback that forgot to return answers with what it did, not "Cannot read properties of undefined".
+  if (!isRecord(reply as unknown))
+    throw new TypeError(`the reply callback returned ${describeReply(reply)}, not a FakeReply object`);
   if (reply.error) {
     const { status, message, type = defaultErrorType(status), headers } = reply.error;
     sendError(res, status, { message, type, param: null, code: null }, headers);
@@ -131,6 +135,11 @@ async function handleRequest(state: ServerState, req: IncomingMessage, res: Serv
   } else {
     sendJson(res, 200, completion(reply, meta));
   }
+}
+
+function describeReply(value: unknown): string {
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

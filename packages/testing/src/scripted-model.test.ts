@@ -1,4 +1,5 @@
 import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { generateText } from "ai";
 import { describe, expect, it } from "vitest";
 import { script, scriptedModel } from "./scripted-model.js";
 
@@ -75,5 +76,62 @@ describe("scriptedModel", () => {
     const model = scriptedModel([(options) => [script.text(`${options.prompt.length} messages`)]]);
     const parts = await partsOf((await model.doStream(call)).stream);
     expect(parts.find((p) => p.type === "text-delta")).toMatchObject({ delta: "1 messages" });
+  });
+});
+
+describe("scriptedModel with generateText (doGenerate)", () => {
+  it("plays the next step, gathered into one result, and records its prompt", async () => {
+    const model = scriptedModel([
+      [script.text("streamed")],
+      [script.reasoning("Let me ", "see."), script.text("Hello, ", "world."), script.toolCall("t", { x: 1 })],
+      [script.text("late"), script.error("mid-stream failure")],
+    ]);
+    await model.doStream(call);
+    const result = await generateText({ model, prompt: "hi", maxRetries: 0 });
+    expect(result.reasoningText).toBe("Let me see.");
+    expect(result.text).toBe("Hello, world.");
+    expect(result.toolCalls).toMatchObject([{ toolCallId: "call-2-1", toolName: "t", input: { x: 1 } }]);
+    expect(result.finishReason).toBe("tool-calls");
+    expect(result.usage).toMatchObject({ inputTokens: 10, outputTokens: 5 });
+    await expect(generateText({ model, prompt: "hi", maxRetries: 0 })).rejects.toThrow("mid-stream failure");
+    expect(model.prompts).toHaveLength(3);
+  });
+
+  it("ends a hanging step when the call is aborted", async () => {
+    const model = scriptedModel([[script.text("…"), script.hang()]]);
+    const controller = new AbortController();
+    const generating = generateText({ model, prompt: "hi", abortSignal: controller.signal, maxRetries: 0 });
+    setTimeout(() => controller.abort(new Error("stop")), 10);
+    await expect(generating).rejects.toThrow("stop");
+  });
+});
+
+describe("a malformed script", () => {
+  it("is refused with a TypeError naming the step and what it holds", () => {
+    expect(() => scriptedModel([script.text("hi")] as never)).toThrow(
+      new TypeError(
+        "Scripted model: step 1 must be an array of script parts, { throws } or a function, got a single text part (wrap a step's parts in [ ]).",
+      ),
+    );
+    expect(() => scriptedModel([[script.text("a")], [{ kind: "txt" }]] as never)).toThrow(
+      new TypeError(
+        'Scripted model: part 1 of step 2 is not a script part (build it with script.*), got {"kind":"txt"}.',
+      ),
+    );
+    expect(() => scriptedModel("abc" as never)).toThrow(
+      new TypeError("Scripted model: the script must be an array of steps, got string abc."),
+    );
+    expect(() => script.delay(Number.NaN)).toThrow(
+      new RangeError("script.delay: ms must be a number >= 0, got NaN."),
+    );
+  });
+
+  it("from a step function is refused at its call, with a TypeError", async () => {
+    const model = scriptedModel([() => script.text("hi") as never]);
+    await expect(model.doStream(call)).rejects.toThrow(
+      new TypeError(
+        "Scripted model: what the function of step 1 returned must be an array of script parts, got a single text part (wrap a step's parts in [ ]).",
+      ),
+    );
   });
 });

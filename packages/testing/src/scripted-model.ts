@@ -1,5 +1,7 @@
 import type {
   LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
   LanguageModelV4Prompt,
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
@@ -44,7 +46,11 @@ export const script = {
     id: options.id,
   }),
   /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
-  delay: (ms: number): ScriptPart => ({ kind: "delay", ms }),
+  delay: (ms: number): ScriptPart => {
+    if (typeof ms !== "number" || !(ms >= 0))
+      throw new RangeError(`script.delay: ms must be a number >= 0, got ${String(ms)}.`);
+    return { kind: "delay", ms };
+  },
   /** A step that never finishes (until the reader cancels it). */
   hang: (): ScriptPart => ({ kind: "delay", ms: Number.POSITIVE_INFINITY }),
   /** An `error` stream part, as a provider emits for a failure mid-stream. */
@@ -65,44 +71,108 @@ export interface ScriptedModelOptions {
 
 /**
  * A v4 language model that plays a script, one step per model call, and records what it was sent
- * (`prompts`, `calls`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK too.
+ * (`prompts`, `offeredTools`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK
+ * too: streamed (`streamText`, `doStream`) or not (`generateText`, `doGenerate`, which gathers the
+ * step's parts into one result), each call plays the next step.
+ * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function)
+ * is refused with a `TypeError` naming the step; so is a step function's malformed return, when
+ * its call comes.
  */
 export class ScriptedModel extends MockLanguageModelV4 {
   readonly #steps: readonly ScriptStep[];
+  /** Every call, streamed (`doStream`) or not (`doGenerate`), in order. */
+  readonly #calls: LanguageModelV4CallOptions[] = [];
 
   constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
     const usage = options.usage ?? { inputTokens: 10, outputTokens: 5 };
+    checkSteps(steps);
     let callIndex = 0;
+    // Both kinds of call play the next step: streamed as it is, or gathered into one result.
+    const play = (callOptions: LanguageModelV4CallOptions) => {
+      this.#calls.push(callOptions);
+      const index = callIndex++;
+      const step = this.#steps[index];
+      if (step === undefined)
+        throw new Error(
+          `Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`,
+        );
+      if (typeof step === "object" && "throws" in step) throw step.throws;
+      const parts = typeof step === "function" ? step(callOptions, index) : step;
+      checkParts(parts, `what the function of step ${index + 1} returned`);
+      return playStep(parts, index, usage);
+    };
     super({
       modelId: options.modelId ?? "scripted-model",
-      doStream: async (callOptions) => {
-        const index = callIndex++;
-        const step = this.#steps[index];
-        if (step === undefined)
-          throw new Error(
-            `Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`,
-          );
-        if (typeof step === "object" && "throws" in step) throw step.throws;
-        const parts = typeof step === "function" ? step(callOptions, index) : step;
-        return { stream: playStep(parts, index, usage) };
-      },
+      doStream: async (callOptions) => ({ stream: play(callOptions) }),
+      doGenerate: async (callOptions) => generateResult(play(callOptions), callOptions.abortSignal),
     });
     this.#steps = steps;
   }
 
   /** The prompt of every call so far, in order. */
   get prompts(): LanguageModelV4Prompt[] {
-    return this.doStreamCalls.map((call) => call.prompt);
+    return this.#calls.map((call) => call.prompt);
   }
 
   /** The tool names offered on every call so far. */
   get offeredTools(): string[][] {
-    return this.doStreamCalls.map((call) => (call.tools ?? []).map((tool) => tool.name));
+    return this.#calls.map((call) => (call.tools ?? []).map((tool) => tool.name));
   }
 }
 
 export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedModelOptions): ScriptedModel {
   return new ScriptedModel(steps, options);
+}
+
+const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
+  "text",
+  "reasoning",
+  "toolCall",
+  "delay",
+  "error",
+  "finish",
+]);
+
+// A script is data a test writes by hand: a slip (a part not wrapped in its step's array) would
+// otherwise surface, at the model call, as "parts.forEach is not a function".
+function checkSteps(steps: unknown): void {
+  if (!Array.isArray(steps))
+    throw new TypeError(`Scripted model: the script must be an array of steps, got ${describe(steps)}.`);
+  steps.forEach((step: unknown, index) => {
+    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step)) return;
+    if (!Array.isArray(step))
+      throw new TypeError(
+        `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${describe(step)}.`,
+      );
+    checkParts(step, `step ${index + 1}`);
+  });
+}
+
+/** `subject` names the array in the error: "step 2", "what the function of step 2 returned". */
+function checkParts(parts: unknown, subject: string): asserts parts is readonly ScriptPart[] {
+  if (!Array.isArray(parts))
+    throw new TypeError(
+      `Scripted model: ${subject} must be an array of script parts, got ${describe(parts)}.`,
+    );
+  parts.forEach((part: unknown, index) => {
+    if (!isScriptPart(part))
+      throw new TypeError(
+        `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${describe(part)}.`,
+      );
+  });
+}
+
+function isScriptPart(value: unknown): value is ScriptPart {
+  return (
+    typeof value === "object" && value !== null && PART_KINDS.has((value as { kind?: string }).kind ?? "")
+  );
+}
+
+function describe(value: unknown): string {
+  if (isScriptPart(value)) return `a single ${value.kind} part (wrap a step's parts in [ ])`;
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
 }
 
 function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
@@ -129,6 +199,45 @@ function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUs
       cancelled = true;
     },
   });
+}
+
+/**
+ * A step's stream gathered into a `doGenerate` result, as `generateText` expects it: an `error`
+ * part rejects, and an abort cancels the stream (a hanging step included) and rejects.
+ */
+async function generateResult(
+  stream: ReadableStream<LanguageModelV4StreamPart>,
+  abortSignal: AbortSignal | undefined,
+): Promise<LanguageModelV4GenerateResult> {
+  const reader = stream.getReader();
+  const cancel = () => void reader.cancel();
+  abortSignal?.addEventListener("abort", cancel, { once: true });
+  const content: LanguageModelV4Content[] = [];
+  const open = new Map<string, { text: string }>();
+  let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;
+  try {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      const part = next.value;
+      if (part.type === "text-start" || part.type === "reasoning-start") {
+        const block = {
+          type: part.type === "text-start" ? ("text" as const) : ("reasoning" as const),
+          text: "",
+        };
+        content.push(block);
+        open.set(part.id, block);
+      } else if (part.type === "text-delta" || part.type === "reasoning-delta") {
+        const block = open.get(part.id);
+        if (block) block.text += part.delta;
+      } else if (part.type === "tool-call") content.push(part);
+      else if (part.type === "error") throw part.error;
+      else if (part.type === "finish") finish = part;
+    }
+  } finally {
+    abortSignal?.removeEventListener("abort", cancel);
+  }
+  abortSignal?.throwIfAborted();
+  if (!finish) throw new Error("Scripted model: the step ended without a finish part.");
+  return { content, finishReason: finish.finishReason, usage: finish.usage, warnings: [] };
 }
 
 function expandParts(
