@@ -1,6 +1,7 @@
 import "@agent-core/agentic";
 import { runInNewContext } from "node:vm";
 import {
+  AbortedError,
   Agent,
   type AgentRun,
   defineTool,
@@ -738,6 +739,81 @@ describe("ctx.limits", () => {
   });
 });
 
+describe("an orchestrator that retries whatever a call throws (but an abort)", () => {
+  /**
+   * The naive retry loop: any error but an `AbortedError` is tried again, up to `attempts` times.
+   * A refusal that came back within microtasks made it spin without the event loop ever turning:
+   * no timer (the grace period, `totalMs`, the app's own) could fire, and the process froze.
+   */
+  function retrying(attempts: number) {
+    const seen = { retries: 0, refusals: new Set<string>() };
+    const orchestrator = plugin(async (ctx) => {
+      for (;;) {
+        try {
+          const decision = await ctx.decide();
+          if (decision.mode === "respond") return;
+          await ctx.executeTools(decision.toolCalls);
+        } catch (error) {
+          if (error instanceof AbortedError) throw error;
+          seen.refusals.add((error as Error).constructor.name);
+          if (++seen.retries >= attempts) throw new Error(`gave up after ${attempts} tries`);
+        }
+      }
+    }, "retrying");
+    return { seen, orchestrator };
+  }
+
+  it("past maxCycles, the event loop goes on, and the run ends max_cycles within the grace period", async () => {
+    const { seen, orchestrator } = retrying(10_000);
+    const model = scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("never")]]);
+    const agent = new Agent({ provider: model, tools: [add], orchestrator, limits: { maxCycles: 1 } });
+    let ticked = false;
+    setTimeout(() => {
+      ticked = true;
+    }, 1);
+    const result = await kept(agent.prompt("add"));
+    expect(result.stopReason).toBe("max_cycles");
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect(ticked).toBe(true);
+    expect([...seen.refusals]).toEqual(["MaxCyclesExceededError"]);
+    expect(seen.retries).toBeLessThan(10_000);
+  });
+
+  it("when shouldStop says stop, the run ends completed within the grace period", async () => {
+    const { seen, orchestrator } = retrying(10_000);
+    const model = scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("never")]]);
+    const agent = new Agent({ provider: model, tools: [add], orchestrator, shouldStop: () => true });
+    const result = await kept(agent.prompt("add"));
+    expect(result.stopReason).toBe("completed");
+    expect(result.error).toBeUndefined();
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect([...seen.refusals]).toEqual(["StopRequestedError"]);
+    expect(seen.retries).toBeLessThan(10_000);
+  });
+
+  it("a refused executeTools() lets timers run too: agent.abort() from a timer ends the run", async () => {
+    const looping = plugin(async (ctx) => {
+      const decision = await ctx.decide();
+      if (decision.mode === "respond") return;
+      // Calls the model never made, refused each time (InvalidHistoryError), retried.
+      const madeUp = [{ id: "made-up", name: "add", args: { a: 1, b: 1 } }];
+      for (let tries = 0; tries < 10_000; tries++)
+        try {
+          await ctx.executeTools(madeUp);
+        } catch (error) {
+          if (error instanceof AbortedError) throw error;
+        }
+      throw new Error("gave up after 10000 tries");
+    }, "looping");
+    const model = scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("never")]]);
+    const agent = new Agent({ provider: model, tools: [add], orchestrator: looping });
+    const run = agent.prompt("add");
+    setTimeout(() => agent.abort(), 5);
+    const result = await kept(run);
+    expect(result.stopReason).toBe("aborted");
+  });
+});
+
 describe("turns the plug-in leaves unbalanced (writing-an-orchestrator.md)", () => {
   it("endTurn with no turn open, or a second time, does nothing; a turn left open ends with the run", async () => {
     const model = scriptedModel([[script.text("one")], [script.text("two")]]);
@@ -1060,6 +1136,11 @@ describe("the history moves on only past calls that are not running", () => {
     for (let yields = 0; yields <= 4; yields++) {
       const { tool, runs } = charging(1);
       const tried: unknown[] = [];
+      // A refusal comes a timer tick later (so a retrying loop lets timers run): the run may end first.
+      let triedAll!: () => void;
+      const allTried = new Promise<void>((resolve) => {
+        triedAll = resolve;
+      });
       const agent = new Agent({
         provider: scriptedModel([
           [script.toolCall("charge", { amount: 5 }, { id: "c1" })],
@@ -1079,12 +1160,14 @@ describe("the history moves on only past calls that are not running", () => {
             } catch (error) {
               tried.push(error);
             }
+          triedAll();
         }),
       });
       const waiting = await settled(agent.prompt("pay"));
       expect(waiting.stopReason).toBe("awaiting_approval");
       expect(waiting.pendingApprovals?.map((call) => call.toolCallId)).toEqual(["c1"]);
       expect(waiting.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+      await allTried;
       expect(tried).toHaveLength(4);
       const resumed = await kept(agent.approve("c1") as AgentRun);
       expect(resumed.stopReason).toBe("completed");

@@ -2,6 +2,7 @@ import type { JSONSchema7 } from "@ai-sdk/provider";
 import { zodSchema } from "@ai-sdk/provider-utils";
 import type { z } from "zod";
 import {
+  type AgentError,
   EmptyResponseError,
   MaxCyclesExceededError,
   StopRequestedError,
@@ -49,6 +50,8 @@ export class ModelDecisions {
   readonly cutOffCalls = new Set<string>();
   /** The assistant message of the last reply `decide` recorded. */
   lastReply: AssistantMessage | undefined;
+  /** What refused a model call because the run must end (see `#stop`). */
+  #stopped: AgentError | undefined;
 
   constructor(
     setup: RunSetup,
@@ -223,11 +226,9 @@ export class ModelDecisions {
     }
   }
 
-  /** A call refused before it started: rejected, and marked like `#stream`'s when the run has ended. */
+  /** A call refused before it started (see `RunLog.refuse`). */
   #refused(error: unknown): Promise<never> {
-    const refused = Promise.reject(error);
-    this.#log.settleQuietlyIfEnded(refused);
-    return refused;
+    return this.#log.refuse(error);
   }
 
   async #callModelSlowly<T>(
@@ -238,9 +239,13 @@ export class ModelDecisions {
     const { hooks, runId } = this.#setup;
     if (this.#metrics.cycles > 0 && hooks.shouldStop) {
       const stop = await hooks.shouldStop({ runId, step: this.#metrics.cycles, messages: this.#log.history });
-      if (stop) throw new StopRequestedError();
+      if (stop) return this.#refused(this.#stop(new StopRequestedError()));
     }
-    this.#countCycle();
+    try {
+      this.#countCycle();
+    } catch (error) {
+      return this.#refused(error);
+    }
     const taken = this.#setup.steering.takeNow();
     const steering = Array.isArray(taken) ? taken : await taken;
     if (steering.length > 0) this.#log.applySteering(steering);
@@ -286,10 +291,22 @@ export class ModelDecisions {
     return returned;
   }
 
+  /**
+   * A model call the run must not make (`maxCycles` reached, `shouldStop` said stop): the first is
+   * refused with `error`; an orchestrator that asks again instead of ending (it swallowed the
+   * error) is looping past the limit, and the run ends with the first error, as an abort would
+   * (within the grace period, whether or not the orchestrator stops).
+   */
+  #stop(error: MaxCyclesExceededError | StopRequestedError): AgentError {
+    if (this.#stopped === undefined) this.#stopped = error;
+    else this.#setup.abortScope.abort(this.#stopped);
+    return error;
+  }
+
   #countCycle(): void {
     this.#log.assertOpen();
     const { maxCycles } = this.#setup.limits;
-    if (this.#metrics.cycles >= maxCycles) throw new MaxCyclesExceededError(maxCycles);
+    if (this.#metrics.cycles >= maxCycles) throw this.#stop(new MaxCyclesExceededError(maxCycles));
     this.#metrics.cycles++;
     // A new reply: calls made from here on are not held against each other's reply.
     this.#log.stall?.beginReply();

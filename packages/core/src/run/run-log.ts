@@ -67,6 +67,24 @@ export class RunLog {
   }
 
   /**
+   * A service call refused before it started (`ctx.decide`, `ctx.executeTools`, …), as the promise
+   * it returns. It rejects a timer tick later, not within microtasks: an orchestrator that retries
+   * whatever is thrown would otherwise spin without the event loop ever turning, and no timer (the
+   * grace period, `totalMs`, the app's own) could end it. Marked like `settleQuietlyIfEnded`'s.
+   */
+  refuse(error: unknown): Promise<never> {
+    let reject!: (reason: unknown) => void;
+    const refused = new Promise<never>((_resolve, rejectWith) => {
+      reject = rejectWith;
+    });
+    setTimeout(() => {
+      this.settleQuietlyIfEnded(refused);
+      reject(error);
+    }, 0);
+    return refused;
+  }
+
+  /**
    * The run is ending (it suspended): nothing more may start or move the history on, while the
    * results of work under way still land until the run's end closes the transcript.
    */

@@ -171,9 +171,7 @@ export class RunServices implements RunContext {
       );
       return returned;
     } catch (error) {
-      const refused = Promise.reject(error);
-      this.log.settleQuietlyIfEnded(refused);
-      return refused;
+      return this.log.refuse(error);
     }
   }
 
