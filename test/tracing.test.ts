@@ -10,13 +10,14 @@ import {
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
 import { script, scriptedModel } from "@agent-core/testing";
-import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, SpanStatusCode, type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   type ReadableSpan,
   SimpleSpanProcessor,
+  type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -479,6 +480,81 @@ describe("enabling tracing", () => {
     expect((await second.result()).text).toBe("two");
     expect(agent.busy).toBe(false);
     expect((await agent.prompt("c").result()).stopReason).toBe("completed");
+  });
+
+  it("a span processor that throws as spans start or end: the runs end as they would untraced", async () => {
+    // onStart throws for every span but the run's, so that the run is traced at all.
+    const broken: SpanProcessor = {
+      onStart(span) {
+        if (failOn === "start" && (span as ReadableSpan).name !== "invoke_agent")
+          throw new Error("processor down");
+      },
+      onEnd() {
+        if (failOn === "end") throw new Error("processor down");
+      },
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    let failOn: "start" | "end" = "end";
+    // After the exporter, which still gets each span before the broken processor throws.
+    const brokenProvider = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(exporter), broken],
+    });
+    let runs = 0;
+    const counted = defineTool({
+      name: "add",
+      description: "Adds two numbers.",
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      execute: ({ a, b }) => {
+        runs += 1;
+        return a + b;
+      },
+    });
+    for (const failing of ["end", "start"] as const) {
+      failOn = failing;
+      const container = rootContainer.createChildContainer();
+      container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: brokenProvider }));
+      const agent = new Agent({
+        provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("3")]]),
+        tools: [counted],
+        container,
+      });
+      expect(await agent.prompt("add").result()).toMatchObject({ stopReason: "completed", text: "3" });
+    }
+    expect(runs).toBe(2);
+    // What ended is exported, each once (the run's span too, after its turn's end threw); what
+    // could not start (the second run's turn and calls) is left out.
+    expect(outline(spanTree())).toEqual([
+      "invoke_agent",
+      "  agent_core.turn",
+      "    chat scripted-model",
+      "    execute_tool add",
+      "    chat scripted-model",
+      "invoke_agent",
+    ]);
+  });
+
+  it("a span that throws as the abort is recorded: the run ends aborted, and the process goes on", async () => {
+    // Node rethrows what an abort listener throws as an uncaught exception.
+    const tracer = provider.getTracer("hostile");
+    const hostile: TracerProvider = {
+      getTracer: () => ({
+        startSpan: (name, options, parent) =>
+          Object.assign(tracer.startSpan(name, options, parent), {
+            addEvent(): never {
+              throw new Error("span down");
+            },
+          }),
+        startActiveSpan: tracer.startActiveSpan.bind(tracer) as Tracer["startActiveSpan"],
+      }),
+    };
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: hostile }));
+    const agent = new Agent({ provider: scriptedModel([[script.hang()]]), container });
+    const run = agent.prompt("hang");
+    setTimeout(() => agent.abort(), 5);
+    expect((await run.result()).stopReason).toBe("aborted");
+    expect(spansNamed("invoke_agent")[0]?.attributes["agent_core.stop_reason"]).toBe("aborted");
   });
 
   it("a run under an active span (an HTTP request's) is its child", async () => {
