@@ -8,6 +8,7 @@ import {
   type Logger,
   rootContainer,
   silentLogger,
+  TRACING,
 } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { pino } from "pino";
@@ -107,6 +108,31 @@ describe("the logger", () => {
       expected.messages.map((m) => ("content" in m ? m.content : m.role)),
     );
     expect(result.messages.some((m) => m.role === "toolResult" && m.status === "skipped")).toBe(true);
+  });
+
+  it("a tracer whose observer throws on every event and nudge: the log lines are all written", async () => {
+    const fails = () => {
+      throw new Error("the tracer is broken");
+    };
+    const same = () => [script.toolCall("add", { a: 1, b: 2 })];
+    const model = () => scriptedModel([same(), same(), [script.text("stopped repeating")]]);
+    const untraced = recordingLogger();
+    await new Agent({ provider: model(), tools: [add], logger: untraced }).prompt("add").result();
+
+    const logger = recordingLogger();
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(TRACING, {
+      startRun: () => ({
+        publish: fails,
+        nudged: fails,
+        modelStep: (inner) => inner,
+        toolRunner: (inner) => inner,
+      }),
+    });
+    await new Agent({ provider: model(), tools: [add], logger, container }).prompt("add").result();
+    const messages = (lines: typeof logger.lines) => lines.map((line) => `${line.level} ${line.message}`);
+    expect(messages(logger.lines)).toEqual(messages(untraced.lines));
+    expect(messages(logger.lines)).toContain("warn the model was nudged (repeated tool call)");
   });
 
   it("a failed run logs its error; an aborted one a warning", async () => {
