@@ -312,6 +312,29 @@ describe("AgentClient: streaming a run", () => {
     ]);
   });
 
+  it("a logger that throws at a listener's throw changes nothing else either", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      await writeSlowly(res, events, 20);
+      res.end();
+    });
+    const logger = {
+      error: () => {
+        throw new Error("the log is down");
+      },
+    };
+    const run = new AgentClient({ baseUrl, ...fast, logger }).start("hi");
+    const all: string[] = [];
+    run.on("*", () => {
+      throw new Error("a listener bug");
+    });
+    run.on("*", (value) => all.push(value.type));
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[4]);
+    expect(all).toEqual(["agent_start", "text_delta", "text_delta", "text_delta", "agent_end"]);
+  });
+
   it("has one iterating consumer at a time", async () => {
     const { baseUrl } = await serve(async (_req, res) => {
       openStream(res);

@@ -228,12 +228,21 @@ export class Run implements ClientRun {
         try {
           listener(event);
         } catch (error) {
-          this.#config.logger.error(
-            { runId: this.#current, eventType: event.type, listenerType: type, err: error },
-            "@agent-core/client: a listener threw",
-          );
+          this.#logListenerError(error, event, type);
         }
       }
+    }
+  }
+
+  /** A logger that throws in turn loses the line: the other listeners and the run go on as before. */
+  #logListenerError(error: unknown, event: ClientEvent, listenerType: string): void {
+    try {
+      this.#config.logger.error(
+        { runId: this.#current, eventType: event.type, listenerType, err: error },
+        "@agent-core/client: a listener threw",
+      );
+    } catch {
+      // The line is lost, nothing else.
     }
   }
 
