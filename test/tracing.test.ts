@@ -3,6 +3,7 @@ import {
   Agent,
   type AgentConfig,
   defineTool,
+  InvalidConfigError,
   noTracing,
   openTelemetryTracing,
   rootContainer,
@@ -463,6 +464,15 @@ describe("enabling tracing", () => {
       trace.disable();
     }
     expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it("openTelemetryTracing refuses options, or a tracerProvider, of the wrong kind at once", () => {
+    for (const options of [null, "global", { tracerProvider: null }, { tracerProvider: {} }]) {
+      expect(() => openTelemetryTracing(options as never)).toThrow(InvalidConfigError);
+    }
+    expect(() => openTelemetryTracing({ tracerProvider: {} as never })).toThrow(
+      "openTelemetryTracing(): tracerProvider must be an OpenTelemetry TracerProvider (with a getTracer method), or left out for the global one.",
+    );
   });
 
   it("a tracer whose startRun throws: the runs go on untraced, and the agent takes the next prompt", async () => {
