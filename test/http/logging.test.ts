@@ -123,6 +123,50 @@ describe("the server's logger", () => {
     }
   });
 
+  it("an async logger whose lines reject: still a 500, and no rejection left unhandled", async () => {
+    const rejects = async () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    const agents = createAgentServer({
+      agent: () => {
+        throw new Error("no agent today");
+      },
+      authorize: () => ({ userId: "alice" }),
+      hookSecret: SECRET,
+      logger,
+    });
+    const node = await serveNode(
+      () => {
+        throw new Error("broken handler");
+      },
+      { logger },
+    );
+    try {
+      const answers = await Promise.all([
+        agents.fetch(
+          new Request("http://localhost/runs", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ prompt: "hi" }),
+          }),
+        ),
+        fetch(`${node.url}/anything`),
+      ]);
+      expect(answers.map((response) => response.status)).toEqual([500, 500]);
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+      agents.close();
+      await node.close();
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("refuses a logger without the four levels", () => {
     expect(() =>
       createAgentServer({

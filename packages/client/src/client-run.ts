@@ -234,13 +234,18 @@ export class Run implements ClientRun {
     }
   }
 
-  /** A logger that throws in turn loses the line: the other listeners and the run go on as before. */
+  /**
+   * A logger that throws in turn, or an async one whose line rejects, loses the line: the other
+   * listeners and the run go on as before, and no rejection is left unhandled.
+   */
   #logListenerError(error: unknown, event: ClientEvent, listenerType: string): void {
     try {
-      this.#config.logger.error(
+      // Typed to return nothing, yet an async logger's line is a promise.
+      const written: unknown = this.#config.logger.error(
         { runId: this.#current, eventType: event.type, listenerType, err: error },
         "@agent-core/client: a listener threw",
       );
+      if (written instanceof Promise) written.catch(() => {});
     } catch {
       // The line is lost, nothing else.
     }
