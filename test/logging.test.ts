@@ -114,6 +114,33 @@ describe("the logger", () => {
     expect(unhandled).toEqual([]);
   });
 
+  it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    try {
+      const agent = new Agent({
+        provider: twoToolsThenAnswer(),
+        tools: [add],
+        onListenerError: async () => {
+          throw new Error("the error tracker is down");
+        },
+      });
+      agent.on("tool_result", () => {
+        throw new Error("a broken listener");
+      });
+      expect(await agent.prompt("add them").result()).toMatchObject({
+        stopReason: "completed",
+        text: "3 and 7",
+      });
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("a logger that throws at a stall nudge leaves the run to go on as it would", async () => {
     const fails = () => {
       throw new Error("the log is down");
