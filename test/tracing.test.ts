@@ -412,6 +412,19 @@ describe("the span tree", () => {
     });
   });
 
+  it("a model without a provider id runs traced as untraced, its call without gen_ai.provider.name", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    // The AI SDK's models have one; a model of the app's own may not, and runs all the same.
+    Object.defineProperty(model, "provider", { value: undefined });
+    expect(await tracedAgent({ provider: model }).prompt("hi").result()).toMatchObject({
+      stopReason: "completed",
+      text: "hi",
+    });
+    const [chat] = spansNamed("chat");
+    expect(chat?.attributes).toMatchObject({ "gen_ai.request.model": "scripted-model" });
+    expect(chat?.attributes).not.toHaveProperty("gen_ai.provider.name");
+  });
+
   it("what a tool traces itself nests under the tool's span", async () => {
     const tracer = provider.getTracer("app");
     const traced = defineTool({

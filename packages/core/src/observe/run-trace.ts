@@ -105,10 +105,11 @@ export class RunTrace implements RunObserver {
     const { model, settings } = request;
     const attributes: Attributes = {
       [names.GEN_AI_OPERATION_NAME]: names.OPERATION_CHAT,
-      [names.GEN_AI_PROVIDER_NAME]: providerName(model.provider),
       [names.GEN_AI_REQUEST_MODEL]: model.modelId,
       [names.RUN_ID]: this.#runId,
     };
+    const provider = providerName(model.provider);
+    if (provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = provider;
     if (settings?.temperature !== undefined)
       attributes[names.GEN_AI_REQUEST_TEMPERATURE] = settings.temperature;
     if (settings?.maxOutputTokens !== undefined)
@@ -336,8 +337,12 @@ function isTimeout(code: string): boolean {
   return code === "timeout" || code === "tool-timeout";
 }
 
-/** `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". */
-function providerName(provider: string): string {
+/**
+ * `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". A model of the app's
+ * own may have no id, and runs all the same: then there is no name, and the trace leaves it out.
+ */
+function providerName(provider: unknown): string | undefined {
+  if (typeof provider !== "string") return undefined;
   const dot = provider.indexOf(".");
   return dot < 0 ? provider : provider.slice(0, dot);
 }
