@@ -8,6 +8,7 @@ import {
   type Logger,
   rootContainer,
   silentLogger,
+  TRACING,
 } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { pino } from "pino";
@@ -87,6 +88,59 @@ describe("the logger", () => {
     expect(onceMore.busy).toBe(false);
   });
 
+  it("an async logger whose lines reject: the run ends as it would, and no rejection goes unhandled", async () => {
+    const rejects = async () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    try {
+      const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger });
+      // Its throw is reported at `error`, through the agent's own line rather than a run's.
+      agent.on("tool_result", () => {
+        throw new Error("a broken listener");
+      });
+      expect(await agent.prompt("add them").result()).toMatchObject({
+        stopReason: "completed",
+        text: "3 and 7",
+      });
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
+  it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    try {
+      const agent = new Agent({
+        provider: twoToolsThenAnswer(),
+        tools: [add],
+        onListenerError: async () => {
+          throw new Error("the error tracker is down");
+        },
+      });
+      agent.on("tool_result", () => {
+        throw new Error("a broken listener");
+      });
+      expect(await agent.prompt("add them").result()).toMatchObject({
+        stopReason: "completed",
+        text: "3 and 7",
+      });
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("a logger that throws at a stall nudge leaves the run to go on as it would", async () => {
     const fails = () => {
       throw new Error("the log is down");
@@ -107,6 +161,31 @@ describe("the logger", () => {
       expected.messages.map((m) => ("content" in m ? m.content : m.role)),
     );
     expect(result.messages.some((m) => m.role === "toolResult" && m.status === "skipped")).toBe(true);
+  });
+
+  it("a tracer whose observer throws on every event and nudge: the log lines are all written", async () => {
+    const fails = () => {
+      throw new Error("the tracer is broken");
+    };
+    const same = () => [script.toolCall("add", { a: 1, b: 2 })];
+    const model = () => scriptedModel([same(), same(), [script.text("stopped repeating")]]);
+    const untraced = recordingLogger();
+    await new Agent({ provider: model(), tools: [add], logger: untraced }).prompt("add").result();
+
+    const logger = recordingLogger();
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(TRACING, {
+      startRun: () => ({
+        publish: fails,
+        nudged: fails,
+        modelStep: (inner) => inner,
+        toolRunner: (inner) => inner,
+      }),
+    });
+    await new Agent({ provider: model(), tools: [add], logger, container }).prompt("add").result();
+    const messages = (lines: typeof logger.lines) => lines.map((line) => `${line.level} ${line.message}`);
+    expect(messages(logger.lines)).toEqual(messages(untraced.lines));
+    expect(messages(logger.lines)).toContain("warn the model was nudged (repeated tool call)");
   });
 
   it("a failed run logs its error; an aborted one a warning", async () => {

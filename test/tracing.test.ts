@@ -3,6 +3,7 @@ import {
   Agent,
   type AgentConfig,
   defineTool,
+  InvalidConfigError,
   noTracing,
   openTelemetryTracing,
   rootContainer,
@@ -10,13 +11,14 @@ import {
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
 import { script, scriptedModel } from "@agent-core/testing";
-import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, SpanStatusCode, type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   type ReadableSpan,
   SimpleSpanProcessor,
+  type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -410,6 +412,19 @@ describe("the span tree", () => {
     });
   });
 
+  it("a model without a provider id runs traced as untraced, its call without gen_ai.provider.name", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    // The AI SDK's models have one; a model of the app's own may not, and runs all the same.
+    Object.defineProperty(model, "provider", { value: undefined });
+    expect(await tracedAgent({ provider: model }).prompt("hi").result()).toMatchObject({
+      stopReason: "completed",
+      text: "hi",
+    });
+    const [chat] = spansNamed("chat");
+    expect(chat?.attributes).toMatchObject({ "gen_ai.request.model": "scripted-model" });
+    expect(chat?.attributes).not.toHaveProperty("gen_ai.provider.name");
+  });
+
   it("what a tool traces itself nests under the tool's span", async () => {
     const tracer = provider.getTracer("app");
     const traced = defineTool({
@@ -464,6 +479,15 @@ describe("enabling tracing", () => {
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
+  it("openTelemetryTracing refuses options, or a tracerProvider, of the wrong kind at once", () => {
+    for (const options of [null, "global", { tracerProvider: null }, { tracerProvider: {} }]) {
+      expect(() => openTelemetryTracing(options as never)).toThrow(InvalidConfigError);
+    }
+    expect(() => openTelemetryTracing({ tracerProvider: {} as never })).toThrow(
+      "openTelemetryTracing(): tracerProvider must be an OpenTelemetry TracerProvider (with a getTracer method), or left out for the global one.",
+    );
+  });
+
   it("a tracer whose startRun throws: the runs go on untraced, and the agent takes the next prompt", async () => {
     const agent = new Agent({
       provider: scriptedModel([[script.text("one")], [script.text("two")], [script.text("three")]]),
@@ -479,6 +503,81 @@ describe("enabling tracing", () => {
     expect((await second.result()).text).toBe("two");
     expect(agent.busy).toBe(false);
     expect((await agent.prompt("c").result()).stopReason).toBe("completed");
+  });
+
+  it("a span processor that throws as spans start or end: the runs end as they would untraced", async () => {
+    // onStart throws for every span but the run's, so that the run is traced at all.
+    const broken: SpanProcessor = {
+      onStart(span) {
+        if (failOn === "start" && (span as ReadableSpan).name !== "invoke_agent")
+          throw new Error("processor down");
+      },
+      onEnd() {
+        if (failOn === "end") throw new Error("processor down");
+      },
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    let failOn: "start" | "end" = "end";
+    // After the exporter, which still gets each span before the broken processor throws.
+    const brokenProvider = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(exporter), broken],
+    });
+    let runs = 0;
+    const counted = defineTool({
+      name: "add",
+      description: "Adds two numbers.",
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      execute: ({ a, b }) => {
+        runs += 1;
+        return a + b;
+      },
+    });
+    for (const failing of ["end", "start"] as const) {
+      failOn = failing;
+      const container = rootContainer.createChildContainer();
+      container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: brokenProvider }));
+      const agent = new Agent({
+        provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 })], [script.text("3")]]),
+        tools: [counted],
+        container,
+      });
+      expect(await agent.prompt("add").result()).toMatchObject({ stopReason: "completed", text: "3" });
+    }
+    expect(runs).toBe(2);
+    // What ended is exported, each once (the run's span too, after its turn's end threw); what
+    // could not start (the second run's turn and calls) is left out.
+    expect(outline(spanTree())).toEqual([
+      "invoke_agent",
+      "  agent_core.turn",
+      "    chat scripted-model",
+      "    execute_tool add",
+      "    chat scripted-model",
+      "invoke_agent",
+    ]);
+  });
+
+  it("a span that throws as the abort is recorded: the run ends aborted, and the process goes on", async () => {
+    // Node rethrows what an abort listener throws as an uncaught exception.
+    const tracer = provider.getTracer("hostile");
+    const hostile: TracerProvider = {
+      getTracer: () => ({
+        startSpan: (name, options, parent) =>
+          Object.assign(tracer.startSpan(name, options, parent), {
+            addEvent(): never {
+              throw new Error("span down");
+            },
+          }),
+        startActiveSpan: tracer.startActiveSpan.bind(tracer) as Tracer["startActiveSpan"],
+      }),
+    };
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: hostile }));
+    const agent = new Agent({ provider: scriptedModel([[script.hang()]]), container });
+    const run = agent.prompt("hang");
+    setTimeout(() => agent.abort(), 5);
+    expect((await run.result()).stopReason).toBe("aborted");
+    expect(spansNamed("invoke_agent")[0]?.attributes["agent_core.stop_reason"]).toBe("aborted");
   });
 
   it("a run under an active span (an HTTP request's) is its child", async () => {

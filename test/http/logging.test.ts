@@ -1,4 +1,4 @@
-import { createAgentServer, serveNode } from "@agent-core/http";
+import { createAgentServer, createUseChatHandler, serveNode } from "@agent-core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SECRET } from "./harness.js";
 
@@ -69,6 +69,102 @@ describe("the server's logger", () => {
         fields: { method: "GET", url: "/anything" },
       },
     ]);
+  });
+
+  it("a logger that throws loses its line, never the answer: still a 500, and no client left waiting", async () => {
+    const fails = () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: fails, warn: fails, info: fails, debug: fails };
+    const agents = createAgentServer({
+      agent: () => {
+        throw new Error("no agent today");
+      },
+      authorize: () => ({ userId: "alice" }),
+      hookSecret: SECRET,
+      logger,
+    });
+    const chats = createUseChatHandler({
+      agent: () => {
+        throw new Error("no agent today");
+      },
+      authorize: () => ({ userId: "alice" }),
+      logger,
+    });
+    const node = await serveNode(
+      () => {
+        throw new Error("broken handler");
+      },
+      { logger },
+    );
+    const post = (url: string, body: unknown) =>
+      new Request(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    try {
+      const answers = await Promise.all([
+        agents.fetch(post("http://localhost/runs", { prompt: "hi" })),
+        chats.fetch(
+          post("http://localhost/api/chat", {
+            id: "c1",
+            trigger: "submit-message",
+            messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }],
+          }),
+        ),
+        fetch(`${node.url}/anything`),
+      ]);
+      expect(answers.map((response) => response.status)).toEqual([500, 500, 500]);
+    } finally {
+      agents.close();
+      chats.close();
+      await node.close();
+    }
+  });
+
+  it("an async logger whose lines reject: still a 500, and no rejection left unhandled", async () => {
+    const rejects = async () => {
+      throw new Error("the log is down");
+    };
+    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    const agents = createAgentServer({
+      agent: () => {
+        throw new Error("no agent today");
+      },
+      authorize: () => ({ userId: "alice" }),
+      hookSecret: SECRET,
+      logger,
+    });
+    const node = await serveNode(
+      () => {
+        throw new Error("broken handler");
+      },
+      { logger },
+    );
+    try {
+      const answers = await Promise.all([
+        agents.fetch(
+          new Request("http://localhost/runs", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ prompt: "hi" }),
+          }),
+        ),
+        fetch(`${node.url}/anything`),
+      ]);
+      expect(answers.map((response) => response.status)).toEqual([500, 500]);
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+      agents.close();
+      await node.close();
+    }
+    expect(unhandled).toEqual([]);
   });
 
   it("refuses a logger without the four levels", () => {

@@ -312,6 +312,58 @@ describe("AgentClient: streaming a run", () => {
     ]);
   });
 
+  it("a logger that throws at a listener's throw changes nothing else either", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      await writeSlowly(res, events, 20);
+      res.end();
+    });
+    const logger = {
+      error: () => {
+        throw new Error("the log is down");
+      },
+    };
+    const run = new AgentClient({ baseUrl, ...fast, logger }).start("hi");
+    const all: string[] = [];
+    run.on("*", () => {
+      throw new Error("a listener bug");
+    });
+    run.on("*", (value) => all.push(value.type));
+    expect(await collect(run)).toEqual(events);
+    await expect(run.result()).resolves.toEqual(events[4]);
+    expect(all).toEqual(["agent_start", "text_delta", "text_delta", "text_delta", "agent_end"]);
+  });
+
+  it("an async logger whose line rejects at a listener's throw leaves no rejection unhandled", async () => {
+    const events = script(5);
+    const { baseUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      await writeSlowly(res, events, 20);
+      res.end();
+    });
+    const logger = {
+      error: async () => {
+        throw new Error("the log is down");
+      },
+    };
+    const unhandled: unknown[] = [];
+    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", recordUnhandled);
+    try {
+      const run = new AgentClient({ baseUrl, ...fast, logger }).start("hi");
+      run.on("agent_end", () => {
+        throw new Error("a listener bug");
+      });
+      await expect(run.result()).resolves.toEqual(events[4]);
+      // Unhandled rejections are reported once the microtasks ran out.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", recordUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("has one iterating consumer at a time", async () => {
     const { baseUrl } = await serve(async (_req, res) => {
       openStream(res);

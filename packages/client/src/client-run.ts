@@ -228,12 +228,26 @@ export class Run implements ClientRun {
         try {
           listener(event);
         } catch (error) {
-          this.#config.logger.error(
-            { runId: this.#current, eventType: event.type, listenerType: type, err: error },
-            "@agent-core/client: a listener threw",
-          );
+          this.#logListenerError(error, event, type);
         }
       }
+    }
+  }
+
+  /**
+   * A logger that throws in turn, or an async one whose line rejects, loses the line: the other
+   * listeners and the run go on as before, and no rejection is left unhandled.
+   */
+  #logListenerError(error: unknown, event: ClientEvent, listenerType: string): void {
+    try {
+      // Typed to return nothing, yet an async logger's line is a promise.
+      const written: unknown = this.#config.logger.error(
+        { runId: this.#current, eventType: event.type, listenerType, err: error },
+        "@agent-core/client: a listener threw",
+      );
+      if (written instanceof Promise) written.catch(() => {});
+    } catch {
+      // The line is lost, nothing else.
     }
   }
 

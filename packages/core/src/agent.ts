@@ -19,7 +19,7 @@ import { deliver, ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "./messages.js";
 import { defaultRetry } from "./model/retry.js";
-import type { Logger } from "./observe/logger.js";
+import { type Logger, rejectionsCaught } from "./observe/logger.js";
 import type { Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
 import type { ClientToolOutcome } from "./run/client-tools.js";
@@ -282,9 +282,9 @@ export class Agent {
     return this.#guard.guarded;
   }
 
-  /** `config.logger`, or the container's `LOGGER`. */
+  /** `config.logger`, or the container's `LOGGER`, for the agent's rare lines (an async one's rejections caught). */
   #logger(): Logger {
-    return this.#config.logger ?? this.#services().logger;
+    return rejectionsCaught(this.#config.logger ?? this.#services().logger);
   }
 
   #logSinkError(error: unknown, event: AgentEvent): void {

@@ -4,6 +4,7 @@ import { EventsExpiredError } from "./event-log.js";
 import { type EventStreamOptions, streamEvents } from "./event-stream-response.js";
 import { HookTokens } from "./hook-tokens.js";
 import { HttpError } from "./http-error.js";
+import { logError } from "./log-error.js";
 import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
 import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
@@ -192,7 +193,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         if (error instanceof HttpError) return error.toResponse();
         if (error instanceof EventsExpiredError)
           return new HttpError(410, "events-expired", error.message).toResponse();
-        config.logger.error(
+        logError(
+          config.logger,
           { err: error, method: request.method, url: request.url },
           "agent-core http: a request failed",
         );

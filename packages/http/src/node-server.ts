@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
 import { type Logger, silentLogger } from "@agent-core/core";
+import { logError } from "./log-error.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
 export interface NodeServer {
@@ -65,7 +66,8 @@ async function respond(
   } catch (error) {
     // A status or header Node refuses (Response.error()'s 0, a control character): thrown here, it
     // was an unhandled rejection that ended the process, or a client left waiting for ever.
-    logger.error(
+    logError(
+      logger,
       { err: error, method: req.method, url: req.url },
       "agent-core http: the response was refused",
     );
@@ -117,7 +119,7 @@ async function answer(
   try {
     return await handler(request);
   } catch (error) {
-    logger.error({ err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
+    logError(logger, { err: error, method: req.method, url: req.url }, "agent-core http: the handler threw");
     return Response.json({ error: { code: "internal", message: "The server failed." } }, { status: 500 });
   }
 }

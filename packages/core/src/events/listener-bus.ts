@@ -88,7 +88,10 @@ function report(
   event: AgentEvent,
 ): void {
   try {
-    onError(error, event);
+    // Typed to return nothing, yet an async handler's promise, rejected and unhandled, would end
+    // a default Node process.
+    const handled: unknown = onError(error, event);
+    if (isThenable(handled)) handled.then(undefined, () => {});
   } catch {
     // The error handler (or the logger it writes to) threw too: there is nowhere left to report
     // it, and a listener's or sink's failure must not end the run.

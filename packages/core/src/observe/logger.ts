@@ -30,6 +30,25 @@ export const silentLogger: Logger = Object.freeze({
   debug: writeNothing,
 });
 
+/**
+ * The logger, with what its lines return caught. A `LogFn` is typed to return nothing, yet an
+ * async logger's returns a promise, whose rejection, unhandled, would end a default Node process:
+ * the line is lost instead, as when a logger throws.
+ */
+export function rejectionsCaught(logger: Logger): Logger {
+  return {
+    error: (fields, message) => catchRejection(logger.error(fields, message)),
+    warn: (fields, message) => catchRejection(logger.warn(fields, message)),
+    info: (fields, message) => catchRejection(logger.info(fields, message)),
+    debug: (fields, message) => catchRejection(logger.debug(fields, message)),
+  };
+}
+
+/** Catches the rejection of what a log line returned, when it is a promise (see `rejectionsCaught`). */
+function catchRejection(written: unknown): void {
+  if (written instanceof Promise) written.catch(() => {});
+}
+
 /** Whether a value has the four levels a `Logger` needs (config validation). */
 export function isLogger(value: unknown): value is Logger {
   if (typeof value !== "object" || value === null) return false;

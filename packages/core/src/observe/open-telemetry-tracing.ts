@@ -1,4 +1,5 @@
 import { type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
+import { InvalidConfigError } from "../errors.js";
 import { RunTrace } from "./run-trace.js";
 import type { Tracing } from "./tracing.js";
 
@@ -18,7 +19,7 @@ const TRACER_NAME = "agent-core";
  * does not record (no provider registered, or the sampler dropped it) the run is left untraced.
  */
 export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}): Tracing {
-  const { tracerProvider } = options;
+  const tracerProvider = checkedTracerProvider(options);
   if (tracerProvider !== undefined) {
     const tracer = tracerProvider.getTracer(TRACER_NAME);
     return { startRun: (run) => RunTrace.start(tracer, run) };
@@ -37,4 +38,24 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
       return RunTrace.start(globalTracer, run);
     },
   };
+}
+
+/**
+ * The options' tracer provider, or undefined for the global one. Options of the wrong kind are
+ * refused here, where they are written, rather than as a TypeError of the SDK's at some run.
+ */
+function checkedTracerProvider(options: unknown): TracerProvider | undefined {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidConfigError("openTelemetryTracing() takes an options object: { tracerProvider? }.");
+  const { tracerProvider } = options as { tracerProvider?: unknown };
+  if (tracerProvider === undefined) return undefined;
+  if (
+    typeof tracerProvider !== "object" ||
+    tracerProvider === null ||
+    typeof (tracerProvider as { getTracer?: unknown }).getTracer !== "function"
+  )
+    throw new InvalidConfigError(
+      "openTelemetryTracing(): tracerProvider must be an OpenTelemetry TracerProvider (with a getTracer method), or left out for the global one.",
+    );
+  return tracerProvider as TracerProvider;
 }

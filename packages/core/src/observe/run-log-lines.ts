@@ -1,7 +1,7 @@
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall } from "../messages.js";
 import type { ModelStep, ToolRunner } from "../run/services.js";
-import type { Logger } from "./logger.js";
+import { type Logger, rejectionsCaught } from "./logger.js";
 import type { RunObserver } from "./run-observer.js";
 
 /**
@@ -15,7 +15,7 @@ export class RunLogLines implements RunObserver {
   readonly #runId: string;
 
   constructor(logger: Logger, runId: string) {
-    this.#logger = logger;
+    this.#logger = rejectionsCaught(logger);
     this.#runId = runId;
   }
 

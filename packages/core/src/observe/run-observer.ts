@@ -16,21 +16,29 @@ export interface RunObserver extends EventSink {
   toolRunner(inner: ToolRunner): ToolRunner;
 }
 
-/** One observer for two (either may be absent): each sees everything, `first` first. */
+/** One observer for two (either may be absent): each sees everything, `first` first, even when the other throws. */
 export function bothObservers(
   first: RunObserver | undefined,
   second: RunObserver | undefined,
 ): RunObserver | undefined {
   if (first === undefined) return second;
   if (second === undefined) return first;
+  // Each is told whatever the other does: an observer that throws misses the event (its publisher
+  // catches it), and must not make the other miss it too, as a broken trace would the log lines.
   return {
     publish(event) {
-      first.publish(event);
-      second.publish(event);
+      try {
+        first.publish(event);
+      } finally {
+        second.publish(event);
+      }
     },
     nudged(call, message) {
-      first.nudged(call, message);
-      second.nudged(call, message);
+      try {
+        first.nudged(call, message);
+      } finally {
+        second.nudged(call, message);
+      }
     },
     // The first observer's decorator is the outer one: its span encloses the second's work.
     modelStep: (inner) => first.modelStep(second.modelStep(inner)),

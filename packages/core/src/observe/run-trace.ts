@@ -105,20 +105,25 @@ export class RunTrace implements RunObserver {
     const { model, settings } = request;
     const attributes: Attributes = {
       [names.GEN_AI_OPERATION_NAME]: names.OPERATION_CHAT,
-      [names.GEN_AI_PROVIDER_NAME]: providerName(model.provider),
       [names.GEN_AI_REQUEST_MODEL]: model.modelId,
       [names.RUN_ID]: this.#runId,
     };
+    const provider = providerName(model.provider);
+    if (provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = provider;
     if (settings?.temperature !== undefined)
       attributes[names.GEN_AI_REQUEST_TEMPERATURE] = settings.temperature;
     if (settings?.maxOutputTokens !== undefined)
       attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = settings.maxOutputTokens;
     const parent = this.#parentContext();
-    const span = this.#tracer.startSpan(
-      `${names.OPERATION_CHAT} ${model.modelId}`,
-      { kind: SpanKind.CLIENT, attributes },
-      parent,
+    const span = quietly(() =>
+      this.#tracer.startSpan(
+        `${names.OPERATION_CHAT} ${model.modelId}`,
+        { kind: SpanKind.CLIENT, attributes },
+        parent,
+      ),
     );
+    // A span that could not start: the call runs untraced, as it would with no observer.
+    if (span === undefined) return inner.run(request);
     let step: Promise<ModelStepResult>;
     try {
       step = context.with(trace.setSpan(parent, span), () => inner.run(request));
@@ -127,23 +132,13 @@ export class RunTrace implements RunObserver {
     }
     return step.then(
       (result) => {
-        const { usage } = result;
-        span.setAttributes({
-          [names.GEN_AI_RESPONSE_MODEL]: result.modelId,
-          [names.GEN_AI_RESPONSE_FINISH_REASONS]: [result.finishReason],
-          [names.GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
-          [names.GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
-        });
-        if (usage.reasoningTokens !== undefined)
-          span.setAttribute(names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoningTokens);
-        if (usage.cachedInputTokens !== undefined)
-          span.setAttribute(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cachedInputTokens);
-        span.end();
+        quietly(() => recordModelResult(span, result));
+        quietly(() => span.end());
         return result;
       },
       (error: unknown) => {
-        recordFailure(span, error);
-        span.end();
+        quietly(() => recordFailure(span, error));
+        quietly(() => span.end());
         throw error;
       },
     );
@@ -152,27 +147,31 @@ export class RunTrace implements RunObserver {
   #traceToolCall(inner: ToolRunner, request: ToolRunRequest): ToolResultMessage | Promise<ToolResultMessage> {
     const { call, tool } = request;
     const parent = this.#parentContext();
-    const span = this.#tracer.startSpan(
-      `${names.OPERATION_EXECUTE_TOOL} ${call.name}`,
-      {
-        kind: SpanKind.INTERNAL,
-        attributes: {
-          [names.GEN_AI_OPERATION_NAME]: names.OPERATION_EXECUTE_TOOL,
-          [names.GEN_AI_TOOL_NAME]: call.name,
-          [names.GEN_AI_TOOL_CALL_ID]: call.id,
-          // A client tool runs on the user's side: an "extension" of the agent, not its own function.
-          [names.GEN_AI_TOOL_TYPE]: tool?.execution === "client" ? "extension" : "function",
-          [names.RUN_ID]: this.#runId,
+    const span = quietly(() =>
+      this.#tracer.startSpan(
+        `${names.OPERATION_EXECUTE_TOOL} ${call.name}`,
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [names.GEN_AI_OPERATION_NAME]: names.OPERATION_EXECUTE_TOOL,
+            [names.GEN_AI_TOOL_NAME]: call.name,
+            [names.GEN_AI_TOOL_CALL_ID]: call.id,
+            // A client tool runs on the user's side: an "extension" of the agent, not its own function.
+            [names.GEN_AI_TOOL_TYPE]: tool?.execution === "client" ? "extension" : "function",
+            [names.RUN_ID]: this.#runId,
+          },
         },
-      },
-      parent,
+        parent,
+      ),
     );
+    // A span that could not start: the call runs untraced, as it would with no observer.
+    if (span === undefined) return inner.run(request);
     let result: ToolResultMessage | Promise<ToolResultMessage>;
     try {
       result = context.with(trace.setSpan(parent, span), () => inner.run(request));
     } catch (error) {
-      recordFailure(span, error);
-      span.end();
+      quietly(() => recordFailure(span, error));
+      quietly(() => span.end());
       throw error;
     }
     // A synchronous tool stays synchronous: its span ends now.
@@ -180,8 +179,8 @@ export class RunTrace implements RunObserver {
     return result.then(
       (message) => endToolSpan(span, message),
       (error: unknown) => {
-        recordFailure(span, error);
-        span.end();
+        quietly(() => recordFailure(span, error));
+        quietly(() => span.end());
         throw error;
       },
     );
@@ -194,16 +193,18 @@ export class RunTrace implements RunObserver {
       { kind: SpanKind.INTERNAL, attributes: { [names.RUN_ID]: this.#runId, [names.TURN_NUMBER]: turn } },
       this.#runContext,
     );
-    // A run has one turn, plus one per follow-up round (the event protocol's rule).
-    if (turn > 1) span.addEvent(names.FOLLOW_UP_EVENT);
+    // Held before anything else is asked of it, so that the turn's end ends it whatever throws here.
     this.#turnSpan = span;
     this.#turnContext = trace.setSpan(this.#runContext, span);
+    // A run has one turn, plus one per follow-up round (the event protocol's rule).
+    if (turn > 1) span.addEvent(names.FOLLOW_UP_EVENT);
   }
 
   #endTurn(): void {
-    this.#turnSpan?.end();
+    const span = this.#turnSpan;
     this.#turnSpan = undefined;
     this.#turnContext = undefined;
+    quietly(() => span?.end());
   }
 
   /** Model and tool calls belong to the turn open at the time, or to the run outside turns. */
@@ -234,27 +235,68 @@ export class RunTrace implements RunObserver {
   #end(event: AgentEvent & { type: "agent_end" }): void {
     this.#endTurn();
     this.#signal.removeEventListener("abort", this.#aborted);
-    this.#runSpan.setAttributes({
-      [names.STOP_REASON]: event.stopReason,
-      [names.CYCLES]: event.metrics?.cycles,
-      [names.GEN_AI_USAGE_INPUT_TOKENS]: event.usage.inputTokens,
-      [names.GEN_AI_USAGE_OUTPUT_TOKENS]: event.usage.outputTokens,
-    });
-    this.#runSpan.end();
+    const span = this.#runSpan;
+    quietly(() =>
+      span.setAttributes({
+        [names.STOP_REASON]: event.stopReason,
+        [names.CYCLES]: event.metrics?.cycles,
+        [names.GEN_AI_USAGE_INPUT_TOKENS]: event.usage.inputTokens,
+        [names.GEN_AI_USAGE_OUTPUT_TOKENS]: event.usage.outputTokens,
+      }),
+    );
+    quietly(() => span.end());
   }
 
-  /** When the abort happens (the run ends up to `abortGraceMs` later, with status error). */
+  /**
+   * When the abort happens (the run ends up to `abortGraceMs` later, with status error). An abort
+   * listener must not throw: Node rethrows it as an uncaught exception, which ends the process.
+   */
   readonly #aborted = (): void => {
     const reason: unknown = this.#signal.reason;
-    this.#runSpan.addEvent(names.ABORT_EVENT, {
-      [names.ABORT_REASON]: errorMessage(reason),
-      // The code the run will end with: a timeout's own, "aborted" for any other reason.
-      [names.ERROR_TYPE]: isAgentError(reason) ? reason.code : "aborted",
-    });
+    quietly(() =>
+      this.#runSpan.addEvent(names.ABORT_EVENT, {
+        [names.ABORT_REASON]: errorMessage(reason),
+        // The code the run will end with: a timeout's own, "aborted" for any other reason.
+        [names.ERROR_TYPE]: isAgentError(reason) ? reason.code : "aborted",
+      }),
+    );
   };
 }
 
+/**
+ * Runs what the trace does with a span and gives what it returns, or undefined when it throws. The
+ * API's spans never throw, but an SDK's span processor may (its `onStart` and `onEnd` run inside
+ * `startSpan()` and `end()`): the trace then misses that part, and the call keeps its own outcome.
+ */
+function quietly<T>(traceWork: () => T): T | undefined {
+  try {
+    return traceWork();
+  } catch {
+    return undefined;
+  }
+}
+
+function recordModelResult(span: Span, result: ModelStepResult): void {
+  const { usage } = result;
+  span.setAttributes({
+    [names.GEN_AI_RESPONSE_MODEL]: result.modelId,
+    [names.GEN_AI_RESPONSE_FINISH_REASONS]: [result.finishReason],
+    [names.GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
+    [names.GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
+  });
+  if (usage.reasoningTokens !== undefined)
+    span.setAttribute(names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoningTokens);
+  if (usage.cachedInputTokens !== undefined)
+    span.setAttribute(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cachedInputTokens);
+}
+
 function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
+  quietly(() => recordToolResult(span, result));
+  quietly(() => span.end());
+  return result;
+}
+
+function recordToolResult(span: Span, result: ToolResultMessage): void {
   const { status } = result;
   span.setAttribute(names.TOOL_STATUS, status);
   if (status === "timeout") span.addEvent(names.TIMEOUT_EVENT);
@@ -262,8 +304,6 @@ function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
     span.setAttribute(names.ERROR_TYPE, status);
     span.setStatus({ code: SpanStatusCode.ERROR, message: result.content });
   }
-  span.end();
-  return result;
 }
 
 function recordFailure(span: Span, error: unknown): void {
@@ -297,8 +337,12 @@ function isTimeout(code: string): boolean {
   return code === "timeout" || code === "tool-timeout";
 }
 
-/** `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". */
-function providerName(provider: string): string {
+/**
+ * `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". A model of the app's
+ * own may have no id, and runs all the same: then there is no name, and the trace leaves it out.
+ */
+function providerName(provider: unknown): string | undefined {
+  if (typeof provider !== "string") return undefined;
   const dot = provider.indexOf(".");
   return dot < 0 ? provider : provider.slice(0, dot);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentRun } from "@agent-core/core";
 import { authorizedPrincipal } from "../authorize.js";
 import { HttpError } from "../http-error.js";
+import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
 import { chatRequestBody } from "./chat-request.js";
@@ -128,7 +129,8 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         return await post(request);
       } catch (error) {
         if (error instanceof HttpError) return error.toResponse();
-        config.logger.error(
+        logError(
+          config.logger,
           { err: error, method: request.method, url: request.url },
           "agent-core http: a useChat request failed",
         );
