@@ -150,29 +150,37 @@ export class RunServices implements RunContext {
   }
 
   executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
+    let outcome: BatchOutcome | Promise<BatchOutcome>;
     try {
-      const outcome = this.runBatch(calls, options, this.#resumed);
-      this.#resumed = undefined;
-      if (!(outcome instanceof Promise)) return Promise.resolve(this.#batchResult(outcome));
-      // Marked in its own handlers (see `RunLog.settleQuietlyIfEnded`): no wrapper, no extra hop.
-      const returned: Promise<ToolBatchResult> = outcome.then(
-        (done) => {
-          try {
-            return this.#batchResult(done);
-          } catch (error) {
-            this.log.settleQuietlyIfEnded(returned);
-            throw error;
-          }
-        },
-        (error: unknown) => {
-          this.log.settleQuietlyIfEnded(returned);
-          throw error;
-        },
-      );
-      return returned;
+      outcome = this.runBatch(calls, options, this.#resumed);
     } catch (error) {
       return this.log.refuse(error);
     }
+    this.#resumed = undefined;
+    if (!(outcome instanceof Promise))
+      try {
+        return Promise.resolve(this.#batchResult(outcome));
+      } catch (error) {
+        const failed = Promise.reject(error);
+        this.log.settleQuietlyIfEnded(failed);
+        return failed;
+      }
+    // Marked in its own handlers (see `RunLog.settleQuietlyIfEnded`): no wrapper, no extra hop.
+    const returned: Promise<ToolBatchResult> = outcome.then(
+      (done) => {
+        try {
+          return this.#batchResult(done);
+        } catch (error) {
+          this.log.settleQuietlyIfEnded(returned);
+          throw error;
+        }
+      },
+      (error: unknown) => {
+        this.log.settleQuietlyIfEnded(returned);
+        throw error;
+      },
+    );
+    return returned;
   }
 
   /** Runs a batch; synchronously when every tool was. Resuming a suspended batch passes `resumed`. */
