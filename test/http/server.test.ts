@@ -246,6 +246,16 @@ describe("POST /runs", () => {
     await allowed.text();
   });
 
+  it("answers 500 internal when authorize gives documents that is not a list: never a match on part of a string", async () => {
+    for (const documents of ["doc-12", null]) {
+      const { url } = await startServer(answer("x"), {
+        authorize: () => ({ userId: "alice", documents: documents as never }),
+      });
+      const response = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-1" });
+      expect([response.status, (await response.json()).error.code]).toEqual([500, "internal"]);
+    }
+  });
+
   it("checks the run's document on every request: a user who lost it may not read, steer or cancel the run", async () => {
     const { url } = await startServer(() => ({
       provider: scriptedModel([[script.text("a"), script.delay(5_000), script.text("b")]]),

@@ -6,7 +6,7 @@ import type { TokenLedger } from "./token-ledger.js";
 /** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
 export interface Principal {
   userId: string;
-  /** The document ids this user may run agents on; absent: any. */
+  /** The document ids this user may run agents on; absent: any (anything else but a list: 500). */
   documents?: readonly string[];
 }
 
