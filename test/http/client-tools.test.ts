@@ -253,6 +253,37 @@ describe("a client tool over HTTP", () => {
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "ok" });
   });
 
+  it("refuses a post with neither result nor error, both, or an error that is no string, saying which: the call still takes a good one", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+        [script.text("done")],
+      ]),
+      tools: [readPage],
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    const posted = { toolCallId: "c1", token: call.hookToken };
+    const either = { path: "", message: 'Give either "result" or "error" (a string), not both.' };
+    for (const [body, issue] of [
+      [posted, either],
+      [{ ...posted, result: "T", error: "failed" }, either],
+      [
+        { ...posted, error: 5 },
+        { path: "error", message: expect.stringContaining("expected string") },
+      ],
+    ] as const) {
+      const response = await post(`${url}/runs/${call.runId}/tool-results`, body);
+      expect([response.status, await response.json()]).toEqual([
+        400,
+        { error: { code: "invalid-body", message: expect.any(String), issues: [issue] } },
+      ]);
+    }
+    expect(await postResult(url, call.runId, { ...posted, error: "failed" })).toEqual([204, undefined]);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "error" });
+  });
+
   it("gives a result posted after the run was cancelled 410, and the history keeps the aborted result", async () => {
     const { url } = await startServer(twoClientCalls);
     const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
