@@ -442,6 +442,36 @@ describe("a client tool over HTTP", () => {
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
   });
 
+  it("replays a suspended run's agent_end with the calls that no longer take a result without their hookToken", async () => {
+    const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: Record<string, unknown>[] };
+    const [c1] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    const tokens = async () => {
+      const replayed = ndjsonEvents(
+        await (await fetch(`${url}/runs/${end.runId}/events`, { headers: headers() })).text(),
+      ).at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
+      return replayed.pendingClientTools.map((call) => [call.toolCallId, typeof call.hookToken]);
+    };
+    expect(await postResult(url, end.runId, { toolCallId: "c1", token: c1.hookToken, result: "A" })).toEqual([
+      204,
+      undefined,
+    ]);
+    // Answered: a page reloaded now runs c2 only, as the live stream's c1 was run already.
+    expect(await tokens()).toEqual([
+      ["c1", "undefined"],
+      ["c2", "string"],
+    ]);
+    // Given up by a cancel: nothing is left to run.
+    expect((await post(`${url}/runs/${end.runId}/cancel`, {})).status).toBe(202);
+    expect(await tokens()).toEqual([
+      ["c1", "undefined"],
+      ["c2", "undefined"],
+    ]);
+  });
+
   it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {
     const { url, server } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
