@@ -1,5 +1,6 @@
 import { AgentClient } from "@agent-core/client";
-import { Agent } from "@agent-core/core";
+import { Agent, InvalidConfigError } from "@agent-core/core";
+import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
 import {
@@ -11,6 +12,7 @@ import {
   ofType,
   post,
   readPage,
+  SECRET,
   startServer,
 } from "./harness.js";
 
@@ -371,6 +373,26 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );
+  });
+
+  it("refuses rate limits that refuse every request or never give points back, when it is created", () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const server = (rateLimits: AgentServerOptions["rateLimits"]) =>
+      createAgentServer({ agent, authorize: () => ({ userId: "u" }), hookSecret: SECRET, rateLimits });
+    for (const limit of [
+      { points: 0, durationSec: 60 },
+      { points: -1, durationSec: 60 },
+      { points: 10, durationSec: 0 },
+      { points: 10, durationSec: Number.NaN },
+      { points: "10" as unknown as number, durationSec: 60 },
+    ]) {
+      expect(() => server({ start: limit })).toThrow(InvalidConfigError);
+      expect(() => server({ callback: limit })).toThrow(/rateLimits.callback must be/);
+      expect(() => createUseChatHandler({ agent, authorize: () => undefined, rateLimit: limit })).toThrow(
+        /rateLimit must be/,
+      );
+    }
+    expect(() => server({ start: { points: 1, durationSec: 0.5 }, callback: false })).not.toThrow();
   });
 });
 

@@ -10,7 +10,10 @@ export interface Principal {
   documents?: readonly string[];
 }
 
-/** A limit of `points` requests per `durationSec` seconds, per user. */
+/**
+ * A limit of `points` requests per `durationSec` seconds, per user: `points` a whole number >= 1,
+ * `durationSec` > 0 (anything else is an `InvalidConfigError` when the server is made).
+ */
 export interface RateLimit {
   points: number;
   durationSec: number;

@@ -54,7 +54,7 @@ export class ToolResultPosts {
     this.#context = context;
     this.#ledger = context.ledger ?? new MemoryTokenLedger(context.config.now);
     this.#answers = new ToolResultAnswers(context.config.now);
-    this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 });
+    this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 }, "rateLimits.callback");
   }
 
   async post(request: Request, principal: Principal, runId: string): Promise<Response> {
