@@ -375,6 +375,39 @@ describe("POST /runs", () => {
     );
   });
 
+  it("refuses a time longer than a timer waits (about 24.8 days), which would fire after 1 ms, when it is created", async () => {
+    const thirtyDays = 30 * 24 * 3_600_000;
+    for (const name of [
+      "clientToolTimeoutMs",
+      "runTimeoutMs",
+      "heartbeatMs",
+      "detachGraceMs",
+      "retainEndedMs",
+      "suspendedTtlMs",
+    ] as const) {
+      await expect(startServer(answer("x"), { [name]: thirtyDays })).rejects.toThrow(
+        new RegExp(`${name} must be at most 2147483647 ms`),
+      );
+      await expect(startServer(answer("x"), { [name]: Number.POSITIVE_INFINITY })).rejects.toThrow(
+        InvalidConfigError,
+      );
+    }
+    expect(() =>
+      createUseChatHandler({
+        agent: () => new Agent({}),
+        authorize: () => undefined,
+        runTimeoutMs: thirtyDays,
+      }),
+    ).toThrow(/runTimeoutMs must be at most 2147483647 ms/);
+    // The longest a timer waits is taken: a suspended run kept that long is still there to resume.
+    const { url } = await startServer(answer("kept"), {
+      suspendedTtlMs: 2_147_483_647,
+      retainEndedMs: 2_147_483_647,
+    });
+    const runId = (await post(`${url}/runs`, { prompt: "go" })).headers.get("x-run-id");
+    expect((await fetch(`${url}/runs/${runId}/events`, { headers: headers() })).status).toBe(200);
+  });
+
   it("refuses rate limits that refuse every request or never give points back, when it is created", () => {
     const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
     const server = (rateLimits: AgentServerOptions["rateLimits"]) =>
