@@ -56,6 +56,34 @@ export function streamEvents(
     }
     return text;
   };
+  /**
+   * The wait for the event after the last one sent, made once per event, not once per heartbeat:
+   * each wait on the log's promise stays on it until an event comes, however long the run is
+   * quiet (a client call waiting for its result).
+   */
+  let waiting: { from: number; arrived: boolean; wake?: (() => void) | undefined } | undefined;
+  const nextEventWithin = (ms: number): Promise<boolean> => {
+    if (waiting?.from !== next) {
+      const wait: NonNullable<typeof waiting> = { from: next, arrived: false };
+      waiting = wait;
+      void log.changed(next).then(() => {
+        wait.arrived = true;
+        wait.wake?.();
+      });
+    }
+    const wait = waiting;
+    if (wait.arrived) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const heartbeat = setTimeout(() => {
+        wait.wake = undefined;
+        resolve(false);
+      }, ms);
+      wait.wake = () => {
+        clearTimeout(heartbeat);
+        resolve(true);
+      };
+    });
+  };
   let detached = false;
   const detach = () => {
     if (detached) return;
@@ -82,7 +110,7 @@ export function streamEvents(
               controller.close();
               return;
             }
-            if (!(await changedWithin(log.changed(next), options.heartbeatMs))) {
+            if (!(await nextEventWithin(options.heartbeatMs))) {
               controller.enqueue(encoder.encode(heartbeatFrame(format, options.now())));
               return;
             }
@@ -110,15 +138,6 @@ export function streamEvents(
       "x-run-id": run.runId,
     },
   });
-}
-
-/** Whether `changed` settled within `ms`. */
-function changedWithin(changed: Promise<void>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  return Promise.race([changed.then(() => true), timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The text from `start` to `end` of the parts written one after the other. */
