@@ -253,6 +253,37 @@ describe("a client tool over HTTP", () => {
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "ok" });
   });
 
+  it("refuses a post with neither result nor error, both, or an error that is no string, saying which: the call still takes a good one", async () => {
+    const { url } = await startServer(() => ({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+        [script.text("done")],
+      ]),
+      tools: [readPage],
+    }));
+    const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
+    const call = await reader.until(ofType("tool_call"));
+    const posted = { toolCallId: "c1", token: call.hookToken };
+    const either = { path: "", message: 'Give either "result" or "error" (a string), not both.' };
+    for (const [body, issue] of [
+      [posted, either],
+      [{ ...posted, result: "T", error: "failed" }, either],
+      [
+        { ...posted, error: 5 },
+        { path: "error", message: expect.stringContaining("expected string") },
+      ],
+    ] as const) {
+      const response = await post(`${url}/runs/${call.runId}/tool-results`, body);
+      expect([response.status, await response.json()]).toEqual([
+        400,
+        { error: { code: "invalid-body", message: expect.any(String), issues: [issue] } },
+      ]);
+    }
+    expect(await postResult(url, call.runId, { ...posted, error: "failed" })).toEqual([204, undefined]);
+    const events = agentEvents([...reader.seen, ...(await reader.rest())]);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "error" });
+  });
+
   it("gives a result posted after the run was cancelled 410, and the history keeps the aborted result", async () => {
     const { url } = await startServer(twoClientCalls);
     const reader = new NdjsonReader(await post(`${url}/runs`, { prompt: "go" }));
@@ -409,6 +440,36 @@ describe("a client tool over HTTP", () => {
       "B",
     ]);
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
+  });
+
+  it("replays a suspended run's agent_end with the calls that no longer take a result without their hookToken", async () => {
+    const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: Record<string, unknown>[] };
+    const [c1] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    const tokens = async () => {
+      const replayed = ndjsonEvents(
+        await (await fetch(`${url}/runs/${end.runId}/events`, { headers: headers() })).text(),
+      ).at(-1) as Record<string, unknown> & { pendingClientTools: Record<string, unknown>[] };
+      return replayed.pendingClientTools.map((call) => [call.toolCallId, typeof call.hookToken]);
+    };
+    expect(await postResult(url, end.runId, { toolCallId: "c1", token: c1.hookToken, result: "A" })).toEqual([
+      204,
+      undefined,
+    ]);
+    // Answered: a page reloaded now runs c2 only, as the live stream's c1 was run already.
+    expect(await tokens()).toEqual([
+      ["c1", "undefined"],
+      ["c2", "string"],
+    ]);
+    // Given up by a cancel: nothing is left to run.
+    expect((await post(`${url}/runs/${end.runId}/cancel`, {})).status).toBe(202);
+    expect(await tokens()).toEqual([
+      ["c1", "undefined"],
+      ["c2", "undefined"],
+    ]);
   });
 
   it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {

@@ -310,6 +310,39 @@ describe("a slow reader", () => {
     expect(received).toBeGreaterThan(1000 * 200);
   });
 
+  it("is handed a large event in pieces, never the run at once: a reader that stops holds no copy of the log", async () => {
+    // 2 MB deltas of characters outside the BMP: the pieces cut between surrogate pairs.
+    const large = "🙂".repeat(500_000);
+    const { url, server } = await startServer(() => ({
+      provider: scriptedModel([[script.text(large, large)]]),
+    }));
+    const whole = await (await post(`${url}/runs`, { prompt: "go" })).text();
+    const runId = JSON.parse(whole.split("\n")[0] as string).runId;
+    for (const accept of ["application/x-ndjson", "text/event-stream"]) {
+      // The handler's own body, as any adapter reads it: each read is one piece the server made.
+      const response = await server.fetch(
+        new Request(`${url}/runs/${runId}/events`, { headers: headers("alice", { accept }) }),
+      );
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+      const decoder = new TextDecoder("utf-8", { fatal: true });
+      let text = "";
+      const sizes: number[] = [];
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        sizes.push(chunk.value.byteLength);
+        text += decoder.decode(chunk.value, { stream: true });
+      }
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(256 * 1024);
+      if (accept === "application/x-ndjson") expect(text).toBe(whole);
+      else
+        expect(
+          text
+            .split("\n\n")
+            .filter(Boolean)
+            .map((frame) => frame.split("data: ")[1]),
+        ).toEqual(whole.trimEnd().split("\n"));
+    }
+  });
+
   it("never holds the run back: a reader that stops reading gets everything later, and the run ends on time", async () => {
     const { url, server } = await startServer(() => ({
       provider: scriptedModel([[script.text(...Array.from({ length: 500 }, (_, i) => `word${i} `))]]),

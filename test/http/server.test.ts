@@ -1,5 +1,6 @@
 import { AgentClient } from "@agent-core/client";
-import { Agent } from "@agent-core/core";
+import { Agent, InvalidConfigError } from "@agent-core/core";
+import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
 import {
@@ -11,6 +12,7 @@ import {
   ofType,
   post,
   readPage,
+  SECRET,
   startServer,
 } from "./harness.js";
 
@@ -246,6 +248,16 @@ describe("POST /runs", () => {
     await allowed.text();
   });
 
+  it("answers 500 internal when authorize gives documents that is not a list: never a match on part of a string", async () => {
+    for (const documents of ["doc-12", null]) {
+      const { url } = await startServer(answer("x"), {
+        authorize: () => ({ userId: "alice", documents: documents as never }),
+      });
+      const response = await post(`${url}/runs`, { prompt: "hi", documentId: "doc-1" });
+      expect([response.status, (await response.json()).error.code]).toEqual([500, "internal"]);
+    }
+  });
+
   it("checks the run's document on every request: a user who lost it may not read, steer or cancel the run", async () => {
     const { url } = await startServer(() => ({
       provider: scriptedModel([[script.text("a"), script.delay(5_000), script.text("b")]]),
@@ -361,6 +373,59 @@ describe("POST /runs", () => {
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
     );
+  });
+
+  it("refuses a time longer than a timer waits (about 24.8 days), which would fire after 1 ms, when it is created", async () => {
+    const thirtyDays = 30 * 24 * 3_600_000;
+    for (const name of [
+      "clientToolTimeoutMs",
+      "runTimeoutMs",
+      "heartbeatMs",
+      "detachGraceMs",
+      "retainEndedMs",
+      "suspendedTtlMs",
+    ] as const) {
+      await expect(startServer(answer("x"), { [name]: thirtyDays })).rejects.toThrow(
+        new RegExp(`${name} must be at most 2147483647 ms`),
+      );
+      await expect(startServer(answer("x"), { [name]: Number.POSITIVE_INFINITY })).rejects.toThrow(
+        InvalidConfigError,
+      );
+    }
+    expect(() =>
+      createUseChatHandler({
+        agent: () => new Agent({}),
+        authorize: () => undefined,
+        runTimeoutMs: thirtyDays,
+      }),
+    ).toThrow(/runTimeoutMs must be at most 2147483647 ms/);
+    // The longest a timer waits is taken: a suspended run kept that long is still there to resume.
+    const { url } = await startServer(answer("kept"), {
+      suspendedTtlMs: 2_147_483_647,
+      retainEndedMs: 2_147_483_647,
+    });
+    const runId = (await post(`${url}/runs`, { prompt: "go" })).headers.get("x-run-id");
+    expect((await fetch(`${url}/runs/${runId}/events`, { headers: headers() })).status).toBe(200);
+  });
+
+  it("refuses rate limits that refuse every request or never give points back, when it is created", () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const server = (rateLimits: AgentServerOptions["rateLimits"]) =>
+      createAgentServer({ agent, authorize: () => ({ userId: "u" }), hookSecret: SECRET, rateLimits });
+    for (const limit of [
+      { points: 0, durationSec: 60 },
+      { points: -1, durationSec: 60 },
+      { points: 10, durationSec: 0 },
+      { points: 10, durationSec: Number.NaN },
+      { points: "10" as unknown as number, durationSec: 60 },
+    ]) {
+      expect(() => server({ start: limit })).toThrow(InvalidConfigError);
+      expect(() => server({ callback: limit })).toThrow(/rateLimits.callback must be/);
+      expect(() => createUseChatHandler({ agent, authorize: () => undefined, rateLimit: limit })).toThrow(
+        /rateLimit must be/,
+      );
+    }
+    expect(() => server({ start: { points: 1, durationSec: 0.5 }, callback: false })).not.toThrow();
   });
 });
 

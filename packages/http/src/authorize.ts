@@ -1,7 +1,11 @@
 import { HttpError } from "./http-error.js";
 import type { Principal } from "./server-options.js";
 
-/** Asks the app who is asking; nobody (`undefined`, `null`, a throw, or no user id) answers 401. */
+/**
+ * Asks the app who is asking; nobody (`undefined`, `null`, a throw, or no user id) answers 401. A
+ * principal whose `documents` is not a list is the app's mistake: a 500, never a guess at what it
+ * meant.
+ */
 export async function authorizedPrincipal(
   authorize: (request: Request) => Principal | undefined | Promise<Principal | undefined>,
   request: Request,
@@ -15,6 +19,12 @@ export async function authorizedPrincipal(
   // `?.`: a JavaScript app's "nobody" is often null, whose userId would throw (a 500, not a 401).
   if (typeof principal?.userId !== "string" || principal.userId === "")
     throw new HttpError(401, "unauthorized", "Sign in first.");
+  // A string's `includes` matches any part of it ("doc-12" would let "doc-1" in), and `null` has no
+  // `includes` at all: refused here, before any document is checked against it.
+  if (principal.documents !== undefined && !Array.isArray(principal.documents))
+    throw new TypeError(
+      `authorize returned documents that is not a list of document ids: ${JSON.stringify(principal.documents)}.`,
+    );
   return principal;
 }
 

@@ -25,8 +25,8 @@ export class EventLog {
   /** Seq of `#events[0]`. */
   #first = 0;
   #closed = false;
-  /** One promise for every reader waiting for the next event: a reader that stops waiting (a
-   * heartbeat went out instead) leaves nothing behind. */
+  /** One promise for every reader waiting for the next event (each reader's wait stays on it until
+   * then: a stream waits once per event, not once per heartbeat). */
   #next: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(maxEvents: number) {

@@ -1,4 +1,4 @@
-import { EventsExpiredError } from "./event-log.js";
+import { EventsExpiredError, type LoggedEvent } from "./event-log.js";
 import type { ServerRun } from "./server-run.js";
 import { CONTENT_TYPES, formatFor, frame, heartbeatFrame } from "./wire.js";
 
@@ -9,6 +9,12 @@ export interface EventStreamOptions {
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * Most text one `pull` hands the connection, a large event in pieces: a reader that stops
+ * reading holds the connection's buffer and this, never a copy of the log.
+ */
+const CHUNK_CHARS = 64 * 1024;
 
 /**
  * A response that streams a run's events from seq `from` on, in the format `Accept` asks for, and
@@ -28,6 +34,56 @@ export function streamEvents(
   // Checked now, so a re-attach to events already dropped is a 410, not a stream that breaks.
   log.read(from);
   let next = from;
+  /** How much of the frame of event `next` went out already (a large event goes in pieces). */
+  let written = 0;
+  /** The frames from event `next` on, at most `CHUNK_CHARS` of them. */
+  const piece = (events: readonly LoggedEvent[]): string => {
+    let text = "";
+    for (const event of events) {
+      const parts = frame(format, event);
+      const length = parts[0].length + parts[1].length + parts[2].length;
+      let end = Math.min(length, written + CHUNK_CHARS - text.length);
+      // Cut between the halves of a surrogate pair, each half would be encoded as U+FFFD.
+      if (end < length && isHighSurrogate(codeUnitAt(parts, end - 1))) end--;
+      text += sliceOf(parts, written, end);
+      if (end < length) {
+        written = end;
+        return text;
+      }
+      written = 0;
+      next++;
+      if (text.length >= CHUNK_CHARS) return text;
+    }
+    return text;
+  };
+  /**
+   * The wait for the event after the last one sent, made once per event, not once per heartbeat:
+   * each wait on the log's promise stays on it until an event comes, however long the run is
+   * quiet (a client call waiting for its result).
+   */
+  let waiting: { from: number; arrived: boolean; wake?: (() => void) | undefined } | undefined;
+  const nextEventWithin = (ms: number): Promise<boolean> => {
+    if (waiting?.from !== next) {
+      const wait: NonNullable<typeof waiting> = { from: next, arrived: false };
+      waiting = wait;
+      void log.changed(next).then(() => {
+        wait.arrived = true;
+        wait.wake?.();
+      });
+    }
+    const wait = waiting;
+    if (wait.arrived) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const heartbeat = setTimeout(() => {
+        wait.wake = undefined;
+        resolve(false);
+      }, ms);
+      wait.wake = () => {
+        clearTimeout(heartbeat);
+        resolve(true);
+      };
+    });
+  };
   let detached = false;
   const detach = () => {
     if (detached) return;
@@ -46,10 +102,7 @@ export function streamEvents(
           for (;;) {
             const events = log.read(next);
             if (events.length > 0) {
-              let text = "";
-              for (const event of events) text += frame(format, event);
-              next += events.length;
-              controller.enqueue(encoder.encode(text));
+              controller.enqueue(encoder.encode(piece(events)));
               return;
             }
             if (log.closed) {
@@ -57,7 +110,7 @@ export function streamEvents(
               controller.close();
               return;
             }
-            if (!(await changedWithin(log.changed(next), options.heartbeatMs))) {
+            if (!(await nextEventWithin(options.heartbeatMs))) {
               controller.enqueue(encoder.encode(heartbeatFrame(format, options.now())));
               return;
             }
@@ -87,11 +140,27 @@ export function streamEvents(
   });
 }
 
-/** Whether `changed` settled within `ms`. */
-function changedWithin(changed: Promise<void>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  return Promise.race([changed.then(() => true), timeout]).finally(() => clearTimeout(timer));
+/** The text from `start` to `end` of the parts written one after the other. */
+function sliceOf(parts: readonly string[], start: number, end: number): string {
+  let text = "";
+  let at = 0;
+  for (const part of parts) {
+    if (start < at + part.length && end > at) text += part.slice(Math.max(start - at, 0), end - at);
+    at += part.length;
+  }
+  return text;
+}
+
+/** The UTF-16 code unit at `index` of the parts written one after the other. */
+function codeUnitAt(parts: readonly string[], index: number): number {
+  let at = index;
+  for (const part of parts) {
+    if (at < part.length) return part.charCodeAt(at);
+    at -= part.length;
+  }
+  return Number.NaN;
+}
+
+function isHighSurrogate(codeUnit: number): boolean {
+  return codeUnit >= 0xd800 && codeUnit <= 0xdbff;
 }

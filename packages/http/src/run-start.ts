@@ -51,7 +51,7 @@ export class RunStarts {
   constructor(context: RunStartContext) {
     this.#context = context;
     this.#keys = new StartKeys(context.config.now);
-    this.#limit = limiter(context.rateLimit, { points: 30, durationSec: 60 });
+    this.#limit = limiter(context.rateLimit, { points: 30, durationSec: 60 }, "rateLimits.start");
   }
 
   async start(request: Request, principal: Principal): Promise<Response> {

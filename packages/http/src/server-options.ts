@@ -6,11 +6,14 @@ import type { TokenLedger } from "./token-ledger.js";
 /** Who is asking, as `authorize` found out: the user, and the documents they may touch. */
 export interface Principal {
   userId: string;
-  /** The document ids this user may run agents on; absent: any. */
+  /** The document ids this user may run agents on; absent: any (anything else but a list: 500). */
   documents?: readonly string[];
 }
 
-/** A limit of `points` requests per `durationSec` seconds, per user. */
+/**
+ * A limit of `points` requests per `durationSec` seconds, per user: `points` a whole number >= 1,
+ * `durationSec` > 0 (anything else is an `InvalidConfigError` when the server is made).
+ */
 export interface RateLimit {
   points: number;
   durationSec: number;
@@ -109,6 +112,8 @@ export function resolveOptions(options: AgentServerOptions) {
       );
     return value;
   };
+  const duration = (name: string, value: number | undefined, fallback: number, zero = false) =>
+    timerDuration(name, positive(name, value, fallback, zero));
   if ((options.agent === undefined) === (options.backend === undefined))
     throw new InvalidConfigError("Give either agent (a function returning an Agent) or backend, not both.");
   if (options.agent !== undefined && typeof options.agent !== "function")
@@ -122,14 +127,14 @@ export function resolveOptions(options: AgentServerOptions) {
     throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
   return {
     basePath,
-    clientToolTimeoutMs: positive("clientToolTimeoutMs", options.clientToolTimeoutMs, 60_000),
-    runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
-    heartbeatMs: positive("heartbeatMs", options.heartbeatMs, 15_000),
-    detachGraceMs: positive("detachGraceMs", options.detachGraceMs, 5_000, true),
+    clientToolTimeoutMs: duration("clientToolTimeoutMs", options.clientToolTimeoutMs, 60_000),
+    runTimeoutMs: duration("runTimeoutMs", options.runTimeoutMs, 600_000),
+    heartbeatMs: duration("heartbeatMs", options.heartbeatMs, 15_000),
+    detachGraceMs: duration("detachGraceMs", options.detachGraceMs, 5_000, true),
     maxStreamsPerRun: positive("maxStreamsPerRun", options.maxStreamsPerRun, 16),
     maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
-    retainEndedMs: positive("retainEndedMs", options.retainEndedMs, 300_000, true),
-    suspendedTtlMs: positive("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
+    retainEndedMs: duration("retainEndedMs", options.retainEndedMs, 300_000, true),
+    suspendedTtlMs: duration("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
     clientTools: clientToolMode(options.clientTools),
     maxRuns: positive("maxRuns", options.maxRuns, 10_000),
     maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
@@ -139,6 +144,22 @@ export function resolveOptions(options: AgentServerOptions) {
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
+}
+
+/** The longest time a Node timer waits: a longer one fires after 1 ms instead. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A time a timer waits for (or that an agent's timeouts take, with the same bound): past
+ * `MAX_TIMER_MS` Node fires it after 1 ms, so a run kept 30 days would be forgotten at once and an
+ * agent refuses it on every start. Refused here, when the server is made.
+ */
+export function timerDuration(name: string, ms: number): number {
+  if (ms > MAX_TIMER_MS)
+    throw new InvalidConfigError(
+      `${name} must be at most ${MAX_TIMER_MS} ms (about 24.8 days: the longest a timer waits), got ${ms}.`,
+    );
+  return ms;
 }
 
 function clientToolMode(mode: unknown): "wait" | "suspend" {

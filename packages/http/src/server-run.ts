@@ -32,6 +32,8 @@ export class ServerRun {
   readonly #waiting = new Map<string, WaitingCall>();
   /** The client calls announced with a hook token that have no result yet: their `tool_call` events. */
   readonly #tokened = new Map<string, AgentEventOf<"tool_call">>();
+  /** A suspended run's `agent_end` as it went out first: every call it lists with its hook token. */
+  #suspendedEnd: AgentEventOf<"agent_end"> | undefined;
   #stopListening: (() => void) | undefined;
   #attached = 0;
   readonly #maxStreams: number;
@@ -67,7 +69,8 @@ export class ServerRun {
       if (wire.type !== "agent_end") return;
       this.#stopListening?.();
       this.suspended = wire.stopReason === "awaiting_client_tool";
-      if (!this.suspended) this.#waiting.clear();
+      if (this.suspended) this.#suspendedEnd = wire;
+      else this.#waiting.clear();
       this.endedAt = options.now();
       this.log.close();
       clearTimeout(this.#detachTimer);
@@ -142,7 +145,9 @@ export class ServerRun {
    */
   async cancel(reason: string): Promise<void> {
     await this.run.cancel(reason);
-    if (this.suspended) this.#waiting.clear();
+    if (!this.suspended) return;
+    this.#waiting.clear();
+    this.#tokenlessEnd();
   }
 
   /**
@@ -155,7 +160,26 @@ export class ServerRun {
 
   /** A suspended run's client call got its result: it no longer takes one. */
   answered(toolCallId: string): void {
-    if (this.suspended) this.#waiting.delete(toolCallId);
+    if (!this.suspended) return;
+    this.#waiting.delete(toolCallId);
+    this.#tokenlessEnd();
+  }
+
+  /**
+   * A suspended run's calls are announced in its `agent_end`: later readers of the log get the
+   * calls that no longer take a result (answered, or given up by a cancel) without their hook
+   * token, as a `tool_call` that has its result is replayed, so a page reloaded between two
+   * results does not run a tool again.
+   */
+  #tokenlessEnd(): void {
+    const end = this.#suspendedEnd;
+    if (end?.pendingClientTools === undefined) return;
+    const pendingClientTools = end.pendingClientTools.map((call) => {
+      if (this.#waiting.has(call.toolCallId)) return call;
+      const { hookToken: _noLongerTaken, ...tokenless } = call;
+      return tokenless;
+    });
+    this.log.rewrite(end.seq, JSON.stringify({ ...end, pendingClientTools }));
   }
 
   /**

@@ -12,10 +12,18 @@ import type { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
 import { ToolResultAnswers } from "./tool-result-answers.js";
 
-const toolResultBody = z.union([
-  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), error: z.string() }),
-  z.strictObject({ toolCallId: z.string().min(1), token: z.string().min(1), result: z.unknown() }),
-]);
+// One object with a check, not a union of the two forms: a union's refusal is a bare "Invalid
+// input", which tells a client neither that one of the two is missing nor which field is wrong.
+const toolResultBody = z
+  .strictObject({
+    toolCallId: z.string().min(1),
+    token: z.string().min(1),
+    result: z.unknown().optional(),
+    error: z.string().optional(),
+  })
+  .refine((body) => "result" in body !== "error" in body, {
+    message: 'Give either "result" or "error" (a string), not both.',
+  });
 
 /** What a tool-result post needs of the server: its options and tokens, and the runs it keeps. */
 export interface ToolResultPostContext {
@@ -46,7 +54,7 @@ export class ToolResultPosts {
     this.#context = context;
     this.#ledger = context.ledger ?? new MemoryTokenLedger(context.config.now);
     this.#answers = new ToolResultAnswers(context.config.now);
-    this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 });
+    this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 }, "rateLimits.callback");
   }
 
   async post(request: Request, principal: Principal, runId: string): Promise<Response> {
@@ -63,7 +71,7 @@ export class ToolResultPosts {
     if (claims.documentId !== undefined)
       mayTouch(principal, claims.documentId, forbidden("it is for another document"));
     if (claims.exp <= config.now()) throw new HttpError(410, "token-expired", "The hook token has expired.");
-    const outcome = "error" in body ? { error: body.error } : { result: body.result ?? null };
+    const outcome = body.error !== undefined ? { error: body.error } : { result: body.result ?? null };
     const payload = digest(outcome);
     const resumed = await this.#answers.once(claims.nonce, payload, claims.exp, () =>
       this.#take(claims, payload, runId, outcome),

@@ -37,11 +37,15 @@ function qualityOf(params: string[]): number {
   return 1;
 }
 
-/** One event on the wire: SSE gives it `id:` = seq (for `Last-Event-ID`) and `event:` = type. */
-export function frame(format: WireFormat, event: LoggedEvent): string {
+/**
+ * One event on the wire, as the text before its JSON, the JSON, and the text after it (kept apart
+ * so that a large event is written in pieces without a copy of it): SSE gives it `id:` = seq (for
+ * `Last-Event-ID`) and `event:` = type.
+ */
+export function frame(format: WireFormat, event: LoggedEvent): [head: string, json: string, tail: string] {
   return format === "ndjson"
-    ? `${event.json}\n`
-    : `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
+    ? ["", event.json, "\n"]
+    : [`id: ${event.seq}\nevent: ${event.type}\ndata: `, event.json, "\n\n"];
 }
 
 /** A heartbeat while the run is quiet: not part of the run's events (no runId, no seq). */

@@ -34,7 +34,7 @@ export interface UseChatHandler {
 export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHandler {
   const config = resolveUseChatOptions(options);
   const sessions = new ChatSessions(config.chatTtlMs, config.now);
-  const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 });
+  const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 }, "rateLimit");
   const body = chatRequestBody(config.maxMessages);
 
   async function post(request: Request): Promise<Response> {

@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { AgentRequest } from "../run-backend.js";
-import type { Principal, RateLimit } from "../server-options.js";
+import { type Principal, type RateLimit, timerDuration } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
@@ -41,7 +41,7 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
     return value;
   };
   return {
-    runTimeoutMs: positive("runTimeoutMs", options.runTimeoutMs, 600_000),
+    runTimeoutMs: timerDuration("runTimeoutMs", positive("runTimeoutMs", options.runTimeoutMs, 600_000)),
     chatTtlMs: positive("chatTtlMs", options.chatTtlMs, 1_800_000),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
     maxMessages: positive("maxMessages", options.maxMessages, 1_000),
