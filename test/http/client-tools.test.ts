@@ -472,6 +472,36 @@ describe("a client tool over HTTP", () => {
     ]);
   });
 
+  it("a page reloaded between a suspended run's results runs only the call still waiting, reports nothing, and follows the resumed run", async () => {
+    const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { runId: string; pendingClientTools: Record<string, unknown>[] };
+    const [c1] = end.pendingClientTools as [Record<string, unknown>, Record<string, unknown>];
+    // The first page answered c1, then went away.
+    expect(await postResult(url, end.runId, { toolCallId: "c1", token: c1.hookToken, result: "A" })).toEqual([
+      204,
+      undefined,
+    ]);
+    const ran: string[] = [];
+    const reloaded = new AgentClient({
+      baseUrl: url,
+      headers: { "x-user": "alice" },
+      tools: {
+        read_page: (_args: unknown, { toolCallId }: { toolCallId: string }) => {
+          ran.push(toolCallId);
+          return `text of ${toolCallId}`;
+        },
+      },
+    });
+    const events = [];
+    for await (const event of reloaded.attach(end.runId)) events.push(event);
+    expect(events.filter((event) => event.type === "client_error")).toEqual([]);
+    expect(ran).toEqual(["c2"]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+  });
+
   it("gives up a suspended batch when its run is cancelled: its results get 410 and nothing resumes", async () => {
     const { url, server } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<

@@ -1387,8 +1387,19 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     ]);
   });
 
-  it("resolves with the suspended agent_end when its calls cannot be answered (no hookToken)", async () => {
+  it("resolves with the suspended agent_end, running nothing and reporting nothing, when its calls have no hookToken (answered already)", async () => {
     const first = suspendedRun("r1", [{ toolCallId: "c1", toolName: "t", args: {} }]);
+    const { baseUrl, requests } = await serve((_req, res) => streamRun(res, "r1", first));
+    const t = vi.fn(() => "ok");
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");
+    await expect(run.result()).resolves.toEqual(first[1]);
+    expect(await collect(run)).toEqual(first);
+    expect(t).not.toHaveBeenCalled();
+    expect(requests).toHaveLength(1);
+  });
+
+  it("resolves with the suspended agent_end, with a malformed-event, when a call's hookToken is no string", async () => {
+    const first = suspendedRun("r1", [{ toolCallId: "c1", toolName: "t", args: {}, hookToken: 7 as never }]);
     const { baseUrl, requests } = await serve((_req, res) => streamRun(res, "r1", first));
     const t = vi.fn(() => "ok");
     const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("go");

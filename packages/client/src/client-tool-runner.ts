@@ -48,9 +48,12 @@ export class ClientToolRunner {
    * without one.
    */
   answer(end: AgentEndEvent): Promise<string | undefined> {
-    const calls = end.pendingClientTools ?? [];
+    // A call listed without its token has its result already (or was given up): the server replays
+    // it so, and a page reloaded between two results runs only the calls still waiting.
+    const calls = (end.pendingClientTools ?? []).filter((call) => call.hookToken !== undefined);
     return new Promise((resolve) => {
       let left = calls.length;
+      if (left === 0) resolve(undefined);
       for (const call of calls)
         void this.#runTool({ ...call, runId: end.runId }, end, true).then((resumed) => {
           if (resumed !== undefined) resolve(resumed);

@@ -45,8 +45,9 @@ export class ClientError extends Error {
  *
  * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
  *   object with a string `type`; `line` is its text. Also a call of a suspended run's
- *   `pendingClientTools` without a `hookToken` (a `tool_call` without one takes no result, and is
- *   not run: the server replays a call that has its result so), and an `agent_end` whose
+ *   `pendingClientTools` whose `hookToken` is there but no string (one without a `hookToken`, as a
+ *   `tool_call` without one, takes no result and is not run: the server replays a call that has
+ *   its result, or was given up, so), and an `agent_end` whose
  *   `pendingClientTools` is no list of calls (the run ends with it: nothing can be run),
  *   and, dropped (they change nothing), an object that is no event of a run (no string `runId`, or
  *   no whole `seq` from 0) and an event of another run than the one the stream is for.
