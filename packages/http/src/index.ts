@@ -1,7 +1,7 @@
 export { type AgentServer, createAgentServer } from "./agent-server.js";
 export type { HookClaims, HookKey } from "./hook-tokens.js";
 export { HttpError } from "./http-error.js";
-export { type NodeServer, serveNode } from "./node-server.js";
+export { type NodeServer, type ServeNodeOptions, serveNode } from "./node-server.js";
 export {
   type AgentRequest,
   type BackendRun,

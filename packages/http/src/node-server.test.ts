@@ -128,6 +128,86 @@ describe("a slow reader", () => {
   });
 });
 
+describe("a reader that stops reading", () => {
+  /** A body of endless 64 KiB chunks, cancelled (`cancelled` resolves) when the connection goes. */
+  function endless() {
+    let cancel!: () => void;
+    const cancelled = new Promise<void>((resolve) => {
+      cancel = resolve;
+    });
+    const chunk = new Uint8Array(64 * 1024);
+    const handler = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>(
+          { pull: (controller) => controller.enqueue(chunk), cancel },
+          { highWaterMark: 0 },
+        ),
+      );
+    return { handler, cancelled };
+  }
+
+  it("is let go once the socket took nothing for stalledWriteMs: the connection closes and the body is cancelled", async () => {
+    const { handler, cancelled } = endless();
+    const node = await serveNode(handler, { stalledWriteMs: 200 });
+    servers.push(node);
+    const { hostname, port } = new URL(node.url);
+    const socket = connect(Number(port), hostname);
+    socket.write(`GET / HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+    socket.pause(); // reads nothing: the kernel's buffers fill, then the server's writes wait
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve("still streaming after 10 s"), 10_000);
+    });
+    const outcome = await Promise.race([cancelled.then(() => "cancelled"), deadline]);
+    clearTimeout(timer);
+    // The server's end of the connection is closed too (the paused client has not read its end yet).
+    const connections = await new Promise<number>((resolve, reject) =>
+      node.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
+    socket.destroy();
+    expect({ outcome, connections }).toEqual({ outcome: "cancelled", connections: 0 });
+  });
+
+  it("a reader that reads slowly, but reads, keeps its connection", async () => {
+    let sent = 0;
+    const chunk = new Uint8Array(64 * 1024);
+    const node = await serveNode(
+      async () =>
+        new Response(
+          new ReadableStream<Uint8Array>(
+            {
+              pull(controller) {
+                if (sent++ === 60) controller.close();
+                else controller.enqueue(chunk);
+              },
+            },
+            { highWaterMark: 0 },
+          ),
+        ),
+      { stalledWriteMs: 300 },
+    );
+    servers.push(node);
+    const reader = ((await fetch(node.url)).body as ReadableStream<Uint8Array>).getReader();
+    let bytes = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      // Pauses shorter than stalledWriteMs, many of them: far longer than it in all.
+      if (bytes % (1024 * 1024) < value.byteLength) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(bytes).toBe(60 * chunk.byteLength);
+  });
+
+  it("refuses a stalledWriteMs that is not a whole number of ms from 1 to 2147483647", async () => {
+    for (const stalledWriteMs of [0, -1, 1.5, Number.NaN, 2 ** 31, "60000"])
+      await expect(
+        serveNode(async () => new Response("x"), { stalledWriteMs: stalledWriteMs as number }),
+        String(stalledWriteMs),
+      ).rejects.toThrow(/stalledWriteMs/);
+  });
+});
+
 describe("a request no URL can be made of", () => {
   it("answers 400 invalid-request, without calling the handler, and the connection takes the next request", async () => {
     let called = 0;

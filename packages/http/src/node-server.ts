@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
-import { type Logger, silentLogger } from "@agent-core/core";
+import { InvalidConfigError, type Logger, silentLogger } from "@agent-core/core";
 import { logError } from "./log-error.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
@@ -13,21 +13,45 @@ export interface NodeServer {
   close(): Promise<void>;
 }
 
+export interface ServeNodeOptions {
+  /** Default 0: any free port (`url` says which). */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  logger?: Logger;
+  /**
+   * How long a response may wait for the client to take more of its body (default 60,000 ms): a
+   * client that stops reading for longer, its connection full, is let go (the connection closed,
+   * the body cancelled, as for a client that went away), so it holds neither a socket nor what
+   * the body reads from (a run's event log) for ever. A reader that reads, however slowly, keeps
+   * its connection; a stream's heartbeats keep an idle one going.
+   */
+  stalledWriteMs?: number;
+}
+
+/** The longest a Node timer waits: a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * Serves a Fetch API handler (such as `createAgentServer(...).fetch`) with Node's own `http`
  * module. Response bodies are written as the client takes them (a slow client slows the reading of
- * the body, never grows a buffer), and a client that goes away cancels the body and aborts
- * `request.signal`. What the handler leaves unread of a request's body (a request it refused) is
- * read and dropped once the response went out, as Node does, so the connection takes the next
- * request.
+ * the body, never grows a buffer; one that takes nothing for `stalledWriteMs` is let go), and a
+ * client that goes away cancels the body and aborts `request.signal`. What the handler leaves
+ * unread of a request's body (a request it refused) is read and dropped once the response went
+ * out, as Node does, so the connection takes the next request.
  */
 export async function serveNode(
   handler: (request: Request) => Promise<Response>,
-  options: { port?: number; host?: string; logger?: Logger } = {},
+  options: ServeNodeOptions = {},
 ): Promise<NodeServer> {
   const logger = options.logger ?? silentLogger;
+  const stalledWriteMs = options.stalledWriteMs ?? 60_000;
+  if (!Number.isInteger(stalledWriteMs) || stalledWriteMs < 1 || stalledWriteMs > MAX_TIMER_MS)
+    throw new InvalidConfigError(
+      `serveNode(): stalledWriteMs must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${String(stalledWriteMs)}.`,
+    );
   const server = createServer((req, res) => {
-    void respond(handler, req, res, logger);
+    void respond(handler, req, res, logger, stalledWriteMs);
   });
   server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
   await once(server, "listening");
@@ -49,6 +73,7 @@ async function respond(
   req: IncomingMessage,
   res: ServerResponse,
   logger: Logger,
+  stalledWriteMs: number,
 ): Promise<void> {
   const aborted = new AbortController();
   // Node drains an unread body itself, but not one the handler began to read.
@@ -90,12 +115,14 @@ async function respond(
       const { done, value } = await reader.read();
       if (done) break;
       // Backpressure: wait until the socket took what it has before reading more.
-      if (!res.write(value)) await drained(res);
+      if (!res.write(value)) await drained(res, stalledWriteMs);
       if (res.destroyed) return;
     }
     res.end();
   } catch {
+    // A socket error, or a client that took nothing for `stalledWriteMs`: let go of both ends.
     res.destroy();
+    cancel();
   } finally {
     res.off("close", cancel);
   }
@@ -124,16 +151,24 @@ async function answer(
   }
 }
 
-/** Resolves once the socket took what was written, or the response closed; rejects on its error. */
-function drained(res: ServerResponse): Promise<void> {
+/**
+ * Resolves once the socket took what was written, or the response closed; rejects on its error,
+ * or when the socket took nothing for `stalledMs` (the caller then destroys the response).
+ */
+function drained(res: ServerResponse, stalledMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     // Removed after each wait: a slow reader waits thousands of times on one response.
     const settle = (error?: Error) => {
+      clearTimeout(stalled);
       res.off("drain", onDrain).off("close", onDrain).off("error", settle);
       if (error === undefined) resolve();
       else reject(error);
     };
     const onDrain = () => settle();
+    const stalled = setTimeout(
+      () => settle(new Error(`the client took nothing for ${stalledMs} ms (stalledWriteMs)`)),
+      stalledMs,
+    );
     res.on("drain", onDrain).on("close", onDrain).on("error", settle);
   });
 }
