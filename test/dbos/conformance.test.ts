@@ -1,7 +1,7 @@
 import { agentic } from "@agent-core/agentic";
 import { DurableRuntime } from "@agent-core/dbos";
 import { planExecute } from "@agent-core/plan-execute";
-import { describeOrchestratorConformance } from "@agent-core/testing/conformance";
+import { type ConformanceOptions, describeOrchestratorConformance } from "@agent-core/testing/conformance";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reflect } from "../../examples/custom-orchestrator/index.js";
@@ -25,8 +25,12 @@ afterAll(async () => {
   postgres?.stop();
 });
 
-const durably = {
-  prompt: (agent: Parameters<DurableRuntime["prompt"]>[0], input: string) => runtime.prompt(agent, input),
+const durably: ConformanceOptions = {
+  prompt: (agent, input) => runtime.prompt(agent, input),
+  // A durable run waits for a DBOS message: its workflow (the prompt's run id) resumes the batch
+  // as a new run, `<runId>.2`, once every call is answered.
+  approve: (_agent, toolCallId, run) =>
+    runtime.answer(run.runId, { kind: "approval", toolCallId, approved: true }),
 };
 
 describeOrchestratorConformance("agentic, durable", () => agentic(), durably);
@@ -40,11 +44,16 @@ describe("the durable conformance runs", () => {
       const { rows: logged } = await pool.query(
         "SELECT count(DISTINCT run_id)::int AS runs FROM agent_core_events",
       );
+      const { rows: resumed } = await pool.query(
+        "SELECT count(DISTINCT run_id)::int AS runs FROM agent_core_events WHERE run_id LIKE '%.2'",
+      );
       const { rows: steps } = await pool.query(
         "SELECT count(*)::int AS steps FROM dbos.operation_outputs WHERE function_name LIKE 'agent-core.%'",
       );
-      // Every check above ran at least one workflow; most ran model and tool steps.
-      expect(logged[0].runs).toBeGreaterThanOrEqual(27);
+      // Every check above ran at least one workflow, and the approvals check the run that resumed
+      // each orchestrator's batch after its approval (`<runId>.2`); most ran model and tool steps.
+      expect(resumed[0].runs).toBeGreaterThanOrEqual(3);
+      expect(logged[0].runs).toBeGreaterThanOrEqual(33);
       expect(steps[0].steps).toBeGreaterThan(logged[0].runs * 2);
     } finally {
       await pool.end();

@@ -1,4 +1,4 @@
-import { type Orchestrator, type RunContext, runTurns } from "@agent-core/core";
+import { type AssistantMessage, type Orchestrator, type RunContext, runTurns } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { conformanceChecks, describeOrchestratorConformance } from "./conformance.js";
 
@@ -12,6 +12,17 @@ function check(name: string) {
 const orchestrator =
   (run: (ctx: RunContext) => Promise<void>): (() => Orchestrator) =>
   () => ({ name: "broken", run });
+
+/** The agentic loop: decide, run the tools the model asks for, until it answers. */
+function toolLoop(ctx: RunContext): Promise<void> {
+  return runTurns(ctx, async (): Promise<AssistantMessage> => {
+    for (;;) {
+      const decision = await ctx.decide();
+      if (decision.mode === "respond") return decision.message;
+      await ctx.executeTools(decision.toolCalls);
+    }
+  });
+}
 
 describe("conformance checks catch broken orchestrators", () => {
   it("one that turns a provider failure into an answer", async () => {
@@ -88,6 +99,18 @@ describe("conformance checks catch broken orchestrators", () => {
     await expect(check("keeps maxCycles").run(looping)).resolves.toBeUndefined();
   });
 
+  it("one whose resume ignores the approved batch: the approved call never ran", async () => {
+    const forgetful = (): Orchestrator => ({
+      name: "broken",
+      run: toolLoop,
+      // Starts over: its first model call answers the approved calls "not completed".
+      resume: (ctx) => toolLoop(ctx),
+    });
+    await expect(check("runs an approved call once when the run resumes").run(forgetful)).rejects.toThrow(
+      /times the approved call probe-1 ran: expected \+0 to be 1/,
+    );
+  });
+
   it("one that throws: the failed check says what it threw", async () => {
     const throwing = orchestrator(async () => {
       throw new Error("the plan is empty");
@@ -127,6 +150,20 @@ describe("the suite's vitest tests", () => {
 describe("conformance checks pass orchestrators that keep the guarantees", () => {
   it("one that never calls a tool: the abort-in-a-tool check asks it to complete instead", async () => {
     await expect(check("ends promptly when aborted in a tool").run(answerOnly)).resolves.toBeUndefined();
+  });
+
+  it("one that runs the approved batch in its resume, then goes on", async () => {
+    const resuming = (): Orchestrator => ({
+      name: "resuming",
+      run: toolLoop,
+      resume: async (ctx, calls) => {
+        await ctx.executeTools(calls);
+        await toolLoop(ctx);
+      },
+    });
+    await expect(
+      check("runs an approved call once when the run resumes").run(resuming),
+    ).resolves.toBeUndefined();
   });
 
   it("one that never calls a tool nor ends: the check aborts it all the same", async () => {

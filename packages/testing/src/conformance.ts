@@ -1,5 +1,6 @@
 import {
   Agent,
+  type AgentEvent,
   type AgentRun,
   defineTool,
   type Orchestrator,
@@ -24,6 +25,14 @@ export interface ConformanceOptions {
    * durable one, in a workflow) passes its own, and the checks run on it.
    */
   prompt?: (agent: Agent, input: string) => AgentRun | Promise<AgentRun>;
+  /**
+   * How a tool call a run waits for is approved (default `agent.approve(toolCallId)`; what it
+   * returns is awaited): a runtime whose runs wait its own way passes its own (the durable one
+   * sends `runtime.answer(run.runId, { kind: "approval", toolCallId, approved: true })`). `run` is
+   * the run `prompt` started. The approvals check follows the run that resumes the batch through
+   * the agent's events (`agent.on`), whoever starts it.
+   */
+  approve?: (agent: Agent, toolCallId: string, run: AgentRun) => unknown;
 }
 
 const GRACE_MS = 30;
@@ -40,9 +49,10 @@ const CHECK_TIMEOUT_MS = 60_000;
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
- * stream), provider errors, steering and limits, and `result()` without reading events. A run
- * that does not end within its deadline fails its check with "the run did not end within … ms";
- * each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
+ * stream), provider errors, steering and limits, `result()` without reading events, and approvals
+ * (an approved call runs once when the run resumes, through `Orchestrator.resume` if it has one).
+ * A run that does not end within its deadline fails its check with "the run did not end within
+ * … ms"; each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
  * `testTimeout`. Call it at the top level of a vitest test file; it is the
  * `@agent-core/testing/conformance` entry, so programs using the rest of the kit never load vitest.
  */
@@ -174,15 +184,70 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       expect(model.doStreamCalls.length).toBeLessThanOrEqual(1);
     },
   },
+  {
+    name: "runs an approved call once when the run resumes: approvals and Orchestrator.resume",
+    async run(factory, options) {
+      const executed: string[] = [];
+      const agent = newAgent(factory, { approval: { executed } });
+      const run = await start(agent, PROMPT, options);
+      // Its history ends with the calls that wait, unanswered (by design): no transcript check yet.
+      const waiting = await within(run.result(), RUN_DEADLINE_MS);
+      assertEventProtocol(run.events);
+      if (waiting.stopReason === "completed") {
+        // Every call waits for approval: it answered without the tool, so there is nothing to approve.
+        assertValidTranscript(waiting.messages);
+        return;
+      }
+      expect(waiting.stopReason, ending(waiting)).toBe("awaiting_approval");
+      const approved: string[] = [];
+      let ended: RunEnd = waiting;
+      for (let round = 1; ended.stopReason === "awaiting_approval"; round++) {
+        if (round > MAX_APPROVAL_ROUNDS)
+          throw new Error(
+            `the run still waits for approval after ${MAX_APPROVAL_ROUNDS} rounds of approvals`,
+          );
+        const pending = (ended.pendingApprovals ?? []).map((call) => call.toolCallId);
+        approved.push(...pending);
+        const events = await runStartedBy(agent, RUN_DEADLINE_MS, async () => {
+          for (const toolCallId of pending)
+            await (options?.approve ?? approveInProcess)(agent, toolCallId, run);
+        });
+        assertEventProtocol(events);
+        ended = endOf(events);
+      }
+      expect(ended.stopReason, ending(ended)).toBe("completed");
+      const history = agent.messages;
+      assertValidTranscript(history);
+      for (const id of approved)
+        expect(executed.filter((ran) => ran === id).length, `times the approved call ${id} ran`).toBe(1);
+      const results = history.filter((m): m is ToolResultMessage => m.role === "toolResult");
+      // One result per approved call, the tool's output: none "not completed", none made up.
+      expect(results.map((r) => r.toolCallId).sort(), "the calls the history has results of").toEqual(
+        [...approved].sort(),
+      );
+      for (const result of results)
+        expect(
+          { status: result.status, content: result.content },
+          `the result of ${result.toolCallId}`,
+        ).toEqual({
+          status: "ok",
+          content: probeOutput(result.toolCallId),
+        });
+    },
+  },
 ];
 
 const PROMPT = "Use the probe tool, then answer.";
+/** Waits for approval a resumed run may end with again, before the approvals check gives up. */
+const MAX_APPROVAL_ROUNDS = 5;
 
 interface Scenario {
   tools?: boolean;
   hangingTool?: boolean;
   model?: ConformanceModelOptions | ReturnType<typeof conformanceModel>;
   maxCycles?: number;
+  /** Every probe call waits for approval; `executed` gets the id of each call the probe ran. */
+  approval?: { executed: string[] };
 }
 
 function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
@@ -190,7 +255,12 @@ function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
     name: PROBE_TOOL,
     description: PROBE_DESCRIPTION,
     inputSchema: z.object({ n: z.number() }),
-    execute: ({ n }) => (scenario.hangingTool ? new Promise(() => {}) : { n }),
+    execute: ({ n }, { toolCallId }) => {
+      if (scenario.hangingTool) return new Promise(() => {});
+      if (!scenario.approval) return { n };
+      scenario.approval.executed.push(toolCallId);
+      return probeOutput(toolCallId);
+    },
   });
   const model =
     scenario.model && "doStream" in scenario.model ? scenario.model : conformanceModel(scenario.model);
@@ -199,7 +269,50 @@ function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
     tools: scenario.tools === false ? [] : [probe],
     orchestrator: factory(),
     limits: { abortGraceMs: GRACE_MS, ...(scenario.maxCycles ? { maxCycles: scenario.maxCycles } : {}) },
+    ...(scenario.approval ? { beforeToolCall: () => ({ requireApproval: true }) } : {}),
   });
+}
+
+const probeOutput = (toolCallId: string) => `probe ran for ${toolCallId}`;
+
+const approveInProcess = (agent: Agent, toolCallId: string) => agent.approve(toolCallId);
+
+/** How a run ended, as its result or its events say: what a check reads of a resumed run. */
+type RunEnd = Pick<RunResult, "stopReason" | "pendingApprovals"> & {
+  error?: { code: string; message: string };
+};
+
+/**
+ * The events of the run of `agent` that `begin` starts, once it has ended (`agent_end`), whoever
+ * starts it (`agent.approve()`, or a runtime resuming the batch its own way): the next run to
+ * start. Rejects when it has not ended within `ms` after `begin` resolved.
+ */
+async function runStartedBy(agent: Agent, ms: number, begin: () => Promise<void>): Promise<AgentEvent[]> {
+  let stop = () => {};
+  const ended = new Promise<AgentEvent[]>((resolve) => {
+    const events: AgentEvent[] = [];
+    stop = agent.on("*", (event) => {
+      if (events.length === 0 ? event.type !== "agent_start" : event.runId !== events[0]?.runId) return;
+      events.push(event);
+      if (event.type === "agent_end") resolve(events);
+    });
+  });
+  try {
+    await begin();
+    return await within(ended, ms);
+  } finally {
+    stop();
+  }
+}
+
+function endOf(events: readonly AgentEvent[]): RunEnd {
+  const end = eventsOf(events, "agent_end")[0];
+  const error = eventsOf(events, "error").find((e) => e.toolCallId === undefined);
+  return {
+    stopReason: end?.stopReason ?? "error",
+    ...(end?.pendingApprovals ? { pendingApprovals: end.pendingApprovals } : {}),
+    ...(error ? { error: { code: error.code, message: error.message } } : {}),
+  };
 }
 
 function start(agent: Agent, input: string, options: ConformanceOptions = {}): AgentRun | Promise<AgentRun> {
@@ -220,7 +333,7 @@ async function runScenario(
  * How the run ended, with its error: a failed check then says why the run failed (what the
  * orchestrator threw), not only that its stop reason was another one.
  */
-function ending(result: RunResult): string {
+function ending(result: RunEnd): string {
   const error = result.error ? ` (${result.error.code}: ${result.error.message})` : "";
   return `the run ended ${result.stopReason}${error}`;
 }
@@ -233,8 +346,8 @@ async function timed(run: AgentRun, ms: number): Promise<RunResult> {
   return result;
 }
 
-/** The run's result, or a rejection saying it did not end within `ms`. */
-async function within(result: Promise<RunResult>, ms: number): Promise<RunResult> {
+/** What the run's end resolves with, or a rejection saying it did not end within `ms`. */
+async function within<T>(result: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms`)), ms);
