@@ -98,3 +98,22 @@ describe("assertValidTranscript", () => {
     expect(() => assertValidTranscript([{ role: "user", content: "hi" }])).not.toThrow();
   });
 });
+
+describe("the assertions given what is no list", () => {
+  it("throw a TypeError saying what they take, not an engine error", () => {
+    for (const given of [undefined, null, "events", { 0: {} }]) {
+      expect(() => assertEventProtocol(given as never), String(given)).toThrow(
+        /assertEventProtocol takes the list of a run's events/,
+      );
+      expect(() => assertValidTranscript(given as never), String(given)).toThrow(
+        /validateTranscript takes a list of messages/,
+      );
+    }
+  });
+
+  it("report an entry that is no message as a problem of the transcript", () => {
+    expect(() => assertValidTranscript([null, { role: "user", content: "hi" }] as never)).toThrow(
+      /Invalid transcript:\n- message 0 is no message \(null\)/,
+    );
+  });
+});

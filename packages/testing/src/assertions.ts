@@ -40,6 +40,10 @@ export function assertValidTranscript(messages: readonly AgentMessage[]): void {
  * `turn_start`/`turn_end` balanced.
  */
 export function assertEventProtocol(events: readonly AgentEvent[]): void {
+  if (!Array.isArray(events))
+    throw new TypeError(
+      `assertEventProtocol takes the list of a run's events (run.events, or collectEvents(run)), got ${events === null ? "null" : typeof events}.`,
+    );
   const problems: string[] = [];
   const runId = events[0]?.runId;
   const open = new Set<string>();

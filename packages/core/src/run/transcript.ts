@@ -7,6 +7,8 @@ import { type AgentMessage, type AssistantMessage, type ToolCall, toolCallsOf } 
  * nothing. Returns one line per violation; an empty list means the transcript is valid.
  */
 export function validateTranscript(messages: readonly AgentMessage[]): string[] {
+  if (!Array.isArray(messages))
+    throw new TypeError(`validateTranscript takes a list of messages, got ${describeValue(messages)}.`);
   const problems: string[] = [];
   const seenCallIds = new Set<string>();
   let pending: ToolCall[] = [];
@@ -18,7 +20,12 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
       );
     pending = [];
   };
-  messages.forEach((message, index) => {
+  messages.forEach((message: unknown, index) => {
+    if (typeof message !== "object" || message === null) {
+      problems.push(`message ${index} is no message (${describeValue(message)})`);
+      return;
+    }
+    if (!hasRole(message)) return;
     if (message.role === "toolResult") {
       const id = (message as { toolCallId: string }).toolCallId;
       const position = pending.findIndex((call) => call.id === id);
@@ -44,4 +51,14 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
   });
   unanswered();
   return problems;
+}
+
+function hasRole(message: object): message is AgentMessage {
+  return typeof (message as { role?: unknown }).role === "string";
+}
+
+function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? JSON.stringify(value) : typeof value;
 }
