@@ -14,6 +14,7 @@ import { script, scriptedModel } from "@agent-core/testing";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { unhandledRejectionsOf } from "./unhandled-rejections.js";
 
 /** A logger that keeps every line: its level, fields and message. */
 function recordingLogger(): Logger & {
@@ -93,10 +94,7 @@ describe("the logger", () => {
       throw new Error("the log is down");
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
-    const unhandled: unknown[] = [];
-    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on("unhandledRejection", recordUnhandled);
-    try {
+    const unhandled = await unhandledRejectionsOf(async () => {
       const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger });
       // Its throw is reported at `error`, through the agent's own line rather than a run's.
       agent.on("tool_result", () => {
@@ -106,19 +104,12 @@ describe("the logger", () => {
         stopReason: "completed",
         text: "3 and 7",
       });
-      // Unhandled rejections are reported once the microtasks ran out.
-      await new Promise((resolve) => setImmediate(resolve));
-    } finally {
-      process.off("unhandledRejection", recordUnhandled);
-    }
+    });
     expect(unhandled).toEqual([]);
   });
 
   it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {
-    const unhandled: unknown[] = [];
-    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on("unhandledRejection", recordUnhandled);
-    try {
+    const unhandled = await unhandledRejectionsOf(async () => {
       const agent = new Agent({
         provider: twoToolsThenAnswer(),
         tools: [add],
@@ -133,11 +124,7 @@ describe("the logger", () => {
         stopReason: "completed",
         text: "3 and 7",
       });
-      // Unhandled rejections are reported once the microtasks ran out.
-      await new Promise((resolve) => setImmediate(resolve));
-    } finally {
-      process.off("unhandledRejection", recordUnhandled);
-    }
+    });
     expect(unhandled).toEqual([]);
   });
 

@@ -1,5 +1,6 @@
 import { createAgentServer, createUseChatHandler, serveNode } from "@agent-core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { unhandledRejectionsOf } from "../unhandled-rejections.js";
 import { SECRET } from "./harness.js";
 
 // The server's failures go to its logger (silent by default), never to the console.
@@ -128,9 +129,6 @@ describe("the server's logger", () => {
       throw new Error("the log is down");
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
-    const unhandled: unknown[] = [];
-    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on("unhandledRejection", recordUnhandled);
     const agents = createAgentServer({
       agent: () => {
         throw new Error("no agent today");
@@ -146,25 +144,24 @@ describe("the server's logger", () => {
       { logger },
     );
     try {
-      const answers = await Promise.all([
-        agents.fetch(
-          new Request("http://localhost/runs", {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ prompt: "hi" }),
-          }),
-        ),
-        fetch(`${node.url}/anything`),
-      ]);
-      expect(answers.map((response) => response.status)).toEqual([500, 500]);
-      // Unhandled rejections are reported once the microtasks ran out.
-      await new Promise((resolve) => setImmediate(resolve));
+      const unhandled = await unhandledRejectionsOf(async () => {
+        const answers = await Promise.all([
+          agents.fetch(
+            new Request("http://localhost/runs", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ prompt: "hi" }),
+            }),
+          ),
+          fetch(`${node.url}/anything`),
+        ]);
+        expect(answers.map((response) => response.status)).toEqual([500, 500]);
+      });
+      expect(unhandled).toEqual([]);
     } finally {
-      process.off("unhandledRejection", recordUnhandled);
       agents.close();
       await node.close();
     }
-    expect(unhandled).toEqual([]);
   });
 
   it("refuses a logger without the four levels", () => {
