@@ -162,7 +162,7 @@ export function checkAnswerShape(answer: unknown): asserts answer is CallAnswer 
 }
 
 /** A value as a refusal shows it: a string quoted (and cut), a number or boolean as it is, else its type. */
-function shown(value: unknown): string {
+export function shown(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === "number" || typeof value === "boolean" || value === undefined || value === null)
     return String(value);

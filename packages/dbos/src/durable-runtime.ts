@@ -11,7 +11,7 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
-import { checkDatabaseUrl, checkReachable, connectionPool } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
@@ -28,6 +28,7 @@ import {
 import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { checkRuntimeOptions } from "./options.js";
 
 export interface DurableRuntimeOptions {
   /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
@@ -41,7 +42,8 @@ export interface DurableRuntimeOptions {
   agents: Record<string, () => Agent>;
   /**
    * Runs start through this DBOS queue, which every worker process of the application serves:
-   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them.
+   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them (each an
+   * integer of at least 1, `globalConcurrency` at least `workerConcurrency`).
    */
   queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
   /**
@@ -50,12 +52,13 @@ export interface DurableRuntimeOptions {
    * (and never those of a worker still running).
    */
   executorId?: string;
-  /** How long a run that waits for an approval or a client tool result waits (default 24 h). */
+  /** How long a run that waits for an approval or a client tool result waits (default 24 h; above 0). */
   answerTimeoutMs?: number;
   /**
    * How long the runtime's calls (`start()`, `result()`, `answer()`, `steer()`, `cancel()`, …) wait
    * on a database that does not answer before they reject with `database_unreachable` (default
-   * 30 s). The runs themselves wait for it: they go on once it is back.
+   * 30 s; above 0, at most 2^31 - 1, the longest a timer waits). The runs themselves wait for it:
+   * they go on once it is back.
    */
   databaseTimeoutMs?: number;
 }
@@ -82,6 +85,8 @@ export interface DurableRun {
  * calling the model again for what was recorded or running a recorded tool call again, and its
  * events go on with the next seq in the durable event log. No orchestrator changes: the runtime
  * only registers its own services in each agent's container. One per process (DBOS is).
+ * Options no runtime could use are refused by the constructor (`InvalidConfigError`), before
+ * anything is made.
  */
 export class DurableRuntime {
   readonly #options: DurableRuntimeOptions;
@@ -101,7 +106,7 @@ export class DurableRuntime {
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
 
   constructor(options: DurableRuntimeOptions) {
-    checkDatabaseUrl(options.databaseUrl);
+    checkRuntimeOptions(options);
     this.#options = options;
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });

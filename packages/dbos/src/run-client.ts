@@ -1,7 +1,7 @@
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable, connectionPool, createSystemTables } from "./database.js";
+import { checkDatabaseUrl, checkReachable, connectionPool, createSystemTables } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
@@ -16,6 +16,7 @@ import {
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { checkDatabaseTimeout, checkName } from "./options.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -54,6 +55,10 @@ export class DurableRunClient {
     queue?: string;
     databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
+    checkDatabaseUrl(options.databaseUrl);
+    checkName("name", options.name);
+    checkName("queue", options.queue);
+    checkDatabaseTimeout(options.databaseTimeoutMs);
     // On a database where no worker has launched yet, its calls would find no DBOS tables.
     if (!(await checkReachable(options.databaseUrl))) await createSystemTables(options.databaseUrl);
     const client = await DBOSClient.create({
