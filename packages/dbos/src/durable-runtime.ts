@@ -128,7 +128,10 @@ export class DurableRuntime {
     );
   }
 
-  /** Connects, creates what is missing, and resumes the runs a crashed process left. */
+  /**
+   * Connects, creates what is missing, and resumes the runs a crashed process left. A launch that
+   * fails leaves nothing running.
+   */
   async launch(): Promise<void> {
     DBOS.setConfig({
       name: this.#options.name ?? "agent-core",
@@ -139,19 +142,26 @@ export class DurableRuntime {
     // Out of reach, it fails here with a clear error, before DBOS holds anything open.
     await checkReachable(this.#options.databaseUrl, { missingIsFine: true });
     await DBOS.launch();
-    await this.#store.createTable();
-    await createAnswersTable(this.#pool);
-    await createMailboxTable(this.#pool);
-    // A cancelled run stops at once in the worker that runs it (and later through its messages
-    // when none does).
-    await this.#cancels.listen();
-    const queue = this.#options.queue;
-    if (queue)
-      await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
-        workerConcurrency: queue.workerConcurrency,
-        globalConcurrency: queue.globalConcurrency,
-        minPollingIntervalMs: 100,
-      });
+    try {
+      await this.#store.createTable();
+      await createAnswersTable(this.#pool);
+      await createMailboxTable(this.#pool);
+      const queue = this.#options.queue;
+      if (queue)
+        await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
+          workerConcurrency: queue.workerConcurrency,
+          globalConcurrency: queue.globalConcurrency,
+          minPollingIntervalMs: 100,
+        });
+      // A cancelled run stops at once in the worker that runs it (and later through its messages
+      // when none does). Last: a listen that fails holds nothing, one that succeeded needs no undoing.
+      await this.#cancels.listen();
+    } catch (error) {
+      // Launched halfway (a role that may not create the tables, say), DBOS would run the runs it
+      // recovered without their tables, and hold the process open for ever.
+      await DBOS.shutdown();
+      throw error;
+    }
   }
 
   /**
