@@ -104,9 +104,28 @@ export class DurableRuntime {
   readonly #cancels: CancelListener;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
+  /** The launch, once begun; `undefined` again after one that failed (nothing is left of it). */
+  #launched: Promise<void> | undefined;
+  /** The shutdown, once begun: it happens once, and the runtime does not launch again. */
+  #shutDown: Promise<void> | undefined;
 
   constructor(options: DurableRuntimeOptions) {
     checkRuntimeOptions(options);
+    try {
+      this.#workflow = DBOS.registerWorkflow(
+        (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
+        { name: RUN_WORKFLOW },
+      );
+      this.#localWorkflow = DBOS.registerWorkflow(
+        (key: string) => this.#failingClearly(() => this.#runLocal(key)),
+        { name: "agent-core.local-run" },
+      );
+    } catch (error) {
+      // DBOS's registry is the process's: a second runtime's workflows would be the first's names.
+      throw new InvalidConfigError(
+        `A DurableRuntime was made in this process already, and there is one per process (DBOS is): ${errorMessage(error).split("\n")[0]}`,
+      );
+    }
     this.#options = options;
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });
@@ -118,21 +137,24 @@ export class DurableRuntime {
       answerTimeoutSec: (options.answerTimeoutMs ?? 86_400_000) / 1000,
       executing: this.#executing,
     };
-    this.#workflow = DBOS.registerWorkflow(
-      (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
-      { name: RUN_WORKFLOW },
-    );
-    this.#localWorkflow = DBOS.registerWorkflow(
-      (key: string) => this.#failingClearly(() => this.#runLocal(key)),
-      { name: "agent-core.local-run" },
-    );
   }
 
   /**
-   * Connects, creates what is missing, and resumes the runs a crashed process left. A launch that
-   * fails leaves nothing running.
+   * Connects, creates what is missing, and resumes the runs a crashed process left. Called again,
+   * it is the same launch (after one that failed, a new one: a launch that fails leaves nothing
+   * running). A runtime that has shut down does not launch again (`InvalidConfigError`).
    */
-  async launch(): Promise<void> {
+  launch(): Promise<void> {
+    if (this.#shutDown)
+      return Promise.reject(new InvalidConfigError("This runtime has shut down: it does not launch again."));
+    this.#launched ??= this.#launch().catch((error) => {
+      this.#launched = undefined;
+      throw error;
+    });
+    return this.#launched;
+  }
+
+  async #launch(): Promise<void> {
     DBOS.setConfig({
       name: this.#options.name ?? "agent-core",
       systemDatabaseUrl: this.#options.databaseUrl,
@@ -165,6 +187,23 @@ export class DurableRuntime {
   }
 
   /**
+   * Throws `InvalidConfigError` unless the runtime has launched (waiting for a launch under way):
+   * DBOS runs nothing before its launch, and the runtime's connections are closed after its shutdown.
+   */
+  async #ready(): Promise<void> {
+    if (this.#shutDown) throw new InvalidConfigError("This runtime has shut down.");
+    if (this.#launched === undefined)
+      throw new InvalidConfigError("This runtime has not launched: await runtime.launch() first.");
+    await this.#launched;
+  }
+
+  /** A call of the runtime's: once it has launched, bounded by the database's answers (see `DatabaseWatch`). */
+  async #bounded<T>(call: () => Promise<T>): Promise<T> {
+    await this.#ready();
+    return this.#watch.bounded(call);
+  }
+
+  /**
    * Starts a run of the named agent (through the queue when there is one: any worker may take
    * it); `runId` makes the start idempotent (the same id: the same run). A `runId` may not end in
    * `.<digits>` (`InvalidConfigError`): the form of a workflow's later runs, `<runId>.2`, ….
@@ -177,7 +216,7 @@ export class DurableRuntime {
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
     const queue = this.#options.queue;
-    const handle = await this.#watch.bounded(() =>
+    const handle = await this.#bounded(() =>
       DBOS.startWorkflow(this.#workflow, {
         ...(options.runId ? { workflowID: options.runId } : {}),
         ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
@@ -186,7 +225,7 @@ export class DurableRuntime {
     // Its handle: a run that executes here resolves without polling the database.
     return {
       runId: handle.workflowID,
-      result: () => this.#watch.bounded(() => resultOf(handle.workflowID, handle.getResult())),
+      result: () => this.#bounded(() => resultOf(handle.workflowID, handle.getResult())),
     };
   }
 
@@ -198,7 +237,7 @@ export class DurableRuntime {
     return {
       runId,
       result: () =>
-        this.#watch.bounded(async () => {
+        this.#bounded(async () => {
           // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
           if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
           return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
@@ -208,7 +247,7 @@ export class DurableRuntime {
 
   /** The run's events stored so far after `after` (default: all), in seq order. */
   events(runId: string, after?: number): Promise<AgentEvent[]> {
-    return this.#watch.bounded(() => this.#store.read(runId, after));
+    return this.#bounded(() => this.#store.read(runId, after));
   }
 
   /**
@@ -222,7 +261,7 @@ export class DurableRuntime {
    * the workflow ended (see `sendOnce`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendOnce(
         async () => this.#pool,
         workflowId,
@@ -253,7 +292,7 @@ export class DurableRuntime {
    * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
   cancel(workflowId: string): Promise<void> {
-    return this.#watch.bounded(async () =>
+    return this.#bounded(async () =>
       cancelRun(
         workflowId,
         (await DBOS.getWorkflowStatus(workflowId))?.status,
@@ -264,7 +303,7 @@ export class DurableRuntime {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendMessage(
         this.#pool,
         workflowId,
@@ -276,7 +315,18 @@ export class DurableRuntime {
     );
   }
 
-  async shutdown(): Promise<void> {
+  /**
+   * Stops the runtime: its runs stop where they are (the next worker that launches recovers them)
+   * and its connections close. Called again, it is the same shutdown.
+   */
+  shutdown(): Promise<void> {
+    this.#shutDown ??= this.#shutdown();
+    return this.#shutDown;
+  }
+
+  async #shutdown(): Promise<void> {
+    // A launch under way ends first: DBOS would launch after its shutdown, and hold the process open.
+    await this.#launched?.catch(() => {});
     this.#cancels.closing();
     await DBOS.shutdown();
     await this.#cancels.close();
@@ -296,7 +346,7 @@ export class DurableRuntime {
       started = resolve;
     });
     this.#local.set(key, { agent, input, started });
-    const handle = await this.#watch.bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
+    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }
