@@ -197,6 +197,21 @@ export class DurableRuntime {
     await this.#launched;
   }
 
+  /**
+   * A workflow's result (see `resultOf`). One this runtime's shutdown interrupted did not fail: the
+   * next worker that launches goes on with the run (`retrieve(runId).result()` there).
+   */
+  async #resultOf(runId: string, result: Promise<DurableRunResult>): Promise<DurableRunResult> {
+    try {
+      return await resultOf(runId, result);
+    } catch (error) {
+      if (this.#shutDown === undefined) throw error;
+      throw new InvalidConfigError(
+        `This runtime shut down before run "${runId}" ended: the next worker that launches goes on with it.`,
+      );
+    }
+  }
+
   /** A call of the runtime's: once it has launched, bounded by the database's answers (see `DatabaseWatch`). */
   async #bounded<T>(call: () => Promise<T>): Promise<T> {
     await this.#ready();
@@ -225,7 +240,7 @@ export class DurableRuntime {
     // Its handle: a run that executes here resolves without polling the database.
     return {
       runId: handle.workflowID,
-      result: () => this.#bounded(() => resultOf(handle.workflowID, handle.getResult())),
+      result: () => this.#bounded(() => this.#resultOf(handle.workflowID, handle.getResult())),
     };
   }
 
@@ -240,7 +255,7 @@ export class DurableRuntime {
         this.#bounded(async () => {
           // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
           if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
-          return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
+          return this.#resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
         }),
     };
   }
@@ -320,6 +335,8 @@ export class DurableRuntime {
    * and its connections close. Called again, it is the same shutdown.
    */
   shutdown(): Promise<void> {
+    // The runs executing here stop as in a crash: nothing they publish from now on is stored.
+    this.#store.stop();
     this.#shutDown ??= this.#shutdown();
     return this.#shutDown;
   }
@@ -360,6 +377,9 @@ export class DurableRuntime {
     try {
       return await body();
     } catch (error) {
+      // Stopped by this runtime's shutdown (DBOS, then the pool, closed under it), the workflow did
+      // not fail: DBOS leaves it pending, and the next worker that launches goes on with its log.
+      if (this.#shutDown !== undefined) throw error;
       const workflowId = DBOS.workflowID as string;
       const failed =
         error instanceof RunFailedError ? error : new RunFailedError(workflowId, failureOf(error));
