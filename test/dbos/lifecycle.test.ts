@@ -1,4 +1,4 @@
-import { DurableRuntime } from "@agent-core/dbos";
+import { DurableRunClient, DurableRuntime, UnknownRunError } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, InvalidConfigError } from "agent-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,5 +60,26 @@ describe("a durable runtime's launch and shutdown", () => {
     expect(() => new DurableRuntime({ databaseUrl: postgres.url("agent_core_life"), agents })).toThrow(
       InvalidConfigError,
     );
+  }, 60_000);
+});
+
+describe("a DurableRunClient's close", () => {
+  it("happens once, and refuses the client's calls from then on", async () => {
+    const client = await DurableRunClient.connect({
+      databaseUrl: await postgres.createDatabase("agent_core_client_life"),
+    });
+    // Its connection of its own is open: a cancel of no run used it.
+    await expect(client.cancel("some-run")).rejects.toThrow(UnknownRunError);
+    await Promise.all([client.close(), client.close()]);
+    await client.close();
+    for (const call of [
+      client.start("greeter", "Hi"),
+      client.result("some-run"),
+      client.answer("some-run", { kind: "approval", toolCallId: "c1", approved: true }),
+      client.steer("some-run", "Shorter."),
+      client.followUp("some-run", "And then?"),
+      client.cancel("some-run"),
+    ])
+      await expect(call).rejects.toThrow(new InvalidConfigError("This client has closed."));
   }, 60_000);
 });

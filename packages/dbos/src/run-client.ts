@@ -1,3 +1,4 @@
+import { InvalidConfigError } from "@agent-core/core";
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
@@ -35,6 +36,8 @@ export class DurableRunClient {
    * client may send before a worker of its version made them.
    */
   #tables: Promise<unknown> | undefined;
+  /** The close, once begun: it happens once, and the client's calls are refused from then on. */
+  #closed: Promise<void> | undefined;
 
   private constructor(client: DBOSClient, queue: string, databaseUrl: string, watch: DatabaseWatch) {
     this.#client = client;
@@ -75,7 +78,7 @@ export class DurableRunClient {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
     checkRunId(options.runId);
-    const handle = await this.#watch.bounded(() =>
+    const handle = await this.#bounded(() =>
       this.#client.enqueue(
         {
           queueName: this.#queue,
@@ -94,7 +97,7 @@ export class DurableRunClient {
    * `RunFailedError` when its workflow failed.
    */
   result(runId: string): Promise<DurableRunResult> {
-    return this.#watch.bounded(async () => {
+    return this.#bounded(async () => {
       if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
       return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
     });
@@ -107,7 +110,7 @@ export class DurableRunClient {
    * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendOnce(
         () => this.#withTables(),
         workflowId,
@@ -130,7 +133,7 @@ export class DurableRunClient {
 
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
   cancel(workflowId: string): Promise<void> {
-    return this.#watch.bounded(async () => {
+    return this.#bounded(async () => {
       const pool = this.#connection();
       return cancelRun(
         workflowId,
@@ -156,7 +159,7 @@ export class DurableRunClient {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(async () =>
+    return this.#bounded(async () =>
       sendMessage(
         await this.#withTables(),
         workflowId,
@@ -168,8 +171,21 @@ export class DurableRunClient {
     );
   }
 
-  async close(): Promise<void> {
-    await this.#pool?.end();
-    await this.#client.destroy();
+  /**
+   * A call of the client's, bounded by the database's answers (see `DatabaseWatch`); after
+   * `close()`, refused (`InvalidConfigError`): its connections are closed.
+   */
+  async #bounded<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new InvalidConfigError("This client has closed.");
+    return this.#watch.bounded(call);
+  }
+
+  /** Closes the client's connections. Called again, it is the same close. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      await this.#pool?.end();
+      await this.#client.destroy();
+    })();
+    return this.#closed;
   }
 }
