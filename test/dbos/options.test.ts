@@ -1,4 +1,10 @@
-import { DurableRunClient, DurableRuntime, type DurableRuntimeOptions } from "@agent-core/dbos";
+import {
+  type DurableBackendOptions,
+  DurableRunClient,
+  DurableRuntime,
+  type DurableRuntimeOptions,
+  durableBackend,
+} from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, InvalidConfigError } from "agent-core";
 import { describe, expect, it } from "vitest";
@@ -10,6 +16,13 @@ import { describe, expect, it } from "vitest";
 
 const databaseUrl = "postgres://postgres@127.0.0.1:1/agent_core";
 const agents = { helper: () => new Agent({ provider: scriptedModel([[script.text("Hello!")]]) }) };
+
+/** The file's one runtime (there is one per process), of good options: made at its first use. */
+let made: DurableRuntime | undefined;
+const runtime = () => {
+  made ??= new DurableRuntime({ databaseUrl, agents });
+  return made;
+};
 
 describe("options of new DurableRuntime() that no runtime could use", () => {
   it.each<[string, Partial<Record<keyof DurableRuntimeOptions, unknown>>, string]>([
@@ -62,7 +75,7 @@ describe("options of new DurableRuntime() that no runtime could use", () => {
     expect(() => new DurableRuntime({ databaseUrl, agents, queue: { workerConcurrency: 0 } })).toThrow(
       InvalidConfigError,
     );
-    expect(new DurableRuntime({ databaseUrl, agents })).toBeInstanceOf(DurableRuntime);
+    expect(runtime()).toBeInstanceOf(DurableRuntime);
   });
 });
 
@@ -76,5 +89,43 @@ describe("options of DurableRunClient.connect() that no client could use", () =>
     await expect(DurableRunClient.connect({ databaseUrl, queue: "" })).rejects.toThrow(
       new InvalidConfigError('queue must be a non-empty string, got "".'),
     );
+  });
+});
+
+describe("options of durableBackend() that no backend could use", () => {
+  const runs = runtime();
+
+  it.each<[string, Partial<Record<keyof DurableBackendOptions, unknown>>, string]>([
+    [
+      "a databaseUrl that is not postgres://",
+      { databaseUrl: "mysql://db" },
+      'databaseUrl must be a postgres:// URL, got "mysql://db".',
+    ],
+    [
+      "no runs",
+      { runs: null },
+      "runs must be a DurableRuntime or a DurableRunClient (its start() is missing), got null.",
+    ],
+    [
+      "an empty agentName",
+      { agentName: "" },
+      'agentName must be a non-empty string or a function of the request, got "".',
+    ],
+    [
+      "a pollMs of 0 (every followed run's log read without pause)",
+      { pollMs: 0 },
+      "pollMs must be a number of milliseconds above 0, at most 2147483647, got 0.",
+    ],
+  ])("refuses %s: InvalidConfigError", async (_, options, message) => {
+    await expect(
+      durableBackend({ databaseUrl, runs, agentName: "helper", ...options } as DurableBackendOptions),
+    ).rejects.toThrow(new InvalidConfigError(message));
+  });
+
+  it("rejects with database_unreachable when the database does not answer, as launch() and connect() do", async () => {
+    await expect(durableBackend({ databaseUrl, runs, agentName: "helper" })).rejects.toMatchObject({
+      code: "database_unreachable",
+      message: "Cannot reach the database: connect ECONNREFUSED 127.0.0.1:1",
+    });
   });
 });
