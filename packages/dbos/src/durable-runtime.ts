@@ -16,6 +16,7 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkPrompt,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -220,10 +221,12 @@ export class DurableRuntime {
 
   /**
    * Starts a run of the named agent (through the queue when there is one: any worker may take
-   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` may not end in
-   * `.<digits>` (`InvalidConfigError`): the form of a workflow's later runs, `<runId>.2`, ….
+   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` must be a
+   * non-empty string that does not end in `.<digits>` (`InvalidConfigError`): the form of a
+   * workflow's later runs, `<runId>.2`, …; the prompt a string.
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkPrompt(prompt);
     checkRunId(options.runId);
     // Its own: "constructor", "toString", "__proto__", … are no agents of `agents`, though `in` finds them.
     if (!Object.hasOwn(this.#options.agents, agentName))

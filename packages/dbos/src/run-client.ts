@@ -7,6 +7,7 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkPrompt,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -77,6 +78,7 @@ export class DurableRunClient {
    * `.<digits>` is refused, see `DurableRuntime.start()`).
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
+    checkPrompt(prompt);
     checkRunId(options.runId);
     const handle = await this.#bounded(() =>
       this.#client.enqueue(
