@@ -723,6 +723,17 @@ describe("runtime.prompt()", () => {
     expect(await runtime.retrieve(second.runId).result()).toMatchObject({ runIds: [second.runId] });
     assertEventProtocol(await runtime.events(second.runId));
   });
+
+  it("refuses what is not an Agent before any workflow starts", async () => {
+    const before = (await DBOS.listWorkflows({})).length;
+    await expect(runtime.prompt(undefined as unknown as Agent, "Hi.")).rejects.toThrow(
+      new InvalidConfigError("runtime.prompt() takes an Agent, got undefined."),
+    );
+    await expect(runtime.prompt({ name: "agent" } as unknown as Agent, "Hi.")).rejects.toThrow(
+      new InvalidConfigError("runtime.prompt() takes an Agent, got an object."),
+    );
+    expect((await DBOS.listWorkflows({})).length).toBe(before);
+  });
 });
 
 describe("a run's result", () => {
