@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { DurableRunClient, DurableRuntime } from "@agent-core/dbos";
 import { InvalidConfigError } from "agent-core";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
@@ -82,4 +83,25 @@ describe("a database out of reach", () => {
     expect(await connecting("runtime", missing)).toMatchObject({ ok: true });
     expect(await connecting("client", missing)).toEqual({ ok: true });
   }, 90_000);
+});
+
+describe("a launch that fails halfway", () => {
+  it("holds nothing that keeps the process alive: DBOS launched, then the runtime's tables could not be made", async () => {
+    // PostgreSQL 15's public schema takes no tables of another role's: DBOS makes its schema (the
+    // role may create one), then the event log's table is refused.
+    const url = new URL(await postgres.createDatabase("agent_core_halfway"));
+    const admin = new pg.Client({ connectionString: url.href });
+    await admin.connect();
+    try {
+      await admin.query("CREATE ROLE halfway LOGIN");
+      await admin.query("GRANT CREATE ON DATABASE agent_core_halfway TO halfway");
+    } finally {
+      await admin.end();
+    }
+    url.username = "halfway";
+    expect(await connecting("runtime", url.href)).toMatchObject({
+      code: "42501",
+      message: "permission denied for schema public",
+    });
+  }, 60_000);
 });

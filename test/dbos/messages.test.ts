@@ -1,8 +1,8 @@
-import { type DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { DurableRunClient, type DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import { Agent, type AgentMessage, defineTool, type Orchestrator } from "agent-core";
+import { Agent, type AgentMessage, defineTool, InvalidConfigError, type Orchestrator } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -273,6 +273,29 @@ describe("steering and follow-ups of a durable run", () => {
     const events = await runtime.events("cancelled");
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ status: "aborted" });
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "aborted" });
+  });
+
+  it("a message that is not a string is refused before it is sent, by the runtime and a client: the run goes on", async () => {
+    hold();
+    const run = await runtime.start("echo", "Wait, then answer.", { runId: "not-strings" });
+    await untilStored("not-strings", "tool_call");
+    const client = await DurableRunClient.connect({ databaseUrl });
+    try {
+      for (const sender of [runtime, client]) {
+        await expect(sender.steer("not-strings", 5 as unknown as string)).rejects.toThrow(
+          new InvalidConfigError("A steering message must be a string, got 5."),
+        );
+        await expect(sender.followUp("not-strings", { role: "user" } as unknown as string)).rejects.toThrow(
+          new InvalidConfigError("A follow-up must be a string, got an object."),
+        );
+      }
+    } finally {
+      await client.close();
+    }
+    release();
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    expect(result.runIds).toEqual(["not-strings"]);
   });
 
   it("an ended run takes no more messages: RunEndedError, nothing sent", async () => {

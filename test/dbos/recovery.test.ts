@@ -609,6 +609,35 @@ describe("a run id", () => {
       await client.close();
     }
   });
+
+  it("that is empty or not a string, or a prompt that is not a string, is refused before any workflow starts", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    const before = (await DBOS.listWorkflows({})).length;
+    try {
+      // An empty id would be no id: each start a new run, not the same one again.
+      for (const start of [
+        (runId: unknown) => runtime.start("noting", "Note it.", { runId } as { runId: string }),
+        (runId: unknown) => client.start("noting", "Note it.", { runId } as { runId: string }),
+      ]) {
+        await expect(start("")).rejects.toThrow(
+          new InvalidConfigError('runId must be a non-empty string, got "".'),
+        );
+        await expect(start(42)).rejects.toThrow(
+          new InvalidConfigError("runId must be a non-empty string, got 42."),
+        );
+      }
+      for (const start of [
+        (prompt: unknown) => runtime.start("noting", prompt as string),
+        (prompt: unknown) => client.start("noting", prompt as string),
+      ])
+        await expect(start({ role: "user", content: "Note it." })).rejects.toThrow(
+          new InvalidConfigError("A durable run's prompt must be a string, got an object."),
+        );
+      expect((await DBOS.listWorkflows({})).length).toBe(before);
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 describe("cancel()", () => {
@@ -693,6 +722,17 @@ describe("runtime.prompt()", () => {
     // Its own workflow, its own log.
     expect(await runtime.retrieve(second.runId).result()).toMatchObject({ runIds: [second.runId] });
     assertEventProtocol(await runtime.events(second.runId));
+  });
+
+  it("refuses what is not an Agent before any workflow starts", async () => {
+    const before = (await DBOS.listWorkflows({})).length;
+    await expect(runtime.prompt(undefined as unknown as Agent, "Hi.")).rejects.toThrow(
+      new InvalidConfigError("runtime.prompt() takes an Agent, got undefined."),
+    );
+    await expect(runtime.prompt({ name: "agent" } as unknown as Agent, "Hi.")).rejects.toThrow(
+      new InvalidConfigError("runtime.prompt() takes an Agent, got an object."),
+    );
+    expect((await DBOS.listWorkflows({})).length).toBe(before);
   });
 });
 

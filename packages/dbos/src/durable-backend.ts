@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ClientToolError } from "@agent-core/core";
+import { ClientToolError, InvalidConfigError } from "@agent-core/core";
 import {
   type AgentRequest,
   type BackendRun,
@@ -10,8 +10,16 @@ import {
   type RunOwner,
   type StartKey,
 } from "@agent-core/http";
-import { CONNECT_TIMEOUT_MS, connectionPool, inTransaction } from "./database.js";
-import { queuedMessages, RunEndedError } from "./durable-messages.js";
+import {
+  CONNECT_TIMEOUT_MS,
+  checkDatabaseUrl,
+  checkReachable,
+  connectionPool,
+  inTransaction,
+  isConnectionError,
+  unreachable,
+} from "./database.js";
+import { queuedMessages, RunEndedError, shown } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
@@ -47,6 +55,9 @@ export interface DurableBackend extends RunBackend {
  * of reach answers 503 `database-unreachable` (see `answeringOutages`).
  */
 export async function durableBackend(options: DurableBackendOptions): Promise<DurableBackend> {
+  checkBackendOptions(options);
+  // Out of reach (or no such database), it fails here as `connect()` does: database_unreachable.
+  await checkReachable(options.databaseUrl);
   // A request waits for a connection, and for each query's answer, as long as a connect may take,
   // then answers 503: a host that never answers, or went silent, would hold it for ever.
   const pool = connectionPool(options.databaseUrl, 4, {
@@ -55,21 +66,27 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
   });
   const store = new EventStore(pool);
   const ledger = new PostgresTokenLedger(pool);
-  await store.createTable();
-  await ledger.createTable();
-  await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_run_owners (
-    workflow_id text PRIMARY KEY,
-    user_id text NOT NULL,
-    document_id text
-  )`);
-  // A start's Idempotency-Key, unique per user while remembered (several NULLs never conflict).
-  // Added to the table of a database from before them too.
-  await pool.query(`ALTER TABLE agent_core_run_owners
-    ADD COLUMN IF NOT EXISTS idempotency_key text,
-    ADD COLUMN IF NOT EXISTS request_digest text,
-    ADD COLUMN IF NOT EXISTS key_expires_at timestamptz`);
-  await pool.query(`CREATE UNIQUE INDEX IF NOT EXISTS agent_core_run_owners_idempotency_key
-    ON agent_core_run_owners (user_id, idempotency_key)`);
+  try {
+    await store.createTable();
+    await ledger.createTable();
+    await pool.query(`CREATE TABLE IF NOT EXISTS agent_core_run_owners (
+      workflow_id text PRIMARY KEY,
+      user_id text NOT NULL,
+      document_id text
+    )`);
+    // A start's Idempotency-Key, unique per user while remembered (several NULLs never conflict).
+    // Added to the table of a database from before them too.
+    await pool.query(`ALTER TABLE agent_core_run_owners
+      ADD COLUMN IF NOT EXISTS idempotency_key text,
+      ADD COLUMN IF NOT EXISTS request_digest text,
+      ADD COLUMN IF NOT EXISTS key_expires_at timestamptz`);
+    await pool.query(`CREATE UNIQUE INDEX IF NOT EXISTS agent_core_run_owners_idempotency_key
+      ON agent_core_run_owners (user_id, idempotency_key)`);
+  } catch (error) {
+    // Nothing is left open by a backend that was not made.
+    await pool.end();
+    throw isConnectionError(error) ? unreachable(error) : error;
+  }
   const follower = new EventFollower(store, options.databaseUrl, { pollMs: options.pollMs });
   const { runs } = options;
 
@@ -233,4 +250,28 @@ async function ended(send: () => Promise<void>): Promise<void> {
     if (error instanceof RunEndedError) throw new HttpError(409, "run-ended", error.message);
     throw error;
   }
+}
+
+/**
+ * Throws `InvalidConfigError` for options no backend could use, before anything is made: a
+ * `databaseUrl` that is not `postgres://`, `runs` without the calls the backend makes, an empty
+ * `agentName`, a `pollMs` that is not a number above 0 (0 would read every followed run's log
+ * without pause).
+ */
+function checkBackendOptions(options: DurableBackendOptions): void {
+  checkDatabaseUrl(options.databaseUrl);
+  const { runs, agentName, pollMs } = options;
+  for (const call of ["start", "answer", "steer", "followUp", "cancel"] as const)
+    if (typeof (runs as Partial<DurableRunControl> | null)?.[call] !== "function")
+      throw new InvalidConfigError(
+        `runs must be a DurableRuntime or a DurableRunClient (its ${call}() is missing), got ${shown(runs)}.`,
+      );
+  if (typeof agentName !== "function" && (typeof agentName !== "string" || agentName === ""))
+    throw new InvalidConfigError(
+      `agentName must be a non-empty string or a function of the request, got ${shown(agentName)}.`,
+    );
+  if (pollMs !== undefined && !(typeof pollMs === "number" && pollMs > 0 && pollMs <= 2 ** 31 - 1))
+    throw new InvalidConfigError(
+      `pollMs must be a number of milliseconds above 0, at most 2147483647, got ${shown(pollMs)}.`,
+    );
 }

@@ -162,7 +162,7 @@ export function checkAnswerShape(answer: unknown): asserts answer is CallAnswer 
 }
 
 /** A value as a refusal shows it: a string quoted (and cut), a number or boolean as it is, else its type. */
-function shown(value: unknown): string {
+export function shown(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === "number" || typeof value === "boolean" || value === undefined || value === null)
     return String(value);
@@ -199,14 +199,27 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
 }
 
 /**
- * Throws unless `runId` can name a workflow: the runs after its first are `<runId>.2`, `.3`, …,
- * so an id of that form would share its events with another workflow's run.
+ * Throws unless `runId` can name a workflow: a non-empty string (an empty one would be no id, and
+ * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
+ * whose events it would share.
  */
-export function checkRunId(runId: string | undefined): void {
-  if (runId !== undefined && /\.\d+$/.test(runId))
+export function checkRunId(runId: unknown): void {
+  if (runId === undefined) return;
+  if (typeof runId !== "string" || runId === "")
+    throw new InvalidConfigError(`runId must be a non-empty string, got ${shown(runId)}.`);
+  if (/\.\d+$/.test(runId))
     throw new InvalidConfigError(
       `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,
     );
+}
+
+/**
+ * Throws unless `prompt` is a string: a run's workflow takes its prompt as one, and anything else
+ * would start a workflow only to fail it.
+ */
+export function checkPrompt(prompt: unknown): void {
+  if (typeof prompt !== "string")
+    throw new InvalidConfigError(`A durable run's prompt must be a string, got ${shown(prompt)}.`);
 }
 
 /** Throws `RunEndedError` unless the workflow's status (`undefined`: no such workflow) takes messages. */

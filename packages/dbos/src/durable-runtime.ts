@@ -11,11 +11,12 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
-import { checkDatabaseUrl, checkReachable, connectionPool } from "./database.js";
+import { checkReachable, connectionPool } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkPrompt,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -28,6 +29,7 @@ import {
 import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { checkRuntimeOptions } from "./options.js";
 
 export interface DurableRuntimeOptions {
   /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
@@ -41,7 +43,8 @@ export interface DurableRuntimeOptions {
   agents: Record<string, () => Agent>;
   /**
    * Runs start through this DBOS queue, which every worker process of the application serves:
-   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them.
+   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them (each an
+   * integer of at least 1, `globalConcurrency` at least `workerConcurrency`).
    */
   queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
   /**
@@ -50,12 +53,13 @@ export interface DurableRuntimeOptions {
    * (and never those of a worker still running).
    */
   executorId?: string;
-  /** How long a run that waits for an approval or a client tool result waits (default 24 h). */
+  /** How long a run that waits for an approval or a client tool result waits (default 24 h; above 0). */
   answerTimeoutMs?: number;
   /**
    * How long the runtime's calls (`start()`, `result()`, `answer()`, `steer()`, `cancel()`, …) wait
    * on a database that does not answer before they reject with `database_unreachable` (default
-   * 30 s). The runs themselves wait for it: they go on once it is back.
+   * 30 s; above 0, at most 2^31 - 1, the longest a timer waits). The runs themselves wait for it:
+   * they go on once it is back.
    */
   databaseTimeoutMs?: number;
 }
@@ -82,6 +86,8 @@ export interface DurableRun {
  * calling the model again for what was recorded or running a recorded tool call again, and its
  * events go on with the next seq in the durable event log. No orchestrator changes: the runtime
  * only registers its own services in each agent's container. One per process (DBOS is).
+ * Options no runtime could use are refused by the constructor (`InvalidConfigError`), before
+ * anything is made.
  */
 export class DurableRuntime {
   readonly #options: DurableRuntimeOptions;
@@ -99,9 +105,28 @@ export class DurableRuntime {
   readonly #cancels: CancelListener;
   /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
   readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
+  /** The launch, once begun; `undefined` again after one that failed (nothing is left of it). */
+  #launched: Promise<void> | undefined;
+  /** The shutdown, once begun: it happens once, and the runtime does not launch again. */
+  #shutDown: Promise<void> | undefined;
 
   constructor(options: DurableRuntimeOptions) {
-    checkDatabaseUrl(options.databaseUrl);
+    checkRuntimeOptions(options);
+    try {
+      this.#workflow = DBOS.registerWorkflow(
+        (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
+        { name: RUN_WORKFLOW },
+      );
+      this.#localWorkflow = DBOS.registerWorkflow(
+        (key: string) => this.#failingClearly(() => this.#runLocal(key)),
+        { name: "agent-core.local-run" },
+      );
+    } catch (error) {
+      // DBOS's registry is the process's: a second runtime's workflows would be the first's names.
+      throw new InvalidConfigError(
+        `A DurableRuntime was made in this process already, and there is one per process (DBOS is): ${errorMessage(error).split("\n")[0]}`,
+      );
+    }
     this.#options = options;
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });
@@ -113,18 +138,24 @@ export class DurableRuntime {
       answerTimeoutSec: (options.answerTimeoutMs ?? 86_400_000) / 1000,
       executing: this.#executing,
     };
-    this.#workflow = DBOS.registerWorkflow(
-      (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
-      { name: RUN_WORKFLOW },
-    );
-    this.#localWorkflow = DBOS.registerWorkflow(
-      (key: string) => this.#failingClearly(() => this.#runLocal(key)),
-      { name: "agent-core.local-run" },
-    );
   }
 
-  /** Connects, creates what is missing, and resumes the runs a crashed process left. */
-  async launch(): Promise<void> {
+  /**
+   * Connects, creates what is missing, and resumes the runs a crashed process left. Called again,
+   * it is the same launch (after one that failed, a new one: a launch that fails leaves nothing
+   * running). A runtime that has shut down does not launch again (`InvalidConfigError`).
+   */
+  launch(): Promise<void> {
+    if (this.#shutDown)
+      return Promise.reject(new InvalidConfigError("This runtime has shut down: it does not launch again."));
+    this.#launched ??= this.#launch().catch((error) => {
+      this.#launched = undefined;
+      throw error;
+    });
+    return this.#launched;
+  }
+
+  async #launch(): Promise<void> {
     DBOS.setConfig({
       name: this.#options.name ?? "agent-core",
       systemDatabaseUrl: this.#options.databaseUrl,
@@ -134,27 +165,68 @@ export class DurableRuntime {
     // Out of reach, it fails here with a clear error, before DBOS holds anything open.
     await checkReachable(this.#options.databaseUrl, { missingIsFine: true });
     await DBOS.launch();
-    await this.#store.createTable();
-    await createAnswersTable(this.#pool);
-    await createMailboxTable(this.#pool);
-    // A cancelled run stops at once in the worker that runs it (and later through its messages
-    // when none does).
-    await this.#cancels.listen();
-    const queue = this.#options.queue;
-    if (queue)
-      await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
-        workerConcurrency: queue.workerConcurrency,
-        globalConcurrency: queue.globalConcurrency,
-        minPollingIntervalMs: 100,
-      });
+    try {
+      await this.#store.createTable();
+      await createAnswersTable(this.#pool);
+      await createMailboxTable(this.#pool);
+      const queue = this.#options.queue;
+      if (queue)
+        await DBOS.registerQueue(queue.name ?? DEFAULT_QUEUE, {
+          workerConcurrency: queue.workerConcurrency,
+          globalConcurrency: queue.globalConcurrency,
+          minPollingIntervalMs: 100,
+        });
+      // A cancelled run stops at once in the worker that runs it (and later through its messages
+      // when none does). Last: a listen that fails holds nothing, one that succeeded needs no undoing.
+      await this.#cancels.listen();
+    } catch (error) {
+      // Launched halfway (a role that may not create the tables, say), DBOS would run the runs it
+      // recovered without their tables, and hold the process open for ever.
+      await DBOS.shutdown();
+      throw error;
+    }
+  }
+
+  /**
+   * Throws `InvalidConfigError` unless the runtime has launched (waiting for a launch under way):
+   * DBOS runs nothing before its launch, and the runtime's connections are closed after its shutdown.
+   */
+  async #ready(): Promise<void> {
+    if (this.#shutDown) throw new InvalidConfigError("This runtime has shut down.");
+    if (this.#launched === undefined)
+      throw new InvalidConfigError("This runtime has not launched: await runtime.launch() first.");
+    await this.#launched;
+  }
+
+  /**
+   * A workflow's result (see `resultOf`). One this runtime's shutdown interrupted did not fail: the
+   * next worker that launches goes on with the run (`retrieve(runId).result()` there).
+   */
+  async #resultOf(runId: string, result: Promise<DurableRunResult>): Promise<DurableRunResult> {
+    try {
+      return await resultOf(runId, result);
+    } catch (error) {
+      if (this.#shutDown === undefined) throw error;
+      throw new InvalidConfigError(
+        `This runtime shut down before run "${runId}" ended: the next worker that launches goes on with it.`,
+      );
+    }
+  }
+
+  /** A call of the runtime's: once it has launched, bounded by the database's answers (see `DatabaseWatch`). */
+  async #bounded<T>(call: () => Promise<T>): Promise<T> {
+    await this.#ready();
+    return this.#watch.bounded(call);
   }
 
   /**
    * Starts a run of the named agent (through the queue when there is one: any worker may take
-   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` may not end in
-   * `.<digits>` (`InvalidConfigError`): the form of a workflow's later runs, `<runId>.2`, ….
+   * it); `runId` makes the start idempotent (the same id: the same run). A `runId` must be a
+   * non-empty string that does not end in `.<digits>` (`InvalidConfigError`): the form of a
+   * workflow's later runs, `<runId>.2`, …; the prompt a string.
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkPrompt(prompt);
     checkRunId(options.runId);
     // Its own: "constructor", "toString", "__proto__", … are no agents of `agents`, though `in` finds them.
     if (!Object.hasOwn(this.#options.agents, agentName))
@@ -162,7 +234,7 @@ export class DurableRuntime {
         `No agent "${agentName}"; registered: ${Object.keys(this.#options.agents).join(", ") || "none"}.`,
       );
     const queue = this.#options.queue;
-    const handle = await this.#watch.bounded(() =>
+    const handle = await this.#bounded(() =>
       DBOS.startWorkflow(this.#workflow, {
         ...(options.runId ? { workflowID: options.runId } : {}),
         ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
@@ -171,7 +243,7 @@ export class DurableRuntime {
     // Its handle: a run that executes here resolves without polling the database.
     return {
       runId: handle.workflowID,
-      result: () => this.#watch.bounded(() => resultOf(handle.workflowID, handle.getResult())),
+      result: () => this.#bounded(() => this.#resultOf(handle.workflowID, handle.getResult())),
     };
   }
 
@@ -183,17 +255,17 @@ export class DurableRuntime {
     return {
       runId,
       result: () =>
-        this.#watch.bounded(async () => {
+        this.#bounded(async () => {
           // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
           if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
-          return resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
+          return this.#resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
         }),
     };
   }
 
   /** The run's events stored so far after `after` (default: all), in seq order. */
   events(runId: string, after?: number): Promise<AgentEvent[]> {
-    return this.#watch.bounded(() => this.#store.read(runId, after));
+    return this.#bounded(() => this.#store.read(runId, after));
   }
 
   /**
@@ -207,7 +279,7 @@ export class DurableRuntime {
    * the workflow ended (see `sendOnce`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendOnce(
         async () => this.#pool,
         workflowId,
@@ -238,7 +310,7 @@ export class DurableRuntime {
    * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
   cancel(workflowId: string): Promise<void> {
-    return this.#watch.bounded(async () =>
+    return this.#bounded(async () =>
       cancelRun(
         workflowId,
         (await DBOS.getWorkflowStatus(workflowId))?.status,
@@ -249,7 +321,7 @@ export class DurableRuntime {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendMessage(
         this.#pool,
         workflowId,
@@ -261,7 +333,20 @@ export class DurableRuntime {
     );
   }
 
-  async shutdown(): Promise<void> {
+  /**
+   * Stops the runtime: its runs stop where they are (the next worker that launches recovers them)
+   * and its connections close. Called again, it is the same shutdown.
+   */
+  shutdown(): Promise<void> {
+    // The runs executing here stop as in a crash: nothing they publish from now on is stored.
+    this.#store.stop();
+    this.#shutDown ??= this.#shutdown();
+    return this.#shutDown;
+  }
+
+  async #shutdown(): Promise<void> {
+    // A launch under way ends first: DBOS would launch after its shutdown, and hold the process open.
+    await this.#launched?.catch(() => {});
     this.#cancels.closing();
     await DBOS.shutdown();
     await this.#cancels.close();
@@ -273,15 +358,18 @@ export class DurableRuntime {
    * recorded steps and its events go to the durable log, as for a registered agent, but only this
    * process can finish it (the agent lives here); for runs another worker can resume, `start()` a
    * registered agent. The run is returned as the agent's own, to abort, steer and read in process.
+   * Anything else than an `Agent` is refused before a workflow starts (`InvalidConfigError`).
    */
   async prompt(agent: Agent, input: string): Promise<AgentRun> {
+    if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
+      throw new InvalidConfigError(`runtime.prompt() takes an Agent, got ${describe(agent)}.`);
     const key = randomUUID();
     let started!: (run: AgentRun) => void;
     const run = new Promise<AgentRun>((resolve) => {
       started = resolve;
     });
     this.#local.set(key, { agent, input, started });
-    const handle = await this.#watch.bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
+    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }
@@ -295,6 +383,9 @@ export class DurableRuntime {
     try {
       return await body();
     } catch (error) {
+      // Stopped by this runtime's shutdown (DBOS, then the pool, closed under it), the workflow did
+      // not fail: DBOS leaves it pending, and the next worker that launches goes on with its log.
+      if (this.#shutDown !== undefined) throw error;
       const workflowId = DBOS.workflowID as string;
       const failed =
         error instanceof RunFailedError ? error : new RunFailedError(workflowId, failureOf(error));

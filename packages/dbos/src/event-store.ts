@@ -20,6 +20,8 @@ export class EventStore {
   #writing: Promise<void> = Promise.resolve();
   /** The first failed write of each run, until a flush of that run reports it. */
   readonly #failures = new Map<string, unknown>();
+  /** Whether the events published from now on are dropped (see `stop()`). */
+  #stopped = false;
 
   /** A pool, or one of its connections (to read in that connection's transaction). */
   constructor(pool: Pick<Pool, "query">) {
@@ -39,11 +41,22 @@ export class EventStore {
   sink(): EventSink {
     return {
       publish: (event) => {
+        if (this.#stopped) return;
         this.#pending.push(event);
         // The first event since the last batch was taken schedules the next batch.
         if (this.#pending.length === 1) this.#writing = this.#writing.then(() => this.#write());
       },
     };
+  }
+
+  /**
+   * Drops the events published from now on, as a process that died would not store them: the
+   * runtime shuts down under the runs executing in it, their steps fail, and what their agents make
+   * of that (a failed tool result, `error`, `agent_end`) is no part of the runs. The worker that
+   * recovers them publishes their events again from their recorded steps, with the same seq.
+   */
+  stop(): void {
+    this.#stopped = true;
   }
 
   /**

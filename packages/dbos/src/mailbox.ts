@@ -1,6 +1,7 @@
+import { InvalidConfigError } from "@agent-core/core";
 import type pg from "pg";
 import { inTransaction } from "./database.js";
-import { type DurableMessage, MESSAGES, messageFor, RunEndedError } from "./durable-messages.js";
+import { type DurableMessage, MESSAGES, messageFor, RunEndedError, shown } from "./durable-messages.js";
 
 /**
  * A durable run's mailbox for steering messages and follow-ups: open while its workflow may still
@@ -21,6 +22,7 @@ export async function createMailboxTable(pool: Pick<pg.Pool, "query">): Promise<
 /**
  * Sends a steering message or follow-up with `send` while the workflow's mailbox is open and its
  * status (read by `status`; `undefined`: no such workflow) takes messages; else `RunEndedError`.
+ * A message that is not a string is refused before anything is sent (`InvalidConfigError`).
  * Everything on the one connection that holds the lock, the send aside (DBOS sends on its own).
  */
 export function sendMessage(
@@ -31,6 +33,13 @@ export function sendMessage(
   content: string,
   send: (message: DurableMessage) => Promise<void>,
 ): Promise<void> {
+  // Taken, anything else would fail the run that receives it (`agent.steer()` refuses it there).
+  if (typeof content !== "string")
+    return Promise.reject(
+      new InvalidConfigError(
+        `A ${queue === "steer" ? "steering message" : "follow-up"} must be a string, got ${shown(content)}.`,
+      ),
+    );
   return inTransaction(pool, async (client) => {
     await lock(client, workflowId);
     if (await isClosed(client, workflowId)) throw new RunEndedError(workflowId);

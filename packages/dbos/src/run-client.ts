@@ -1,11 +1,13 @@
+import { InvalidConfigError } from "@agent-core/core";
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
-import { checkReachable, connectionPool, createSystemTables } from "./database.js";
+import { checkDatabaseUrl, checkReachable, connectionPool, createSystemTables } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkPrompt,
   checkRunId,
   checkTakesMessages,
   type DurableAnswer,
@@ -16,6 +18,7 @@ import {
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { checkDatabaseTimeout, checkName } from "./options.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -34,6 +37,8 @@ export class DurableRunClient {
    * client may send before a worker of its version made them.
    */
   #tables: Promise<unknown> | undefined;
+  /** The close, once begun: it happens once, and the client's calls are refused from then on. */
+  #closed: Promise<void> | undefined;
 
   private constructor(client: DBOSClient, queue: string, databaseUrl: string, watch: DatabaseWatch) {
     this.#client = client;
@@ -54,6 +59,10 @@ export class DurableRunClient {
     queue?: string;
     databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
+    checkDatabaseUrl(options.databaseUrl);
+    checkName("name", options.name);
+    checkName("queue", options.queue);
+    checkDatabaseTimeout(options.databaseTimeoutMs);
     // On a database where no worker has launched yet, its calls would find no DBOS tables.
     if (!(await checkReachable(options.databaseUrl))) await createSystemTables(options.databaseUrl);
     const client = await DBOSClient.create({
@@ -69,8 +78,9 @@ export class DurableRunClient {
    * `.<digits>` is refused, see `DurableRuntime.start()`).
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
+    checkPrompt(prompt);
     checkRunId(options.runId);
-    const handle = await this.#watch.bounded(() =>
+    const handle = await this.#bounded(() =>
       this.#client.enqueue(
         {
           queueName: this.#queue,
@@ -89,7 +99,7 @@ export class DurableRunClient {
    * `RunFailedError` when its workflow failed.
    */
   result(runId: string): Promise<DurableRunResult> {
-    return this.#watch.bounded(async () => {
+    return this.#bounded(async () => {
       if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
       return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
     });
@@ -102,7 +112,7 @@ export class DurableRunClient {
    * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#watch.bounded(() =>
+    return this.#bounded(() =>
       sendOnce(
         () => this.#withTables(),
         workflowId,
@@ -125,7 +135,7 @@ export class DurableRunClient {
 
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
   cancel(workflowId: string): Promise<void> {
-    return this.#watch.bounded(async () => {
+    return this.#bounded(async () => {
       const pool = this.#connection();
       return cancelRun(
         workflowId,
@@ -151,7 +161,7 @@ export class DurableRunClient {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#watch.bounded(async () =>
+    return this.#bounded(async () =>
       sendMessage(
         await this.#withTables(),
         workflowId,
@@ -163,8 +173,21 @@ export class DurableRunClient {
     );
   }
 
-  async close(): Promise<void> {
-    await this.#pool?.end();
-    await this.#client.destroy();
+  /**
+   * A call of the client's, bounded by the database's answers (see `DatabaseWatch`); after
+   * `close()`, refused (`InvalidConfigError`): its connections are closed.
+   */
+  async #bounded<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new InvalidConfigError("This client has closed.");
+    return this.#watch.bounded(call);
+  }
+
+  /** Closes the client's connections. Called again, it is the same close. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      await this.#pool?.end();
+      await this.#client.destroy();
+    })();
+    return this.#closed;
   }
 }

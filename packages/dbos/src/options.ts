@@ -1,0 +1,76 @@
+import { InvalidConfigError } from "@agent-core/core";
+import { checkDatabaseUrl } from "./database.js";
+import { shown } from "./durable-messages.js";
+import type { DurableRuntimeOptions } from "./durable-runtime.js";
+
+/**
+ * The longest time a timer can wait: node fires a longer `setTimeout` after 1 ms. A database
+ * timeout is a query's timer too (`query_timeout`), so a longer one would fail every query at once.
+ */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Throws `InvalidConfigError` for an option of `new DurableRuntime()` that no runtime could use,
+ * before anything is made: DBOS would take most of them and fail later, halfway through
+ * `launch()` (a fractional or too low concurrency, an empty name), or never (a queue no worker
+ * takes from, a wait that never times out, a `databaseTimeoutMs` past the longest timer that fails
+ * every query at once).
+ */
+export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidConfigError(`DurableRuntime's options must be an object, got ${shown(options)}.`);
+  checkDatabaseUrl(options.databaseUrl);
+  const { agents, queue } = options;
+  if (typeof agents !== "object" || agents === null || Array.isArray(agents))
+    throw new InvalidConfigError(
+      `agents must be an object of agent factories by name, got ${shown(agents)}.`,
+    );
+  for (const [name, make] of Object.entries(agents))
+    if (typeof make !== "function")
+      throw new InvalidConfigError(
+        `agents.${name} must be a function that makes an Agent, got ${shown(make)}.`,
+      );
+  checkName("name", options.name);
+  checkName("executorId", options.executorId);
+  if (queue !== undefined) {
+    if (typeof queue !== "object" || queue === null)
+      throw new InvalidConfigError(`queue must be an object, got ${shown(queue)}.`);
+    checkName("queue.name", queue.name);
+    checkConcurrency("queue.workerConcurrency", queue.workerConcurrency);
+    checkConcurrency("queue.globalConcurrency", queue.globalConcurrency);
+    const { workerConcurrency, globalConcurrency } = queue;
+    if (
+      workerConcurrency !== undefined &&
+      globalConcurrency !== undefined &&
+      globalConcurrency < workerConcurrency
+    )
+      throw new InvalidConfigError(
+        `queue.globalConcurrency (${globalConcurrency}) must be at least queue.workerConcurrency (${workerConcurrency}).`,
+      );
+  }
+  checkDuration("answerTimeoutMs", options.answerTimeoutMs, Number.MAX_SAFE_INTEGER);
+  checkDatabaseTimeout(options.databaseTimeoutMs);
+}
+
+/** Throws `InvalidConfigError` for a `databaseTimeoutMs` (of a runtime or a client) no timer can wait. */
+export function checkDatabaseTimeout(databaseTimeoutMs: unknown): void {
+  checkDuration("databaseTimeoutMs", databaseTimeoutMs, LONGEST_TIMER_MS);
+}
+
+/** Throws `InvalidConfigError` unless `value` is absent or a non-empty string. */
+export function checkName(option: string, value: unknown): void {
+  if (value !== undefined && (typeof value !== "string" || value === ""))
+    throw new InvalidConfigError(`${option} must be a non-empty string, got ${shown(value)}.`);
+}
+
+function checkConcurrency(option: string, value: unknown): void {
+  if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 1))
+    throw new InvalidConfigError(`${option} must be an integer of at least 1, got ${shown(value)}.`);
+}
+
+function checkDuration(option: string, value: unknown, longestMs: number): void {
+  if (value !== undefined && !(typeof value === "number" && value > 0 && value <= longestMs))
+    throw new InvalidConfigError(
+      `${option} must be a number of milliseconds above 0, at most ${longestMs}, got ${shown(value)}.`,
+    );
+}
