@@ -18,7 +18,7 @@ import {
 import type { DurableRunResult } from "./durable-run.js";
 import { RUN_WORKFLOW } from "./durable-runtime.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
-import { checkDatabaseTimeout, checkName } from "./options.js";
+import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of

@@ -1,7 +1,39 @@
-import { InvalidConfigError } from "@agent-core/core";
+import { type Agent, InvalidConfigError } from "@agent-core/core";
 import { checkDatabaseUrl } from "./database.js";
 import { shown } from "./durable-messages.js";
-import type { DurableRuntimeOptions } from "./durable-runtime.js";
+
+export interface DurableRuntimeOptions {
+  /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
+  databaseUrl: string;
+  /** The application's name in that database (default "agent-core"). */
+  name?: string;
+  /**
+   * The agents runs may use, by name. Every process of the application registers the same ones:
+   * a run that resumes in another process makes its agent there, from this factory.
+   */
+  agents: Record<string, () => Agent>;
+  /**
+   * Runs start through this DBOS queue, which every worker process of the application serves:
+   * `workerConcurrency` runs at once per process, `globalConcurrency` across all of them (each an
+   * integer of at least 1, `globalConcurrency` at least `workerConcurrency`).
+   */
+  queue?: { name?: string; workerConcurrency?: number; globalConcurrency?: number };
+  /**
+   * This worker's id (default "local", or `DBOS__VMID`). With several workers give each its own,
+   * stable across restarts: a worker that launches resumes the runs a dead worker with its id left
+   * (and never those of a worker still running).
+   */
+  executorId?: string;
+  /** How long a run that waits for an approval or a client tool result waits (default 24 h; above 0). */
+  answerTimeoutMs?: number;
+  /**
+   * How long the runtime's calls (`start()`, `result()`, `answer()`, `steer()`, `cancel()`, …) wait
+   * on a database that does not answer before they reject with `database_unreachable` (default
+   * 30 s; above 0, at most 2^31 - 1, the longest a timer waits). The runs themselves wait for it:
+   * they go on once it is back.
+   */
+  databaseTimeoutMs?: number;
+}
 
 /**
  * The longest time a timer can wait: node fires a longer `setTimeout` after 1 ms. A database
