@@ -638,6 +638,30 @@ describe("a run id", () => {
       await client.close();
     }
   });
+
+  it("start() options that are no object, and runtime.events() after a position that is no seq, are refused with InvalidConfigError", async () => {
+    const client = await DurableRunClient.connect({ databaseUrl });
+    const before = (await DBOS.listWorkflows({})).length;
+    try {
+      for (const start of [
+        (options: unknown) => runtime.start("noting", "Note it.", options as { runId: string }),
+        (options: unknown) => client.start("noting", "Note it.", options as { runId: string }),
+      ])
+        for (const options of [null, "run-1", 7])
+          await expect(start(options), String(options)).rejects.toThrow(
+            /^start\(\)'s options must be an object \(\{ runId\? \}\), got /,
+          );
+      expect((await DBOS.listWorkflows({})).length).toBe(before);
+      for (const after of [Number.NaN, 1.5, -2, "3", Number.POSITIVE_INFINITY])
+        await expect(runtime.events("some-run", after as number), String(after)).rejects.toThrow(
+          /^after must be a whole number from -1 \(the seq of the last event read\), got /,
+        );
+      // Within that: read as before.
+      expect(await runtime.events("some-run", -1)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 describe("cancel()", () => {

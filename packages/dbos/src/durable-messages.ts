@@ -203,6 +203,20 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
  * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
  * whose events it would share.
  */
+/** Throws unless `start()`'s options are an object (its `runId` is checked by `checkRunId`). */
+export function checkStartOptions(options: unknown): asserts options is { runId?: unknown } {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidConfigError(`start()'s options must be an object ({ runId? }), got ${shown(options)}.`);
+}
+
+/** Throws unless `after` is absent or a seq a read may start after: a whole number from -1. */
+export function checkAfter(after: unknown): void {
+  if (after !== undefined && !(Number.isInteger(after) && (after as number) >= -1))
+    throw new InvalidConfigError(
+      `after must be a whole number from -1 (the seq of the last event read), got ${shown(after)}.`,
+    );
+}
+
 export function checkRunId(runId: unknown): void {
   if (runId === undefined) return;
   if (typeof runId !== "string" || runId === "")

@@ -16,8 +16,10 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkAfter,
   checkPrompt,
   checkRunId,
+  checkStartOptions,
   checkTakesMessages,
   type DurableAnswer,
   failureOf,
@@ -194,6 +196,7 @@ export class DurableRuntime {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
     checkPrompt(prompt);
+    checkStartOptions(options);
     checkRunId(options.runId);
     // Its own: "constructor", "toString", "__proto__", … are no agents of `agents`, though `in` finds them.
     if (!Object.hasOwn(this.#options.agents, agentName))
@@ -230,8 +233,12 @@ export class DurableRuntime {
     };
   }
 
-  /** The run's events stored so far after `after` (default: all), in seq order. */
-  events(runId: string, after?: number): Promise<AgentEvent[]> {
+  /**
+   * The run's events stored so far after the seq `after` (default: all), in seq order; an `after`
+   * that is no whole number from -1 is refused (`InvalidConfigError`).
+   */
+  async events(runId: string, after?: number): Promise<AgentEvent[]> {
+    checkAfter(after);
     return this.#bounded(() => this.#store.read(runId, after));
   }
 

@@ -9,6 +9,7 @@ import {
   cancelRun,
   checkPrompt,
   checkRunId,
+  checkStartOptions,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
@@ -79,6 +80,7 @@ export class DurableRunClient {
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
     checkPrompt(prompt);
+    checkStartOptions(options);
     checkRunId(options.runId);
     const handle = await this.#bounded(() =>
       this.#client.enqueue(
