@@ -2,6 +2,7 @@ import "@agent-core/agentic";
 import { Writable } from "node:stream";
 import {
   Agent,
+  type AgentConfig,
   AgentConfigError,
   defineTool,
   LOGGER,
@@ -94,37 +95,16 @@ describe("the logger", () => {
       throw new Error("the log is down");
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
-    const unhandled = await unhandledRejectionsOf(async () => {
-      const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], logger });
-      // Its throw is reported at `error`, through the agent's own line rather than a run's.
-      agent.on("tool_result", () => {
-        throw new Error("a broken listener");
-      });
-      expect(await agent.prompt("add them").result()).toMatchObject({
-        stopReason: "completed",
-        text: "3 and 7",
-      });
-    });
+    // The listener's throw is reported at `error`, through the agent's own line rather than a run's.
+    const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
     expect(unhandled).toEqual([]);
   });
 
   it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {
-    const unhandled = await unhandledRejectionsOf(async () => {
-      const agent = new Agent({
-        provider: twoToolsThenAnswer(),
-        tools: [add],
-        onListenerError: async () => {
-          throw new Error("the error tracker is down");
-        },
-      });
-      agent.on("tool_result", () => {
-        throw new Error("a broken listener");
-      });
-      expect(await agent.prompt("add them").result()).toMatchObject({
-        stopReason: "completed",
-        text: "3 and 7",
-      });
-    });
+    const onListenerError = async () => {
+      throw new Error("the error tracker is down");
+    };
+    const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ onListenerError }));
     expect(unhandled).toEqual([]);
   });
 
@@ -251,3 +231,14 @@ describe("the logger", () => {
     expect(() => new Agent({ logger: { info() {} } as never })).toThrow(AgentConfigError);
   });
 });
+
+/** Runs two tools and an answer with a `tool_result` listener that throws: the run completes as it would. */
+async function completesWithBrokenListener(
+  config: Pick<AgentConfig, "logger" | "onListenerError">,
+): Promise<void> {
+  const agent = new Agent({ provider: twoToolsThenAnswer(), tools: [add], ...config });
+  agent.on("tool_result", () => {
+    throw new Error("a broken listener");
+  });
+  expect(await agent.prompt("add them").result()).toMatchObject({ stopReason: "completed", text: "3 and 7" });
+}

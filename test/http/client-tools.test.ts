@@ -38,6 +38,29 @@ const twoCallsInOneReply = () => ({
   tools: [readPage],
 });
 
+type AttachedEvent = ReturnType<AgentClient["attach"]> extends AsyncIterable<infer E> ? E : never;
+
+/**
+ * A page reloaded mid-run: attaches to `runId` from its start and runs `read_page` for the calls
+ * it is handed. Returns the calls it ran and every event it read.
+ */
+async function reloadedPage(url: string, runId: string): Promise<{ ran: string[]; events: AttachedEvent[] }> {
+  const ran: string[] = [];
+  const page = new AgentClient({
+    baseUrl: url,
+    headers: { "x-user": "alice" },
+    tools: {
+      read_page: (_args: unknown, { toolCallId }: { toolCallId: string }) => {
+        ran.push(toolCallId);
+        return `text of ${toolCallId}`;
+      },
+    },
+  });
+  const events: AttachedEvent[] = [];
+  for await (const event of page.attach(runId)) events.push(event);
+  return { ran, events };
+}
+
 /** Posts a tool result; returns the status and the error code, if any. */
 async function postResult(
   url: string,
@@ -209,13 +232,7 @@ describe("a client tool over HTTP", () => {
     const runId = await run.runId;
     for await (const event of run) if (event.type === "tool_call" && event.toolCallId === "c2") break;
     // The reloaded page attaches from the start: it runs c2, which waits, and not c1 again.
-    const ran: string[] = [];
-    const reloaded = client((_, { toolCallId }) => {
-      ran.push(toolCallId);
-      return `text of ${toolCallId}`;
-    });
-    const events = [];
-    for await (const event of reloaded.attach(runId)) events.push(event);
+    const { ran, events } = await reloadedPage(url, runId);
     expect(events.filter((event) => event.type === "client_error")).toEqual([]);
     expect(ran).toEqual(["c2"]);
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
@@ -484,19 +501,7 @@ describe("a client tool over HTTP", () => {
       204,
       undefined,
     ]);
-    const ran: string[] = [];
-    const reloaded = new AgentClient({
-      baseUrl: url,
-      headers: { "x-user": "alice" },
-      tools: {
-        read_page: (_args: unknown, { toolCallId }: { toolCallId: string }) => {
-          ran.push(toolCallId);
-          return `text of ${toolCallId}`;
-        },
-      },
-    });
-    const events = [];
-    for await (const event of reloaded.attach(end.runId)) events.push(event);
+    const { ran, events } = await reloadedPage(url, end.runId);
     expect(events.filter((event) => event.type === "client_error")).toEqual([]);
     expect(ran).toEqual(["c2"]);
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });

@@ -1,3 +1,4 @@
+import type { Logger } from "@agent-core/core";
 import { createAgentServer, createUseChatHandler, serveNode } from "@agent-core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { unhandledRejectionsOf } from "../unhandled-rejections.js";
@@ -15,18 +16,23 @@ function recordingLogger() {
 
 afterEach(() => vi.restoreAllMocks());
 
+/** A server for alice whose agent factory throws: each start fails, and is logged to `logger`. */
+function failingAgentServer(logger: Logger) {
+  return createAgentServer({
+    agent: () => {
+      throw new Error("no agent today");
+    },
+    authorize: () => ({ userId: "alice" }),
+    hookSecret: SECRET,
+    logger,
+  });
+}
+
 describe("the server's logger", () => {
   it("gets a request that failed, with its method and url; the console gets nothing", async () => {
     const consoleError = vi.spyOn(console, "error").mockImplementation(() => {});
     const logger = recordingLogger();
-    const server = createAgentServer({
-      agent: () => {
-        throw new Error("no agent today");
-      },
-      authorize: () => ({ userId: "alice" }),
-      hookSecret: SECRET,
-      logger,
-    });
+    const server = failingAgentServer(logger);
     const response = await server.fetch(
       new Request("http://localhost/runs", {
         method: "POST",
@@ -77,14 +83,7 @@ describe("the server's logger", () => {
       throw new Error("the log is down");
     };
     const logger = { error: fails, warn: fails, info: fails, debug: fails };
-    const agents = createAgentServer({
-      agent: () => {
-        throw new Error("no agent today");
-      },
-      authorize: () => ({ userId: "alice" }),
-      hookSecret: SECRET,
-      logger,
-    });
+    const agents = failingAgentServer(logger);
     const chats = createUseChatHandler({
       agent: () => {
         throw new Error("no agent today");
@@ -129,14 +128,7 @@ describe("the server's logger", () => {
       throw new Error("the log is down");
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
-    const agents = createAgentServer({
-      agent: () => {
-        throw new Error("no agent today");
-      },
-      authorize: () => ({ userId: "alice" }),
-      hookSecret: SECRET,
-      logger,
-    });
+    const agents = failingAgentServer(logger);
     const node = await serveNode(
       () => {
         throw new Error("broken handler");
