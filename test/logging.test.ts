@@ -12,6 +12,7 @@ import {
   TRACING,
 } from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
+import { APICallError } from "@ai-sdk/provider";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -67,6 +68,32 @@ describe("the logger", () => {
       ]),
     );
     expect(logger.lines.at(-1)?.fields).toMatchObject({ stopReason: "completed", cycles: 3 });
+  });
+
+  it("a retried model call: a warn line per retry, with the wait and the error", async () => {
+    const busy = new APICallError({
+      message: "HTTP 529",
+      url: "http://127.0.0.1/v1/chat/completions",
+      requestBodyValues: {},
+      statusCode: 529,
+      isRetryable: true,
+    });
+    const logger = recordingLogger();
+    const agent = new Agent({
+      provider: scriptedModel([[script.error(busy)], [script.text("at last")]]),
+      retry: { initialDelayMs: 3 },
+      logger,
+    });
+    const { runId, text } = await agent.prompt("hi").result();
+
+    expect(text).toBe("at last");
+    expect(logger.lines.filter((line) => line.level === "warn")).toEqual([
+      {
+        level: "warn",
+        fields: { runId, retry: 1, delayMs: 3, error: "HTTP 529" },
+        message: "model call retried",
+      },
+    ]);
   });
 
   it("a logger that throws, and a listener error reported to it, leave the run to end as it would", async () => {

@@ -11,6 +11,7 @@ import {
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
 import { script, scriptedModel } from "@agent-core/testing";
+import { APICallError } from "@ai-sdk/provider";
 import { context, SpanStatusCode, type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
@@ -298,6 +299,44 @@ describe("the span tree", () => {
     expect(steering?.attributes).toEqual({ "agent_core.messages": 1 });
     // The skipped call never ran: it has no span.
     expect(spansNamed("execute_tool").map((span) => span.attributes["gen_ai.tool.call.id"])).toEqual(["c1"]);
+  });
+
+  it("a retried model call is one chat span with an event per retry, and a logger that throws loses only its line", async () => {
+    const busy = new APICallError({
+      message: "HTTP 503",
+      url: "http://127.0.0.1/v1/chat/completions",
+      requestBodyValues: {},
+      statusCode: 503,
+      isRetryable: true,
+    });
+    const fails = () => {
+      throw new Error("the log is down");
+    };
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.error(busy)], [script.error(busy)], [script.text("at last")]]),
+      retry: { initialDelayMs: 1, maxDelayMs: 2 },
+      logger: { error: fails, warn: fails, info: fails, debug: fails },
+    });
+    expect(await agent.prompt("hi").result()).toMatchObject({ stopReason: "completed", text: "at last" });
+
+    const chats = spansNamed("chat");
+    expect(chats).toHaveLength(1);
+    const retries = chats[0]?.events.filter((event) => event.name === "agent_core.retry");
+    expect(retries?.map((event) => event.attributes)).toEqual([
+      {
+        "agent_core.retry.number": 1,
+        "agent_core.retry.delay_ms": 1,
+        "error.type": "AI_APICallError",
+        "agent_core.message": "HTTP 503",
+      },
+      {
+        "agent_core.retry.number": 2,
+        "agent_core.retry.delay_ms": 2,
+        "error.type": "AI_APICallError",
+        "agent_core.message": "HTTP 503",
+      },
+    ]);
+    expect(chats[0]?.status.code).toBe(SpanStatusCode.UNSET);
   });
 
   it("a tool error sets the tool span's status; the run goes on", async () => {

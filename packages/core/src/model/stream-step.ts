@@ -37,6 +37,11 @@ export interface ModelStepRequest<T = ModelStepResult> {
   finish?(result: ModelStepResult): T;
   /** Called once the call settles, whichever way (to account the time it took). */
   onSettled?(): void;
+  /**
+   * Called as a failed attempt is to be retried (`retry` counts from 1), before the wait of
+   * `delayMs`: how a trace or a log sees retries, which no event reports.
+   */
+  onRetry?(failure: unknown, retry: number, delayMs: number): void;
 }
 
 export interface ModelStepResult {
@@ -107,7 +112,13 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
         step.closeLate();
       }
       if (result !== undefined) return request.finish ? request.finish(result) : (result as T);
-      await sleep(retryDelay(failure, retries, request.retry), scope);
+      const delayMs = retryDelay(failure, retries, request.retry);
+      try {
+        request.onRetry?.(failure, retries + 1, delayMs);
+      } catch {
+        // An observer's trouble (a trace, a log line) is no reason to fail the call.
+      }
+      await sleep(delayMs, scope);
     }
   } finally {
     request.onSettled?.();

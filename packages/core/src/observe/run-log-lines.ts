@@ -1,3 +1,4 @@
+import { errorMessage } from "../errors.js";
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall } from "../messages.js";
 import type { ModelStep, ToolRunner } from "../run/services.js";
@@ -80,7 +81,22 @@ export class RunLogLines implements RunObserver {
   }
 
   modelStep(inner: ModelStep): ModelStep {
-    return inner;
+    const runId = this.#runId;
+    const log = this.#logger;
+    // Retries happen inside the call, and no event reports them: a line for each.
+    return {
+      run: (request) =>
+        inner.run({
+          ...request,
+          onRetry: (failure, retry, delayMs) => {
+            try {
+              log.warn({ runId, retry, delayMs, error: errorMessage(failure) }, "model call retried");
+            } finally {
+              request.onRetry?.(failure, retry, delayMs);
+            }
+          },
+        }),
+    };
   }
 
   toolRunner(inner: ToolRunner): ToolRunner {

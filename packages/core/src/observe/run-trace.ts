@@ -14,6 +14,14 @@ import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
 import type { ModelStep, ToolRunner, ToolRunRequest } from "../run/services.js";
 import type { RunObserver } from "./run-observer.js";
+import {
+  endToolSpan,
+  isTimeout,
+  quietly,
+  recordFailure,
+  recordModelResult,
+  recordRetry,
+} from "./span-outcomes.js";
 import * as names from "./trace-attributes.js";
 import type { TracedRun } from "./tracing.js";
 
@@ -124,9 +132,17 @@ export class RunTrace implements RunObserver {
     );
     // A span that could not start: the call runs untraced, as it would with no observer.
     if (span === undefined) return inner.run(request);
+    // Retries happen inside the call: each is an event of its span.
+    const traced: ModelStepRequest = {
+      ...request,
+      onRetry: (failure, retry, delayMs) => {
+        quietly(() => recordRetry(span, failure, retry, delayMs));
+        request.onRetry?.(failure, retry, delayMs);
+      },
+    };
     let step: Promise<ModelStepResult>;
     try {
-      step = context.with(trace.setSpan(parent, span), () => inner.run(request));
+      step = context.with(trace.setSpan(parent, span), () => inner.run(traced));
     } catch (error) {
       step = Promise.reject(error);
     }
@@ -261,80 +277,6 @@ export class RunTrace implements RunObserver {
       }),
     );
   };
-}
-
-/**
- * Runs what the trace does with a span and gives what it returns, or undefined when it throws. The
- * API's spans never throw, but an SDK's span processor may (its `onStart` and `onEnd` run inside
- * `startSpan()` and `end()`): the trace then misses that part, and the call keeps its own outcome.
- */
-function quietly<T>(traceWork: () => T): T | undefined {
-  try {
-    return traceWork();
-  } catch {
-    return undefined;
-  }
-}
-
-function recordModelResult(span: Span, result: ModelStepResult): void {
-  const { usage } = result;
-  span.setAttributes({
-    [names.GEN_AI_RESPONSE_MODEL]: result.modelId,
-    [names.GEN_AI_RESPONSE_FINISH_REASONS]: [result.finishReason],
-    [names.GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
-    [names.GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
-  });
-  if (usage.reasoningTokens !== undefined)
-    span.setAttribute(names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoningTokens);
-  if (usage.cachedInputTokens !== undefined)
-    span.setAttribute(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cachedInputTokens);
-}
-
-function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
-  quietly(() => recordToolResult(span, result));
-  quietly(() => span.end());
-  return result;
-}
-
-function recordToolResult(span: Span, result: ToolResultMessage): void {
-  const { status } = result;
-  span.setAttribute(names.TOOL_STATUS, status);
-  if (status === "timeout") span.addEvent(names.TIMEOUT_EVENT);
-  if (status === "error" || status === "timeout" || status === "aborted") {
-    span.setAttribute(names.ERROR_TYPE, status);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: result.content });
-  }
-}
-
-function recordFailure(span: Span, error: unknown): void {
-  const code = failureCode(error);
-  const message = errorMessage(error);
-  if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT);
-  span.recordException(isError(error) ? error : { name: code, message });
-  span.setAttribute(names.ERROR_TYPE, code);
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
-}
-
-/** The error's code, or its class's name; never throws (a Proxy's traps or a `name` getter may). */
-function failureCode(error: unknown): string {
-  try {
-    return isAgentError(error) ? error.code : error instanceof Error ? error.name : "error";
-  } catch {
-    return "error";
-  }
-}
-
-/** `instanceof Error` that never throws (a Proxy's prototype trap may). */
-function isError(value: unknown): value is Error {
-  try {
-    return value instanceof Error;
-  } catch {
-    return false;
-  }
-}
-
-function isTimeout(code: string): boolean {
-  return code === "timeout" || code === "tool-timeout";
 }
 
 /**

@@ -40,6 +40,8 @@ export const DROPPED_MESSAGES = "agent_core.dropped_messages";
 export const ESTIMATED_TOKENS = "agent_core.estimated_tokens";
 export const ABORT_REASON = "agent_core.reason";
 export const MESSAGE = "agent_core.message";
+export const RETRY_NUMBER = "agent_core.retry.number";
+export const RETRY_DELAY_MS = "agent_core.retry.delay_ms";
 
 /** Span names (besides `chat {model}` and `execute_tool {tool}`). */
 export const RUN_SPAN = "invoke_agent";
@@ -52,3 +54,4 @@ export const FOLLOW_UP_EVENT = "agent_core.follow_up";
 export const NUDGE_EVENT = "agent_core.nudge";
 export const TRUNCATION_EVENT = "agent_core.context_truncated";
 export const TIMEOUT_EVENT = "agent_core.timeout";
+export const RETRY_EVENT = "agent_core.retry";
