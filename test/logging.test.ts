@@ -5,6 +5,7 @@ import {
   type AgentConfig,
   AgentConfigError,
   defineTool,
+  InvalidConfigError,
   LOGGER,
   type Logger,
   rootContainer,
@@ -214,6 +215,20 @@ describe("the logger", () => {
       .prompt("hi")
       .result();
     expect(registered.lines).toHaveLength(before);
+    expect(own.lines.map((line) => line.message)).toContain("run ended");
+  });
+
+  it("a LOGGER service without the four levels: the first prompt is refused with InvalidConfigError, unless config.logger is set", async () => {
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(LOGGER, { info: () => {}, error: () => {} } as unknown as Logger);
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]), container });
+    expect(() => agent.prompt("hi")).toThrow(InvalidConfigError);
+    expect(() => agent.prompt("hi")).toThrow("The LOGGER service of the agent's container is no logger");
+    expect(agent.busy).toBe(false);
+
+    const own = recordingLogger();
+    const withOwn = new Agent({ provider: scriptedModel([[script.text("hi")]]), container, logger: own });
+    expect((await withOwn.prompt("hi").result()).stopReason).toBe("completed");
     expect(own.lines.map((line) => line.message)).toContain("run ended");
   });
 

@@ -14,12 +14,12 @@ import {
   validatePromptOptions,
   validateQueuedMessage,
 } from "./config.js";
-import { AgentBusyError } from "./errors.js";
+import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import { deliver, ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "./messages.js";
 import { defaultRetry } from "./model/retry.js";
-import { type Logger, rejectionsCaught } from "./observe/logger.js";
+import { isLogger, type Logger, rejectionsCaught } from "./observe/logger.js";
 import type { Orchestrator } from "./orchestrator/contract.js";
 import { ORCHESTRATOR_REGISTRY, rootContainer, validateOrchestrator } from "./orchestrator/registry.js";
 import type { ClientToolOutcome } from "./run/client-tools.js";
@@ -244,6 +244,11 @@ export class Agent {
   #services(): RunServiceSet {
     if (this.#resolved === undefined) {
       const services = resolveServices(this.#container ?? this.#parent);
+      // Checked as config.logger is, but only here: the container is read at the first prompt.
+      if (this.#config.logger === undefined && !isLogger(services.logger))
+        throw new InvalidConfigError(
+          "The LOGGER service of the agent's container is no logger: it needs error, warn, info and debug functions.",
+        );
       const { sink } = services;
       services.clock = this.#guarded(services.clock);
       this.#resolved = services;
