@@ -2,8 +2,9 @@ import { ClientToolRunner, isCallList } from "./client-tool-runner.js";
 import type { AgentEndEvent, ClientRun } from "./client-types.js";
 import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
+import { postCancel, postMessage } from "./run-commands.js";
 import { RunConnection, type StartRequest } from "./run-connection.js";
-import { type Config, deadline, discard, httpError, ignore, type Transport } from "./transport.js";
+import { type Config, ignore, type Transport } from "./transport.js";
 
 type Plan =
   | { kind: "start"; start: StartRequest; previous: Promise<unknown> }
@@ -137,8 +138,8 @@ export class Run implements ClientRun {
     else if (runId === undefined) this.#cancelled = this.#cancelUnnamed(this.#starting);
     // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
     else if (suspended)
-      this.#cancelled = this.#clientTools.cancelResumed((resumed) => this.#postCancel(resumed));
-    else this.#cancelled = this.#postCancel(runId);
+      this.#cancelled = this.#clientTools.cancelResumed((resumed) => postCancel(this.#transport, resumed));
+    else this.#cancelled = postCancel(this.#transport, runId);
     return this.#cancelled;
   }
 
@@ -286,33 +287,7 @@ export class Run implements ClientRun {
   async #send(action: "steer" | "follow-up", message: string): Promise<void> {
     if (typeof message !== "string") throw new TypeError(`${action} needs the message as a string.`);
     await this.runId;
-    const runId = this.#current as string;
-    // A server that never answers, or never ends its answer: rejected after idleTimeoutMs, as a
-    // stream would be, not a hang.
-    const timeout = deadline(this.#config.idleTimeoutMs);
-    try {
-      let response: Response;
-      try {
-        // Not idempotent: retried only when the server said it did not take it (429).
-        response = await this.#transport.post(
-          `/runs/${encodeURIComponent(runId)}/${action}`,
-          { message },
-          {
-            signal: timeout.signal,
-            retryNetwork: false,
-            retryStatus: (status) => status === 429,
-          },
-        );
-      } catch (error) {
-        throw new ClientError("network", `The ${action} request failed: ${describe(error)}`, {
-          cause: error,
-        });
-      }
-      if (!response.ok) throw await httpError(response);
-      discard(response);
-    } finally {
-      timeout.clear();
-    }
+    await postMessage(this.#transport, this.#current as string, action, message);
   }
 
   /**
@@ -325,23 +300,7 @@ export class Run implements ClientRun {
     if (starting === undefined) return;
     await starting.reading.catch(ignore);
     const runId = this.#knownRunId ?? (await this.#connection.nameStart(starting.request));
-    if (runId !== undefined) await this.#postCancel(runId);
-  }
-
-  async #postCancel(runId: string): Promise<void> {
-    const timeout = deadline(this.#config.idleTimeoutMs);
-    try {
-      const response = await this.#transport.post(`/runs/${encodeURIComponent(runId)}/cancel`, undefined, {
-        signal: timeout.signal,
-        retryNetwork: true,
-        retryStatus: (status) => status >= 500 || status === 429,
-      });
-      discard(response);
-    } catch {
-      // Best effort: the run is cancelled here whatever the server says.
-    } finally {
-      timeout.clear();
-    }
+    if (runId !== undefined) await postCancel(this.#transport, runId);
   }
 }
 

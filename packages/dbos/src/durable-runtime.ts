@@ -1,12 +1,4 @@
-import { randomUUID } from "node:crypto";
-import {
-  type Agent,
-  AgentError,
-  type AgentEvent,
-  type AgentRun,
-  errorMessage,
-  InvalidConfigError,
-} from "@agent-core/core";
+import { type Agent, type AgentEvent, type AgentRun, InvalidConfigError } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
@@ -22,19 +14,16 @@ import {
   checkStartOptions,
   checkTakesMessages,
   type DurableAnswer,
-  failureOf,
   MESSAGES,
-  RunFailedError,
   resultOf,
   UnknownRunError,
 } from "./durable-messages.js";
-import { type DurableRunHost, type DurableRunResult, type ExecutingRun, runDurably } from "./durable-run.js";
+import type { DurableRunHost, DurableRunResult, ExecutingRun } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { describe, RunWorkflows } from "./run-workflows.js";
 import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
 
-/** The DBOS name of the workflow a durable run is, for starting runs from a `DBOSClient`. */
-export const RUN_WORKFLOW = "agent-core.run";
 const DEFAULT_QUEUE = "agent-core.runs";
 
 /** A durable run, wherever it runs now. */
@@ -64,16 +53,14 @@ export class DurableRuntime {
   readonly #store: EventStore;
   /** Bounds what the runtime's callers wait while the database does not answer. */
   readonly #watch: DatabaseWatch;
-  readonly #workflow: (agentName: string, prompt: string) => Promise<DurableRunResult>;
-  readonly #localWorkflow: (key: string) => Promise<DurableRunResult>;
+  /** The workflows the runs are, registered in DBOS. */
+  readonly #workflows: RunWorkflows;
   /** The runs executing in this process, by workflow id: what a cancel aborts. */
   readonly #executing = new Map<string, ExecutingRun>();
   /** What the runs executing in this process use of the runtime. */
   readonly #host: DurableRunHost;
   /** Where the cancels of the runs executing here reach them. */
   readonly #cancels: CancelListener;
-  /** Agents made in this process and handed to `prompt()`, until their workflow takes them. */
-  readonly #local = new Map<string, { agent: Agent; input: string; started: (run: AgentRun) => void }>();
   /** The launch, once begun; `undefined` again after one that failed (nothing is left of it). */
   #launched: Promise<void> | undefined;
   /** The shutdown, once begun: it happens once, and the runtime does not launch again. */
@@ -81,21 +68,13 @@ export class DurableRuntime {
 
   constructor(options: DurableRuntimeOptions) {
     checkRuntimeOptions(options);
-    try {
-      this.#workflow = DBOS.registerWorkflow(
-        (agentName: string, prompt: string) => this.#failingClearly(() => this.#run(agentName, prompt)),
-        { name: RUN_WORKFLOW },
-      );
-      this.#localWorkflow = DBOS.registerWorkflow(
-        (key: string) => this.#failingClearly(() => this.#runLocal(key)),
-        { name: "agent-core.local-run" },
-      );
-    } catch (error) {
-      // DBOS's registry is the process's: a second runtime's workflows would be the first's names.
-      throw new InvalidConfigError(
-        `A DurableRuntime was made in this process already, and there is one per process (DBOS is): ${errorMessage(error).split("\n")[0]}`,
-      );
-    }
+    // First: a second runtime in this process is refused before anything is made.
+    this.#workflows = new RunWorkflows({
+      options,
+      host: () => this.#host,
+      store: () => this.#store,
+      shuttingDown: () => this.#shutDown !== undefined,
+    });
     this.#options = options;
     this.#watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     this.#pool = connectionPool(options.databaseUrl, 4, { queryTimeoutMs: this.#watch.timeoutMs });
@@ -205,7 +184,7 @@ export class DurableRuntime {
       );
     const queue = this.#options.queue;
     const handle = await this.#bounded(() =>
-      DBOS.startWorkflow(this.#workflow, {
+      DBOS.startWorkflow(this.#workflows.registered, {
         ...(options.runId ? { workflowID: options.runId } : {}),
         ...(queue ? { queueName: queue.name ?? DEFAULT_QUEUE } : {}),
       })(agentName, prompt),
@@ -337,71 +316,9 @@ export class DurableRuntime {
   async prompt(agent: Agent, input: string): Promise<AgentRun> {
     if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
       throw new InvalidConfigError(`runtime.prompt() takes an Agent, got ${describe(agent)}.`);
-    const key = randomUUID();
-    let started!: (run: AgentRun) => void;
-    const run = new Promise<AgentRun>((resolve) => {
-      started = resolve;
-    });
-    this.#local.set(key, { agent, input, started });
-    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#localWorkflow)(key));
+    const { key, run } = this.#workflows.handOver(agent, input);
+    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#workflows.local)(key));
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }
-
-  /**
-   * The body of a workflow, failing with a `RunFailedError` (what every `result()` rejects with)
-   * after the run's stored log is ended as a failed run's, so that no stream of it waits forever.
-   * DBOS marks the workflow `ERROR` and never runs it again.
-   */
-  async #failingClearly(body: () => Promise<DurableRunResult>): Promise<DurableRunResult> {
-    try {
-      return await body();
-    } catch (error) {
-      // Stopped by this runtime's shutdown (DBOS, then the pool, closed under it), the workflow did
-      // not fail: DBOS leaves it pending, and the next worker that launches goes on with its log.
-      if (this.#shutDown !== undefined) throw error;
-      const workflowId = DBOS.workflowID as string;
-      const failed =
-        error instanceof RunFailedError ? error : new RunFailedError(workflowId, failureOf(error));
-      // A log that cannot be written (the database is gone) is left as it is.
-      await this.#store.endFailedRun(workflowId, failed.failure).catch(() => {});
-      throw failed;
-    }
-  }
-
-  async #run(agentName: string, prompt: string): Promise<DurableRunResult> {
-    const make = Object.hasOwn(this.#options.agents, agentName) ? this.#options.agents[agentName] : undefined;
-    if (make === undefined) throw new InvalidConfigError(`No agent "${agentName}" in this process.`);
-    let agent: Agent;
-    try {
-      agent = make();
-    } catch (error) {
-      throw new AgentError(
-        "agent_factory_failed",
-        `The factory of agent "${agentName}" threw: ${errorMessage(error)}`,
-      );
-    }
-    if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
-      throw new AgentError(
-        "agent_factory_failed",
-        `The factory of agent "${agentName}" made ${describe(agent)}, not an Agent.`,
-      );
-    return runDurably(agent, prompt, this.#host);
-  }
-
-  async #runLocal(key: string): Promise<DurableRunResult> {
-    const local = this.#local.get(key);
-    if (local === undefined)
-      throw new InvalidConfigError("This run's agent lived in a process that has ended.");
-    this.#local.delete(key);
-    return runDurably(local.agent, local.input, this.#host, local.started);
-  }
-}
-
-/** What a factory made instead of an agent, for its error: "undefined", "a Promise", "a number". */
-function describe(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (typeof value !== "object") return `a ${typeof value}`;
-  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === "string" && name !== "" && name !== "Object" ? `a ${name}` : "an object";
 }

@@ -17,8 +17,8 @@ import {
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
-import { RUN_WORKFLOW } from "./durable-runtime.js";
 import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { RUN_WORKFLOW } from "./run-workflows.js";
 import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
 
 /**

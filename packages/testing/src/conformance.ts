@@ -1,6 +1,5 @@
 import {
   Agent,
-  type AgentEvent,
   type AgentRun,
   defineTool,
   type Orchestrator,
@@ -16,6 +15,7 @@ import {
   PROBE_DESCRIPTION,
   PROBE_TOOL,
 } from "./conformance-model.js";
+import { ending, endOf, type RunEnd, runStartedBy, timed, within } from "./conformance-runs.js";
 
 export interface ConformanceOptions {
   /** How long an aborted run may take to end, beyond the grace period (default 1000 ms). */
@@ -277,44 +277,6 @@ const probeOutput = (toolCallId: string) => `probe ran for ${toolCallId}`;
 
 const approveInProcess = (agent: Agent, toolCallId: string) => agent.approve(toolCallId);
 
-/** How a run ended, as its result or its events say: what a check reads of a resumed run. */
-type RunEnd = Pick<RunResult, "stopReason" | "pendingApprovals"> & {
-  error?: { code: string; message: string };
-};
-
-/**
- * The events of the run of `agent` that `begin` starts, once it has ended (`agent_end`), whoever
- * starts it (`agent.approve()`, or a runtime resuming the batch its own way): the next run to
- * start. Rejects when it has not ended within `ms` after `begin` resolved.
- */
-async function runStartedBy(agent: Agent, ms: number, begin: () => Promise<void>): Promise<AgentEvent[]> {
-  let stop = () => {};
-  const ended = new Promise<AgentEvent[]>((resolve) => {
-    const events: AgentEvent[] = [];
-    stop = agent.on("*", (event) => {
-      if (events.length === 0 ? event.type !== "agent_start" : event.runId !== events[0]?.runId) return;
-      events.push(event);
-      if (event.type === "agent_end") resolve(events);
-    });
-  });
-  try {
-    await begin();
-    return await within(ended, ms);
-  } finally {
-    stop();
-  }
-}
-
-function endOf(events: readonly AgentEvent[]): RunEnd {
-  const end = eventsOf(events, "agent_end")[0];
-  const error = eventsOf(events, "error").find((e) => e.toolCallId === undefined);
-  return {
-    stopReason: end?.stopReason ?? "error",
-    ...(end?.pendingApprovals ? { pendingApprovals: end.pendingApprovals } : {}),
-    ...(error ? { error: { code: error.code, message: error.message } } : {}),
-  };
-}
-
 function start(agent: Agent, input: string, options: ConformanceOptions = {}): AgentRun | Promise<AgentRun> {
   return options.prompt ? options.prompt(agent, input) : agent.prompt(input);
 }
@@ -327,34 +289,4 @@ async function runScenario(
   const run = await start(newAgent(factory, scenario), PROMPT, options);
   const result = await timed(run, RUN_DEADLINE_MS);
   return { run, result };
-}
-
-/**
- * How the run ended, with its error: a failed check then says why the run failed (what the
- * orchestrator threw), not only that its stop reason was another one.
- */
-function ending(result: RunEnd): string {
-  const error = result.error ? ` (${result.error.code}: ${result.error.message})` : "";
-  return `the run ended ${result.stopReason}${error}`;
-}
-
-/** Awaits the run's result within `ms`, then checks the protocol and the transcript. */
-async function timed(run: AgentRun, ms: number): Promise<RunResult> {
-  const result = await within(run.result(), ms);
-  assertEventProtocol(run.events);
-  assertValidTranscript(result.messages);
-  return result;
-}
-
-/** What the run's end resolves with, or a rejection saying it did not end within `ms`. */
-async function within<T>(result: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([result, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
