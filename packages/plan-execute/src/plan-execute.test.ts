@@ -297,6 +297,27 @@ describe("execution", () => {
     expect(result.text).toBe("Partial answer.");
   });
 
+  it("after maxReplans ends every step that waits on a failed one through others too, each naming the step it waited on", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "d", tool: "lookup", args: { city: "D" }, dependsOn: ["c"] },
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: "B" }, dependsOn: ["a"] },
+        { id: "c", tool: "lookup", args: { city: "C" }, dependsOn: ["b"] },
+      ]),
+      answer("Nothing found."),
+    ]);
+    const { events } = await run(model, {}, planExecute({ maxReplans: 0 }));
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([{ city: "Atlantis" }]);
+    expect(eventsOf(events, "plan_step_end").map((e) => [e.index, e.error])).toEqual([
+      [1, "no such city"],
+      [2, "not run: step a failed"],
+      [3, "not run: step b failed"],
+      [0, "not run: step c failed"],
+    ]);
+    expect(eventsOf(events, "plan_step_start")).toHaveLength(4);
+  });
+
   it("keeps each step's index and stepCount in the latest plan when the plan goes on without a replan", async () => {
     // a fails; b and c (through b) depend on it. With no replan left, c goes on as a step of the
     // same plan: it is still step 3 of 3, not step 1 of what is left.

@@ -12,6 +12,7 @@ import {
   type ToolResultMessage,
 } from "@agent-core/core";
 import {
+  inDependencyOrder,
   normalizePlan,
   type PlanReply,
   type PlanStep,
@@ -174,9 +175,9 @@ export class PlanRun {
         return this.#revise(pending, "steering", plan);
       }
       const ready = pending.filter((step) => step.dependsOn.every((id) => this.#results.has(id)));
-      const blocked = pending.filter((step) => step.dependsOn.some((id) => this.#failed.has(id)));
       if (ready.length === 0) {
-        this.#skip(blocked);
+        // None can run: each waits on a failed step, or on a step that waits on one.
+        this.#skip(pending);
         return this.#revise([], "failure", plan);
       }
       pending = pending.filter((step) => !ready.includes(step));
@@ -308,8 +309,9 @@ export class PlanRun {
     });
   }
 
+  /** Steps that wait on a failed step, directly or through each other: each ends naming the step it waited on. */
   #skip(steps: PlanStep[]): void {
-    for (const step of steps) {
+    for (const step of inDependencyOrder(steps)) {
       const failedDependency = step.dependsOn.find((id) => this.#failed.has(id));
       this.#notRun(step, `not run: step ${failedDependency} failed`);
     }

@@ -163,6 +163,36 @@ function renameRefs(value: unknown, rename: (id: string) => string): unknown {
   return value;
 }
 
+/**
+ * `steps` ordered so that each comes after those of `steps` it depends on (dependencies outside
+ * `steps` do not count), steps that depend on none first, in their order. A plan has no cycles
+ * (`validatePlan`): every step is placed.
+ */
+export function inDependencyOrder(steps: readonly PlanStep[]): PlanStep[] {
+  const ids = new Set(steps.map((step) => step.id));
+  const waitingOn = new Map<PlanStep, number>();
+  const dependents = new Map<string, PlanStep[]>();
+  const ordered: PlanStep[] = [];
+  for (const step of steps) {
+    const inside = step.dependsOn.filter((id) => ids.has(id));
+    waitingOn.set(step, inside.length);
+    for (const id of inside) {
+      const waiting = dependents.get(id);
+      if (waiting) waiting.push(step);
+      else dependents.set(id, [step]);
+    }
+    if (inside.length === 0) ordered.push(step);
+  }
+  // `ordered` grows while it is read: each step placed may free the steps that wait on it.
+  for (const step of ordered)
+    for (const dependent of dependents.get(step.id) ?? []) {
+      const left = (waitingOn.get(dependent) as number) - 1;
+      waitingOn.set(dependent, left);
+      if (left === 0) ordered.push(dependent);
+    }
+  return ordered;
+}
+
 function findCycle(steps: readonly PlanStep[]): string[] | undefined {
   const byId = new Map(steps.map((step) => [step.id, step]));
   const state = new Map<string, "visiting" | "done">();
