@@ -318,6 +318,21 @@ describe("execution", () => {
     expect(eventsOf(events, "plan_step_start")).toHaveLength(4);
   });
 
+  it("runs a plan of thousands of steps in one dependency chain, each step after the one it waits on", async () => {
+    const steps = Array.from({ length: 2000 }, (_, index) => ({
+      id: `s${index}`,
+      tool: "calculator",
+      args: { expression: `${index}+1` },
+      ...(index === 0 ? {} : { dependsOn: [`s${index - 1}`] }),
+    }));
+    const { events, result } = await run(scriptedModel([plan(steps), answer("Counted.")]));
+    const ends = eventsOf(events, "plan_step_end");
+    expect(ends.map((e) => e.index)).toEqual(steps.map((_step, index) => index));
+    expect(ends.at(-1)).toMatchObject({ stepCount: 2000, result: { result: 2000 } });
+    expect(new Set(eventsOf(events, "tool_call").map((e) => e.toolCallId)).size).toBe(2000);
+    expect(result.text).toBe("Counted.");
+  });
+
   it("keeps each step's index and stepCount in the latest plan when the plan goes on without a replan", async () => {
     // a fails; b and c (through b) depend on it. With no replan left, c goes on as a step of the
     // same plan: it is still step 3 of 3, not step 1 of what is left.
