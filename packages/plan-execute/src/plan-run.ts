@@ -16,6 +16,7 @@ import {
   normalizePlan,
   type PlanReply,
   type PlanStep,
+  planLimitProblems,
   planSchema,
   resolveRefs,
   validatePlan,
@@ -122,20 +123,17 @@ export class PlanRun {
     const system = planningPrompt(this.ctx.systemPrompt, this.ctx.tools);
     const taken = new Set([...this.#results.keys(), ...this.#failed.keys()]);
     const messages: LlmMessage[] = request ? [{ role: "user", content: request }] : [];
-    let reply = await this.#generate(system, messages);
-    let steps = normalizePlan(reply.object, taken);
-    const problems = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+    const reply = await this.#generate(system, messages);
+    let { steps, problems } = this.#read(reply.object, taken);
     if (problems.length > 0) {
       messages.push(
         { role: "assistant", content: [{ type: "text", text: reply.text }] },
         { role: "user", content: repairRequest(problems) },
       );
-      reply = await this.#generate(system, messages);
-      steps = normalizePlan(reply.object, taken);
-      const remaining = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
-      if (remaining.length > 0)
+      ({ steps, problems } = this.#read((await this.#generate(system, messages)).object, taken));
+      if (problems.length > 0)
         throw new PlanError(
-          `The planner's plan is still invalid after one correction: ${remaining.join("; ")}`,
+          `The planner's plan is still invalid after one correction: ${problems.join("; ")}`,
         );
     }
     this.#latest = steps;
@@ -150,6 +148,14 @@ export class PlanRun {
       })),
     });
     return steps;
+  }
+
+  /** The reply's steps, and its problems; a plan past `planLimitProblems` is not read further. */
+  #read(reply: PlanReply, taken: ReadonlySet<string>): { steps: PlanStep[]; problems: string[] } {
+    const beyondLimits = planLimitProblems(reply);
+    if (beyondLimits.length > 0) return { steps: [], problems: beyondLimits };
+    const steps = normalizePlan(reply, taken);
+    return { steps, problems: validatePlan(steps, this.ctx.tools, new Set(this.#results.keys())) };
   }
 
   async #generate(system: string, messages: readonly LlmMessage[]) {

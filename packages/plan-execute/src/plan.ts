@@ -17,6 +17,37 @@ export const planSchema = z.object({
 });
 export type PlanReply = z.infer<typeof planSchema>;
 
+/** The most steps one plan may have: far more than a model's context could hold the results of. */
+export const MAX_PLAN_STEPS = 1_000;
+/**
+ * How deep a step's arguments may nest, counting their own object: their `$ref`s are found and
+ * replaced by recursion, which arguments a few thousand levels deep would take past the stack.
+ */
+export const MAX_ARGS_DEPTH = 100;
+
+/**
+ * What keeps a reply from being read as a plan at all, checked before anything walks it: more
+ * than `MAX_PLAN_STEPS` steps, or arguments nested more than `MAX_ARGS_DEPTH` levels.
+ */
+export function planLimitProblems(reply: PlanReply): string[] {
+  if (reply.steps.length > MAX_PLAN_STEPS)
+    return [
+      `the plan has ${reply.steps.length} steps, more than the ${MAX_PLAN_STEPS} a plan may have; plan fewer, larger steps`,
+    ];
+  return reply.steps.flatMap((step, index) =>
+    nestsDeeperThan(step.args, MAX_ARGS_DEPTH)
+      ? [`the arguments of step ${index + 1} nest more than ${MAX_ARGS_DEPTH} levels deep`]
+      : [],
+  );
+}
+
+/** Whether `value` has objects or arrays more than `levels` deep; it looks no deeper than that. */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((item) => nestsDeeperThan(item, levels - 1));
+}
+
 export interface PlanStep {
   id: string;
   tool: string;
