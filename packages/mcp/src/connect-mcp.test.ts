@@ -5,7 +5,7 @@ import { McpServerError } from "./mcp-server-error.js";
 import type { McpServerConfig } from "./server-config.js";
 
 describe("connectMcp", () => {
-  it("refuses a configuration with neither or both of command and url, a bad URL or callTimeoutMs", async () => {
+  it("refuses a configuration with neither or both of command and url, a bad URL, args that are not a list of strings, or a bad callTimeoutMs", async () => {
     for (const config of [
       {},
       { command: "" },
@@ -15,6 +15,14 @@ describe("connectMcp", () => {
       await expect(connectMcp(config as McpServerConfig)).rejects.toThrow(InvalidConfigError);
     await expect(connectMcp({ command: "node" }, { callTimeoutMs: 0 })).rejects.toThrow(
       "connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= 2147483647, got 0.",
+    );
+    await expect(connectMcp({ command: "node", args: "--port 3000" } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): args must be an array of strings, one per argument, got "--port 3000".',
+      ),
+    );
+    await expect(connectMcp({ command: "node", args: ["--port", 3000] } as never)).rejects.toThrow(
+      InvalidConfigError,
     );
     // Node would fire a longer timer after 1 ms: every call would time out as it starts.
     await expect(connectMcp({ command: "node" }, { callTimeoutMs: 2 ** 31 })).rejects.toThrow(

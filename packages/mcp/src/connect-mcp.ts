@@ -81,6 +81,12 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
     );
   if (url !== undefined && !URL.canParse(String(url)))
     throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
+  // A string would be spread into its characters, each an argument of its own: "--port 3000" as "-", "-", "p", …
+  const { args } = server as { args?: unknown };
+  if (args !== undefined && !(Array.isArray(args) && args.every((arg) => typeof arg === "string")))
+    throw new InvalidConfigError(
+      `connectMcp(): args must be an array of strings, one per argument, got ${JSON.stringify(args)}.`,
+    );
   const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   if (!Number.isSafeInteger(callTimeoutMs) || callTimeoutMs < 1 || callTimeoutMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
