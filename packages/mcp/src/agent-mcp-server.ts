@@ -26,9 +26,10 @@ const DEFAULT_DESCRIPTION = "Asks an agent, which may use tools of its own, and 
 /**
  * An agent as an MCP server of one tool, `ask_agent({ prompt })`, which runs the prompt and answers
  * with the agent's text; a run that does not complete is an `isError` result saying why. The
- * client cancelling the call (or closing the connection) aborts the run. Connect it to a transport:
- * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does; over HTTP, serve
- * it with `createAgentMcpHttpHandler`.
+ * client cancelling the call (or the server closing) aborts the run. Connect it to a transport:
+ * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does, and close it when
+ * stdin ends (`process.stdin.once("end", () => server.close())`: the SDK's transport does not
+ * notice a client that goes away); over HTTP, serve it with `createAgentMcpHttpHandler`.
  */
 export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer {
   return serveAgent(options, (signal) => ({ signal, done: () => {} }));

@@ -5,7 +5,7 @@ import { McpServerError } from "./mcp-server-error.js";
 import type { McpServerConfig } from "./server-config.js";
 
 describe("connectMcp", () => {
-  it("refuses a configuration with neither or both of command and url, a bad URL or callTimeoutMs", async () => {
+  it("refuses a configuration with neither or both of command and url, a bad URL, args, env or stderr of another type, or a bad callTimeoutMs", async () => {
     for (const config of [
       {},
       { command: "" },
@@ -15,6 +15,29 @@ describe("connectMcp", () => {
       await expect(connectMcp(config as McpServerConfig)).rejects.toThrow(InvalidConfigError);
     await expect(connectMcp({ command: "node" }, { callTimeoutMs: 0 })).rejects.toThrow(
       "connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= 2147483647, got 0.",
+    );
+    await expect(connectMcp({ command: "node", args: "--port 3000" } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): args must be an array of strings, one per argument, got "--port 3000".',
+      ),
+    );
+    await expect(connectMcp({ command: "node", args: ["--port", 3000] } as never)).rejects.toThrow(
+      InvalidConfigError,
+    );
+    await expect(connectMcp({ command: "node", env: "DEBUG=1" } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): env must be an object of strings, { NAME: "value" }: got a string.',
+      ),
+    );
+    // The values are not told: an env holds secrets. An undefined one is left out, as spawn does.
+    const env = { TOKEN: "secret", PORT: 3000, UNSET: undefined };
+    await expect(connectMcp({ command: "node", env } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): env must be an object of strings, { NAME: "value" }: PORT is not a string.',
+      ),
+    );
+    await expect(connectMcp({ command: "node", stderr: "pipe" } as never)).rejects.toThrow(
+      new InvalidConfigError('connectMcp(): stderr must be "inherit" or "ignore", got "pipe".'),
     );
     // Node would fire a longer timer after 1 ms: every call would time out as it starts.
     await expect(connectMcp({ command: "node" }, { callTimeoutMs: 2 ** 31 })).rejects.toThrow(

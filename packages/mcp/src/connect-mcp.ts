@@ -81,10 +81,43 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
     );
   if (url !== undefined && !URL.canParse(String(url)))
     throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
+  // A string would be spread into its characters, each an argument of its own: "--port 3000" as "-", "-", "p", …
+  const { args } = server as { args?: unknown };
+  if (args !== undefined && !(Array.isArray(args) && args.every((arg) => typeof arg === "string")))
+    throw new InvalidConfigError(
+      `connectMcp(): args must be an array of strings, one per argument, got ${JSON.stringify(args)}.`,
+    );
+  const { env, stderr } = server as { env?: unknown; stderr?: unknown };
+  const badEnv = envProblem(env);
+  if (badEnv !== undefined)
+    throw new InvalidConfigError(
+      `connectMcp(): env must be an object of strings, { NAME: "value" }: ${badEnv}.`,
+    );
+  // Any other value (a "pipe" nobody reads) could leave the server blocked on a full stderr.
+  if (stderr !== undefined && stderr !== "inherit" && stderr !== "ignore")
+    throw new InvalidConfigError(
+      `connectMcp(): stderr must be "inherit" or "ignore", got ${JSON.stringify(stderr)}.`,
+    );
   const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   if (!Number.isSafeInteger(callTimeoutMs) || callTimeoutMs < 1 || callTimeoutMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
       `connectMcp(): callTimeoutMs must be a whole number of ms >= 1 and <= ${LONGEST_TIMER_MS}, got ${callTimeoutMs}.`,
     );
   return callTimeoutMs;
+}
+
+/**
+ * What is wrong with a server's `env`, told without its values (they are often secrets). Spread
+ * over the default environment, a string would give variables named "0", "1", … An undefined value
+ * is fine: Node's spawn leaves it out (`{ KEY: process.env.KEY }` when KEY is unset).
+ */
+function envProblem(env: unknown): string | undefined {
+  if (env === undefined) return undefined;
+  if (env === null || typeof env !== "object" || Array.isArray(env))
+    return `got ${Array.isArray(env) ? "an array" : env === null ? "null" : `a ${typeof env}`}`;
+  const notStrings = Object.entries(env)
+    .filter(([, value]) => typeof value !== "string" && value !== undefined)
+    .map(([name]) => name);
+  if (notStrings.length === 0) return undefined;
+  return `${notStrings.join(", ")} ${notStrings.length === 1 ? "is" : "are"} not a string`;
 }

@@ -5,6 +5,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   CancelledNotificationSchema,
+  type JSONRPCMessage,
   ListToolsRequestSchema,
   type ListToolsResult,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -93,6 +94,59 @@ describe("McpConnection.callTool", () => {
     closeServer = () => void mcp.client.transport?.close();
     await expect(mcp.callTool("vanish", {}, never)).rejects.toThrow(
       'The MCP server "raw" went away during the call: its connection closed.',
+    );
+  });
+});
+
+/**
+ * A connection to a server that answers each tools/call with `result` as it is: the SDK's Server
+ * checks its own results, so it is written at the message level.
+ */
+async function connectToUnchecked(result: (name: string) => unknown): Promise<McpConnection> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  serverSide.onmessage = (message) => {
+    if (!("id" in message) || !("method" in message)) return;
+    const answer =
+      message.method === "initialize"
+        ? {
+            protocolVersion: message.params?.protocolVersion,
+            capabilities: { tools: {} },
+            serverInfo: { name: "raw", version: "1.0.0" },
+          }
+        : message.method === "tools/call"
+          ? result(String(message.params?.name))
+          : {};
+    void serverSide.send({ jsonrpc: "2.0", id: message.id, result: answer } as JSONRPCMessage);
+  };
+  await serverSide.start();
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(clientSide);
+  connection = new McpConnection(client, "raw", 5000);
+  return connection;
+}
+
+describe("McpConnection.callTool, a result that breaks MCP's schema", () => {
+  it("says which fields, not with zod's JSON", async () => {
+    const mcp = await connectToUnchecked((name) =>
+      name === "text"
+        ? { content: "not a list of blocks" }
+        : {
+            content: [
+              { type: "text", text: "a" },
+              { type: "video", url: "v.mp4" },
+            ],
+            structuredContent: [1],
+          },
+    );
+    await expect(mcp.callTool("text", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "raw" answered "text" with a result that breaks the MCP schema: content: Invalid input: expected array, received string',
+      ),
+    );
+    await expect(mcp.callTool("video", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "raw" answered "video" with a result that breaks the MCP schema: content[1]: Invalid input; structuredContent: Invalid input: expected record, received array',
+      ),
     );
   });
 });

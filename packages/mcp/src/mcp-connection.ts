@@ -118,6 +118,13 @@ export class McpConnection implements AsyncDisposable {
       return new Error(
         `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
       );
+    // The SDK checks the result against MCP's schema and throws zod's issues as JSON, which the
+    // model would read as its tool's result: they are told as `content[0].type: …` instead.
+    const issues = schemaIssuesOf(error);
+    if (issues !== undefined)
+      return new Error(
+        `The MCP server "${this.name}" answered "${name}" with a result that breaks the MCP schema: ${issues}`,
+      );
     return new Error(`The MCP server "${this.name}" failed the call: ${errorMessage(error)}`);
   }
 
@@ -150,11 +157,23 @@ function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => 
 /**
  * Why a tools/list failed. The SDK checks each page against MCP's schema and throws zod's issues as
  * JSON (an entry with no `name`, an `inputSchema` whose `type` is not "object"): they are told as
- * `tools[1].inputSchema.type: …` instead, the first three of them.
+ * `tools[1].inputSchema.type: …` instead.
  */
 function listingProblem(error: unknown, page: number): string {
+  const issues = schemaIssuesOf(error);
+  if (issues === undefined) return errorMessage(error);
+  // An entry's index is its page's: past the first page, the page is named too.
+  const where = page > 1 ? `, on page ${page}` : "";
+  return `its tools/list answer breaks the MCP schema${where}: ${issues}`;
+}
+
+/**
+ * The issues of a zod error (how the SDK reports an answer that breaks MCP's schema), the first
+ * three of them, as `path: message`; `undefined` for any other error.
+ */
+function schemaIssuesOf(error: unknown): string | undefined {
   const issues = (error as { issues?: unknown } | null)?.issues;
-  if (!Array.isArray(issues) || issues.length === 0) return errorMessage(error);
+  if (!Array.isArray(issues) || issues.length === 0) return undefined;
   const told = issues.slice(0, 3).map((issue: { path?: unknown; message?: unknown }) => {
     const path = Array.isArray(issue.path)
       ? issue.path
@@ -165,7 +184,5 @@ function listingProblem(error: unknown, page: number): string {
     return `${path === "" ? "" : `${path}: `}${String(issue.message)}`;
   });
   const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
-  // An entry's index is its page's: past the first page, the page is named too.
-  const where = page > 1 ? `, on page ${page}` : "";
-  return `its tools/list answer breaks the MCP schema${where}: ${told.join("; ")}${more}`;
+  return `${told.join("; ")}${more}`;
 }

@@ -209,6 +209,44 @@ describe("planning", () => {
     expect(result.error?.message).toContain('more than one step has the id "a"');
   });
 
+  it("sends back arguments nested deeper than 100 levels before walking them, then ends with invalid_plan", async () => {
+    // Written out as text: nested 20,000 levels deep, JSON.stringify itself would run out of stack.
+    const deep = `${'{"a":'.repeat(20_000)}1${"}".repeat(20_000)}`;
+    const tooDeep = [
+      script.text(
+        `{"steps":[{"tool":"calculator","args":{"expression":"1+1"}},{"tool":"add","args":${deep}}]}`,
+      ),
+    ];
+    const { result } = await run(scriptedModel([tooDeep, tooDeep]));
+    expect(result.error).toMatchObject({ code: "invalid_plan" });
+    expect(result.error?.message).toBe(
+      "The planner's plan is still invalid after one correction: the arguments of step 2 nest more than 100 levels deep",
+    );
+
+    let hundred: unknown = 1;
+    for (let level = 1; level < 100; level++) hundred = { a: hundred };
+    const model = scriptedModel([plan([{ tool: "add", args: { a: hundred } }]), plan([]), answer("none")]);
+    await run(model);
+    // 100 levels are read (the schema of add refuses them): the problem sent back is the schema's.
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain('step s1: invalid arguments for \\"add\\"');
+  });
+
+  it("sends back a plan of more than 1,000 steps, then ends with invalid_plan", async () => {
+    const steps = Array.from({ length: 1_001 }, (_, index) => ({
+      tool: "calculator",
+      args: { expression: `${index}+1` },
+    }));
+    const model = scriptedModel([plan(steps), plan(steps.slice(0, 2)), answer("done")]);
+    const { events } = await run(model);
+    expect(JSON.stringify(model.prompts[1]?.at(-1))).toContain(
+      "the plan has 1001 steps, more than the 1000 a plan may have; plan fewer, larger steps",
+    );
+    expect(eventsOf(events, "tool_call")).toHaveLength(2);
+
+    const { result } = await run(scriptedModel([plan(steps), plan(steps)]));
+    expect(result.error).toMatchObject({ code: "invalid_plan" });
+  });
+
   it("ends with invalid_plan when the correction is still invalid", async () => {
     const bad = plan([{ tool: "add", args: { a: "one", b: 2 } }]);
     const { result } = await run(scriptedModel([bad, bad]));
@@ -295,6 +333,42 @@ describe("execution", () => {
       [1, "not run: step a failed"],
     ]);
     expect(result.text).toBe("Partial answer.");
+  });
+
+  it("after maxReplans ends every step that waits on a failed one through others too, each naming the step it waited on", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "d", tool: "lookup", args: { city: "D" }, dependsOn: ["c"] },
+        { id: "a", tool: "lookup", args: { city: "Atlantis" } },
+        { id: "b", tool: "lookup", args: { city: "B" }, dependsOn: ["a"] },
+        { id: "c", tool: "lookup", args: { city: "C" }, dependsOn: ["b"] },
+      ]),
+      answer("Nothing found."),
+    ]);
+    const { events } = await run(model, {}, planExecute({ maxReplans: 0 }));
+    expect(eventsOf(events, "tool_call").map((e) => e.args)).toEqual([{ city: "Atlantis" }]);
+    expect(eventsOf(events, "plan_step_end").map((e) => [e.index, e.error])).toEqual([
+      [1, "no such city"],
+      [2, "not run: step a failed"],
+      [3, "not run: step b failed"],
+      [0, "not run: step c failed"],
+    ]);
+    expect(eventsOf(events, "plan_step_start")).toHaveLength(4);
+  });
+
+  it("runs a plan of the most steps allowed in one dependency chain, each step after the one it waits on", async () => {
+    const steps = Array.from({ length: 1000 }, (_, index) => ({
+      id: `s${index}`,
+      tool: "calculator",
+      args: { expression: `${index}+1` },
+      ...(index === 0 ? {} : { dependsOn: [`s${index - 1}`] }),
+    }));
+    const { events, result } = await run(scriptedModel([plan(steps), answer("Counted.")]));
+    const ends = eventsOf(events, "plan_step_end");
+    expect(ends.map((e) => e.index)).toEqual(steps.map((_step, index) => index));
+    expect(ends.at(-1)).toMatchObject({ stepCount: 1000, result: { result: 1000 } });
+    expect(new Set(eventsOf(events, "tool_call").map((e) => e.toolCallId)).size).toBe(1000);
+    expect(result.text).toBe("Counted.");
   });
 
   it("keeps each step's index and stepCount in the latest plan when the plan goes on without a replan", async () => {

@@ -12,14 +12,17 @@ import {
   type ToolResultMessage,
 } from "@agent-core/core";
 import {
+  inDependencyOrder,
   normalizePlan,
   type PlanReply,
   type PlanStep,
+  planLimitProblems,
   planSchema,
   resolveRefs,
   validatePlan,
 } from "./plan.js";
 import { type Progress, planningPrompt, repairRequest, replanRequest, synthesisPrompt } from "./prompts.js";
+import { StepSchedule } from "./step-schedule.js";
 
 // One turn of plan-execute (plan, execute with replanning, synthesize), and the waves it runs.
 
@@ -43,9 +46,9 @@ export interface Wave {
   readonly byCallId: ReadonlyMap<string, PlanStep>;
   /** A step of the wave already failed before its batch (its reference did not resolve). */
   readonly failedBefore: boolean;
-  /** The plan the wave belongs to, and its steps still to run after the wave. */
+  /** The plan the wave belongs to, and its steps still to run after the wave (read when it resumes: its plan stopped there). */
   readonly plan: PlanStep[];
-  readonly pending: PlanStep[];
+  pending(): PlanStep[];
 }
 
 /** One turn: plan, execute with replanning, synthesize. */
@@ -58,6 +61,10 @@ export class PlanRun {
    * it, also for the steps that go on without a replan (when the budget is spent), a subset of it.
    */
   #latest: PlanStep[] = [];
+  /** Each step's place in `#latest`. */
+  #indexInLatest = new Map<PlanStep, number>();
+  /** Every tool-call id of the history, read from it once per run: the waves add theirs. */
+  #callIds: Set<string> | undefined;
   #replans = 0;
 
   constructor(
@@ -77,11 +84,13 @@ export class PlanRun {
   async resume(ctx: RunContext, turn: number, wave: Wave): Promise<AssistantMessage> {
     this.ctx = ctx;
     this.turn = turn;
+    this.#callIds = undefined;
     const outcome = await this.#runBatch(wave);
+    const pending = wave.pending();
     if (outcome.steered)
-      return this.#finish(await this.#revise([...outcome.cutOff, ...wave.pending], "steering", wave.plan));
-    if (outcome.failed) return this.#finish(await this.#revise(wave.pending, "failure", wave.plan));
-    return this.#finish(await this.#execute(wave.plan, wave.pending));
+      return this.#finish(await this.#revise([...outcome.cutOff, ...pending], "steering", wave.plan));
+    if (outcome.failed) return this.#finish(await this.#revise(pending, "failure", wave.plan));
+    return this.#finish(await this.#execute(wave.plan, pending));
   }
 
   /** Runs the steps left, then streams the answer (a steering message then gets a plan of its own). */
@@ -114,23 +123,21 @@ export class PlanRun {
     const system = planningPrompt(this.ctx.systemPrompt, this.ctx.tools);
     const taken = new Set([...this.#results.keys(), ...this.#failed.keys()]);
     const messages: LlmMessage[] = request ? [{ role: "user", content: request }] : [];
-    let reply = await this.#generate(system, messages);
-    let steps = normalizePlan(reply.object, taken);
-    const problems = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
+    const reply = await this.#generate(system, messages);
+    let { steps, problems } = this.#read(reply.object, taken);
     if (problems.length > 0) {
       messages.push(
         { role: "assistant", content: [{ type: "text", text: reply.text }] },
         { role: "user", content: repairRequest(problems) },
       );
-      reply = await this.#generate(system, messages);
-      steps = normalizePlan(reply.object, taken);
-      const remaining = validatePlan(steps, this.ctx.tools, new Set(this.#results.keys()));
-      if (remaining.length > 0)
+      ({ steps, problems } = this.#read((await this.#generate(system, messages)).object, taken));
+      if (problems.length > 0)
         throw new PlanError(
-          `The planner's plan is still invalid after one correction: ${remaining.join("; ")}`,
+          `The planner's plan is still invalid after one correction: ${problems.join("; ")}`,
         );
     }
     this.#latest = steps;
+    this.#indexInLatest = new Map(steps.map((step, index) => [step, index]));
     this.ctx.emit({
       type: "plan_created",
       steps: steps.map(({ id, tool, args, dependsOn }) => ({
@@ -141,6 +148,14 @@ export class PlanRun {
       })),
     });
     return steps;
+  }
+
+  /** The reply's steps, and its problems; a plan past `planLimitProblems` is not read further. */
+  #read(reply: PlanReply, taken: ReadonlySet<string>): { steps: PlanStep[]; problems: string[] } {
+    const beyondLimits = planLimitProblems(reply);
+    if (beyondLimits.length > 0) return { steps: [], problems: beyondLimits };
+    const steps = normalizePlan(reply, taken);
+    return { steps, problems: validatePlan(steps, this.ctx.tools, new Set(this.#results.keys())) };
   }
 
   async #generate(system: string, messages: readonly LlmMessage[]) {
@@ -166,23 +181,23 @@ export class PlanRun {
    * steps still to run: none when it finished, a revised plan after a failure or steering.
    */
   async #execute(plan: PlanStep[], from: PlanStep[] = plan): Promise<PlanStep[]> {
-    let pending = from;
-    while (pending.length > 0) {
+    const schedule = new StepSchedule(from, (id) => this.#results.has(id));
+    while (schedule.size > 0) {
       const steering = await this.ctx.steering.take();
       if (steering.length > 0) {
         this.ctx.applySteering(steering);
-        return this.#revise(pending, "steering", plan);
+        return this.#revise(schedule.pending(), "steering", plan);
       }
-      const ready = pending.filter((step) => step.dependsOn.every((id) => this.#results.has(id)));
-      const blocked = pending.filter((step) => step.dependsOn.some((id) => this.#failed.has(id)));
+      const ready = schedule.takeReady();
       if (ready.length === 0) {
-        this.#skip(blocked);
+        // None can run: each waits on a failed step, or on a step that waits on one.
+        this.#skip(schedule.pending());
         return this.#revise([], "failure", plan);
       }
-      pending = pending.filter((step) => !ready.includes(step));
-      const outcome = await this.#runWave(ready, plan, pending);
-      if (outcome.steered) return this.#revise([...outcome.cutOff, ...pending], "steering", plan);
-      if (outcome.failed) return this.#revise(pending, "failure", plan);
+      const outcome = await this.#runWave(ready, plan, () => schedule.pending());
+      if (outcome.steered) return this.#revise([...outcome.cutOff, ...schedule.pending()], "steering", plan);
+      if (outcome.failed) return this.#revise(schedule.pending(), "failure", plan);
+      for (const step of ready) schedule.succeeded(step.id);
     }
     return [];
   }
@@ -201,12 +216,13 @@ export class PlanRun {
     return this.#plan(replanRequest({ done: this.#done, failed, notRun: pending, reason }));
   }
 
-  async #runWave(wave: PlanStep[], plan: PlanStep[], pending: PlanStep[]): Promise<BatchOutcome> {
+  async #runWave(wave: PlanStep[], plan: PlanStep[], pending: () => PlanStep[]): Promise<BatchOutcome> {
     const byCallId = new Map<string, PlanStep>();
     const calls: ToolCall[] = [];
     let failed = false;
     // A call's id must be new to the history (the transcript keeper refuses a repeat).
-    const taken = callIdsIn(this.ctx.messages.all);
+    this.#callIds ??= callIdsIn(this.ctx.messages.all);
+    const taken = this.#callIds;
     const prefix = `p${runTag(this.ctx.runId)}_${this.turn}_`;
     for (const step of wave) {
       let args: unknown;
@@ -268,7 +284,7 @@ export class PlanRun {
   #record(step: PlanStep, args: unknown, result: ToolResultMessage): void {
     const base = {
       type: "plan_step_end" as const,
-      index: this.#latest.indexOf(step),
+      index: this.#indexInLatest.get(step) ?? -1,
       stepCount: this.#latest.length,
       tool: step.tool,
       args,
@@ -287,7 +303,7 @@ export class PlanRun {
   #emitStart(step: PlanStep, args: unknown): void {
     this.ctx.emit({
       type: "plan_step_start",
-      index: this.#latest.indexOf(step),
+      index: this.#indexInLatest.get(step) ?? -1,
       stepCount: this.#latest.length,
       tool: step.tool,
       args,
@@ -300,7 +316,7 @@ export class PlanRun {
     this.#failed.set(step.id, error);
     this.ctx.emit({
       type: "plan_step_end",
-      index: this.#latest.indexOf(step),
+      index: this.#indexInLatest.get(step) ?? -1,
       stepCount: this.#latest.length,
       tool: step.tool,
       args: step.args,
@@ -308,8 +324,9 @@ export class PlanRun {
     });
   }
 
+  /** Steps that wait on a failed step, directly or through each other: each ends naming the step it waited on. */
   #skip(steps: PlanStep[]): void {
-    for (const step of steps) {
+    for (const step of inDependencyOrder(steps)) {
       const failedDependency = step.dependsOn.find((id) => this.#failed.has(id));
       this.#notRun(step, `not run: step ${failedDependency} failed`);
     }

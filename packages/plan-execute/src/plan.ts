@@ -17,6 +17,37 @@ export const planSchema = z.object({
 });
 export type PlanReply = z.infer<typeof planSchema>;
 
+/** The most steps one plan may have: far more than a model's context could hold the results of. */
+export const MAX_PLAN_STEPS = 1_000;
+/**
+ * How deep a step's arguments may nest, counting their own object: their `$ref`s are found and
+ * replaced by recursion, which arguments a few thousand levels deep would take past the stack.
+ */
+export const MAX_ARGS_DEPTH = 100;
+
+/**
+ * What keeps a reply from being read as a plan at all, checked before anything walks it: more
+ * than `MAX_PLAN_STEPS` steps, or arguments nested more than `MAX_ARGS_DEPTH` levels.
+ */
+export function planLimitProblems(reply: PlanReply): string[] {
+  if (reply.steps.length > MAX_PLAN_STEPS)
+    return [
+      `the plan has ${reply.steps.length} steps, more than the ${MAX_PLAN_STEPS} a plan may have; plan fewer, larger steps`,
+    ];
+  return reply.steps.flatMap((step, index) =>
+    nestsDeeperThan(step.args, MAX_ARGS_DEPTH)
+      ? [`the arguments of step ${index + 1} nest more than ${MAX_ARGS_DEPTH} levels deep`]
+      : [],
+  );
+}
+
+/** Whether `value` has objects or arrays more than `levels` deep; it looks no deeper than that. */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((item) => nestsDeeperThan(item, levels - 1));
+}
+
 export interface PlanStep {
   id: string;
   tool: string;
@@ -161,6 +192,36 @@ function renameRefs(value: unknown, rename: (id: string) => string): unknown {
   if (value !== null && typeof value === "object")
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, renameRefs(item, rename)]));
   return value;
+}
+
+/**
+ * `steps` ordered so that each comes after those of `steps` it depends on (dependencies outside
+ * `steps` do not count), steps that depend on none first, in their order. A plan has no cycles
+ * (`validatePlan`): every step is placed.
+ */
+export function inDependencyOrder(steps: readonly PlanStep[]): PlanStep[] {
+  const ids = new Set(steps.map((step) => step.id));
+  const waitingOn = new Map<PlanStep, number>();
+  const dependents = new Map<string, PlanStep[]>();
+  const ordered: PlanStep[] = [];
+  for (const step of steps) {
+    const inside = step.dependsOn.filter((id) => ids.has(id));
+    waitingOn.set(step, inside.length);
+    for (const id of inside) {
+      const waiting = dependents.get(id);
+      if (waiting) waiting.push(step);
+      else dependents.set(id, [step]);
+    }
+    if (inside.length === 0) ordered.push(step);
+  }
+  // `ordered` grows while it is read: each step placed may free the steps that wait on it.
+  for (const step of ordered)
+    for (const dependent of dependents.get(step.id) ?? []) {
+      const left = (waitingOn.get(dependent) as number) - 1;
+      waitingOn.set(dependent, left);
+      if (left === 0) ordered.push(dependent);
+    }
+  return ordered;
 }
 
 function findCycle(steps: readonly PlanStep[]): string[] | undefined {
