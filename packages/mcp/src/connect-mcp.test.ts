@@ -51,6 +51,12 @@ describe("connectMcp", () => {
     await expect(missing).rejects.toThrow(
       /^MCP server "no-such-mcp-server --flag": could not connect: .*ENOENT/,
     );
+    // Node's own error would blame the command: "spawn node ENOENT".
+    const nowhere = connectMcp({ command: "node", args: ["server.js"], cwd: "/no/such/dir" });
+    await expect(nowhere).rejects.toThrow(McpServerError);
+    await expect(nowhere).rejects.toThrow(
+      'MCP server "node server.js": could not start: its working directory "/no/such/dir" is not a directory',
+    );
     // Port 9 (discard) on loopback: nothing listens there.
     await expect(connectMcp({ url: "http://127.0.0.1:9/mcp" }, { name: "remote" })).rejects.toThrow(
       /^MCP server "remote": could not connect: /,

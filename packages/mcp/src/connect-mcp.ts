@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { errorMessage, InvalidConfigError } from "@agent-core/core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -37,6 +38,12 @@ export async function connectMcp(
   options: ConnectMcpOptions = {},
 ): Promise<McpConnection> {
   const callTimeoutMs = checkOptions(server, options);
+  // Node's spawn blames the command for a working directory that is not there ("spawn node ENOENT").
+  if (!isHttpServer(server) && server.cwd !== undefined && !isDirectory(server.cwd))
+    throw new McpServerError(
+      options.name ?? describeServer(server),
+      `could not start: its working directory ${JSON.stringify(server.cwd)} is not a directory`,
+    );
   const client = new Client({ name: "agent-core", version });
   const transport = transportFor(server);
   try {
@@ -120,4 +127,8 @@ function envProblem(env: unknown): string | undefined {
     .map(([name]) => name);
   if (notStrings.length === 0) return undefined;
   return `${notStrings.join(", ")} ${notStrings.length === 1 ? "is" : "are"} not a string`;
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
 }

@@ -7,6 +7,7 @@ export interface McpStdioServer {
    * `PATH`, `SHELL`, `TERM`, `USER`, `LOGNAME`): a server does not inherit your secrets unasked.
    */
   env?: Record<string, string>;
+  /** The server's working directory; one that is not there is an `McpServerError` before it starts. */
   cwd?: string;
   /** Where the server's stderr goes: this process's stderr (default), or nowhere. */
   stderr?: "inherit" | "ignore";
