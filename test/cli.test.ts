@@ -390,6 +390,49 @@ describe("the agent-core bin", () => {
     expect(code).toBe(1);
   });
 
+  it("serve stops cleanly on SIGTERM, as a process manager stops it: the run in flight ends aborted, exit 0", {
+    timeout: 30_000,
+  }, async () => {
+    // A slow demo stream, so the run is still going when the signal arrives.
+    const child = spawnBin(["serve", "--port", "0"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    const ended = finished(child);
+    const url = await new Promise<string>((resolve) => {
+      let stdout = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+        if (found) resolve(found);
+      });
+    });
+    const response = await fetch(`${url}/api/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/x-ndjson" },
+      body: JSON.stringify({ prompt: "What is 2+2?" }),
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    child.kill("SIGTERM");
+    let stream = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      stream += new TextDecoder().decode(chunk.value);
+    const { code, stderr } = await ended;
+    expect(stderr).toBe("");
+    expect(JSON.parse(stream.trimEnd().split("\n").at(-1) as string)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
+    expect(code).toBe(0);
+  });
+
+  it("aborts the run cleanly on SIGTERM too", async () => {
+    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    child.stdout.once("data", () => child.kill("SIGTERM"));
+    const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+
   it("chat from a pipe ends with 0 on SIGINT while idle: no run failed", async () => {
     const child = spawnPiped(["chat"], DEMO_ENV);
     const ended = finished(child);
