@@ -1,7 +1,7 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Readable, Writable } from "node:stream";
+import { PassThrough, type Readable, type Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
 import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
@@ -283,6 +283,23 @@ describe("the model limits' options, each over its default", () => {
     expect(between.code).toBe(1);
     expect(between.stdout).toContain("one ");
     expect(between.stdout).toMatch(/✗ timeout: .*100 ms \(timeouts\.chunkMs\)/);
+  });
+
+  it("mcp refuses an unknown orchestrator at start, as run does: bad usage, exit 2, not an error in every call", async () => {
+    let stderr = "";
+    const code = await main(["mcp", "--orchestrator", "nope"], {
+      stdin: new PassThrough(),
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: DEMO_ENV,
+      // Stopped as soon as it serves: a server that started has nothing to say about its options.
+      signal: AbortSignal.abort(),
+    });
+    expect(stderr).toBe(
+      'agent-core: Unknown orchestrator "nope". Registered orchestrators: agentic (default), plan-execute.\n' +
+        "Pass one of them to --orchestrator, or leave the option out for the default.\n",
+    );
+    expect(code).toBe(2);
   });
 
   it("mcp --first-chunk-ms: ask_agent answers isError with the timeout", async () => {
