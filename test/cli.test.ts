@@ -526,6 +526,42 @@ describe("the agent-core bin", () => {
     }
   });
 
+  it("serve on a loopback host spelled another way (LOCALHOST, 127.1) still answers only this machine's names", {
+    timeout: 30_000,
+  }, async () => {
+    for (const host of ["LOCALHOST", "127.1"]) {
+      const child = spawnBin(["serve", "--port", "0", "--host", host], { AGENT_CORE_DEMO_DELAY_MS: "0" });
+      const ended = finished(child);
+      try {
+        const url = await new Promise<string>((resolve) => {
+          let stdout = "";
+          child.stdout.on("data", (chunk: Buffer) => {
+            stdout += chunk.toString();
+            const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+            if (found) resolve(found);
+          });
+        });
+        const status = await new Promise<number>((resolve, reject) => {
+          const request = httpRequest(`${url}/api/runs`, {
+            method: "POST",
+            headers: { host: `rebound.example:${new URL(url).port}`, "content-type": "application/json" },
+          });
+          request.on("error", reject);
+          request.on("response", (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+            request.destroy();
+          });
+          request.end(JSON.stringify({ prompt: "What is 2+2?" }));
+        });
+        expect(status, `--host ${host}`).toBe(403);
+      } finally {
+        child.kill("SIGINT");
+        expect((await ended).code).toBe(0);
+      }
+    }
+  });
+
   it("ends quietly when the reader closes stdout, as `| head -1` does", async () => {
     // A slow demo stream, so the bin is still writing events after the reader has gone.
     const child = spawnBin(["run", "--json", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "50" });
