@@ -1,7 +1,7 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Readable, Writable } from "node:stream";
+import { PassThrough, type Readable, type Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { main } from "@agent-core/cli";
 import { type AgentEvent, parseAgentEvent } from "@agent-core/core";
@@ -285,6 +285,23 @@ describe("the model limits' options, each over its default", () => {
     expect(between.stdout).toMatch(/✗ timeout: .*100 ms \(timeouts\.chunkMs\)/);
   });
 
+  it("mcp refuses an unknown orchestrator at start, as run does: bad usage, exit 2, not an error in every call", async () => {
+    let stderr = "";
+    const code = await main(["mcp", "--orchestrator", "nope"], {
+      stdin: new PassThrough(),
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: DEMO_ENV,
+      // Stopped as soon as it serves: a server that started has nothing to say about its options.
+      signal: AbortSignal.abort(),
+    });
+    expect(stderr).toBe(
+      'agent-core: Unknown orchestrator "nope". Registered orchestrators: agentic (default), plan-execute.\n' +
+        "Pass one of them to --orchestrator, or leave the option out for the default.\n",
+    );
+    expect(code).toBe(2);
+  });
+
   it("mcp --first-chunk-ms: ask_agent answers isError with the timeout", async () => {
     const env = await slowModel();
     const client = new Client({ name: "test", version: "1.0.0" });
@@ -390,6 +407,49 @@ describe("the agent-core bin", () => {
     expect(code).toBe(1);
   });
 
+  it("serve stops cleanly on SIGTERM, as a process manager stops it: the run in flight ends aborted, exit 0", {
+    timeout: 30_000,
+  }, async () => {
+    // A slow demo stream, so the run is still going when the signal arrives.
+    const child = spawnBin(["serve", "--port", "0"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    const ended = finished(child);
+    const url = await new Promise<string>((resolve) => {
+      let stdout = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+        if (found) resolve(found);
+      });
+    });
+    const response = await fetch(`${url}/api/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/x-ndjson" },
+      body: JSON.stringify({ prompt: "What is 2+2?" }),
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    child.kill("SIGTERM");
+    let stream = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      stream += new TextDecoder().decode(chunk.value);
+    const { code, stderr } = await ended;
+    expect(stderr).toBe("");
+    expect(JSON.parse(stream.trimEnd().split("\n").at(-1) as string)).toMatchObject({
+      type: "agent_end",
+      stopReason: "aborted",
+    });
+    expect(code).toBe(0);
+  });
+
+  it("aborts the run cleanly on SIGTERM too", async () => {
+    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    child.stdout.once("data", () => child.kill("SIGTERM"));
+    const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+
   it("chat from a pipe ends with 0 on SIGINT while idle: no run failed", async () => {
     const child = spawnPiped(["chat"], DEMO_ENV);
     const ended = finished(child);
@@ -463,6 +523,42 @@ describe("the agent-core bin", () => {
     } finally {
       child.kill("SIGINT");
       expect((await ended).code).toBe(0);
+    }
+  });
+
+  it("serve on a loopback host spelled another way (LOCALHOST, 127.1) still answers only this machine's names", {
+    timeout: 30_000,
+  }, async () => {
+    for (const host of ["LOCALHOST", "127.1"]) {
+      const child = spawnBin(["serve", "--port", "0", "--host", host], { AGENT_CORE_DEMO_DELAY_MS: "0" });
+      const ended = finished(child);
+      try {
+        const url = await new Promise<string>((resolve) => {
+          let stdout = "";
+          child.stdout.on("data", (chunk: Buffer) => {
+            stdout += chunk.toString();
+            const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+            if (found) resolve(found);
+          });
+        });
+        const status = await new Promise<number>((resolve, reject) => {
+          const request = httpRequest(`${url}/api/runs`, {
+            method: "POST",
+            headers: { host: `rebound.example:${new URL(url).port}`, "content-type": "application/json" },
+          });
+          request.on("error", reject);
+          request.on("response", (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+            request.destroy();
+          });
+          request.end(JSON.stringify({ prompt: "What is 2+2?" }));
+        });
+        expect(status, `--host ${host}`).toBe(403);
+      } finally {
+        child.kill("SIGINT");
+        expect((await ended).code).toBe(0);
+      }
     }
   });
 

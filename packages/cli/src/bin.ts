@@ -3,8 +3,10 @@ import { main } from "./cli.js";
 
 const interrupt = new AbortController();
 // The first Ctrl-C aborts the run cleanly (tools and the model call stop, the summary still prints).
-// `once` removes the listener, so a second Ctrl-C gets Node's default: exit at once.
-process.once("SIGINT", () => interrupt.abort());
+// `once` removes the listener, so a second Ctrl-C gets Node's default: exit at once. SIGTERM, how
+// `kill`, systemd and container runtimes stop a process, stops it as cleanly: `serve` closes its
+// runs' streams with their ends, `mcp` its calls, `run` prints its summary.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => interrupt.abort());
 
 // A reader that closed the pipe (`agent-core run --json "…" | head -1`) has all it wanted: end quietly,
 // as a Unix filter killed by SIGPIPE would, instead of crashing on the next write with an EPIPE stack.

@@ -14,6 +14,6 @@ export interface CliIO {
   stdin?: TerminalInput & Readable;
   stderr: TextSink;
   env: Record<string, string | undefined>;
-  /** Aborting it aborts the run (the bin wires Ctrl-C to it). */
+  /** Aborting it aborts the run (the bin wires Ctrl-C, SIGINT, and SIGTERM to it). */
   signal?: AbortSignal;
 }

@@ -25,6 +25,9 @@ export async function serveMcp(command: McpCommand, io: CliIO): Promise<number> 
   if (stdin === undefined)
     throw new UsageError("agent-core mcp speaks MCP over standard input, and this CLI was given none.");
   const { model, label } = modelFromEnv(command.agent.modelEnv);
+  // One agent now, not only at the first call: options it refuses (an unknown orchestrator) are
+  // bad usage, exit 2, as for run, rather than a server whose every call answers with that error.
+  createCliAgent(command.agent, model);
   const server = createAgentMcpServer({ agent: () => createCliAgent(command.agent, model) });
   const stdout = new Writable({
     write(chunk: Buffer | string, _encoding, done) {

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { isIPv6 } from "node:net";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage, type Logger } from "@agent-core/core";
@@ -91,6 +92,7 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   let durable: Awaited<ReturnType<typeof startDurable>> | undefined;
   let page: ReturnType<typeof createPageServer> | undefined;
   let server: Awaited<ReturnType<typeof serveNode>>;
+  const loopback = loopbackHostname(command.host);
   try {
     durable = command.durable && (await startDurable(command.durable, model, logger));
     page = createPageServer({
@@ -98,7 +100,7 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
       staticDir: command.staticDir,
       logger,
       // On this machine only, only its own names; on a network the names it is reached by are the user's.
-      allowedHostnames: isLoopback(command.host) ? [...LOOPBACK_HOSTNAMES, command.host] : undefined,
+      allowedHostnames: loopback === undefined ? undefined : [...LOOPBACK_HOSTNAMES, loopback],
       ...(durable ? { backend: durable.backend, hookSecret: command.durable?.hookSecret } : {}),
     });
     server = await serveNode(page.fetch, { port: command.port, host: command.host, logger });
@@ -122,8 +124,15 @@ export async function servePage(command: ServeCommand, io: CliIO): Promise<numbe
   return 0;
 }
 
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+/**
+ * `host` as a request's URL names it, when it is one of this machine's loopback addresses; else
+ * undefined. Spelled as the URL parser spells it, so that every way to write one counts: "LOCALHOST"
+ * is "localhost", "127.1" is "127.0.0.1", "0:0:0:0:0:0:0:1" is "[::1]".
+ */
+function loopbackHostname(host: string): string | undefined {
+  const url = `http://${isIPv6(host) ? `[${host}]` : host}/`;
+  const name = URL.canParse(url) ? new URL(url).hostname : host;
+  return name === "localhost" || name === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(name) ? name : undefined;
 }
 
 function startHint(command: ServeCommand): string {
