@@ -77,11 +77,14 @@ describe("agent-core chat in a terminal", () => {
     await chat.waitFor("[exited 0]");
     chat.kill();
 
-    // A new chat: a bad file is refused with one line and changes nothing; the saved one loads.
+    // A new chat, started with a conversation of one message: a bad file is refused with one line
+    // and changes nothing; the saved one loads in its place.
+    const one = join(dir, "one.json");
+    writeFileSync(one, JSON.stringify({ ...saved, messages: saved.messages.slice(0, 1) }));
     const bad = join(dir, "bad.json");
     writeFileSync(bad, JSON.stringify({ version: 1, messages: [{ role: "user", content: 5 }] }));
-    const next = startChat(10);
-    await next.waitFor("/help lists the commands");
+    const next = startChat(10, "--load", one);
+    await next.waitFor(`loaded 1 message from ${one}`);
     next.type(`/load ${bad}`);
     next.press("Enter");
     await next.waitFor(`✗ ${bad}: not a conversation: messages.0.content:`);

@@ -237,7 +237,8 @@ function contextTruncated(event: AgentEventOf<"context_truncated">): string {
   return `… context truncated: dropped ${dropped} (~${plural(event.estimatedTokens, "token")})`;
 }
 
-function plural(count: number, noun: string): string {
+/** "1 message", "2 messages". */
+export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 

@@ -3,6 +3,7 @@ import type { AgentMessage } from "@agent-core/core";
 import type { AgentOptions } from "../agent-options.js";
 import type { CliIO } from "../cli-io.js";
 import { modelFromEnv } from "../provider.js";
+import { plural } from "../render.js";
 import { UsageError } from "../usage-error.js";
 import type { ChatSessionOptions } from "./chat-session.js";
 import { ConversationFileError, loadConversation } from "./conversation-file.js";
@@ -47,7 +48,7 @@ export async function runChat(command: ChatCommand, io: CliIO): Promise<number> 
     const banner = [
       `agent-core chat · ${model.demo ? "[demo] " : ""}${model.label}`,
       "Enter sends; while a run works, Enter steers it and Esc aborts it. /help lists the commands.",
-      ...(messages.length > 0 ? [`${messages.length} messages loaded from ${command.load}`] : []),
+      ...(messages.length > 0 ? [`loaded ${plural(messages.length, "message")} from ${command.load}`] : []),
     ];
     return runInteractiveChat(options, { input, output: io.stdout, color, banner, signal: io.signal });
   }

@@ -1,7 +1,7 @@
 import type { Agent, AgentMessage, MessageInput, RunResult } from "@agent-core/core";
 import { type AgentOptions, createCliAgent } from "../agent-options.js";
 import type { ModelChoice } from "../provider.js";
-import { createHumanRenderer, printable, type TextSink } from "../render.js";
+import { createHumanRenderer, plural, printable, type TextSink } from "../render.js";
 import { loadConversation, saveConversation } from "./conversation-file.js";
 import { historyLines } from "./history-lines.js";
 import { CHAT_KEYS_HELP, parseSlashCommand, type SlashCommand } from "./slash-commands.js";
@@ -282,8 +282,4 @@ function refused({ name, argument }: SlashCommand): string | undefined {
   if ((name === "save" || name === "load") && argument === "")
     return `/${name} needs a file name: /${name} chat.json`;
   return undefined;
-}
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
