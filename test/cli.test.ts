@@ -441,6 +441,25 @@ describe("the agent-core bin", () => {
     expect(code).toBe(0);
   });
 
+  it("a Ctrl-C while the CLI is still loading aborts the run as cleanly as one during it", async () => {
+    // A module hook sends the SIGINT while cli.ts loads: the moment a Ctrl-C typed right after
+    // Enter lands in (loading takes a second or two).
+    const hook = `export async function load(url, context, next) {
+      if (/\\/cli\\/(src|dist)\\/cli\\.[jt]s$/.test(url)) process.kill(process.pid, "SIGINT");
+      return next(url, context);
+    }`;
+    const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
+    const child = spawn(
+      process.execPath,
+      ["--import", `data:text/javascript,${encodeURIComponent(register)}`, ...BIN, "run", "What is 2+2?"],
+      { cwd: root, env: binEnv(DEMO_ENV), stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const { code, stdout, stderr } = await finished(child);
+    expect(stderr).toBe("");
+    expect(stdout).toMatch(/■ aborted · .*\n$/);
+    expect(code).toBe(1);
+  });
+
   it("aborts the run cleanly on SIGTERM too", async () => {
     const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
     child.stdout.once("data", () => child.kill("SIGTERM"));

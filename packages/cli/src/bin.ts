@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-import { main } from "./cli.js";
-
 const interrupt = new AbortController();
 // The first Ctrl-C aborts the run cleanly (tools and the model call stop, the summary still prints).
 // `once` removes the listener, so a second Ctrl-C gets Node's default: exit at once. SIGTERM, how
@@ -16,6 +14,9 @@ for (const stream of [process.stdout, process.stderr])
     process.exit(0);
   });
 
+// Loaded only now, the handlers above in place: loading takes a second or two, and a Ctrl-C then
+// would otherwise kill the process before it could say how the run ended.
+const { main } = await import("./cli.js");
 process.exitCode = await main(process.argv.slice(2), {
   stdin: process.stdin,
   stdout: process.stdout,
