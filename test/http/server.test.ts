@@ -1,8 +1,11 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { AgentClient } from "@agent-core/client";
-import { Agent, InvalidConfigError } from "@agent-core/core";
+import { Agent, defineTool, InvalidConfigError } from "@agent-core/core";
 import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import {
   addNumbers,
   agentEvents,
@@ -87,6 +90,56 @@ describe("POST /runs", () => {
     expect(made).toBe(1);
     await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" }, "bob")).text();
     expect(made).toBe(2);
+  });
+
+  it("counts a conversation idle from its run's end: a run longer than conversationTtlMs keeps its history for the next prompt", async () => {
+    let made = 0;
+    const slow = defineTool({
+      name: "slow",
+      description: "Takes its time",
+      inputSchema: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("done"), 300)),
+    });
+    const { url } = await startServer(
+      () => {
+        made++;
+        return {
+          provider: scriptedModel([
+            [script.toolCall("slow", {})],
+            [script.text("first")],
+            [script.text("second")],
+          ]),
+          tools: [slow],
+        };
+      },
+      { conversationTtlMs: 150 },
+    );
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" })).text();
+    const second = await (await post(`${url}/runs`, { prompt: "two", conversationId: "c" })).text();
+    expect(second).toContain('"text":"second"');
+    expect(made).toBe(1);
+  });
+
+  it("lets go of a conversation's agent once idle for conversationTtlMs, though no other request comes", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let agent: WeakRef<Agent> | undefined;
+    const { url } = await startServer(answer("x"), {
+      conversationTtlMs: 50,
+      retainEndedMs: 0,
+      agent: () => {
+        const made = new Agent({ provider: scriptedModel([[script.text("x")]]) });
+        agent = new WeakRef(made);
+        return made;
+      },
+    });
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" })).text();
+    for (let i = 0; i < 40 && agent?.deref() !== undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      gc();
+    }
+    expect(agent).toBeDefined();
+    expect(agent?.deref()).toBeUndefined();
   });
 
   it("asks an async agent factory once for starts of a new conversation at once, which run in turn on its agent", async () => {

@@ -75,7 +75,10 @@ export interface AgentServerOptions {
    * run's workflow has not received yet, in the database).
    */
   maxQueuedMessages?: number;
-  /** Conversations idle this long are forgotten (default 30 min). */
+  /**
+   * Conversations idle this long, from the end of their last run, are forgotten then (default
+   * 30 min), whether or not another request comes.
+   */
   conversationTtlMs?: number;
   /**
    * How long a start's `Idempotency-Key` is remembered, from the start that first used it
@@ -147,7 +150,7 @@ export function resolveOptions(options: AgentServerOptions) {
 }
 
 /** The longest time a Node timer waits: a longer one fires after 1 ms instead. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * A time a timer waits for (or that an agent's timeouts take, with the same bound): past
