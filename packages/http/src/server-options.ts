@@ -66,7 +66,11 @@ export interface AgentServerOptions {
   maxEventsPerRun?: number;
   /** How long an ended run can still be re-attached to (default 5 min); then it is forgotten (404). */
   retainEndedMs?: number;
-  /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
+  /**
+   * Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers
+   * 503. A run resumed from a suspended one takes that run's place (the suspended run, kept for
+   * re-attaching, no longer counts): a resume is never refused for it.
+   */
   maxRuns?: number;
   /**
    * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
