@@ -246,6 +246,24 @@ describe("POST /runs", () => {
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
   });
 
+  it("answers a path with an empty segment (an extra slash) 404 not-found, as any path that is no route", async () => {
+    const { url } = await startServer(answer("x"), { basePath: "/api" });
+    const runId = (await post(`${url}/api/runs`, { prompt: "hi" })).headers.get("x-run-id");
+    expect((await fetch(`${url}/api/runs/${runId}/events`, { headers: headers() })).status).toBe(200);
+    for (const [method, path] of [
+      ["POST", "/api//runs"],
+      ["POST", "/api/runs/"],
+      ["GET", `//api/runs/${runId}/events`],
+      ["GET", `/api/runs//${runId}/events`],
+      ["GET", `/api/runs/${runId}//events`],
+      ["GET", `/api/runs/${runId}/events/`],
+    ] as const) {
+      const body = method === "POST" ? JSON.stringify({ prompt: "hi" }) : undefined;
+      const response = await fetch(`${url}${path}`, { method, headers: headers(), body });
+      expect([path, response.status, (await response.json()).error.code]).toEqual([path, 404, "not-found"]);
+    }
+  });
+
   it("answers 405 only where another method is a route: its Allow names it, and that method is served", async () => {
     const { url } = await startServer(answer("x"));
     const answers: [string, string, number, string, string | null][] = [];
