@@ -696,6 +696,17 @@ describe("chatTtlMs", () => {
     expect(handler.chatCount).toBe(0);
   });
 
+  it("forgets a chat idle for chatTtlMs though no other post comes", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }), {
+      chatTtlMs: 50,
+    });
+    expect(textOf(await new Page(handler).send("first"))).toBe("one");
+    expect(handler.chatCount).toBe(1);
+    for (let i = 0; i < 40 && handler.chatCount > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(handler.chatCount).toBe(0);
+  });
+
   it("counts idle time from the end of the answer, not from the post that asked for it", async () => {
     // The answer takes 800 ms; the next post comes 700 ms after it ended, 1.5 s after the first.
     const { clock, page } = clockedPage(800);
