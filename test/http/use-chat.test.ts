@@ -659,6 +659,27 @@ describe("the other refusals the docs name", () => {
   });
 });
 
+describe("posts at once", () => {
+  it("asks the agent factory once for two posts at once of a new chat (a double submit); one is answered, the other refused", async () => {
+    let made = 0;
+    const handler = chatHandler(() => ({}), {
+      agent: async () => {
+        made++;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return new Agent({ provider: scriptedModel([[script.text("one")]]) });
+      },
+    });
+    const page = new Page(handler);
+    page.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "first" }] });
+    const [a, b] = await Promise.all([page.post(), page.post()]);
+    expect(made).toBe(1);
+    const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
+    expect(textOf(await readAnswer(answered))).toBe("one");
+    expect((await refusal(refused))[0]).toBe(409);
+    expect(handler.chatCount).toBe(1);
+  });
+});
+
 describe("chatTtlMs", () => {
   /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
   function clockedPage(toolMs: number) {

@@ -34,6 +34,8 @@ export interface UseChatHandler {
 export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHandler {
   const config = resolveUseChatOptions(options);
   const sessions = new ChatSessions(config.chatTtlMs, config.now);
+  /** Chats whose agent is being made, by user and chat id: posts at once of a new chat share it. */
+  const making = new Map<string, Promise<ChatSession>>();
   const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 }, "rateLimit");
   const body = chatRequestBody(config.maxMessages);
 
@@ -77,8 +79,25 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         "chat-not-found",
         `The server has no chat "${chatId}" (it was forgotten, or never was): start a new one.`,
       );
-    const agent = await options.agent({ userId, conversationId: chatId, documentId: undefined });
-    return sessions.get(userId, chatId) ?? sessions.add(userId, chatId, agent);
+    // A page that posts twice at once (a double submit) must not have the agent made twice: the
+    // factory is asked once per chat, and both posts go on with the one session.
+    const name = `${userId}\u0000${chatId}`;
+    let made = making.get(name);
+    if (made === undefined) {
+      made = (async () =>
+        sessions.add(
+          userId,
+          chatId,
+          await options.agent({ userId, conversationId: chatId, documentId: undefined }),
+        ))();
+      making.set(name, made);
+      // Made or failed, it is no longer being made: a failed factory is asked again next time.
+      made.then(
+        () => making.delete(name),
+        () => making.delete(name),
+      );
+    }
+    return made;
   }
 
   function prompt(
