@@ -621,6 +621,22 @@ describe("what a page resends is checked against the server's chat", () => {
 });
 
 describe("the other refusals the docs name", () => {
+  it("names the field that is wrong in a malformed part, not its type", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }));
+    const issuesOf = async (part: Record<string, unknown>) => {
+      const messages = [{ id: "u1", role: "user", parts: [part] }];
+      const response = await handler.fetch(chatRequest({ id: "c", messages, trigger: "submit-message" }));
+      expect(response.status).toBe(400);
+      return ((await response.json()).error.issues as { path: string }[]).map((issue) => issue.path);
+    };
+    expect(await issuesOf({ type: "text", text: 5 })).toEqual(["messages.0.parts.0.text"]);
+    expect(await issuesOf({ type: "text" })).toEqual(["messages.0.parts.0.text"]);
+    const call = { type: "tool-get_location", toolCallId: "c1", state: "output-error", input: {} };
+    expect(await issuesOf({ ...call, errorText: 5 })).toEqual(["messages.0.parts.0.errorText"]);
+    expect(await issuesOf({ ...call, state: "done" })).toEqual(["messages.0.parts.0.state"]);
+    expect(await issuesOf({ type: "" })).toEqual(["messages.0.parts.0.type"]);
+  });
+
   it("empty-message, invalid-approval, invalid-json, unsupported-media-type, rate-limited", async () => {
     const handler = chatHandler(
       () => ({
