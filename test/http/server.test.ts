@@ -557,6 +557,51 @@ describe("close()", () => {
   }, 15_000);
 });
 
+describe("close() and suspended runs", () => {
+  it("refuses the result that would resume a suspended run while close() runs: 503 server-closing, nothing resumes", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "Ignores aborts for a while",
+      inputSchema: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("late"), 2_000)),
+    });
+    const resumedModel = scriptedModel([
+      [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+      [script.text("resumed")],
+    ]);
+    const agents = [
+      new Agent({ provider: resumedModel, tools: [readPage] }),
+      // Holds close() while it waits for this run to end (an abandoned tool, up to abortGraceMs).
+      new Agent({
+        provider: scriptedModel([[script.toolCall("stubborn", {})], [script.text("x")]]),
+        tools: [stubborn],
+        limits: { abortGraceMs: 1_000 },
+      }),
+    ];
+    const { url, server } = await startServer(answer("x"), {
+      clientTools: "suspend",
+      agent: () => agents.shift() as Agent,
+    });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as {
+      runId: string;
+      pendingClientTools: { hookToken: string }[];
+    };
+    const busy = new NdjsonReader(await post(`${url}/runs`, { prompt: "hold" }));
+    await busy.until(ofType("tool_call"));
+    const closed = server.close();
+    const result = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token: end.pendingClientTools[0]?.hookToken,
+      result: "Title",
+    });
+    expect([result.status, await result.json()]).toMatchObject([503, { error: { code: "server-closing" } }]);
+    await closed;
+    // The model was asked once: the suspended run never went on.
+    expect(resumedModel.prompts).toHaveLength(1);
+    expect(server.runCount).toBe(0);
+  });
+});
+
 describe("steer, follow-up and cancel", () => {
   it("steers a running server run from the client: the model sees the message at the next boundary", async () => {
     let release!: () => void;

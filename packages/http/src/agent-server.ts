@@ -77,6 +77,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     rateLimit: options.rateLimits?.callback,
     anyRun,
     track,
+    closing: () => closing,
   });
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */

@@ -126,6 +126,7 @@ function countedRuns(runs: ReadonlyMap<string, ServerRun>): number {
   return counted;
 }
 
-function closingError(): HttpError {
+/** The refusal of what would begin a run (a start, a suspended run's last result) once `close()` began. */
+export function closingError(): HttpError {
   return new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
 }

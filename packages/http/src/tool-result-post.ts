@@ -7,6 +7,7 @@ import { HttpError } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
 import { readJsonBody } from "./request-parsing.js";
 import type { BackendRun } from "./run-backend.js";
+import { closingError } from "./run-start.js";
 import type { Principal, RateLimit, resolveOptions } from "./server-options.js";
 import type { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
@@ -37,6 +38,8 @@ export interface ToolResultPostContext {
   anyRun(runId: string): Promise<ServerRun | undefined>;
   /** Keeps a run the backend gave (a resumed one). */
   track(run: BackendRun, outliveStream: boolean): ServerRun;
+  /** Whether the server is closing: it begins no more runs, resumed ones included. */
+  closing(): boolean;
 }
 
 /**
@@ -133,6 +136,9 @@ export class ToolResultPosts {
     toolCallId: string,
     outcome: ClientToolOutcome,
   ): Promise<string | undefined> {
+    // A resumed run is a new run: close() would neither abort it nor wait for it. Refused before the
+    // run takes the result, which a post to a server that is not closing can then deliver.
+    if (this.#context.closing() && run.resumesWith(toolCallId)) throw closingError();
     const resumed = await run.run.submitToolResult(toolCallId, outcome);
     run.answered(toolCallId);
     if (resumed === undefined) return undefined;
