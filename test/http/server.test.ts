@@ -599,6 +599,13 @@ describe("close() and suspended runs", () => {
     // The model was asked once: the suspended run never went on.
     expect(resumedModel.prompts).toHaveLength(1);
     expect(server.runCount).toBe(0);
+    // Posted again once the server forgot its runs: no run took it, and the answer says so (not 204).
+    const again = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token: end.pendingClientTools[0]?.hookToken,
+      result: "Title",
+    });
+    expect([again.status, await again.text()]).toEqual([410, expect.stringContaining('"call-ended"')]);
   });
 });
 

@@ -103,19 +103,17 @@ export class ToolResultPosts {
       // the run it resumed, and delivers it where the post that recorded it failed (its database
       // went away). A call that no longer waits had its result, or has ended; any other failure
       // is this post's answer, which may be retried: a 204 would say the result was taken.
-      if (run !== undefined && run.continuedAs === undefined)
+      // A run neither kept here nor found by the backend (forgotten, or the server closed) takes
+      // nothing: a 204 would say it took this result.
+      if (run === undefined) throw callEnded();
+      if (run.continuedAs === undefined)
         await this.#deliver(run, claims.toolCallId, outcome).catch((error: unknown) => {
           if (!(error instanceof ClientToolError)) throw error;
         });
-      return run?.continuedAs;
+      return run.continuedAs;
     }
     const waiting = run?.waitingCall(claims.toolCallId);
-    if (run === undefined || waiting === undefined)
-      throw new HttpError(
-        410,
-        "call-ended",
-        "The tool call no longer waits for a result (it timed out or the run ended).",
-      );
+    if (run === undefined || waiting === undefined) throw callEnded();
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
       throw new HttpError(
         403,
@@ -149,4 +147,12 @@ export class ToolResultPosts {
     }
     return run.continuedAs;
   }
+}
+
+function callEnded(): HttpError {
+  return new HttpError(
+    410,
+    "call-ended",
+    "The tool call no longer waits for a result (it timed out or the run ended).",
+  );
 }
