@@ -696,6 +696,27 @@ describe("posts at once", () => {
   });
 });
 
+describe("an agent factory that gives no agent", () => {
+  it("fails that chat's post with a 500 and keeps no chat of it: the other chats go on", async () => {
+    const lines: unknown[] = [];
+    const log = (fields: Record<string, unknown>) => lines.push(String(fields.err));
+    const handler = chatHandler(() => ({}), {
+      agent: ({ conversationId }) =>
+        (conversationId === "broken"
+          ? undefined
+          : new Agent({ provider: scriptedModel([[script.text("one")]]) })) as Agent,
+      logger: { error: log, warn: log, info: log, debug: log },
+    });
+    const page = new Page(handler, "broken");
+    page.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "first" }] });
+    const broken = await page.post();
+    expect(broken.status).toBe(500);
+    expect(handler.chatCount).toBe(0);
+    expect(lines).toEqual(["TypeError: agent() must return an Agent (or a promise of one), got undefined."]);
+    expect(textOf(await new Page(handler, "fine").send("first"))).toBe("one");
+  });
+});
+
 describe("chatTtlMs", () => {
   /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
   function clockedPage(toolMs: number) {

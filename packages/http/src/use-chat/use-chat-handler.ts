@@ -5,6 +5,7 @@ import { HttpError } from "../http-error.js";
 import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
+import { checkedAgent } from "../run-backend.js";
 import { chatRequestBody } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
@@ -88,7 +89,7 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         sessions.add(
           userId,
           chatId,
-          await options.agent({ userId, conversationId: chatId, documentId: undefined }),
+          checkedAgent(await options.agent({ userId, conversationId: chatId, documentId: undefined })),
         ))();
       making.set(name, made);
       // Made or failed, it is no longer being made: a failed factory is asked again next time.
