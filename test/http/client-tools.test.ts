@@ -459,6 +459,32 @@ describe("a client tool over HTTP", () => {
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
   });
 
+  it("counts a run resumed from a suspended run in that run's place toward maxRuns: the resume does not use a second place", async () => {
+    const { url } = await startServer(twoCallsInOneReply, {
+      clientTools: "suspend",
+      maxRuns: 2,
+      rateLimits: { start: false },
+    });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: { toolCallId: string; hookToken: string }[] };
+    for (const [index, call] of end.pendingClientTools.entries()) {
+      const answer = await post(`${url}/runs/${end.runId}/tool-results`, {
+        toolCallId: call.toolCallId,
+        token: call.hookToken,
+        result: "text",
+      });
+      expect(answer.status).toBe(index === 0 ? 204 : 202);
+    }
+    // The resumed run holds the suspended run's place: one place is left for a start.
+    const second = await post(`${url}/runs`, { prompt: "go" });
+    expect(second.status).toBe(200);
+    await second.text();
+    const third = await post(`${url}/runs`, { prompt: "go" });
+    expect([third.status, (await third.json()).error.code]).toEqual([503, "server-busy"]);
+  });
+
   it("replays a suspended run's agent_end with the calls that no longer take a result without their hookToken", async () => {
     const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<

@@ -55,6 +55,34 @@ describe("the server's logger", () => {
     expect(consoleError).not.toHaveBeenCalled();
   });
 
+  it("fails a start whose agent() returned no agent with a logged TypeError that says so, and leaves no rejection unhandled", async () => {
+    const logger = recordingLogger();
+    const server = createAgentServer({
+      agent: (() => undefined) as never,
+      authorize: () => ({ userId: "alice" }),
+      hookSecret: SECRET,
+      logger,
+    });
+    const start = (conversationId?: string) =>
+      server.fetch(
+        new Request("http://localhost/runs", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ prompt: "hi", conversationId }),
+        }),
+      );
+    const unhandled = await unhandledRejectionsOf(async () => {
+      expect((await start("c")).status).toBe(500);
+      expect((await start()).status).toBe(500);
+    });
+    await server.close();
+    expect(unhandled).toEqual([]);
+    expect(logger.lines.map((line) => String(line.fields.err))).toEqual([
+      "TypeError: agent() must return an Agent (or a promise of one), got undefined.",
+      "TypeError: agent() must return an Agent (or a promise of one), got undefined.",
+    ]);
+  });
+
   it("serveNode logs a handler that threw", async () => {
     const logger = recordingLogger();
     const node = await serveNode(

@@ -1,8 +1,11 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { AgentClient } from "@agent-core/client";
-import { Agent, InvalidConfigError } from "@agent-core/core";
+import { Agent, defineTool, InvalidConfigError } from "@agent-core/core";
 import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import {
   addNumbers,
   agentEvents,
@@ -87,6 +90,56 @@ describe("POST /runs", () => {
     expect(made).toBe(1);
     await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" }, "bob")).text();
     expect(made).toBe(2);
+  });
+
+  it("counts a conversation idle from its run's end: a run longer than conversationTtlMs keeps its history for the next prompt", async () => {
+    let made = 0;
+    const slow = defineTool({
+      name: "slow",
+      description: "Takes its time",
+      inputSchema: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("done"), 300)),
+    });
+    const { url } = await startServer(
+      () => {
+        made++;
+        return {
+          provider: scriptedModel([
+            [script.toolCall("slow", {})],
+            [script.text("first")],
+            [script.text("second")],
+          ]),
+          tools: [slow],
+        };
+      },
+      { conversationTtlMs: 150 },
+    );
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" })).text();
+    const second = await (await post(`${url}/runs`, { prompt: "two", conversationId: "c" })).text();
+    expect(second).toContain('"text":"second"');
+    expect(made).toBe(1);
+  });
+
+  it("lets go of a conversation's agent once idle for conversationTtlMs, though no other request comes", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let agent: WeakRef<Agent> | undefined;
+    const { url } = await startServer(answer("x"), {
+      conversationTtlMs: 50,
+      retainEndedMs: 0,
+      agent: () => {
+        const made = new Agent({ provider: scriptedModel([[script.text("x")]]) });
+        agent = new WeakRef(made);
+        return made;
+      },
+    });
+    await (await post(`${url}/runs`, { prompt: "one", conversationId: "c" })).text();
+    for (let i = 0; i < 40 && agent?.deref() !== undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      gc();
+    }
+    expect(agent).toBeDefined();
+    expect(agent?.deref()).toBeUndefined();
   });
 
   it("asks an async agent factory once for starts of a new conversation at once, which run in turn on its agent", async () => {
@@ -191,6 +244,24 @@ describe("POST /runs", () => {
     const wrong = await fetch(`${url}/api/runs`, { headers: headers() });
     expect([wrong.status, wrong.headers.get("allow")]).toEqual([405, "POST"]);
     expect((await post(`${url}/api/runs/r1/unknown`, {})).status).toBe(404);
+  });
+
+  it("answers a path with an empty segment (an extra slash) 404 not-found, as any path that is no route", async () => {
+    const { url } = await startServer(answer("x"), { basePath: "/api" });
+    const runId = (await post(`${url}/api/runs`, { prompt: "hi" })).headers.get("x-run-id");
+    expect((await fetch(`${url}/api/runs/${runId}/events`, { headers: headers() })).status).toBe(200);
+    for (const [method, path] of [
+      ["POST", "/api//runs"],
+      ["POST", "/api/runs/"],
+      ["GET", `//api/runs/${runId}/events`],
+      ["GET", `/api/runs//${runId}/events`],
+      ["GET", `/api/runs/${runId}//events`],
+      ["GET", `/api/runs/${runId}/events/`],
+    ] as const) {
+      const body = method === "POST" ? JSON.stringify({ prompt: "hi" }) : undefined;
+      const response = await fetch(`${url}${path}`, { method, headers: headers(), body });
+      expect([path, response.status, (await response.json()).error.code]).toEqual([path, 404, "not-found"]);
+    }
   });
 
   it("answers 405 only where another method is a route: its Allow names it, and that method is served", async () => {
@@ -484,6 +555,58 @@ describe("close()", () => {
     await vi.waitFor(() => expect(made[1]?.busy).toBe(false), { timeout: 1_000 });
     expect(second.server.runCount).toBe(0);
   }, 15_000);
+});
+
+describe("close() and suspended runs", () => {
+  it("refuses the result that would resume a suspended run while close() runs: 503 server-closing, nothing resumes", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "Ignores aborts for a while",
+      inputSchema: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("late"), 2_000)),
+    });
+    const resumedModel = scriptedModel([
+      [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+      [script.text("resumed")],
+    ]);
+    const agents = [
+      new Agent({ provider: resumedModel, tools: [readPage] }),
+      // Holds close() while it waits for this run to end (an abandoned tool, up to abortGraceMs).
+      new Agent({
+        provider: scriptedModel([[script.toolCall("stubborn", {})], [script.text("x")]]),
+        tools: [stubborn],
+        limits: { abortGraceMs: 1_000 },
+      }),
+    ];
+    const { url, server } = await startServer(answer("x"), {
+      clientTools: "suspend",
+      agent: () => agents.shift() as Agent,
+    });
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as {
+      runId: string;
+      pendingClientTools: { hookToken: string }[];
+    };
+    const busy = new NdjsonReader(await post(`${url}/runs`, { prompt: "hold" }));
+    await busy.until(ofType("tool_call"));
+    const closed = server.close();
+    const result = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token: end.pendingClientTools[0]?.hookToken,
+      result: "Title",
+    });
+    expect([result.status, await result.json()]).toMatchObject([503, { error: { code: "server-closing" } }]);
+    await closed;
+    // The model was asked once: the suspended run never went on.
+    expect(resumedModel.prompts).toHaveLength(1);
+    expect(server.runCount).toBe(0);
+    // Posted again once the server forgot its runs: no run took it, and the answer says so (not 204).
+    const again = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token: end.pendingClientTools[0]?.hookToken,
+      result: "Title",
+    });
+    expect([again.status, await again.text()]).toEqual([410, expect.stringContaining('"call-ended"')]);
+  });
 });
 
 describe("steer, follow-up and cancel", () => {

@@ -621,6 +621,22 @@ describe("what a page resends is checked against the server's chat", () => {
 });
 
 describe("the other refusals the docs name", () => {
+  it("names the field that is wrong in a malformed part, not its type", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }));
+    const issuesOf = async (part: Record<string, unknown>) => {
+      const messages = [{ id: "u1", role: "user", parts: [part] }];
+      const response = await handler.fetch(chatRequest({ id: "c", messages, trigger: "submit-message" }));
+      expect(response.status).toBe(400);
+      return ((await response.json()).error.issues as { path: string }[]).map((issue) => issue.path);
+    };
+    expect(await issuesOf({ type: "text", text: 5 })).toEqual(["messages.0.parts.0.text"]);
+    expect(await issuesOf({ type: "text" })).toEqual(["messages.0.parts.0.text"]);
+    const call = { type: "tool-get_location", toolCallId: "c1", state: "output-error", input: {} };
+    expect(await issuesOf({ ...call, errorText: 5 })).toEqual(["messages.0.parts.0.errorText"]);
+    expect(await issuesOf({ ...call, state: "done" })).toEqual(["messages.0.parts.0.state"]);
+    expect(await issuesOf({ type: "" })).toEqual(["messages.0.parts.0.type"]);
+  });
+
   it("empty-message, invalid-approval, invalid-json, unsupported-media-type, rate-limited", async () => {
     const handler = chatHandler(
       () => ({
@@ -659,6 +675,48 @@ describe("the other refusals the docs name", () => {
   });
 });
 
+describe("posts at once", () => {
+  it("asks the agent factory once for two posts at once of a new chat (a double submit); one is answered, the other refused", async () => {
+    let made = 0;
+    const handler = chatHandler(() => ({}), {
+      agent: async () => {
+        made++;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return new Agent({ provider: scriptedModel([[script.text("one")]]) });
+      },
+    });
+    const page = new Page(handler);
+    page.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "first" }] });
+    const [a, b] = await Promise.all([page.post(), page.post()]);
+    expect(made).toBe(1);
+    const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
+    expect(textOf(await readAnswer(answered))).toBe("one");
+    expect((await refusal(refused))[0]).toBe(409);
+    expect(handler.chatCount).toBe(1);
+  });
+});
+
+describe("an agent factory that gives no agent", () => {
+  it("fails that chat's post with a 500 and keeps no chat of it: the other chats go on", async () => {
+    const lines: unknown[] = [];
+    const log = (fields: Record<string, unknown>) => lines.push(String(fields.err));
+    const handler = chatHandler(() => ({}), {
+      agent: ({ conversationId }) =>
+        (conversationId === "broken"
+          ? undefined
+          : new Agent({ provider: scriptedModel([[script.text("one")]]) })) as Agent,
+      logger: { error: log, warn: log, info: log, debug: log },
+    });
+    const page = new Page(handler, "broken");
+    page.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "first" }] });
+    const broken = await page.post();
+    expect(broken.status).toBe(500);
+    expect(handler.chatCount).toBe(0);
+    expect(lines).toEqual(["TypeError: agent() must return an Agent (or a promise of one), got undefined."]);
+    expect(textOf(await new Page(handler, "fine").send("first"))).toBe("one");
+  });
+});
+
 describe("chatTtlMs", () => {
   /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
   function clockedPage(toolMs: number) {
@@ -693,6 +751,17 @@ describe("chatTtlMs", () => {
     clock.now = 1_001;
     page.messages.push({ id: "u2", role: "user", parts: [{ type: "text", text: "second" }] });
     expect(await refusal(await page.post())).toEqual([404, "chat-not-found"]);
+    expect(handler.chatCount).toBe(0);
+  });
+
+  it("forgets a chat idle for chatTtlMs though no other post comes", async () => {
+    const handler = chatHandler(() => ({ provider: scriptedModel([[script.text("one")]]) }), {
+      chatTtlMs: 50,
+    });
+    expect(textOf(await new Page(handler).send("first"))).toBe("one");
+    expect(handler.chatCount).toBe(1);
+    for (let i = 0; i < 40 && handler.chatCount > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     expect(handler.chatCount).toBe(0);
   });
 

@@ -77,6 +77,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     rateLimit: options.rateLimits?.callback,
     anyRun,
     track,
+    closing: () => closing,
   });
 
   /** A run the server keeps: its log, its tokens, and its forgetting once it ended. */
@@ -160,8 +161,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     // The base path is a whole segment: with "/api", "/apiruns" is no route.
     const rest = url.pathname.slice(config.basePath.length);
     if (!url.pathname.startsWith(config.basePath) || (rest !== "" && !rest.startsWith("/"))) throw notFound();
-    const parts = rest.split("/").filter(Boolean);
-    const allowed = routeMethod(parts);
+    // Every segment counts, an empty one too: "//runs" or "/runs//r1/events" is no route, and
+    // answering it as one would make two addresses of each (caches, logs and proxy rules see two).
+    const parts = rest.split("/").slice(1);
+    const allowed = parts.includes("") ? undefined : routeMethod(parts);
     if (allowed === undefined) throw notFound();
     const principal = await authorizedPrincipal(options.authorize, request);
     if (request.method !== allowed) throw notAllowed(allowed);

@@ -74,6 +74,23 @@ describe("afterOf", () => {
       "invalid-after",
     ]);
   });
+
+  it("refuses ?after= given more than once with 400 invalid-after that says so, whatever the values", () => {
+    for (const query of ["?after=1&after=5", "?after=5&after=1", "?after=3&after=3", "?after=2&after="]) {
+      let refused: unknown;
+      try {
+        afterOf(events(query));
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(HttpError);
+      expect(refused).toMatchObject({
+        status: 400,
+        code: "invalid-after",
+        message: expect.stringMatching(/once/),
+      });
+    }
+  });
 });
 
 describe("readJsonBody", () => {

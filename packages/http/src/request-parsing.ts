@@ -10,7 +10,15 @@ import { HttpError } from "./http-error.js";
  * last event it got, and must not get the events in between twice.
  */
 export function afterOf(request: Request): number {
-  const query = seqOf(new URL(request.url).searchParams.get("after"));
+  const given = new URL(request.url).searchParams.getAll("after");
+  // Which one the client meant cannot be told: taking either could skip events or send some twice.
+  if (given.length > 1)
+    throw new HttpError(
+      400,
+      "invalid-after",
+      `Give after once; it was given ${given.length} times (${given.map((raw) => `"${raw}"`).join(", ")}).`,
+    );
+  const query = seqOf(given[0] ?? null);
   const header = seqOf(request.headers.get("last-event-id"));
   return Math.max(query, header);
 }

@@ -1,5 +1,6 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
 import { HttpError } from "./http-error.js";
+import { MAX_TIMER_MS } from "./server-options.js";
 import type { StartKey } from "./start-keys.js";
 
 /** What the server knows when it needs an agent for a conversation. */
@@ -84,7 +85,15 @@ export interface Subscription {
 interface Conversation {
   agent: Promise<Agent>;
   made?: Agent;
+  /** When it was last asked for, or a run of its agent last ended: idle from then. */
   usedAt: number;
+  /** Forgets it once idle for `conversationTtlMs`, whether or not another request comes. */
+  forgetTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Stops following its agent's runs: an agent the factory gives several conversations keeps no
+   * listener of a forgotten one.
+   */
+  stopListening: (() => void) | undefined;
 }
 
 /**
@@ -106,23 +115,62 @@ export function memoryBackend(
    */
   const conversations = new Map<string, Conversation>();
 
-  function forgetIdleConversations(): void {
-    const now = options.now();
-    for (const [key, { made, usedAt }] of conversations)
-      if (made !== undefined && !made.busy && now - usedAt > options.conversationTtlMs)
-        conversations.delete(key);
+  /**
+   * Forgets the conversation after `waitMs`, if it was idle (its agent made and not busy) for
+   * `conversationTtlMs` by then; else looks again once it may be. A timer, not a sweep on the next
+   * start: a server that gets no more starts must still let go of its agents and their histories.
+   */
+  function forgetWhenIdle(key: string, conversation: Conversation, waitMs: number): void {
+    conversation.forgetTimer = setTimeout(
+      () => {
+        const busy = conversation.made === undefined || conversation.made.busy;
+        const idleFor = options.now() - conversation.usedAt;
+        if (!busy && idleFor >= options.conversationTtlMs) {
+          forget(key, conversation);
+          return;
+        }
+        forgetWhenIdle(
+          key,
+          conversation,
+          busy ? options.conversationTtlMs : options.conversationTtlMs - idleFor,
+        );
+      },
+      // A longer wait would fire after 1 ms: it is waited for in steps.
+      Math.min(waitMs, MAX_TIMER_MS),
+    );
+    // Forgetting a conversation later is no reason to keep the process alive.
+    conversation.forgetTimer.unref?.();
+  }
+
+  function forget(key: string, conversation: Conversation): void {
+    clearTimeout(conversation.forgetTimer);
+    conversation.stopListening?.();
+    if (conversations.get(key) === conversation) conversations.delete(key);
   }
 
   function agentFor(request: AgentRequest): Promise<Agent> {
-    if (request.conversationId === undefined) return Promise.resolve(makeAgent(request));
+    if (request.conversationId === undefined) return madeAgent(request);
     const key = `${request.userId}\u0000${request.conversationId}`;
     let conversation = conversations.get(key);
     if (conversation === undefined) {
-      const kept: Conversation = { agent: Promise.resolve(makeAgent(request)), usedAt: options.now() };
+      const kept: Conversation = {
+        agent: madeAgent(request),
+        usedAt: options.now(),
+        forgetTimer: undefined,
+        stopListening: undefined,
+      };
       conversations.set(key, kept);
       kept.agent.then(
         (agent) => {
           kept.made = agent;
+          // Made after close() forgot every conversation: nothing to follow.
+          if (conversations.get(key) !== kept) return;
+          // Idle from the end of its last run, not from its start: a run longer than the TTL
+          // leaves a conversation the user has only just been answered in.
+          kept.stopListening = agent.on("agent_end", () => {
+            kept.usedAt = options.now();
+          });
+          forgetWhenIdle(key, kept, options.conversationTtlMs);
         },
         // A factory that failed is asked again by the conversation's next start.
         () => {
@@ -135,10 +183,13 @@ export function memoryBackend(
     return conversation.agent;
   }
 
+  async function madeAgent(request: AgentRequest): Promise<Agent> {
+    return checkedAgent(await makeAgent(request));
+  }
+
   return {
     runsOutliveStreams: false,
     async start(request, prompt) {
-      forgetIdleConversations();
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
       const run = agent.prompt(prompt, options.promptOptions(agent));
@@ -147,9 +198,19 @@ export function memoryBackend(
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
     close() {
-      conversations.clear();
+      for (const [key, conversation] of conversations) forget(key, conversation);
     },
   };
+}
+
+/**
+ * What an `agent` factory gave, checked: anything but an agent (an async factory that forgot to
+ * return) fails the request, as a factory that threw, instead of breaking where it is used later.
+ */
+export function checkedAgent(agent: unknown): Agent {
+  if (typeof (agent as Agent | undefined)?.prompt !== "function" || typeof (agent as Agent).on !== "function")
+    throw new TypeError(`agent() must return an Agent (or a promise of one), got ${String(agent)}.`);
+  return agent as Agent;
 }
 
 function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {

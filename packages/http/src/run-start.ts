@@ -78,7 +78,7 @@ export class RunStarts {
   async #begin(principal: Principal, body: z.output<typeof promptBody>, key?: StartKey) {
     const { config, backend, runs, track } = this.#context;
     // Starts still awaiting their agent count too, or concurrent starts would all pass the check.
-    if (runs.size + this.#starting.size >= config.maxRuns)
+    if (countedRuns(runs) + this.#starting.size >= config.maxRuns)
       throw new HttpError(503, "server-busy", "Too many runs in progress; try again shortly.", {
         headers: { "retry-after": "1" },
       });
@@ -114,6 +114,19 @@ export class RunStarts {
   }
 }
 
-function closingError(): HttpError {
+/**
+ * The runs counted against `maxRuns`: every run kept but a suspended run that was resumed, whose
+ * place the run that resumed it took (it is kept only to be re-attached to). So a resume, which
+ * only a start already counted can lead to, never needs a place of its own: refusing it would
+ * strand the user's calls on a full server until suspended runs are forgotten.
+ */
+function countedRuns(runs: ReadonlyMap<string, ServerRun>): number {
+  let counted = 0;
+  for (const run of runs.values()) if (run.continuedAs === undefined) counted++;
+  return counted;
+}
+
+/** The refusal of what would begin a run (a start, a suspended run's last result) once `close()` began. */
+export function closingError(): HttpError {
   return new HttpError(503, "server-closing", "The server is closing; start the run elsewhere.");
 }

@@ -66,7 +66,11 @@ export interface AgentServerOptions {
   maxEventsPerRun?: number;
   /** How long an ended run can still be re-attached to (default 5 min); then it is forgotten (404). */
   retainEndedMs?: number;
-  /** Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers 503. */
+  /**
+   * Runs kept at once, starting, running or ended (default 10,000); past it `POST /runs` answers
+   * 503. A run resumed from a suspended one takes that run's place (the suspended run, kept for
+   * re-attaching, no longer counts): a resume is never refused for it.
+   */
   maxRuns?: number;
   /**
    * Steering and follow-up messages a run may have waiting to be taken, together (default 100):
@@ -75,7 +79,10 @@ export interface AgentServerOptions {
    * run's workflow has not received yet, in the database).
    */
   maxQueuedMessages?: number;
-  /** Conversations idle this long are forgotten (default 30 min). */
+  /**
+   * Conversations idle this long, from the end of their last run, are forgotten then (default
+   * 30 min), whether or not another request comes.
+   */
   conversationTtlMs?: number;
   /**
    * How long a start's `Idempotency-Key` is remembered, from the start that first used it
@@ -147,7 +154,7 @@ export function resolveOptions(options: AgentServerOptions) {
 }
 
 /** The longest time a Node timer waits: a longer one fires after 1 ms instead. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * A time a timer waits for (or that an agent's timeouts take, with the same bound): past

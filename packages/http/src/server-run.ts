@@ -97,6 +97,19 @@ export class ServerRun {
     this.log.rewrite(call.seq, JSON.stringify(call));
   }
 
+  /**
+   * Whether the call is the last a suspended run waits for: taking its result resumes the run as a
+   * new one. (A run another server process also takes results for may count more calls waiting.)
+   */
+  resumesWith(toolCallId: string): boolean {
+    return (
+      this.suspended &&
+      this.continuedAs === undefined &&
+      this.#waiting.size === 1 &&
+      this.#waiting.has(toolCallId)
+    );
+  }
+
   /** The call a posted token names, if the run still waits for it. */
   waitingCall(toolCallId: string): WaitingCall | undefined {
     return this.#waiting.get(toolCallId);

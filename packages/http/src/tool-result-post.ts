@@ -7,6 +7,7 @@ import { HttpError } from "./http-error.js";
 import { consume, limiter } from "./rate-limits.js";
 import { readJsonBody } from "./request-parsing.js";
 import type { BackendRun } from "./run-backend.js";
+import { closingError } from "./run-start.js";
 import type { Principal, RateLimit, resolveOptions } from "./server-options.js";
 import type { ServerRun } from "./server-run.js";
 import { MemoryTokenLedger, type TokenLedger } from "./token-ledger.js";
@@ -37,6 +38,8 @@ export interface ToolResultPostContext {
   anyRun(runId: string): Promise<ServerRun | undefined>;
   /** Keeps a run the backend gave (a resumed one). */
   track(run: BackendRun, outliveStream: boolean): ServerRun;
+  /** Whether the server is closing: it begins no more runs, resumed ones included. */
+  closing(): boolean;
 }
 
 /**
@@ -100,19 +103,17 @@ export class ToolResultPosts {
       // the run it resumed, and delivers it where the post that recorded it failed (its database
       // went away). A call that no longer waits had its result, or has ended; any other failure
       // is this post's answer, which may be retried: a 204 would say the result was taken.
-      if (run !== undefined && run.continuedAs === undefined)
+      // A run neither kept here nor found by the backend (forgotten, or the server closed) takes
+      // nothing: a 204 would say it took this result.
+      if (run === undefined) throw callEnded();
+      if (run.continuedAs === undefined)
         await this.#deliver(run, claims.toolCallId, outcome).catch((error: unknown) => {
           if (!(error instanceof ClientToolError)) throw error;
         });
-      return run?.continuedAs;
+      return run.continuedAs;
     }
     const waiting = run?.waitingCall(claims.toolCallId);
-    if (run === undefined || waiting === undefined)
-      throw new HttpError(
-        410,
-        "call-ended",
-        "The tool call no longer waits for a result (it timed out or the run ended).",
-      );
+    if (run === undefined || waiting === undefined) throw callEnded();
     if (waiting.toolName !== claims.toolName || waiting.args !== claims.args)
       throw new HttpError(
         403,
@@ -133,6 +134,9 @@ export class ToolResultPosts {
     toolCallId: string,
     outcome: ClientToolOutcome,
   ): Promise<string | undefined> {
+    // A resumed run is a new run: close() would neither abort it nor wait for it. Refused before the
+    // run takes the result, which a post to a server that is not closing can then deliver.
+    if (this.#context.closing() && run.resumesWith(toolCallId)) throw closingError();
     const resumed = await run.run.submitToolResult(toolCallId, outcome);
     run.answered(toolCallId);
     if (resumed === undefined) return undefined;
@@ -143,4 +147,12 @@ export class ToolResultPosts {
     }
     return run.continuedAs;
   }
+}
+
+function callEnded(): HttpError {
+  return new HttpError(
+    410,
+    "call-ended",
+    "The tool call no longer waits for a result (it timed out or the run ended).",
+  );
 }

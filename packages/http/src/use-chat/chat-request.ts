@@ -28,18 +28,27 @@ const toolPart = z.looseObject({
     .optional(),
 });
 /** Reasoning, step boundaries, files, data parts…: kept by the page, read by nobody here. */
-const otherPart = z.looseObject({
-  type: z
-    .string()
-    .min(1)
-    .refine((type) => type !== "text" && !isToolType(type)),
+const otherPart = z.looseObject({ type: z.string().min(1) });
+
+/**
+ * A part, checked against the schema its `type` picks. Not a union of the three: a union refuses a
+ * part that fails all three with the issue of whichever failed least, "Invalid input" at `type`,
+ * which names neither the field that is wrong (`text`, `errorText`, `state`) nor what it must be.
+ */
+const uiPart = otherPart.transform((part, context) => {
+  const schema = part.type === "text" ? textPart : isToolType(part.type) ? toolPart : otherPart;
+  const checked = schema.safeParse(part);
+  if (checked.success) return checked.data as z.output<typeof textPart | typeof toolPart | typeof otherPart>;
+  for (const issue of checked.error.issues)
+    context.addIssue({ code: "custom", message: issue.message, path: issue.path, input: part });
+  return z.NEVER;
 });
 
 const uiMessage = z.looseObject({
   id: z.string().min(1).max(200),
   // System messages are the server's (the agent's system prompt): a page cannot send one.
   role: z.enum(["user", "assistant"]),
-  parts: z.array(z.union([textPart, toolPart, otherPart])).max(1_000),
+  parts: z.array(uiPart).max(1_000),
 });
 
 /**

@@ -5,6 +5,7 @@ import { HttpError } from "../http-error.js";
 import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
+import { checkedAgent } from "../run-backend.js";
 import { chatRequestBody } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
@@ -34,6 +35,8 @@ export interface UseChatHandler {
 export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHandler {
   const config = resolveUseChatOptions(options);
   const sessions = new ChatSessions(config.chatTtlMs, config.now);
+  /** Chats whose agent is being made, by user and chat id: posts at once of a new chat share it. */
+  const making = new Map<string, Promise<ChatSession>>();
   const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 }, "rateLimit");
   const body = chatRequestBody(config.maxMessages);
 
@@ -77,8 +80,25 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         "chat-not-found",
         `The server has no chat "${chatId}" (it was forgotten, or never was): start a new one.`,
       );
-    const agent = await options.agent({ userId, conversationId: chatId, documentId: undefined });
-    return sessions.get(userId, chatId) ?? sessions.add(userId, chatId, agent);
+    // A page that posts twice at once (a double submit) must not have the agent made twice: the
+    // factory is asked once per chat, and both posts go on with the one session.
+    const name = `${userId}\u0000${chatId}`;
+    let made = making.get(name);
+    if (made === undefined) {
+      made = (async () =>
+        sessions.add(
+          userId,
+          chatId,
+          checkedAgent(await options.agent({ userId, conversationId: chatId, documentId: undefined })),
+        ))();
+      making.set(name, made);
+      // Made or failed, it is no longer being made: a failed factory is asked again next time.
+      made.then(
+        () => making.delete(name),
+        () => making.delete(name),
+      );
+    }
+    return made;
   }
 
   function prompt(
