@@ -1,4 +1,5 @@
 import { AgentClient } from "@agent-core/client";
+import { Agent } from "@agent-core/core";
 import type { TokenLedger } from "@agent-core/http";
 import { planExecute } from "@agent-core/plan-execute";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
@@ -483,6 +484,54 @@ describe("a client tool over HTTP", () => {
     await second.text();
     const third = await post(`${url}/runs`, { prompt: "go" });
     expect([third.status, (await third.json()).error.code]).toEqual([503, "server-busy"]);
+  });
+
+  it("keeps a conversation whose run is suspended as long as the run can be resumed, past conversationTtlMs", async () => {
+    let agents = 0;
+    // The server's clock moves only when the test says: real time between the requests is no idleness.
+    let clock = 1_000_000;
+    const { url } = await startServer(twoCallsInOneReply, {
+      clientTools: "suspend",
+      conversationTtlMs: 20,
+      now: () => clock,
+      agent: () => {
+        agents++;
+        return new Agent({
+          provider: scriptedModel([
+            [script.toolCall("read_page", { selector: "a" }, { id: "c1" })],
+            [script.text("Read.")],
+            [script.text("Still here.")],
+          ]),
+          tools: [readPage],
+        });
+      },
+    });
+    const end = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "go", conversationId: "c" })).text(),
+    ).at(-1) as Record<string, unknown> & { pendingClientTools: { toolCallId: string; hookToken: string }[] };
+    expect(end.stopReason).toBe("awaiting_client_tool");
+    // Long past conversationTtlMs, well within suspendedTtlMs (1 h), and its timer has looked: the
+    // answer resumes the run.
+    clock += 60_000;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const [call] = end.pendingClientTools;
+    const resumed = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: call?.toolCallId,
+      token: call?.hookToken,
+      result: "the page",
+    });
+    expect(resumed.status).toBe(202);
+    const { runId } = (await resumed.json()) as { runId: string };
+    const events = ndjsonEvents(
+      await (await fetch(`${url}/runs/${runId}/events`, { headers: headers() })).text(),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    // The conversation goes on with the same agent, its history whole.
+    const next = ndjsonEvents(
+      await (await post(`${url}/runs`, { prompt: "more", conversationId: "c" })).text(),
+    );
+    expect(next.at(-1)).toMatchObject({ type: "agent_end", stopReason: "completed" });
+    expect(agents).toBe(1);
   });
 
   it("replays a suspended run's agent_end with the calls that no longer take a result without their hookToken", async () => {

@@ -48,6 +48,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     options.backend ??
     memoryBackend(options.agent as NonNullable<AgentServerOptions["agent"]>, {
       conversationTtlMs: config.conversationTtlMs,
+      suspendedTtlMs: config.suspendedTtlMs,
       now: config.now,
       promptOptions: (agent) => ({
         // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.

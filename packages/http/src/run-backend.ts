@@ -96,6 +96,11 @@ interface Conversation {
   stopListening: (() => void) | undefined;
 }
 
+/** Whether the agent's last run was suspended for client tool results or approvals it still waits for. */
+function waitsForAnswers(agent: Agent | undefined): boolean {
+  return agent !== undefined && (agent.pendingClientTools.length > 0 || agent.pendingApprovals.length > 0);
+}
+
 /**
  * Runs agents in this process: one per `(user, conversation)` for `conversationTtlMs` idle (it
  * keeps the conversation's history), one per run without a conversation id.
@@ -104,6 +109,11 @@ export function memoryBackend(
   makeAgent: (request: AgentRequest) => Agent | Promise<Agent>,
   options: {
     conversationTtlMs: number;
+    /**
+     * How long a suspended run can still be resumed (default 0): a conversation whose agent waits
+     * for client tool results or approvals is kept at least that long, its history with it.
+     */
+    suspendedTtlMs?: number;
     now: () => number;
     /** The options of every prompt, given the agent that runs it. */
     promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
@@ -123,17 +133,17 @@ export function memoryBackend(
   function forgetWhenIdle(key: string, conversation: Conversation, waitMs: number): void {
     conversation.forgetTimer = setTimeout(
       () => {
-        const busy = conversation.made === undefined || conversation.made.busy;
+        const agent = conversation.made;
+        const busy = agent === undefined || agent.busy;
+        const ttlMs = waitsForAnswers(agent)
+          ? Math.max(options.conversationTtlMs, options.suspendedTtlMs ?? 0)
+          : options.conversationTtlMs;
         const idleFor = options.now() - conversation.usedAt;
-        if (!busy && idleFor >= options.conversationTtlMs) {
+        if (!busy && idleFor >= ttlMs) {
           forget(key, conversation);
           return;
         }
-        forgetWhenIdle(
-          key,
-          conversation,
-          busy ? options.conversationTtlMs : options.conversationTtlMs - idleFor,
-        );
+        forgetWhenIdle(key, conversation, busy ? ttlMs : ttlMs - idleFor);
       },
       // A longer wait would fire after 1 ms: it is waited for in steps.
       Math.min(waitMs, MAX_TIMER_MS),
