@@ -397,14 +397,19 @@ describe("the agent-core bin", () => {
     expect(code).toBe(0);
   });
 
-  it("aborts the run cleanly on SIGINT", async () => {
-    // A slow demo stream, so the run is still going when the signal arrives.
-    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
-    child.stdout.once("data", () => child.kill("SIGINT"));
+  /** A run ended by a signal: the summary says aborted, exit 1, nothing on stderr. */
+  async function endsAborted(child: ReturnType<typeof spawnBin>): Promise<void> {
     const { code, stdout, stderr } = await finished(child);
     expect(stderr).toBe("");
     expect(stdout).toMatch(/■ aborted · .*\n$/);
     expect(code).toBe(1);
+  }
+
+  it.each(["SIGINT", "SIGTERM"] as const)("aborts the run cleanly on %s", async (signal) => {
+    // A slow demo stream, so the run is still going when the signal arrives.
+    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
+    child.stdout.once("data", () => child.kill(signal));
+    await endsAborted(child);
   });
 
   it("serve stops cleanly on SIGTERM, as a process manager stops it: the run in flight ends aborted, exit 0", {
@@ -454,19 +459,7 @@ describe("the agent-core bin", () => {
       ["--import", `data:text/javascript,${encodeURIComponent(register)}`, ...BIN, "run", "What is 2+2?"],
       { cwd: root, env: binEnv(DEMO_ENV), stdio: ["ignore", "pipe", "pipe"] },
     );
-    const { code, stdout, stderr } = await finished(child);
-    expect(stderr).toBe("");
-    expect(stdout).toMatch(/■ aborted · .*\n$/);
-    expect(code).toBe(1);
-  });
-
-  it("aborts the run cleanly on SIGTERM too", async () => {
-    const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
-    child.stdout.once("data", () => child.kill("SIGTERM"));
-    const { code, stdout, stderr } = await finished(child);
-    expect(stderr).toBe("");
-    expect(stdout).toMatch(/■ aborted · .*\n$/);
-    expect(code).toBe(1);
+    await endsAborted(child);
   });
 
   it("chat from a pipe ends with 0 on SIGINT while idle: no run failed", async () => {
