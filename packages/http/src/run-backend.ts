@@ -1,6 +1,6 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
 import { HttpError } from "./http-error.js";
-import { MAX_TIMER_MS } from "./server-options.js";
+import { forgetOnceIdle } from "./idle-forgetting.js";
 import type { StartKey } from "./start-keys.js";
 
 /** What the server knows when it needs an agent for a conversation. */
@@ -87,8 +87,8 @@ interface Conversation {
   made?: Agent;
   /** When it was last asked for, or a run of its agent last ended: idle from then. */
   usedAt: number;
-  /** Forgets it once idle for `conversationTtlMs`, whether or not another request comes. */
-  forgetTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Stops the watch that forgets it once idle, whether or not another request comes. */
+  stopWatching: (() => void) | undefined;
   /**
    * Stops following its agent's runs: an agent the factory gives several conversations keeps no
    * listener of a forgotten one.
@@ -125,35 +125,24 @@ export function memoryBackend(
    */
   const conversations = new Map<string, Conversation>();
 
-  /**
-   * Forgets the conversation after `waitMs`, if it was idle (its agent made and not busy) for
-   * `conversationTtlMs` by then; else looks again once it may be. A timer, not a sweep on the next
-   * start: a server that gets no more starts must still let go of its agents and their histories.
-   */
-  function forgetWhenIdle(key: string, conversation: Conversation, waitMs: number): void {
-    conversation.forgetTimer = setTimeout(
-      () => {
-        const agent = conversation.made;
-        const busy = agent === undefined || agent.busy;
-        const ttlMs = waitsForAnswers(agent)
-          ? Math.max(options.conversationTtlMs, options.suspendedTtlMs ?? 0)
-          : options.conversationTtlMs;
-        const idleFor = options.now() - conversation.usedAt;
-        if (!busy && idleFor >= ttlMs) {
-          forget(key, conversation);
-          return;
-        }
-        forgetWhenIdle(key, conversation, busy ? ttlMs : ttlMs - idleFor);
+  /** Forgets the conversation once its agent has been idle for its TTL (see `forgetOnceIdle`). */
+  function watchIdle(key: string, conversation: Conversation, agent: Agent): void {
+    conversation.stopWatching = forgetOnceIdle(
+      {
+        busy: () => agent.busy,
+        idleFor: () => options.now() - conversation.usedAt,
+        ttlMs: () =>
+          waitsForAnswers(agent)
+            ? Math.max(options.conversationTtlMs, options.suspendedTtlMs ?? 0)
+            : options.conversationTtlMs,
+        forget: () => forget(key, conversation),
       },
-      // A longer wait would fire after 1 ms: it is waited for in steps.
-      Math.min(waitMs, MAX_TIMER_MS),
+      options.conversationTtlMs,
     );
-    // Forgetting a conversation later is no reason to keep the process alive.
-    conversation.forgetTimer.unref?.();
   }
 
   function forget(key: string, conversation: Conversation): void {
-    clearTimeout(conversation.forgetTimer);
+    conversation.stopWatching?.();
     conversation.stopListening?.();
     if (conversations.get(key) === conversation) conversations.delete(key);
   }
@@ -166,7 +155,7 @@ export function memoryBackend(
       const kept: Conversation = {
         agent: madeAgent(request),
         usedAt: options.now(),
-        forgetTimer: undefined,
+        stopWatching: undefined,
         stopListening: undefined,
       };
       conversations.set(key, kept);
@@ -180,7 +169,7 @@ export function memoryBackend(
           kept.stopListening = agent.on("agent_end", () => {
             kept.usedAt = options.now();
           });
-          forgetWhenIdle(key, kept, options.conversationTtlMs);
+          watchIdle(key, kept, agent);
         },
         // A factory that failed is asked again by the conversation's next start.
         () => {

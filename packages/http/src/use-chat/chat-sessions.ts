@@ -1,5 +1,5 @@
 import type { Agent, AgentRun } from "@agent-core/core";
-import { MAX_TIMER_MS } from "../server-options.js";
+import { forgetOnceIdle } from "../idle-forgetting.js";
 import { ChatTranscript } from "./chat-transcript.js";
 
 /** One chat on the server: its agent (history, waiting calls), its transcript, its latest run. */
@@ -9,8 +9,8 @@ export interface ChatSession {
   /** The run streaming now or last, and when its stream is done with it (the transcript complete). */
   current: { run: AgentRun; streamed: Promise<void>; abandoned: boolean } | undefined;
   usedAt: number;
-  /** Forgets the chat once idle for the TTL, whether or not another post comes. */
-  forgetTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Stops the watch that forgets the chat once idle. */
+  stopWatching: () => void;
 }
 
 /** The chats of this process, one per `(user, chat id)`; idle ones are forgotten after `ttlMs`. */
@@ -41,41 +41,27 @@ export class ChatSessions {
       transcript: new ChatTranscript(),
       current: undefined,
       usedAt: this.#now(),
-      forgetTimer: undefined,
+      stopWatching: () => {},
     };
-    this.#sessions.set(key(userId, chatId), session);
-    this.#forgetWhenIdle(key(userId, chatId), session, this.#ttlMs);
-    return session;
-  }
-
-  /**
-   * Forgets the chat after `waitMs` if it was idle for the TTL by then (never while its agent
-   * runs), else looks again once it may be: a handler that gets no more posts must still let go
-   * of its chats' agents and transcripts.
-   */
-  #forgetWhenIdle(name: string, session: ChatSession, waitMs: number): void {
-    session.forgetTimer = setTimeout(
-      () => {
-        // Forgotten already (by a post that found it idle on a clock moved ahead): nothing to do.
-        if (this.#sessions.get(name) !== session) return;
-        const idleFor = this.#now() - session.usedAt;
-        if (!session.agent.busy && idleFor >= this.#ttlMs) {
-          this.#sessions.delete(name);
-          return;
-        }
-        this.#forgetWhenIdle(name, session, session.agent.busy ? this.#ttlMs : this.#ttlMs - idleFor);
+    const name = key(userId, chatId);
+    this.#sessions.set(name, session);
+    // Forgotten once idle whether or not another post comes, never while its agent runs.
+    session.stopWatching = forgetOnceIdle(
+      {
+        busy: () => agent.busy,
+        idleFor: () => this.#now() - session.usedAt,
+        ttlMs: () => this.#ttlMs,
+        forget: () => this.#sessions.delete(name),
       },
-      // A longer wait would fire after 1 ms: it is waited for in steps.
-      Math.min(waitMs, MAX_TIMER_MS),
+      this.#ttlMs,
     );
-    // Forgetting a chat later is no reason to keep the process alive.
-    session.forgetTimer.unref?.();
+    return session;
   }
 
   /** Aborts every run and forgets every chat. */
   close(): void {
     for (const session of this.#sessions.values()) {
-      clearTimeout(session.forgetTimer);
+      session.stopWatching();
       session.agent.abort(new Error("the server is closing"));
     }
     this.#sessions.clear();
@@ -85,7 +71,7 @@ export class ChatSessions {
     const now = this.#now();
     for (const [name, session] of this.#sessions)
       if (!session.agent.busy && now - session.usedAt > this.#ttlMs) {
-        clearTimeout(session.forgetTimer);
+        session.stopWatching();
         this.#sessions.delete(name);
       }
   }
