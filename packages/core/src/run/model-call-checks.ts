@@ -50,6 +50,27 @@ export function callOptionsProblem(options: unknown, registry: ToolRegistry | un
 
 const NO_MESSAGES: readonly AgentMessage[] = [];
 
+/**
+ * What `ctx.executeTools()` was given as options, checked before any tool runs: a hook that is no
+ * function would otherwise fail in the middle of the batch (after a tool with side effects ran),
+ * with a message about the batch's internals. A `concurrency` of any number is taken (below 1 or
+ * NaN runs the calls one at a time); one that is no number is refused.
+ */
+export function batchOptionsProblem(options: unknown): string | undefined {
+  if (typeof options !== "object" || options === null)
+    return `expected an object of options, got ${options === null ? "null" : typeof options}`;
+  const { concurrency, interruptOnSteering, beforeEach, afterEach } = options as Record<string, unknown>;
+  if (concurrency !== undefined && typeof concurrency !== "number")
+    return `concurrency must be a number, got ${typeof concurrency}`;
+  if (interruptOnSteering !== undefined && typeof interruptOnSteering !== "boolean")
+    return `interruptOnSteering must be a boolean, got ${typeof interruptOnSteering}`;
+  if (beforeEach !== undefined && typeof beforeEach !== "function")
+    return `beforeEach must be a function, got ${typeof beforeEach}`;
+  if (afterEach !== undefined && typeof afterEach !== "function")
+    return `afterEach must be a function, got ${typeof afterEach}`;
+  return undefined;
+}
+
 /** Token counts the run adds up: the three totals are numbers, the two details numbers when given. */
 function isUsage(usage: unknown): boolean {
   if (typeof usage !== "object" || usage === null) return false;
