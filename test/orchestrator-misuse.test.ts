@@ -898,6 +898,12 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
       'messages[0] has role "note": the model takes user, assistant and toolResult messages',
     ],
   ];
+  const generateObjectOnly: [string, unknown, string][] = [
+    ["a toolCallsOf that is no function", { toolCallsOf: 3 }, "toolCallsOf must be a function, got number"],
+    ["a name that is no string", { name: 5 }, "name must be a string, got number"],
+    ["a description that is no string", { description: {} }, "description must be a string, got object"],
+    ["a maxAttempts that is no number", { maxAttempts: "3" }, "maxAttempts must be a number, got string"],
+  ];
   const decideOnly: [string, unknown, string][] = [
     ["an unregistered tool name", { tools: ["add", "nope"] }, "tools names no registered tool: nope"],
     ["tools that are no array", { tools: "add" }, "tools must be false or an array of tool names"],
@@ -926,7 +932,7 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
     });
   }
 
-  for (const [label, options, says] of refusals) {
+  for (const [label, options, says] of [...refusals, ...generateObjectOnly]) {
     it(`ctx.generateObject() refuses ${label} with a TypeError saying so, before any model call`, async () => {
       const model = scriptedModel([[script.text('{"a":1}')]]);
       const agent = new Agent({

@@ -51,6 +51,24 @@ export function callOptionsProblem(options: unknown, registry: ToolRegistry | un
 const NO_MESSAGES: readonly AgentMessage[] = [];
 
 /**
+ * The options only `ctx.generateObject()` takes, checked with the others before any model call: a
+ * `toolCallsOf` that is no function would otherwise fail after the model call (a cycle spent), and
+ * a `name` or `description` that is no string would reach the provider's request. A `maxAttempts`
+ * of any number is taken (below 1 or NaN still makes attempts); one that is no number is refused.
+ */
+export function structuredOptionsProblem(options: object): string | undefined {
+  const { name, description, maxAttempts, toolCallsOf } = options as Record<string, unknown>;
+  if (name !== undefined && typeof name !== "string") return `name must be a string, got ${typeof name}`;
+  if (description !== undefined && typeof description !== "string")
+    return `description must be a string, got ${typeof description}`;
+  if (maxAttempts !== undefined && typeof maxAttempts !== "number")
+    return `maxAttempts must be a number, got ${typeof maxAttempts}`;
+  if (toolCallsOf !== undefined && typeof toolCallsOf !== "function")
+    return `toolCallsOf must be a function, got ${typeof toolCallsOf}`;
+  return undefined;
+}
+
+/**
  * What `ctx.executeTools()` was given as options, checked before any tool runs: a hook that is no
  * function would otherwise fail in the middle of the batch (after a tool with side effects ran),
  * with a message about the batch's internals. A `concurrency` of any number is taken (below 1 or
