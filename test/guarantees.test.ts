@@ -4,6 +4,7 @@ import {
   Agent,
   AgentBusyError,
   type AgentRun,
+  type AssistantMessage,
   defineTool,
   eventSchemas,
   InvalidConfigError,
@@ -649,5 +650,33 @@ describe("reading a run (events.md: any number of for await loops)", () => {
     expect(second).toEqual(first);
     expect(late).toEqual(first);
     expect((await run.result()).stopReason).toBe("completed");
+  });
+});
+
+describe("events are handed out, not copied (events.md)", () => {
+  it("a tool_call's args is the history's arguments object; the tool runs with a copy of its own", async () => {
+    let given: { tags: string[] } | undefined;
+    const tagger = defineTool({
+      name: "tag",
+      description: "Adds a tag",
+      inputSchema: z.object({ tags: z.array(z.string()) }),
+      execute: (args) => {
+        given = args;
+        args.tags.push("added by the tool");
+        return "tagged";
+      },
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("tag", { tags: ["a"] })], [script.text("done")]]),
+      tools: [tagger],
+    });
+    const run = agent.prompt("tag it");
+    const result = await finished(run);
+    const [event] = eventsOf(run.events, "tool_call");
+    const reply = result.messages[1] as AssistantMessage;
+    const call = reply.content.find((block) => block.type === "toolCall");
+    expect(event?.args).toBe(call?.type === "toolCall" ? call.args : "no call");
+    expect(given).not.toBe(event?.args);
+    expect(event?.args).toEqual({ tags: ["a"] });
   });
 });
