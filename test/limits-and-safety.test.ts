@@ -100,6 +100,19 @@ describe("timeouts", () => {
     expect(await finished(agent.prompt("x"))).toMatchObject({ stopReason: "completed", text: "fast" });
   });
 
+  it("does not retry a call that timed out after it streamed text, even with retryTimeouts: the text was shown", async () => {
+    const model = scriptedModel([[script.text("Once upon"), script.hang()], [script.text("fast")]]);
+    const agent = new Agent({
+      provider: model,
+      timeouts: { chunkMs: 30 },
+      retry: { retryTimeouts: true, initialDelayMs: 1 },
+    });
+    const result = await finished(agent.prompt("x"));
+    expect(result.stopReason).toBe("timeout");
+    expect(result.error?.message).toContain("(timeouts.chunkMs)");
+    expect(model.prompts).toHaveLength(1);
+  });
+
   it("a tool past toolMs gets status timeout, the model sees it and the run goes on", async () => {
     const stubborn = defineTool({
       name: "stubborn",
