@@ -167,6 +167,12 @@ describe("an assistant message with nothing in it", () => {
       "assistant",
     ]);
   });
+
+  it("a user message is sent as it was given, even an empty prompt", async () => {
+    const model = scriptedModel([[script.text("here")]]);
+    await new Agent({ provider: model }).prompt("").result();
+    expect(model.prompts[0]?.at(-1)).toEqual({ role: "user", content: [{ type: "text", text: "" }] });
+  });
 });
 
 describe("a tool result as a steering or follow-up message", () => {
