@@ -5,6 +5,7 @@ import {
   AgentBusyError,
   type AgentRun,
   type AssistantMessage,
+  DuplicateToolError,
   defineTool,
   eventSchemas,
   InvalidConfigError,
@@ -431,6 +432,18 @@ describe("configuration errors", () => {
     expect(() => new Agent({ orchestrator: "nope" })).toThrow(
       /Unknown orchestrator "nope"\. Registered orchestrators: "agentic"/,
     );
+  });
+
+  it("two tools of one name are refused at new Agent() with a DuplicateToolError (code duplicate_tool)", () => {
+    let caught: unknown;
+    try {
+      new Agent({ tools: [add, add] });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(DuplicateToolError);
+    expect(caught).toMatchObject({ code: "duplicate_tool" });
+    expect(new UnknownOrchestratorError("nope", [])).toMatchObject({ code: "unknown_orchestrator" });
   });
 
   it("resolves registered orchestrators by name, and the agentic one is the default", () => {
