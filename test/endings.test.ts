@@ -468,6 +468,18 @@ describe("aborting a queued run", () => {
     expect(model.doStreamCalls).toHaveLength(2);
     expect(queued.events.map((e) => e.type)).toEqual(["agent_start", "error", "agent_end"]);
   });
+
+  it("a prompt whose signal is already aborted ends the same way on an idle agent: its prompt never reaches the history or the model", async () => {
+    const model = scriptedModel([[script.text("answer")]]);
+    const agent = new Agent({ provider: model });
+    const called = agent.prompt("called off", { signal: AbortSignal.abort("not now") });
+    const result = await called.result();
+    expect(result).toMatchObject({ stopReason: "aborted", newMessages: [], messages: [] });
+    expect(called.events.map((e) => e.type)).toEqual(["agent_start", "error", "agent_end"]);
+    const next = await agent.prompt("hello").result();
+    expect(next.messages.map((m) => (m as { content?: unknown }).content)).not.toContain("called off");
+    expect(model.doStreamCalls).toHaveLength(1);
+  });
 });
 
 describe("repeated tool-call ids", () => {

@@ -84,6 +84,13 @@ export class RunQueue {
     const run = new AgentRun(runId, (reason) => scope.abort(reason));
     const queued = this.#scopes.size > 0;
     this.#scopes.add(scope);
+    // A prompt whose signal is already aborted never starts, busy agent or idle: it ends as one
+    // aborted while it waits its turn, and its prompt never enters the history (the model would
+    // otherwise read a prompt its caller had called off at the next run).
+    if (scope.aborted && inputs !== RESUME_ONLY) {
+      this.#endQueued(run, scope, services);
+      return run;
+    }
     const timeouts = options.timeouts
       ? { ...this.#agent.config.timeouts, ...options.timeouts }
       : (this.#agent.config.timeouts ?? NO_TIMEOUTS);
@@ -116,7 +123,10 @@ export class RunQueue {
     this.#settledHistory = [];
   }
 
-  /** A run aborted before it started: `agent_start`, `error`, `agent_end`, and nothing else. */
+  /**
+   * A run aborted before it started (while it waited its turn, or by a signal aborted before the
+   * prompt): `agent_start`, `error`, `agent_end`, and nothing else.
+   */
   #endQueued(run: AgentRun, scope: AbortScope, services: RunServiceSet): void {
     this.#scopes.delete(scope);
     scope.dispose();
