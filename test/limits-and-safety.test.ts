@@ -90,6 +90,30 @@ describe("timeouts", () => {
     expect((await finished(agent.prompt("y"))).stopReason).toBe("timeout");
   });
 
+  it("a prompt's timeouts.tools override the agent's tool by tool: the agent's limit of another tool holds", async () => {
+    const stubborn = (name: string) =>
+      defineTool({
+        name,
+        description: "ignores its signal",
+        inputSchema: z.object({}),
+        execute: () => new Promise(() => {}),
+      });
+    const model = scriptedModel([
+      [script.toolCall("first"), script.toolCall("second")],
+      [script.text("both stopped")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [stubborn("first"), stubborn("second")],
+      // totalMs: without the agent's limit of "first", the run would wait for it until then.
+      timeouts: { tools: { first: 20 }, totalMs: 1_000 },
+      limits: { abortGraceMs: 10 },
+    });
+    const result = await finished(agent.prompt("x", { timeouts: { tools: { second: 20 } } }));
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.status)).toEqual(["timeout", "timeout"]);
+  });
+
   it("retries a timed-out model call when retryTimeouts is set", async () => {
     const model = scriptedModel([[script.delay(100), script.text("late")], [script.text("fast")]]);
     const agent = new Agent({

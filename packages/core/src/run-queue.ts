@@ -92,7 +92,7 @@ export class RunQueue {
       return run;
     }
     const timeouts = options.timeouts
-      ? { ...this.#agent.config.timeouts, ...options.timeouts }
+      ? withPromptTimeouts(this.#agent.config.timeouts, options.timeouts)
       : (this.#agent.config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
       // Set before the run starts: it publishes its first events at once, and a prompt made from a
@@ -297,3 +297,14 @@ interface Observed {
 const RESUME_ONLY: AgentMessage[] = [];
 
 const NO_TIMEOUTS: Timeouts = Object.freeze({});
+
+/**
+ * The agent's timeouts with a prompt's over them, setting by setting: a per-tool limit too, so
+ * that a prompt that limits one tool keeps the agent's limits of the others.
+ */
+function withPromptTimeouts(agent: Timeouts | undefined, prompt: Timeouts): Timeouts {
+  const merged = { ...agent, ...prompt };
+  if (agent?.tools !== undefined && prompt.tools !== undefined)
+    merged.tools = { ...agent.tools, ...prompt.tools };
+  return merged;
+}
