@@ -700,3 +700,35 @@ describe("events are handed out, not copied (events.md)", () => {
     expect(event?.args).toEqual({ tags: ["a"] });
   });
 });
+
+describe("the settings new Agent() checked are the agent's own", () => {
+  it("a config object changed afterwards (shared by two agents, say) changes neither the agent's timeouts nor its other settings", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const config = {
+      provider: scriptedModel([[script.toolCall("stubborn")], [script.text("went on")]]),
+      tools: [stubborn],
+      systemPrompt: "first agent",
+      timeouts: { toolMs: 20, tools: { stubborn: 20 } },
+      limits: { abortGraceMs: 10 },
+    };
+    const agent = new Agent(config);
+    // Values new Agent() would refuse, and one it would take: none reaches the first agent.
+    config.timeouts.toolMs = 3e9;
+    config.timeouts.tools.stubborn = -1;
+    config.systemPrompt = "second agent";
+    expect(agent.timeouts).toEqual({ toolMs: 20, tools: { stubborn: 20 } });
+    const result = await finished(agent.prompt("x"));
+    expect(result.stopReason).toBe("completed");
+    expect(result.messages[2]).toMatchObject({
+      status: "timeout",
+      content: 'The tool "stubborn" timed out after 20 ms and was stopped.',
+    });
+    const [system] = (config.provider as ReturnType<typeof scriptedModel>).prompts[0] ?? [];
+    expect(system).toMatchObject({ role: "system", content: expect.stringMatching(/^first agent\n/) });
+  });
+});
