@@ -721,6 +721,8 @@ describe("the settings new Agent() checked are the agent's own", () => {
     config.timeouts.toolMs = 3e9;
     config.timeouts.tools.stubborn = -1;
     config.systemPrompt = "second agent";
+    // Nor a change of what agent.timeouts returns.
+    (agent.timeouts.tools as Record<string, number>).stubborn = -1;
     expect(agent.timeouts).toEqual({ toolMs: 20, tools: { stubborn: 20 } });
     const result = await finished(agent.prompt("x"));
     expect(result.stopReason).toBe("completed");

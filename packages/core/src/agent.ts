@@ -125,7 +125,8 @@ export class Agent {
    * that sets its own defaults can leave the agent's in place.
    */
   get timeouts(): Timeouts {
-    return { ...this.#config.timeouts };
+    // A copy down to the per-tool limits: changing what it returns changes none of the agent's.
+    return ownConfig({ timeouts: this.#config.timeouts ?? {} }).timeouts as Timeouts;
   }
 
   /** True while a run is in progress or waiting its turn. */
