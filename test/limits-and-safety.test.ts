@@ -114,6 +114,31 @@ describe("timeouts", () => {
     expect(toolResults(result.messages).map((r) => r.status)).toEqual(["timeout", "timeout"]);
   });
 
+  it("a queued prompt runs with the timeouts checked when it was made, whatever its options object becomes", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const model = scriptedModel([
+      [script.text("first"), script.delay(20)],
+      [script.toolCall("stubborn")],
+      [script.text("went on")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [stubborn], limits: { abortGraceMs: 10 } });
+    const first = agent.prompt("one");
+    const options = { timeouts: { tools: { stubborn: 20 }, totalMs: 1_000 } };
+    const queued = agent.prompt("two", options);
+    options.timeouts.tools.stubborn = 3e9;
+    await finished(first);
+    const result = await finished(queued);
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.content)).toEqual([
+      'The tool "stubborn" timed out after 20 ms and was stopped.',
+    ]);
+  });
+
   it("retries a timed-out model call when retryTimeouts is set", async () => {
     const model = scriptedModel([[script.delay(100), script.text("late")], [script.text("fast")]]);
     const agent = new Agent({

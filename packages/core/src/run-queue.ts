@@ -300,11 +300,11 @@ const NO_TIMEOUTS: Timeouts = Object.freeze({});
 
 /**
  * The agent's timeouts with a prompt's over them, setting by setting: a per-tool limit too, so
- * that a prompt that limits one tool keeps the agent's limits of the others.
+ * that a prompt that limits one tool keeps the agent's limits of the others. A copy, taken when
+ * the prompt is made: a run waiting its turn runs with the limits that were checked.
  */
 function withPromptTimeouts(agent: Timeouts | undefined, prompt: Timeouts): Timeouts {
   const merged = { ...agent, ...prompt };
-  if (agent?.tools !== undefined && prompt.tools !== undefined)
-    merged.tools = { ...agent.tools, ...prompt.tools };
+  if (prompt.tools !== undefined) merged.tools = { ...agent?.tools, ...prompt.tools };
   return merged;
 }
