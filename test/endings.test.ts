@@ -480,6 +480,24 @@ describe("aborting a queued run", () => {
     expect(next.messages.map((m) => (m as { content?: unknown }).content)).not.toContain("called off");
     expect(model.doStreamCalls).toHaveLength(1);
   });
+
+  it("a prompt that never starts denies none of the calls waiting for approval", async () => {
+    const pay = defineTool({
+      name: "pay",
+      description: "Pays",
+      inputSchema: z.object({}),
+      needsApproval: true,
+      execute: () => "paid",
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("pay", {}, { id: "p" })], [script.text("done")]]),
+      tools: [pay],
+    });
+    expect((await agent.prompt("pay").result()).stopReason).toBe("awaiting_approval");
+    await agent.prompt("never mind", { signal: AbortSignal.abort() }).result();
+    expect(agent.pendingApprovals.map((call) => call.toolCallId)).toEqual(["p"]);
+    expect(await agent.approve("p")?.result()).toMatchObject({ stopReason: "completed", text: "done" });
+  });
 });
 
 describe("repeated tool-call ids", () => {
