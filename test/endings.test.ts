@@ -468,6 +468,36 @@ describe("aborting a queued run", () => {
     expect(model.doStreamCalls).toHaveLength(2);
     expect(queued.events.map((e) => e.type)).toEqual(["agent_start", "error", "agent_end"]);
   });
+
+  it("a prompt whose signal is already aborted ends the same way on an idle agent: its prompt never reaches the history or the model", async () => {
+    const model = scriptedModel([[script.text("answer")]]);
+    const agent = new Agent({ provider: model });
+    const called = agent.prompt("called off", { signal: AbortSignal.abort("not now") });
+    const result = await called.result();
+    expect(result).toMatchObject({ stopReason: "aborted", newMessages: [], messages: [] });
+    expect(called.events.map((e) => e.type)).toEqual(["agent_start", "error", "agent_end"]);
+    const next = await agent.prompt("hello").result();
+    expect(next.messages.map((m) => (m as { content?: unknown }).content)).not.toContain("called off");
+    expect(model.doStreamCalls).toHaveLength(1);
+  });
+
+  it("a prompt that never starts denies none of the calls waiting for approval", async () => {
+    const pay = defineTool({
+      name: "pay",
+      description: "Pays",
+      inputSchema: z.object({}),
+      needsApproval: true,
+      execute: () => "paid",
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("pay", {}, { id: "p" })], [script.text("done")]]),
+      tools: [pay],
+    });
+    expect((await agent.prompt("pay").result()).stopReason).toBe("awaiting_approval");
+    await agent.prompt("never mind", { signal: AbortSignal.abort() }).result();
+    expect(agent.pendingApprovals.map((call) => call.toolCallId)).toEqual(["p"]);
+    expect(await agent.approve("p")?.result()).toMatchObject({ stopReason: "completed", text: "done" });
+  });
 });
 
 describe("repeated tool-call ids", () => {

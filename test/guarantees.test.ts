@@ -4,6 +4,8 @@ import {
   Agent,
   AgentBusyError,
   type AgentRun,
+  type AssistantMessage,
+  DuplicateToolError,
   defineTool,
   eventSchemas,
   InvalidConfigError,
@@ -166,6 +168,12 @@ describe("an assistant message with nothing in it", () => {
       "assistant",
     ]);
   });
+
+  it("a user message is sent as it was given, even an empty prompt", async () => {
+    const model = scriptedModel([[script.text("here")]]);
+    await new Agent({ provider: model }).prompt("").result();
+    expect(model.prompts[0]?.at(-1)).toEqual({ role: "user", content: [{ type: "text", text: "" }] });
+  });
 });
 
 describe("a tool result as a steering or follow-up message", () => {
@@ -323,7 +331,8 @@ describe("abort", () => {
     const result = await finished(new Agent({ provider: model }).prompt("x", { signal: controller.signal }));
     expect(result.stopReason).toBe("aborted");
     expect(model.doStreamCalls).toHaveLength(0);
-    expect(result.messages).toHaveLength(1);
+    // It never started: its prompt is not in the history, as with a queued run aborted (endings.test.ts).
+    expect(result.messages).toHaveLength(0);
   });
 
   it("aborts the running run and the queued ones, but not runs prompted after the abort", async () => {
@@ -424,6 +433,18 @@ describe("configuration errors", () => {
     expect(() => new Agent({ orchestrator: "nope" })).toThrow(
       /Unknown orchestrator "nope"\. Registered orchestrators: "agentic"/,
     );
+  });
+
+  it("two tools of one name are refused at new Agent() with a DuplicateToolError (code duplicate_tool)", () => {
+    let caught: unknown;
+    try {
+      new Agent({ tools: [add, add] });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(DuplicateToolError);
+    expect(caught).toMatchObject({ code: "duplicate_tool" });
+    expect(new UnknownOrchestratorError("nope", [])).toMatchObject({ code: "unknown_orchestrator" });
   });
 
   it("resolves registered orchestrators by name, and the agentic one is the default", () => {
@@ -649,5 +670,67 @@ describe("reading a run (events.md: any number of for await loops)", () => {
     expect(second).toEqual(first);
     expect(late).toEqual(first);
     expect((await run.result()).stopReason).toBe("completed");
+  });
+});
+
+describe("events are handed out, not copied (events.md)", () => {
+  it("a tool_call's args is the history's arguments object; the tool runs with a copy of its own", async () => {
+    let given: { tags: string[] } | undefined;
+    const tagger = defineTool({
+      name: "tag",
+      description: "Adds a tag",
+      inputSchema: z.object({ tags: z.array(z.string()) }),
+      execute: (args) => {
+        given = args;
+        args.tags.push("added by the tool");
+        return "tagged";
+      },
+    });
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("tag", { tags: ["a"] })], [script.text("done")]]),
+      tools: [tagger],
+    });
+    const run = agent.prompt("tag it");
+    const result = await finished(run);
+    const [event] = eventsOf(run.events, "tool_call");
+    const reply = result.messages[1] as AssistantMessage;
+    const call = reply.content.find((block) => block.type === "toolCall");
+    expect(event?.args).toBe(call?.type === "toolCall" ? call.args : "no call");
+    expect(given).not.toBe(event?.args);
+    expect(event?.args).toEqual({ tags: ["a"] });
+  });
+});
+
+describe("the settings new Agent() checked are the agent's own", () => {
+  it("a config object changed afterwards (shared by two agents, say) changes neither the agent's timeouts nor its other settings", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const config = {
+      provider: scriptedModel([[script.toolCall("stubborn")], [script.text("went on")]]),
+      tools: [stubborn],
+      systemPrompt: "first agent",
+      timeouts: { toolMs: 20, tools: { stubborn: 20 } },
+      limits: { abortGraceMs: 10 },
+    };
+    const agent = new Agent(config);
+    // Values new Agent() would refuse, and one it would take: none reaches the first agent.
+    config.timeouts.toolMs = 3e9;
+    config.timeouts.tools.stubborn = -1;
+    config.systemPrompt = "second agent";
+    // Nor a change of what agent.timeouts returns.
+    (agent.timeouts.tools as Record<string, number>).stubborn = -1;
+    expect(agent.timeouts).toEqual({ toolMs: 20, tools: { stubborn: 20 } });
+    const result = await finished(agent.prompt("x"));
+    expect(result.stopReason).toBe("completed");
+    expect(result.messages[2]).toMatchObject({
+      status: "timeout",
+      content: 'The tool "stubborn" timed out after 20 ms and was stopped.',
+    });
+    const [system] = (config.provider as ReturnType<typeof scriptedModel>).prompts[0] ?? [];
+    expect(system).toMatchObject({ role: "system", content: expect.stringMatching(/^first agent\n/) });
   });
 });

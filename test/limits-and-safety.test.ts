@@ -90,6 +90,55 @@ describe("timeouts", () => {
     expect((await finished(agent.prompt("y"))).stopReason).toBe("timeout");
   });
 
+  it("a prompt's timeouts.tools override the agent's tool by tool: the agent's limit of another tool holds", async () => {
+    const stubborn = (name: string) =>
+      defineTool({
+        name,
+        description: "ignores its signal",
+        inputSchema: z.object({}),
+        execute: () => new Promise(() => {}),
+      });
+    const model = scriptedModel([
+      [script.toolCall("first"), script.toolCall("second")],
+      [script.text("both stopped")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [stubborn("first"), stubborn("second")],
+      // totalMs: without the agent's limit of "first", the run would wait for it until then.
+      timeouts: { tools: { first: 20 }, totalMs: 1_000 },
+      limits: { abortGraceMs: 10 },
+    });
+    const result = await finished(agent.prompt("x", { timeouts: { tools: { second: 20 } } }));
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.status)).toEqual(["timeout", "timeout"]);
+  });
+
+  it("a queued prompt runs with the timeouts checked when it was made, whatever its options object becomes", async () => {
+    const stubborn = defineTool({
+      name: "stubborn",
+      description: "ignores its signal",
+      inputSchema: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const model = scriptedModel([
+      [script.text("first"), script.delay(20)],
+      [script.toolCall("stubborn")],
+      [script.text("went on")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [stubborn], limits: { abortGraceMs: 10 } });
+    const first = agent.prompt("one");
+    const options = { timeouts: { tools: { stubborn: 20 }, totalMs: 1_000 } };
+    const queued = agent.prompt("two", options);
+    options.timeouts.tools.stubborn = 3e9;
+    await finished(first);
+    const result = await finished(queued);
+    expect(result.stopReason).toBe("completed");
+    expect(toolResults(result.messages).map((r) => r.content)).toEqual([
+      'The tool "stubborn" timed out after 20 ms and was stopped.',
+    ]);
+  });
+
   it("retries a timed-out model call when retryTimeouts is set", async () => {
     const model = scriptedModel([[script.delay(100), script.text("late")], [script.text("fast")]]);
     const agent = new Agent({
@@ -98,6 +147,19 @@ describe("timeouts", () => {
       retry: { retryTimeouts: true, initialDelayMs: 1 },
     });
     expect(await finished(agent.prompt("x"))).toMatchObject({ stopReason: "completed", text: "fast" });
+  });
+
+  it("does not retry a call that timed out after it streamed text, even with retryTimeouts: the text was shown", async () => {
+    const model = scriptedModel([[script.text("Once upon"), script.hang()], [script.text("fast")]]);
+    const agent = new Agent({
+      provider: model,
+      timeouts: { chunkMs: 30 },
+      retry: { retryTimeouts: true, initialDelayMs: 1 },
+    });
+    const result = await finished(agent.prompt("x"));
+    expect(result.stopReason).toBe("timeout");
+    expect(result.error?.message).toContain("(timeouts.chunkMs)");
+    expect(model.prompts).toHaveLength(1);
   });
 
   it("a tool past toolMs gets status timeout, the model sees it and the run goes on", async () => {

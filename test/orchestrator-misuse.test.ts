@@ -330,6 +330,41 @@ describe("executeTools options", () => {
       ]);
     }
   });
+
+  for (const [label, options, says] of [
+    ["null", null, "expected an object of options, got null"],
+    ["a beforeEach that is no function", { beforeEach: 5 }, "beforeEach must be a function, got number"],
+    ["an afterEach that is no function", { afterEach: "log" }, "afterEach must be a function, got string"],
+    ["a concurrency that is no number", { concurrency: "2" }, "concurrency must be a number, got string"],
+    [
+      "an interruptOnSteering that is no boolean",
+      { interruptOnSteering: "no" },
+      "interruptOnSteering must be a boolean, got string",
+    ],
+  ] as const)
+    it(`refuses ${label} with a TypeError saying so, before any tool runs`, async () => {
+      const { tool, runs } = charging(0);
+      let caught: unknown;
+      const agent = new Agent({
+        provider: scriptedModel([
+          [script.toolCall("charge", { amount: 1 }), script.toolCall("charge", { amount: 2 })],
+        ]),
+        tools: [tool],
+        orchestrator: plugin(async (ctx) => {
+          const decision = await ctx.decide();
+          if (decision.mode !== "steer") return;
+          try {
+            await ctx.executeTools(decision.toolCalls, options as never);
+          } catch (error) {
+            caught = error;
+          }
+        }),
+      });
+      await kept(agent.prompt("charge"));
+      expect(caught).toBeInstanceOf(TypeError);
+      expect((caught as Error).message).toBe(`ctx.executeTools() got invalid options: ${says}.`);
+      expect(runs).toEqual([]);
+    });
 });
 
 describe("a service call the orchestrator did not await", () => {
@@ -863,6 +898,12 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
       'messages[0] has role "note": the model takes user, assistant and toolResult messages',
     ],
   ];
+  const generateObjectOnly: [string, unknown, string][] = [
+    ["a toolCallsOf that is no function", { toolCallsOf: 3 }, "toolCallsOf must be a function, got number"],
+    ["a name that is no string", { name: 5 }, "name must be a string, got number"],
+    ["a description that is no string", { description: {} }, "description must be a string, got object"],
+    ["a maxAttempts that is no number", { maxAttempts: "3" }, "maxAttempts must be a number, got string"],
+  ];
   const decideOnly: [string, unknown, string][] = [
     ["an unregistered tool name", { tools: ["add", "nope"] }, "tools names no registered tool: nope"],
     ["tools that are no array", { tools: "add" }, "tools must be false or an array of tool names"],
@@ -891,7 +932,7 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
     });
   }
 
-  for (const [label, options, says] of refusals) {
+  for (const [label, options, says] of [...refusals, ...generateObjectOnly]) {
     it(`ctx.generateObject() refuses ${label} with a TypeError saying so, before any model call`, async () => {
       const model = scriptedModel([[script.text('{"a":1}')]]);
       const agent = new Agent({

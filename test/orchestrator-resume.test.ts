@@ -302,6 +302,29 @@ describe("plan-execute across a suspended wave", () => {
     expect(validateTranscript(agent.messages)).toEqual([]);
   });
 
+  it("runs the waiting wave inside the resumed run's own turn (events.md, rule 4), where the default resumption runs it before", async () => {
+    const turnAndCalls = (events: AgentEvent[]) =>
+      events.filter((event) => event.type === "turn_start" || event.type === "tool_call").map((e) => e.type);
+    const resumedEvents = async (agent: Agent) => {
+      const first = await agent.prompt("pay ann").result();
+      const heard = listen(agent);
+      const resumed = await agent.approve(first.pendingApprovals?.[0]?.toolCallId as string)?.result();
+      expect(resumed?.stopReason).toBe("completed");
+      return heard.filter((event) => event.runId === resumed?.runId);
+    };
+    const planned = new Agent({
+      provider: scriptedModel([plan([steps[0]]), [script.text("paid")]]),
+      tools: [pay, note],
+      orchestrator: planExecute(),
+    });
+    expect(turnAndCalls(await resumedEvents(planned))).toEqual(["turn_start", "tool_call"]);
+    const agentic = new Agent({
+      provider: scriptedModel([[script.toolCall("pay", { to: "ann" })], [script.text("paid")]]),
+      tools: [pay, note],
+    });
+    expect(turnAndCalls(await resumedEvents(agentic))).toEqual(["tool_call", "turn_start"]);
+  });
+
   it("after a client tool's result (clientTools: suspend), goes on with the plan that uses it", async () => {
     ran.length = 0;
     const model = scriptedModel([

@@ -101,6 +101,23 @@ export interface PromptOptions {
 export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
 
 /**
+ * The agent's own copy of the settings `new Agent()` checked: a caller's config object changed
+ * afterwards (one shared by two agents and changed between them, say) must change neither the
+ * agent's settings nor slip a value past the check. The data settings are copied; functions,
+ * the provider, the tools and the container are the caller's own objects, used as they are.
+ */
+export function ownConfig(config: AgentConfig): AgentConfig {
+  const own = { ...config };
+  const { timeouts, stall, modelSettings } = config;
+  if (timeouts !== undefined)
+    own.timeouts =
+      timeouts.tools === undefined ? { ...timeouts } : { ...timeouts, tools: { ...timeouts.tools } };
+  if (stall) own.stall = { ...stall };
+  if (modelSettings !== undefined) own.modelSettings = { ...modelSettings };
+  return own;
+}
+
+/**
  * The agent's budget as its runs use it: without `maxTokens` or `contextWindow`, a share of the
  * model's known window. The agent's system prompt must leave some of it for the messages: checked
  * here, where a bad setting is refused, rather than failing every model call.

@@ -3,6 +3,7 @@ import type { DependencyContainer } from "tsyringe";
 import {
   type AgentConfig,
   defaultLimits,
+  ownConfig,
   type PromptOptions,
   resolveContextBudget,
   type Timeouts,
@@ -62,7 +63,7 @@ export class Agent {
 
   constructor(config: AgentConfig = {}) {
     validateAgentConfig(config);
-    this.#config = config;
+    this.#config = ownConfig(config);
     // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
     const limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
     const retry = { ...defaultRetry, ...config.retry };
@@ -85,7 +86,7 @@ export class Agent {
         ? validateOrchestrator(config.orchestrator, "config.orchestrator")
         : this.#parent.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
     this.#runs = new RunQueue({
-      config,
+      config: this.#config,
       owner: this,
       tools: this.tools,
       orchestrator: this.#orchestrator,
@@ -124,7 +125,8 @@ export class Agent {
    * that sets its own defaults can leave the agent's in place.
    */
   get timeouts(): Timeouts {
-    return { ...this.#config.timeouts };
+    // A copy down to the per-tool limits: changing what it returns changes none of the agent's.
+    return ownConfig({ timeouts: this.#config.timeouts ?? {} }).timeouts as Timeouts;
   }
 
   /** True while a run is in progress or waiting its turn. */

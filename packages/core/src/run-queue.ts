@@ -84,8 +84,15 @@ export class RunQueue {
     const run = new AgentRun(runId, (reason) => scope.abort(reason));
     const queued = this.#scopes.size > 0;
     this.#scopes.add(scope);
+    // A prompt whose signal is already aborted never starts, busy agent or idle: it ends as one
+    // aborted while it waits its turn, and its prompt never enters the history (the model would
+    // otherwise read a prompt its caller had called off at the next run).
+    if (scope.aborted && inputs !== RESUME_ONLY) {
+      this.#endQueued(run, scope, services);
+      return run;
+    }
     const timeouts = options.timeouts
-      ? { ...this.#agent.config.timeouts, ...options.timeouts }
+      ? withPromptTimeouts(this.#agent.config.timeouts, options.timeouts)
       : (this.#agent.config.timeouts ?? NO_TIMEOUTS);
     if (!queued) {
       // Set before the run starts: it publishes its first events at once, and a prompt made from a
@@ -116,7 +123,10 @@ export class RunQueue {
     this.#settledHistory = [];
   }
 
-  /** A run aborted before it started: `agent_start`, `error`, `agent_end`, and nothing else. */
+  /**
+   * A run aborted before it started (while it waited its turn, or by a signal aborted before the
+   * prompt): `agent_start`, `error`, `agent_end`, and nothing else.
+   */
   #endQueued(run: AgentRun, scope: AbortScope, services: RunServiceSet): void {
     this.#scopes.delete(scope);
     scope.dispose();
@@ -287,3 +297,14 @@ interface Observed {
 const RESUME_ONLY: AgentMessage[] = [];
 
 const NO_TIMEOUTS: Timeouts = Object.freeze({});
+
+/**
+ * The agent's timeouts with a prompt's over them, setting by setting: a per-tool limit too, so
+ * that a prompt that limits one tool keeps the agent's limits of the others. A copy, taken when
+ * the prompt is made: a run waiting its turn runs with the limits that were checked.
+ */
+function withPromptTimeouts(agent: Timeouts | undefined, prompt: Timeouts): Timeouts {
+  const merged = { ...agent, ...prompt };
+  if (prompt.tools !== undefined) merged.tools = { ...agent?.tools, ...prompt.tools };
+  return merged;
+}

@@ -50,6 +50,45 @@ export function callOptionsProblem(options: unknown, registry: ToolRegistry | un
 
 const NO_MESSAGES: readonly AgentMessage[] = [];
 
+/**
+ * The options only `ctx.generateObject()` takes, checked with the others before any model call: a
+ * `toolCallsOf` that is no function would otherwise fail after the model call (a cycle spent), and
+ * a `name` or `description` that is no string would reach the provider's request. A `maxAttempts`
+ * of any number is taken (below 1 or NaN still makes attempts); one that is no number is refused.
+ */
+export function structuredOptionsProblem(options: object): string | undefined {
+  const { name, description, maxAttempts, toolCallsOf } = options as Record<string, unknown>;
+  if (name !== undefined && typeof name !== "string") return `name must be a string, got ${typeof name}`;
+  if (description !== undefined && typeof description !== "string")
+    return `description must be a string, got ${typeof description}`;
+  if (maxAttempts !== undefined && typeof maxAttempts !== "number")
+    return `maxAttempts must be a number, got ${typeof maxAttempts}`;
+  if (toolCallsOf !== undefined && typeof toolCallsOf !== "function")
+    return `toolCallsOf must be a function, got ${typeof toolCallsOf}`;
+  return undefined;
+}
+
+/**
+ * What `ctx.executeTools()` was given as options, checked before any tool runs: a hook that is no
+ * function would otherwise fail in the middle of the batch (after a tool with side effects ran),
+ * with a message about the batch's internals. A `concurrency` of any number is taken (below 1 or
+ * NaN runs the calls one at a time); one that is no number is refused.
+ */
+export function batchOptionsProblem(options: unknown): string | undefined {
+  if (typeof options !== "object" || options === null)
+    return `expected an object of options, got ${options === null ? "null" : typeof options}`;
+  const { concurrency, interruptOnSteering, beforeEach, afterEach } = options as Record<string, unknown>;
+  if (concurrency !== undefined && typeof concurrency !== "number")
+    return `concurrency must be a number, got ${typeof concurrency}`;
+  if (interruptOnSteering !== undefined && typeof interruptOnSteering !== "boolean")
+    return `interruptOnSteering must be a boolean, got ${typeof interruptOnSteering}`;
+  if (beforeEach !== undefined && typeof beforeEach !== "function")
+    return `beforeEach must be a function, got ${typeof beforeEach}`;
+  if (afterEach !== undefined && typeof afterEach !== "function")
+    return `afterEach must be a function, got ${typeof afterEach}`;
+  return undefined;
+}
+
 /** Token counts the run adds up: the three totals are numbers, the two details numbers when given. */
 function isUsage(usage: unknown): boolean {
   if (typeof usage !== "object" || usage === null) return false;

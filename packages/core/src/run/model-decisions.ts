@@ -28,7 +28,7 @@ import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
-import { callOptionsProblem, checkedStep } from "./model-call-checks.js";
+import { callOptionsProblem, checkedStep, structuredOptionsProblem } from "./model-call-checks.js";
 import { type ModelCallSpec, type ModelRequest, ModelRequestBuilder } from "./model-request.js";
 import type { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
@@ -149,7 +149,7 @@ export class ModelDecisions {
           `ctx.generateObject() takes a zod schema as its first argument (z.object({ … })), got ${describe(schema)}.`,
         ),
       );
-    const problem = callOptionsProblem(options, undefined);
+    const problem = callOptionsProblem(options, undefined) ?? structuredOptionsProblem(options);
     if (problem !== undefined)
       return this.#refused(new TypeError(`ctx.generateObject() got invalid options: ${problem}.`));
     return this.#quietlyIfEnded(this.#generateObject(schema, options));

@@ -26,6 +26,7 @@ import { Activity } from "./activity.js";
 import type { BatchOutcome, BatchSetup } from "./batch-contract.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
+import { batchOptionsProblem } from "./model-call-checks.js";
 import { ModelDecisions } from "./model-decisions.js";
 import { checkedEvent, checkMessage, checkTurnMessage, copyOf } from "./orchestrator-input.js";
 import { RunLog } from "./run-log.js";
@@ -152,6 +153,9 @@ export class RunServices implements RunContext {
   executeTools(calls: readonly ToolCall[], options: ExecuteToolsOptions = {}): Promise<ToolBatchResult> {
     let outcome: BatchOutcome | Promise<BatchOutcome>;
     try {
+      this.log.assertOpen();
+      const problem = batchOptionsProblem(options);
+      if (problem !== undefined) throw new TypeError(`ctx.executeTools() got invalid options: ${problem}.`);
       outcome = this.runBatch(calls, options, this.#resumed);
     } catch (error) {
       return this.log.refuse(error);
