@@ -534,6 +534,41 @@ describe("a client tool over HTTP", () => {
     expect(agents).toBe(1);
   });
 
+  it("keeps a suspended run as long as any ended run once it waits no more: resumed, or given up by a cancel", async () => {
+    const { url } = await startServer(twoClientCalls, { clientTools: "suspend", retainEndedMs: 50 });
+    const suspended = async () =>
+      ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+        string,
+        unknown
+      > & {
+        runId: string;
+        pendingClientTools: { toolCallId: string; hookToken: string }[];
+      };
+    /** Re-attaches until the server has forgotten the run (404), or gives up after 5 s. */
+    const forgotten = async (runId: string) => {
+      for (const deadline = Date.now() + 5_000; Date.now() < deadline; ) {
+        const response = await fetch(`${url}/runs/${runId}/events`, { headers: headers() });
+        await response.body?.cancel();
+        if (response.status === 404) return true;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return false;
+    };
+    const resumedOne = await suspended();
+    const [call] = resumedOne.pendingClientTools;
+    const answer = await post(`${url}/runs/${resumedOne.runId}/tool-results`, {
+      toolCallId: call?.toolCallId,
+      token: call?.hookToken,
+      result: "h1",
+    });
+    expect(answer.status).toBe(202);
+    expect(await forgotten(resumedOne.runId)).toBe(true);
+
+    const cancelledOne = await suspended();
+    expect((await post(`${url}/runs/${cancelledOne.runId}/cancel`, {})).status).toBe(202);
+    expect(await forgotten(cancelledOne.runId)).toBe(true);
+  });
+
   it("replays a suspended run's agent_end with the calls that no longer take a result without their hookToken", async () => {
     const { url } = await startServer(twoCallsInOneReply, { clientTools: "suspend" });
     const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<

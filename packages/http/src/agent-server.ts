@@ -91,19 +91,29 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       tokenTtlMs: config.clientToolTimeoutMs,
       suspendedTtlMs: config.suspendedTtlMs,
       now: config.now,
-      onEnd: (ended) => {
-        const forget = setTimeout(
-          () => {
-            if (runs.get(ended.runId) === ended) runs.delete(ended.runId);
-          },
+      onEnd: (ended) =>
+        forgetAfter(
+          ended,
           ended.suspended ? Math.max(config.suspendedTtlMs, config.retainEndedMs) : config.retainEndedMs,
-        );
-        // Keeping an ended run for re-attaching is no reason to keep the process alive.
-        forget.unref?.();
-      },
+        ),
+      // Kept so long for the results it waited for: now as long as any ended run.
+      onWaitOver: (suspended) => forgetAfter(suspended, config.retainEndedMs),
     });
     runs.set(run.runId, serverRun);
     return serverRun;
+  }
+
+  /** The ended runs' timers that forget them, each replaced by a later wait of its run. */
+  const forgetTimers = new WeakMap<ServerRun, ReturnType<typeof setTimeout>>();
+
+  function forgetAfter(ended: ServerRun, ms: number): void {
+    clearTimeout(forgetTimers.get(ended));
+    const forget = setTimeout(() => {
+      if (runs.get(ended.runId) === ended) runs.delete(ended.runId);
+    }, ms);
+    // Keeping an ended run for re-attaching is no reason to keep the process alive.
+    forget.unref?.();
+    forgetTimers.set(ended, forget);
   }
 
   /** A run this process keeps, else one the backend finds (started by another process). */

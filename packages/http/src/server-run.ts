@@ -27,7 +27,7 @@ export class ServerRun {
   endedAt: number | undefined;
   /** Set when it ended as `awaiting_client_tool`: its client calls wait beyond the run. */
   suspended = false;
-  /** The run that resumed this suspended one, once every client call had its result. */
+  /** The run that resumed this suspended one, once every client call had its result (`resumedAs`). */
   continuedAs: string | undefined;
   readonly #waiting = new Map<string, WaitingCall>();
   /** The client calls announced with a hook token that have no result yet: their `tool_call` events. */
@@ -38,6 +38,7 @@ export class ServerRun {
   #attached = 0;
   readonly #maxStreams: number;
   #detachTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #onWaitOver: (run: ServerRun) => void;
 
   constructor(
     run: BackendRun,
@@ -50,12 +51,15 @@ export class ServerRun {
       suspendedTtlMs: number;
       now: () => number;
       onEnd: (run: ServerRun) => void;
+      /** A suspended run waits no more: resumed, or its batch given up by a cancel. */
+      onWaitOver: (run: ServerRun) => void;
     },
   ) {
     this.runId = run.runId;
     this.owner = run.owner;
     this.run = run;
     this.outliveStream = options.outliveStream;
+    this.#onWaitOver = options.onWaitOver;
     this.#maxStreams = options.maxStreams;
     this.log = new EventLog(options.maxEvents);
     const onEvent = (event: AgentEvent) => {
@@ -161,6 +165,13 @@ export class ServerRun {
     if (!this.suspended) return;
     this.#waiting.clear();
     this.#tokenlessEnd();
+    this.#onWaitOver(this);
+  }
+
+  /** The suspended run was resumed by its last call's result, as the run `runId`. */
+  resumedAs(runId: string): void {
+    this.continuedAs = runId;
+    this.#onWaitOver(this);
   }
 
   /**

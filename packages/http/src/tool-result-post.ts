@@ -143,7 +143,7 @@ export class ToolResultPosts {
     // The client attaches to the resumed run; two posts that both learned of it track it once.
     if (run.continuedAs === undefined) {
       this.#context.track(resumed, run.outliveStream);
-      run.continuedAs = resumed.runId;
+      run.resumedAs(resumed.runId);
     }
     return run.continuedAs;
   }
