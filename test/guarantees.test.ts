@@ -225,6 +225,72 @@ describe("a tool result as a steering or follow-up message", () => {
   });
 });
 
+describe("a tool result given to prompt()", () => {
+  const resultOf = (toolCallId: string) =>
+    ({
+      role: "toolResult",
+      toolCallId,
+      toolName: "add",
+      content: "3",
+      isError: false,
+      status: "ok",
+      timestamp: 1,
+    }) as const;
+  /** Checks that `prompt` throws the refusal of the result of `toolCallId`. */
+  const expectRefused = (prompt: () => void, toolCallId: string) => {
+    let error: unknown;
+    try {
+      prompt();
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toBe(
+      `Invalid prompt: message must answer a tool call of an assistant message before it in the prompt (only a run answers the calls of the history), got the result of "${toolCallId}".`,
+    );
+  };
+
+  it("that answers no call is refused at once, before any of the prompt enters the history", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    for (const input of [[resultOf("nope")], ["hello", resultOf("nope")]]) {
+      expectRefused(() => agent.prompt(input), "nope");
+      expect(agent.messages).toEqual([]);
+    }
+    expect((await agent.prompt("hello").result()).stopReason).toBe("completed");
+  });
+
+  it("that answers a call waiting for approval is refused, and the call still waits", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    expect((await agent.prompt("add").result()).stopReason).toBe("awaiting_approval");
+    expectRefused(() => agent.prompt([resultOf("t1")]), "t1");
+    expect(agent.pendingApprovals.map((pending) => pending.toolCallId)).toEqual(["t1"]);
+  });
+
+  it("that answers a call of the prompt's own assistant message enters the history with it", async () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("it was 3")]]) });
+    const call: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "toolCall", id: "c1", name: "add", args: { a: 1, b: 2 } }],
+      stopReason: "toolUse",
+      timestamp: 1,
+    } as AssistantMessage;
+    const result = await agent.prompt([call, resultOf("c1"), "what was it?"]).result();
+    expect(result.stopReason).toBe("completed");
+    expect(agent.messages.map((message) => message.role)).toEqual([
+      "assistant",
+      "toolResult",
+      "user",
+      "assistant",
+    ]);
+    // Answered once: a second result for the same call answers nothing.
+    expectRefused(() => agent.prompt([call, resultOf("c1"), resultOf("c1")]), "c1");
+  });
+});
+
 describe("a provider that ignores its signal before its stream arrives", () => {
   it("abort ends the run at once (not after the grace period), and the late stream is cancelled", async () => {
     const { model, release, cancelled } = stuckBeforeStream();

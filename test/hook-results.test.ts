@@ -131,3 +131,32 @@ describe("beforeToolCall", () => {
     }
   });
 });
+
+describe("a tool's needsApproval function", () => {
+  for (const [name, verdict, says] of [
+    ["a string", "yes", '"yes"'],
+    ["a number", 1, "1"],
+    ["undefined", undefined, "undefined"],
+  ] as const) {
+    it(`returns ${name}: the check fails, naming the tool and the value; the call is answered, not run, and no approval waits`, async () => {
+      let ran = 0;
+      const counted = defineTool({
+        ...add,
+        execute: ({ a }) => String(a + ++ran),
+        needsApproval: () => verdict as never,
+      });
+      const { agent, result } = await runWith({ tools: [counted] });
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.code).toBe("orchestrator_error");
+      expect(result.error?.message).toContain(
+        `Tool "add": needsApproval returned an invalid result: expected a boolean, got ${says}.`,
+      );
+      expect(ran).toBe(0);
+      expect(agent.pendingApprovals).toEqual([]);
+      expect(result.messages.find((message) => message.role === "toolResult")).toMatchObject({
+        toolCallId: "c1",
+        isError: true,
+      });
+    });
+  }
+});

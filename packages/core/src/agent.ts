@@ -13,6 +13,7 @@ import {
   validateAgentConfig,
   validateMessageInput,
   validatePromptOptions,
+  validatePromptToolResults,
   validateQueuedMessage,
 } from "./config.js";
 import { AgentBusyError, InvalidConfigError } from "./errors.js";
@@ -139,6 +140,7 @@ export class Agent {
     validatePromptOptions(options);
     const inputs = Array.isArray(input) ? input : [input];
     for (const message of inputs) validateMessageInput(message, "prompt");
+    validatePromptToolResults(inputs);
     const services = this.#services();
     const now = services.clock.now();
     return this.#runs.start(

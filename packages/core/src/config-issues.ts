@@ -41,7 +41,7 @@ export function validateOptions(schema: z.ZodType, options: unknown, what: strin
 }
 
 export function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
-  const result = schema.safeParse(input);
+  const result = schema.safeParse(input, PARSE_PARAMS);
   if (result.success) return;
   const issues = result.error.issues
     .flatMap((issue) => leafIssues(issue, []))
@@ -51,6 +51,22 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
     }));
   throw new AgentConfigError(what, issues);
 }
+
+/** Domains zod's type names do not read as: its `int` is what the checks elsewhere call a whole number. */
+const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", nan: "NaN", null: "null" };
+
+/**
+ * The domain of a type check whose schema has no message of its own (zod asks the parse's error map
+ * only then): "must be an object", where zod's default would read "must be Invalid input: expected
+ * object, received number". Other checks keep zod's message.
+ */
+function expectedType(issue: core.$ZodRawIssue): string | undefined {
+  if (issue.code !== "invalid_type") return undefined;
+  const type = String(issue.expected);
+  return TYPE_DOMAINS[type] ?? `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
+}
+
+const PARSE_PARAMS = { error: expectedType };
 
 /**
  * A union (`stall`) reports only "no option matched"; when the value is of one option's type and

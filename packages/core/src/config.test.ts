@@ -2,7 +2,7 @@ import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { validateAgentConfig, validatePromptOptions } from "./config.js";
-import type { AgentConfigError } from "./config-issues.js";
+import { type AgentConfigError, validateOptions } from "./config-issues.js";
 import { InvalidConfigError } from "./errors.js";
 import { contextBudget } from "./history/context-budget.js";
 import { keepRecent } from "./history/pipeline.js";
@@ -280,6 +280,32 @@ describe("validatePromptOptions", () => {
     ]);
     expect(issuesOf(() => validatePromptOptions("fast"))).toEqual([
       { path: "options", message: 'must be an object, got "fast"' },
+    ]);
+  });
+});
+
+describe("validateOptions", () => {
+  it("names what a check of the schema without a message of its own expected, and what it got", () => {
+    const schema = z.object({ rounds: z.int().gte(0).optional(), label: z.string().optional() });
+    expect(() => validateOptions(schema, 5, "reflect options")).toThrow(
+      "Invalid reflect options: options must be an object, got 5.",
+    );
+    expect(issuesOf(() => validateOptions(schema, { rounds: 1.5, label: 2 }, "reflect options"))).toEqual([
+      { path: "rounds", message: "must be a whole number, got 1.5" },
+      { path: "label", message: "must be a string, got 2" },
+    ]);
+    expect(issuesOf(() => validateOptions(z.array(z.string()), "a", "list options"))).toEqual([
+      { path: "options", message: 'must be an array, got "a"' },
+    ]);
+  });
+
+  it("keeps the schema's own message where it has one", () => {
+    const schema = z.object({ rounds: z.int({ error: "a whole number >= 0" }) }, { error: "a plain object" });
+    expect(issuesOf(() => validateOptions(schema, 5, "reflect options"))).toEqual([
+      { path: "options", message: "must be a plain object, got 5" },
+    ]);
+    expect(issuesOf(() => validateOptions(schema, { rounds: "x" }, "reflect options"))).toEqual([
+      { path: "rounds", message: 'must be a whole number >= 0, got "x"' },
     ]);
   });
 });

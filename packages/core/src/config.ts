@@ -1,6 +1,12 @@
 import { type core, z } from "zod";
 import { AgentConfigError, expecting, show, validate } from "./config-issues.js";
-import { agentMessageSchema } from "./messages.js";
+import {
+  type AssistantMessage,
+  agentMessageSchema,
+  type MessageInput,
+  type ToolResultMessage,
+  toolCallsOf,
+} from "./messages.js";
 import { isLogger } from "./observe/logger.js";
 import { validateTranscript } from "./run/transcript.js";
 import { ToolRegistry } from "./tools/registry.js";
@@ -264,6 +270,33 @@ export function validateQueuedMessage(input: unknown, what: string): void {
         message: `must not be a tool result: only a run answers the model's tool calls, got the result of ${show(message.toolCallId)}`,
       },
     ]);
+}
+
+/**
+ * Checks the tool results among a prompt's messages (each one already checked by
+ * `validateMessageInput`). The prompt enters the history once every call in it is answered (a new
+ * prompt denies or fails what a suspended batch still waits for), so a result can only answer a
+ * call of an assistant message before it in the prompt, still open: the history would refuse any
+ * other midway through the prompt, and the run end with `invalid_history`.
+ */
+export function validatePromptToolResults(inputs: readonly MessageInput[]): void {
+  // Mirrors the history's own rule: a user or assistant message closes the calls still open.
+  let open: Set<string> | undefined;
+  for (const input of inputs) {
+    if (typeof input === "string" || input.role === "user") open = undefined;
+    else if (input.role === "assistant")
+      open = new Set(toolCallsOf(input as AssistantMessage).map((call) => call.id));
+    else if (input.role === "toolResult") {
+      const { toolCallId } = input as ToolResultMessage;
+      if (open?.delete(toolCallId) !== true)
+        throw new AgentConfigError("prompt", [
+          {
+            path: "message",
+            message: `must answer a tool call of an assistant message before it in the prompt (only a run answers the calls of the history), got the result of ${show(toolCallId)}`,
+          },
+        ]);
+    }
+  }
 }
 
 const callbackResultSchema = z.array(z.unknown(), expecting("an array of messages or undefined"));

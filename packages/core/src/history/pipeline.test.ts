@@ -89,4 +89,15 @@ describe("keepRecent / keepFirstAndRecent", () => {
     expect(() => keepRecent(-1)).toThrow(RangeError);
     expect(() => keepFirstAndRecent(1.5)).toThrow(/whole number/);
   });
+
+  it("rejects n = 0, which would send the model no recent message at all, and n that is no number", async () => {
+    expect(() => keepRecent(0)).toThrow(new RangeError("keepRecent(n) needs a whole number n >= 1, got 0."));
+    expect(() => keepFirstAndRecent(0)).toThrow(
+      new RangeError("keepFirstAndRecent(n) needs a whole number n >= 1, got 0."),
+    );
+    expect(() => keepRecent("3" as never)).toThrow(
+      new RangeError('keepRecent(n) needs a whole number n >= 1, got "3".'),
+    );
+    expect(await keepRecent(1)(users(5), ctx)).toEqual([{ role: "user", content: "message 4" }]);
+  });
 });

@@ -1,3 +1,4 @@
+import { show } from "../config-issues.js";
 import { type AgentMessage, isLlmMessage, type LlmMessage } from "../messages.js";
 
 export interface TransformContext {
@@ -30,6 +31,7 @@ export function chainTransforms(...transforms: HistoryTransform[]): HistoryTrans
 /**
  * Keeps the last `n` messages. A cut that would fall between a tool call and its results moves
  * earlier to keep the assistant message that made the calls, so the result may hold a few more.
+ * `n` is a whole number >= 1; any other throws a `RangeError` here, not at the first model call.
  */
 export function keepRecent(n: number): HistoryTransform {
   assertCount(n, "keepRecent");
@@ -37,7 +39,10 @@ export function keepRecent(n: number): HistoryTransform {
     messages.length <= n ? messages : messages.slice(pairSafeStart(messages, messages.length - n));
 }
 
-/** Keeps the first message (usually the task) and the last `n`, never separating a call from its results. */
+/**
+ * Keeps the first message (usually the task) and the last `n`, never separating a call from its
+ * results. `n` is a whole number >= 1, as for `keepRecent`.
+ */
 export function keepFirstAndRecent(n: number): HistoryTransform {
   assertCount(n, "keepFirstAndRecent");
   return (messages) => {
@@ -54,7 +59,8 @@ function pairSafeStart(messages: readonly AgentMessage[], start: number): number
   return index;
 }
 
+/** At least one: with none, the model would get no recent message at all (only the first, or nothing). */
 function assertCount(n: number, name: string): void {
-  if (!Number.isInteger(n) || n < 0)
-    throw new RangeError(`${name}(n) needs a whole number n >= 0, got ${n}.`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RangeError(`${name}(n) needs a whole number n >= 1, got ${show(n)}.`);
 }

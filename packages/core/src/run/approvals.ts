@@ -1,3 +1,4 @@
+import { show } from "../config-issues.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { Tool, ToolCallContext } from "../tools/define-tool.js";
 import { toolResult } from "../tools/execute-tool.js";
@@ -101,5 +102,12 @@ async function toolNeedsApproval(context: ToolCallContext): Promise<boolean> {
   const { needsApproval } = tool;
   if (typeof needsApproval !== "function") return needsApproval === true;
   const parsed = await parseArgs(tool.inputSchema, call.args);
-  return parsed.success && Boolean(await needsApproval(parsed.data, context));
+  if (!parsed.success) return false;
+  const needed: unknown = await needsApproval(parsed.data, context);
+  // Checked as beforeToolCall's verdict is: a truthy "no" or a forgotten return must not decide an approval.
+  if (typeof needed !== "boolean")
+    throw new TypeError(
+      `Tool "${tool.name}": needsApproval returned an invalid result: expected a boolean, got ${show(needed)}.`,
+    );
+  return needed;
 }
