@@ -136,7 +136,7 @@ describe("a tool's needsApproval function", () => {
   for (const [name, verdict, says] of [
     ["a string", "yes", '"yes"'],
     ["a number", 1, "1"],
-    ["undefined", undefined, "undefined"],
+    ["null", null, "null"],
   ] as const) {
     it(`returns ${name}: the check fails, naming the tool and the value; the call is answered, not run, and no approval waits`, async () => {
       let ran = 0;
@@ -159,4 +159,17 @@ describe("a tool's needsApproval function", () => {
       });
     });
   }
+
+  it("returns nothing (a forgotten return, read as the AI SDK reads it): no approval is needed, the call runs", async () => {
+    let ran = 0;
+    const counted = defineTool({
+      ...add,
+      execute: ({ a }) => String(a + ++ran),
+      needsApproval: () => undefined as never,
+    });
+    const { agent, result } = await runWith({ tools: [counted] });
+    expect(result.stopReason).toBe("completed");
+    expect(ran).toBe(1);
+    expect(agent.pendingApprovals).toEqual([]);
+  });
 });

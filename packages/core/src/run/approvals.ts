@@ -104,7 +104,9 @@ async function toolNeedsApproval(context: ToolCallContext): Promise<boolean> {
   const parsed = await parseArgs(tool.inputSchema, call.args);
   if (!parsed.success) return false;
   const needed: unknown = await needsApproval(parsed.data, context);
-  // Checked as beforeToolCall's verdict is: a truthy "no" or a forgotten return must not decide an approval.
+  // Checked as beforeToolCall's verdict is: a truthy "no" must not decide an approval. Nothing
+  // returned is "no", as the AI SDK reads it, so that its tools behave here as they do there.
+  if (needed === undefined) return false;
   if (typeof needed !== "boolean")
     throw new TypeError(
       `Tool "${tool.name}": needsApproval returned an invalid result: expected a boolean, got ${show(needed)}.`,
