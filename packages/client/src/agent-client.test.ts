@@ -1614,6 +1614,25 @@ describe("AgentClient: a hostile server", () => {
     await expect(run.result()).resolves.toEqual(events[2]);
   });
 
+  it("runs no tool for a client tool_call whose toolCallId or toolName is no string: a malformed-event, and nothing posted", async () => {
+    const arrayName = event(1, "tool_call", { ...clientCall, toolName: ["t"], hookToken: "tok" });
+    const objectId = event(2, "tool_call", { ...clientCall, toolCallId: { id: "c1" }, hookToken: "tok" });
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(event(0, "agent_start")) + line(arrayName) + line(objectId) + line(agentEnd(3)));
+    });
+    const t = vi.fn(() => 1);
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("hi");
+    const errors = (await collect(run)).filter((value) => value.type === "client_error");
+    expect(errors).toEqual(
+      [arrayName, objectId].map((value) =>
+        expect.objectContaining({ code: "malformed-event", line: JSON.stringify(value) }),
+      ),
+    );
+    expect(t).not.toHaveBeenCalled();
+    expect(requests.map((r) => r.path)).toEqual(["/runs"]);
+  });
+
   it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {
     const events = script(6);
     const { baseUrl, requests } = await serve(async (req, res) => {

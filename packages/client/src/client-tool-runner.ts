@@ -88,6 +88,17 @@ export class ClientToolRunner {
    */
   async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
     const { toolCallId, toolName, hookToken } = call;
+    // A tool_call event comes as the server sent it: `["t"]` would find the tool `t` (a key is
+    // made a string), and an object id would never be the same id twice.
+    if (typeof toolCallId !== "string" || typeof toolName !== "string") {
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message: 'A client tool call with no string "toolCallId" and "toolName": no tool was run for it.',
+        line: JSON.stringify(source),
+      });
+      return undefined;
+    }
     if (this.#toolCalls.has(toolCallId)) return undefined;
     this.#toolCalls.add(toolCallId);
     if (typeof hookToken !== "string") {
