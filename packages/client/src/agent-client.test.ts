@@ -1788,6 +1788,25 @@ describe("AgentClient: a hostile server", () => {
 describe("AgentClient: the documented bounds, exactly", () => {
   const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
 
+  it("throws a TypeError when made with a count or a time it cannot keep: a timer past 2^31 - 1 ms fires at once, a NaN count never ends", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    for (const options of [
+      { idleTimeoutMs: Number.POSITIVE_INFINITY },
+      { idleTimeoutMs: 2 ** 31 },
+      { idleTimeoutMs: 0 },
+      { reconnect: { attempts: Number.NaN } },
+      { reconnect: { attempts: 1.5 } },
+      { postRetry: { attempts: -1 } },
+      { postRetry: { delayMs: Number.NaN } },
+      { reconnect: { delayMs: 2 ** 31 } },
+      { maxEventBytes: 0 },
+      { maxEventBytes: Number.POSITIVE_INFINITY },
+    ])
+      expect(() => new AgentClient({ baseUrl, ...options }), JSON.stringify(options)).toThrow(TypeError);
+    const edges = { idleTimeoutMs: 2 ** 31 - 1, reconnect: { attempts: 0, delayMs: 0 }, maxEventBytes: 1 };
+    expect(new AgentClient({ baseUrl, ...edges })).toBeInstanceOf(AgentClient);
+  });
+
   it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") {

@@ -42,15 +42,15 @@ export class AgentClient {
       // Called unbound: a browser's fetch must not be called as a method of another object.
       fetch: (input, init) => fetchFn(input, init),
       reconnect: {
-        attempts: options.reconnect?.attempts ?? 5,
-        delayMs: options.reconnect?.delayMs ?? 250,
+        attempts: whole("reconnect.attempts", options.reconnect?.attempts, 5, 0),
+        delayMs: duration("reconnect.delayMs", options.reconnect?.delayMs, 250, 0),
       },
       postRetry: {
-        attempts: options.postRetry?.attempts ?? 4,
-        delayMs: options.postRetry?.delayMs ?? 200,
+        attempts: whole("postRetry.attempts", options.postRetry?.attempts, 4, 0),
+        delayMs: duration("postRetry.delayMs", options.postRetry?.delayMs, 200, 0),
       },
-      idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
-      maxEventBytes: options.maxEventBytes ?? 16 * 1024 * 1024,
+      idleTimeoutMs: duration("idleTimeoutMs", options.idleTimeoutMs, 45_000, 1),
+      maxEventBytes: whole("maxEventBytes", options.maxEventBytes, 16 * 1024 * 1024, 1),
       logger: options.logger ?? silentLogger,
     });
   }
@@ -102,6 +102,33 @@ export class AgentClient {
     run.whenSettled(() => this.#inFlight.delete(run));
     return run;
   }
+}
+
+/** The longest a timer waits: one set for longer fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would
+ * never be reached, so the retries would never end.
+ */
+function whole(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new TypeError(`AgentClient needs ${name} as a whole number >= ${min}, got ${String(value)}.`);
+  return value;
+}
+
+/**
+ * A time option in ms (`fallback` when not given), from `min` to `MAX_TIMER_MS`: a longer (or
+ * infinite) one would fire at once, and an idleTimeoutMs of 0 would drop every connection at once.
+ */
+function duration(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !(value >= min && value <= MAX_TIMER_MS))
+    throw new TypeError(
+      `AgentClient needs ${name} in ms from ${min} to ${MAX_TIMER_MS} (the longest a timer waits), got ${String(value)}.`,
+    );
+  return value;
 }
 
 /**

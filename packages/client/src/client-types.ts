@@ -19,7 +19,12 @@ export interface ClientToolContext {
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 
-/** How an {@link AgentClient} talks to an agent-core HTTP server. */
+/**
+ * How an {@link AgentClient} talks to an agent-core HTTP server. The counts (`attempts`,
+ * `maxEventBytes`) are whole numbers (`maxEventBytes` from 1), the times (`delayMs`,
+ * `idleTimeoutMs`, from 1) at most 2,147,483,647 ms, the longest a timer waits: anything else throws
+ * a `TypeError` when the client is made.
+ */
 export interface AgentClientOptions {
   /** The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored). */
   baseUrl: string;
