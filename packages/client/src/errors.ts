@@ -44,7 +44,8 @@ export class ClientError extends Error {
  * A problem the client met while a run went on, delivered in the run's event stream (never thrown):
  *
  * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
- *   object with a string `type`; `line` is its text. Also a client `tool_call` whose `toolCallId`
+ *   object with a string `type`, or of type `"client_error"` (a server cannot forge the client's
+ *   own events); `line` is its text. Also a client `tool_call` whose `toolCallId`
  *   or `toolName` is no string (no tool is run for it), and a call of a suspended run's
  *   `pendingClientTools` whose `hookToken` is there but no string (one without a `hookToken`, as a
  *   `tool_call` without one, takes no result and is not run: the server replays a call that has
