@@ -1633,6 +1633,38 @@ describe("AgentClient: a hostile server", () => {
     expect(requests.map((r) => r.path)).toEqual(["/runs"]);
   });
 
+  it("takes no run id '.' or '..' (a URL would drop the segment, or the one before: another route): attach() throws, a server's is no name", async () => {
+    const client = new AgentClient({ baseUrl: "http://127.0.0.1:9", ...fast });
+    expect(() => client.attach("..")).toThrow(TypeError);
+    expect(() => client.attach(".")).toThrow(TypeError);
+    const dots = { type: "agent_start", runId: "..", seq: 0, ts: 1 };
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs" && req.body.includes("dots")) {
+        openStream(res, "application/x-ndjson", "..");
+        res.end(line(dots));
+      } else if (req.path === "/runs") endsSuspended(res, suspendedOn(clientCall));
+      else res.writeHead(202, { "content-type": "application/json" }).end(JSON.stringify({ runId: ".." }));
+    });
+    const named = new AgentClient({ baseUrl, reconnect: { attempts: 1, delayMs: 10 } }).start("dots");
+    const seen: ClientEvent[] = [];
+    named.on("*", (value) => seen.push(value));
+    expect(await rejection(named.result())).toMatchObject({ code: "network" });
+    expect(seen).toEqual([
+      expect.objectContaining({ code: "malformed-event", line: JSON.stringify(dots) }),
+      expect.objectContaining({ code: "malformed-event", line: JSON.stringify(dots) }),
+    ]);
+    const resumed = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("tools");
+    const failed = new Promise<ClientEvent>((resolve) => resumed.on("client_error", resolve));
+    expect(await resumed.result()).toMatchObject({ stopReason: "awaiting_client_tool" });
+    expect(await failed).toMatchObject({ code: "tool-result-failed", status: 202 });
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs",
+      "POST /runs",
+      `POST /runs/${RUN}/tool-results`,
+    ]);
+  });
+
   it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {
     const events = script(6);
     const { baseUrl, requests } = await serve(async (req, res) => {

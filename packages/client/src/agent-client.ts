@@ -6,7 +6,7 @@ import type {
   ClientRun,
   StartOptions,
 } from "./client-types.js";
-import { Transport } from "./transport.js";
+import { isRunId, Transport } from "./transport.js";
 
 const silentLogger: ClientLogger = { error: () => {} };
 
@@ -87,10 +87,13 @@ export class AgentClient {
    * Follows an existing run (`GET {baseUrl}/runs/:runId/events?after=…`), e.g. after a page
    * reload: the events after `after` (all of them by default), then the live ones. A first
    * connection that fails is retried like a dropped one; a 4xx fails the run with code `"http"`, as
-   * does a 204: the run has ended and `after` was its last event (nothing more will come).
+   * does a 204: the run has ended and `after` was its last event (nothing more will come). A run
+   * id `.` or `..` throws a `TypeError`: in a URL it names no segment (`/runs/../cancel` is
+   * `/cancel`), and the client takes none from the server either.
    */
   attach(runId: string, options: AttachOptions = {}): ClientRun {
-    if (typeof runId !== "string" || runId === "") throw new TypeError("attach() needs a run id.");
+    if (!isRunId(runId))
+      throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
     const after = options.after ?? -1;
     if (!Number.isInteger(after) || after < -1)
       throw new TypeError(`attach() needs after as a whole number >= -1, got ${String(options.after)}.`);

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
-import { type Config, deadline, discard, httpError, readText, type Transport } from "./transport.js";
+import { type Config, deadline, discard, httpError, isRunId, readText, type Transport } from "./transport.js";
 
 /** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
 export interface ClientCall {
@@ -226,7 +226,7 @@ async function resumedRunId(response: Response): Promise<string | { why: string 
   }
   try {
     const { runId } = JSON.parse(text) as { runId?: unknown };
-    if (typeof runId === "string" && runId !== "") return runId;
+    if (isRunId(runId)) return runId;
   } catch {
     // Told below, as an answer with no run id.
   }

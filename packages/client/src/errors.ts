@@ -52,7 +52,8 @@ export class ClientError extends Error {
  *   its result, or was given up, so), and an `agent_end` whose
  *   `pendingClientTools` is no list of calls (the run ends with it: nothing can be run),
  *   and, dropped (they change nothing), an object that is no event of a run (no string `runId`, or
- *   no whole `seq` from 0) and an event of another run than the one the stream is for.
+ *   one that names no path segment, `.` or `..`, or no whole `seq` from 0) and an event of another
+ *   run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
  *   `status` and `serverCode` say how. It is not retried.
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until

@@ -8,6 +8,7 @@ import {
   discard,
   httpError,
   ignore,
+  isRunId,
   MAX_RETRY_AFTER_MS,
   retryAfterMs,
   sleep,
@@ -116,7 +117,7 @@ export class RunConnection {
       });
       discard(response);
       const runId = response.headers.get("x-run-id");
-      return response.ok && runId !== null && runId !== "" ? runId : undefined;
+      return response.ok && isRunId(runId) ? runId : undefined;
     } catch {
       return undefined;
     } finally {
@@ -182,7 +183,7 @@ export class RunConnection {
         return { progress, error, retryAfterMs: retryAfter };
       }
       const headerRunId = response.headers.get("x-run-id");
-      if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
+      if (isRunId(headerRunId)) this.#run.learnRunId(headerRunId);
       if (signal.aborted) return undefined;
       // The server's answer to a re-attach after an ended run's last event: no retry brings more.
       if (response.status === 204) {
@@ -265,14 +266,14 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
-    if (typeof runId !== "string" || !isSeq(seq)) {
+    if (!isRunId(runId) || !isSeq(seq)) {
       // Not one of the run's events: handed on, a bare `{"type":"agent_end"}` would settle the run
       // with a result that is none.
       this.#run.receive({
         type: "client_error",
         code: "malformed-event",
         message:
-          'Not an event of the run: an event has a string "runId" and a whole "seq" from 0: it was dropped.',
+          'Not an event of the run: an event has a string "runId" (not "." or "..") and a whole "seq" from 0: it was dropped.',
         line: JSON.stringify(event),
       });
       return false;

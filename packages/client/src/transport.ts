@@ -93,6 +93,15 @@ export class Transport {
 
 export function ignore(): void {}
 
+/**
+ * A run's id as the client takes it, from the caller or the server: a string that can name a path
+ * segment. `.` and `..` cannot: encoded or not, a URL drops the one or the segment before it, and
+ * `/runs/../cancel` would reach another route, `{baseUrl}/cancel`.
+ */
+export function isRunId(runId: unknown): runId is string {
+  return typeof runId === "string" && runId !== "" && runId !== "." && runId !== "..";
+}
+
 /** Drops a response's body, so its connection is free again. */
 export function discard(response: Response): undefined {
   response.body?.cancel().catch(ignore);
