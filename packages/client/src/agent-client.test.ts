@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import "@agent-core/agentic"; // registers the default orchestrator, for the real server's agents
 import { Agent, defineTool } from "@agent-core/core";
 import { type AgentServerOptions, createAgentServer, serveNode } from "@agent-core/http";
@@ -1663,6 +1665,49 @@ describe("AgentClient: a hostile server", () => {
       "POST /runs",
       `POST /runs/${RUN}/tool-results`,
     ]);
+  });
+
+  it("keeps no chunk it has read while the stream stays open: a long stream's memory does not grow with its chunks", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const encoder = new TextEncoder();
+    let stream!: ReadableStreamDefaultController<Uint8Array>;
+    let pulls = 0;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          stream = controller;
+        },
+        pull() {
+          pulls++;
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const headers = { "content-type": "application/x-ndjson", "x-run-id": RUN };
+    const fetchBody: typeof fetch = async () => new Response(body, { headers });
+    const run = new AgentClient({ baseUrl: "http://127.0.0.1:9", fetch: fetchBody }).start("hi");
+    // Made in a function of its own: a local of this (async) one may outlive its block.
+    const send = (value: unknown) => {
+      const chunk = encoder.encode(line(value));
+      stream.enqueue(chunk);
+      return new WeakRef(chunk);
+    };
+    send(event(0, "agent_start"));
+    const heartbeat = send({ type: "heartbeat", ts: 1 });
+    // The chunk read last may still be in the reading function's hands: two more come after.
+    send({ type: "heartbeat", ts: 2 });
+    send({ type: "heartbeat", ts: 3 });
+    // All read, and the next read asked for: the client holds the first heartbeat's chunk no more.
+    await until(() => pulls >= 1, "the read after the heartbeats");
+    for (let i = 0; i < 20 && heartbeat.deref() !== undefined; i++) {
+      await delay(10);
+      gc();
+    }
+    expect(heartbeat.deref()).toBeUndefined();
+    send(agentEnd(1));
+    stream.close();
+    await expect(run.result()).resolves.toMatchObject({ stopReason: "completed" });
   });
 
   it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {

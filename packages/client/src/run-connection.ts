@@ -13,6 +13,7 @@ import {
   retryAfterMs,
   sleep,
   type Transport,
+  untilAborted,
 } from "./transport.js";
 
 /** What the connection needs of the run it reads: values and callbacks, no more. */
@@ -139,12 +140,6 @@ export class RunConnection {
       if (start === undefined || this.#run.currentRunId() !== undefined) connection.abort(signal.reason);
     };
     signal.addEventListener("abort", stop, { once: true });
-    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
-    // would not honour the signal.
-    const aborted = new Promise<never>((_, reject) => {
-      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
-    });
-    aborted.catch(ignore);
     let idle = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const arm = () => {
@@ -159,7 +154,7 @@ export class RunConnection {
     const accept = ACCEPT[this.#config.format];
     try {
       arm();
-      const response = await Promise.race([
+      const response = await untilAborted(
         start === undefined
           ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
           : this.#transport.request("POST", "/runs", {
@@ -168,8 +163,8 @@ export class RunConnection {
               accept,
               signal: connection.signal,
             }),
-        aborted,
-      ]);
+        connection.signal,
+      );
       if (!response.ok) {
         const error = await httpError(response);
         const retryAfter = retryAfterMs(response);
@@ -215,7 +210,7 @@ export class RunConnection {
         await this.#run.demand();
         if (this.#run.done()) return undefined;
         arm();
-        const chunk = await Promise.race([reader.read(), aborted]);
+        const chunk = await untilAborted(reader.read(), connection.signal);
         disarm();
         const items = chunk.done ? cutShort(parser.end()) : parser.push(chunk.value);
         for (const item of items) {

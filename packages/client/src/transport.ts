@@ -203,6 +203,24 @@ export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSigna
   };
 }
 
+/**
+ * What `promise` settles with, or the rejection of `signal`'s reason once it aborts first: for a
+ * `fetch` that would not honour the signal. Its listener goes once `promise` settles: raced with one
+ * promise made per connection, each wait (a read per chunk) would leave it a reaction, holding the
+ * chunk, for as long as the connection lasts.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(ignore);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
+
 /** Waits `ms`, or less if one of `signals` aborts. Never rejects. */
 export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
