@@ -46,8 +46,9 @@ export interface AgentClientOptions {
    * (default `{ attempts: 5, delayMs: 250 }`): at most
    * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
    * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
-   * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s
-   * fails the run with that answer (a `ClientError` of code `"http"`). A start whose connection
+   * answered 5xx, 408 or 429 is tried again so (another 4xx fails the run), after what the answer's
+   * `Retry-After` says if it has one; one asking for more than 60 s fails the run with that answer
+   * (a `ClientError` of code `"http"`). A start whose connection
    * dropped before the run's id was known, or that was answered 429 or 503 with a `Retry-After`,
    * is posted again the same way, with the same `Idempotency-Key`.
    */
