@@ -1865,6 +1865,31 @@ describe("AgentClient: a hostile server", () => {
 describe("AgentClient: the documented bounds, exactly", () => {
   const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
 
+  it("waits at most 2^31 - 1 ms between re-attaches, not at once, when the doubled delay is longer (a timer past it fires at once)", async () => {
+    vi.useFakeTimers();
+    try {
+      let requests = 0;
+      const unreachable: typeof fetch = async () => {
+        requests++;
+        throw new TypeError("fetch failed");
+      };
+      const reconnect = { attempts: 2, delayMs: 2 ** 30 };
+      const run = new AgentClient({ baseUrl: "http://127.0.0.1:9", fetch: unreachable, reconnect }).attach(
+        RUN,
+      );
+      await vi.advanceTimersByTimeAsync(2 ** 30);
+      expect(requests).toBe(2);
+      // The next wait, 2^31 ms, is cut to the longest a timer takes: not 1 ms.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(requests).toBe(2);
+      await vi.advanceTimersByTimeAsync(2 ** 31 - 1);
+      expect(requests).toBe(3);
+      expect(await rejection(run.result())).toMatchObject({ code: "network" });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("throws a TypeError when made with a count or a time it cannot keep: a timer past 2^31 - 1 ms fires at once, a NaN count never ends", () => {
     const baseUrl = "http://127.0.0.1:9";
     for (const options of [

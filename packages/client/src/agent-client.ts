@@ -6,7 +6,7 @@ import type {
   ClientRun,
   StartOptions,
 } from "./client-types.js";
-import { isRunId, Transport } from "./transport.js";
+import { isRunId, MAX_TIMER_MS, Transport } from "./transport.js";
 
 const silentLogger: ClientLogger = { error: () => {} };
 
@@ -106,9 +106,6 @@ export class AgentClient {
     return run;
   }
 }
-
-/** The longest a timer waits: one set for longer fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would

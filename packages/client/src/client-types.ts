@@ -44,7 +44,8 @@ export interface AgentClientOptions {
   /**
    * Re-attaching after the event stream dropped, or skipped a `seq` (a run's seqs have no gaps)
    * (default `{ attempts: 5, delayMs: 250 }`): at most
-   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
+   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time (up to
+   * 2,147,483,647 ms, the longest a timer waits). The count
    * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
    * answered 5xx, 408 or 429 is tried again so (another 4xx fails the run), after what the answer's
    * `Retry-After` says if it has one; one asking for more than 60 s fails the run with that answer
@@ -57,7 +58,8 @@ export interface AgentClientOptions {
    * Retrying a tool-result or cancel post after a network error, a 5xx or a 429, and a steer or
    * follow-up after a 429 only (such as `queue-full`: one that may have been taken is not sent
    * again) (default `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1`
-   * posts, with the same body), waiting `delayMs` then twice as long each time, or what the
+   * posts, with the same body), waiting `delayMs` then twice as long each time (up to
+   * 2,147,483,647 ms), or what the
    * answer's `Retry-After` says (a 429's, or a 503's such as `database-unreachable`): one asking for
    * more than 60 s is not waited for, that answer is the post's last.
    */

@@ -221,7 +221,13 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
   });
 }
 
-/** Waits `ms`, or less if one of `signals` aborts. Never rejects. */
+/** The longest a timer waits: one set for longer fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Waits `ms` (`MAX_TIMER_MS` at most: a doubled retry delay may be longer, and must not be no wait),
+ * or less if one of `signals` aborts. Never rejects.
+ */
 export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
     if (signals.some((signal) => signal.aborted)) return resolve();
@@ -230,7 +236,7 @@ export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
       for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
     for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }
