@@ -1733,6 +1733,17 @@ describe("AgentClient: a hostile server", () => {
     ]);
   });
 
+  it("takes the run's id from an event that skips seqs, before the run was named: it re-attaches, not posts the start again", async () => {
+    const events = script(3);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" }); // no X-Run-Id
+      res.end(req.path === "/runs" ? line(events[1]) : events.map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", `GET /runs/${RUN}/events`]);
+  });
+
   it("fails with code 'network', after the events before the gap, when every re-attach skips the same seqs", async () => {
     const events = script(5);
     const { baseUrl } = await serve(async (_req, res) => {

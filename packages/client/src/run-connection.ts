@@ -286,12 +286,14 @@ export class RunConnection {
     }
     const last = this.#lastSeq.get(runId) ?? -1;
     if (seq <= last) return false; // a replay after a re-attach
+    // Named by an event that skips some too: the re-attach asks that run for them, where a start
+    // posted again (as for a run never named) would bring the same stream.
+    this.#run.learnRunId(runId);
     // A run's seqs have no gaps: the events between never came on this stream, and a re-attach
     // from the last one asks for them again.
     if (seq > last + 1)
       throw new Error(`event ${seq} of run "${runId}" came after event ${last}: the stream skipped some`);
     this.#lastSeq.set(runId, seq);
-    this.#run.learnRunId(runId);
     this.#run.receive(event);
     return true;
   }
