@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import "@agent-core/agentic"; // registers the default orchestrator, for the real server's agents
 import { Agent, defineTool } from "@agent-core/core";
 import { type AgentServerOptions, createAgentServer, serveNode } from "@agent-core/http";
@@ -1614,6 +1616,100 @@ describe("AgentClient: a hostile server", () => {
     await expect(run.result()).resolves.toEqual(events[2]);
   });
 
+  it("runs no tool for a client tool_call whose toolCallId or toolName is no string: a malformed-event, and nothing posted", async () => {
+    const arrayName = event(1, "tool_call", { ...clientCall, toolName: ["t"], hookToken: "tok" });
+    const objectId = event(2, "tool_call", { ...clientCall, toolCallId: { id: "c1" }, hookToken: "tok" });
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(event(0, "agent_start")) + line(arrayName) + line(objectId) + line(agentEnd(3)));
+    });
+    const t = vi.fn(() => 1);
+    const run = new AgentClient({ baseUrl, tools: { t }, ...fast }).start("hi");
+    const errors = (await collect(run)).filter((value) => value.type === "client_error");
+    expect(errors).toEqual(
+      [arrayName, objectId].map((value) =>
+        expect.objectContaining({ code: "malformed-event", line: JSON.stringify(value) }),
+      ),
+    );
+    expect(t).not.toHaveBeenCalled();
+    expect(requests.map((r) => r.path)).toEqual(["/runs"]);
+  });
+
+  it("takes no run id '.' or '..' (a URL would drop the segment, or the one before: another route): attach() throws, a server's is no name", async () => {
+    const client = new AgentClient({ baseUrl: "http://127.0.0.1:9", ...fast });
+    expect(() => client.attach("..")).toThrow(TypeError);
+    expect(() => client.attach(".")).toThrow(TypeError);
+    const dots = { type: "agent_start", runId: "..", seq: 0, ts: 1 };
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path === "/runs" && req.body.includes("dots")) {
+        openStream(res, "application/x-ndjson", "..");
+        res.end(line(dots));
+      } else if (req.path === "/runs") endsSuspended(res, suspendedOn(clientCall));
+      else res.writeHead(202, { "content-type": "application/json" }).end(JSON.stringify({ runId: ".." }));
+    });
+    const named = new AgentClient({ baseUrl, reconnect: { attempts: 1, delayMs: 10 } }).start("dots");
+    const seen: ClientEvent[] = [];
+    named.on("*", (value) => seen.push(value));
+    expect(await rejection(named.result())).toMatchObject({ code: "network" });
+    expect(seen).toEqual([
+      expect.objectContaining({ code: "malformed-event", line: JSON.stringify(dots) }),
+      expect.objectContaining({ code: "malformed-event", line: JSON.stringify(dots) }),
+    ]);
+    const resumed = new AgentClient({ baseUrl, tools: { t: () => 1 }, ...fast }).start("tools");
+    const failed = new Promise<ClientEvent>((resolve) => resumed.on("client_error", resolve));
+    expect(await resumed.result()).toMatchObject({ stopReason: "awaiting_client_tool" });
+    expect(await failed).toMatchObject({ code: "tool-result-failed", status: 202 });
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /runs",
+      "POST /runs",
+      "POST /runs",
+      `POST /runs/${RUN}/tool-results`,
+    ]);
+  });
+
+  it("keeps no chunk it has read while the stream stays open: a long stream's memory does not grow with its chunks", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const encoder = new TextEncoder();
+    let stream!: ReadableStreamDefaultController<Uint8Array>;
+    let pulls = 0;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          stream = controller;
+        },
+        pull() {
+          pulls++;
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const headers = { "content-type": "application/x-ndjson", "x-run-id": RUN };
+    const fetchBody: typeof fetch = async () => new Response(body, { headers });
+    const run = new AgentClient({ baseUrl: "http://127.0.0.1:9", fetch: fetchBody }).start("hi");
+    // Made in a function of its own: a local of this (async) one may outlive its block.
+    const send = (value: unknown) => {
+      const chunk = encoder.encode(line(value));
+      stream.enqueue(chunk);
+      return new WeakRef(chunk);
+    };
+    send(event(0, "agent_start"));
+    const heartbeat = send({ type: "heartbeat", ts: 1 });
+    // The chunk read last may still be in the reading function's hands: two more come after.
+    send({ type: "heartbeat", ts: 2 });
+    send({ type: "heartbeat", ts: 3 });
+    // All read, and the next read asked for: the client holds the first heartbeat's chunk no more.
+    await until(() => pulls >= 1, "the read after the heartbeats");
+    for (let i = 0; i < 20 && heartbeat.deref() !== undefined; i++) {
+      await delay(10);
+      gc();
+    }
+    expect(heartbeat.deref()).toBeUndefined();
+    send(agentEnd(1));
+    stream.close();
+    await expect(run.result()).resolves.toMatchObject({ stopReason: "completed" });
+  });
+
   it("re-attaches from the last event when the stream skips a seq, and yields each event once, in order", async () => {
     const events = script(6);
     const { baseUrl, requests } = await serve(async (req, res) => {
@@ -1635,6 +1731,17 @@ describe("AgentClient: a hostile server", () => {
       "POST /runs ",
       `GET /runs/${RUN}/events after=1`,
     ]);
+  });
+
+  it("takes the run's id from an event that skips seqs, before the run was named: it re-attaches, not posts the start again", async () => {
+    const events = script(3);
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" }); // no X-Run-Id
+      res.end(req.path === "/runs" ? line(events[1]) : events.map(line).join(""));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    expect(await collect(run)).toEqual(events);
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", `GET /runs/${RUN}/events`]);
   });
 
   it("fails with code 'network', after the events before the gap, when every re-attach skips the same seqs", async () => {
@@ -1768,6 +1875,50 @@ describe("AgentClient: a hostile server", () => {
 
 describe("AgentClient: the documented bounds, exactly", () => {
   const clientCall = { toolCallId: "c1", toolName: "t", args: {}, execution: "client" };
+
+  it("waits at most 2^31 - 1 ms between re-attaches, not at once, when the doubled delay is longer (a timer past it fires at once)", async () => {
+    vi.useFakeTimers();
+    try {
+      let requests = 0;
+      const unreachable: typeof fetch = async () => {
+        requests++;
+        throw new TypeError("fetch failed");
+      };
+      const reconnect = { attempts: 2, delayMs: 2 ** 30 };
+      const run = new AgentClient({ baseUrl: "http://127.0.0.1:9", fetch: unreachable, reconnect }).attach(
+        RUN,
+      );
+      await vi.advanceTimersByTimeAsync(2 ** 30);
+      expect(requests).toBe(2);
+      // The next wait, 2^31 ms, is cut to the longest a timer takes: not 1 ms.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(requests).toBe(2);
+      await vi.advanceTimersByTimeAsync(2 ** 31 - 1);
+      expect(requests).toBe(3);
+      expect(await rejection(run.result())).toMatchObject({ code: "network" });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("throws a TypeError when made with a count or a time it cannot keep: a timer past 2^31 - 1 ms fires at once, a NaN count never ends", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    for (const options of [
+      { idleTimeoutMs: Number.POSITIVE_INFINITY },
+      { idleTimeoutMs: 2 ** 31 },
+      { idleTimeoutMs: 0 },
+      { reconnect: { attempts: Number.NaN } },
+      { reconnect: { attempts: 1.5 } },
+      { postRetry: { attempts: -1 } },
+      { postRetry: { delayMs: Number.NaN } },
+      { reconnect: { delayMs: 2 ** 31 } },
+      { maxEventBytes: 0 },
+      { maxEventBytes: Number.POSITIVE_INFINITY },
+    ])
+      expect(() => new AgentClient({ baseUrl, ...options }), JSON.stringify(options)).toThrow(TypeError);
+    const edges = { idleTimeoutMs: 2 ** 31 - 1, reconnect: { attempts: 0, delayMs: 0 }, maxEventBytes: 1 };
+    expect(new AgentClient({ baseUrl, ...edges })).toBeInstanceOf(AgentClient);
+  });
 
   it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {

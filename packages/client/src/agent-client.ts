@@ -6,7 +6,7 @@ import type {
   ClientRun,
   StartOptions,
 } from "./client-types.js";
-import { Transport } from "./transport.js";
+import { isRunId, MAX_TIMER_MS, Transport } from "./transport.js";
 
 const silentLogger: ClientLogger = { error: () => {} };
 
@@ -42,15 +42,15 @@ export class AgentClient {
       // Called unbound: a browser's fetch must not be called as a method of another object.
       fetch: (input, init) => fetchFn(input, init),
       reconnect: {
-        attempts: options.reconnect?.attempts ?? 5,
-        delayMs: options.reconnect?.delayMs ?? 250,
+        attempts: whole("reconnect.attempts", options.reconnect?.attempts, 5, 0),
+        delayMs: duration("reconnect.delayMs", options.reconnect?.delayMs, 250, 0),
       },
       postRetry: {
-        attempts: options.postRetry?.attempts ?? 4,
-        delayMs: options.postRetry?.delayMs ?? 200,
+        attempts: whole("postRetry.attempts", options.postRetry?.attempts, 4, 0),
+        delayMs: duration("postRetry.delayMs", options.postRetry?.delayMs, 200, 0),
       },
-      idleTimeoutMs: options.idleTimeoutMs ?? 45_000,
-      maxEventBytes: options.maxEventBytes ?? 16 * 1024 * 1024,
+      idleTimeoutMs: duration("idleTimeoutMs", options.idleTimeoutMs, 45_000, 1),
+      maxEventBytes: whole("maxEventBytes", options.maxEventBytes, 16 * 1024 * 1024, 1),
       logger: options.logger ?? silentLogger,
     });
   }
@@ -87,10 +87,13 @@ export class AgentClient {
    * Follows an existing run (`GET {baseUrl}/runs/:runId/events?after=…`), e.g. after a page
    * reload: the events after `after` (all of them by default), then the live ones. A first
    * connection that fails is retried like a dropped one; a 4xx fails the run with code `"http"`, as
-   * does a 204: the run has ended and `after` was its last event (nothing more will come).
+   * does a 204: the run has ended and `after` was its last event (nothing more will come). A run
+   * id `.` or `..` throws a `TypeError`: in a URL it names no segment (`/runs/../cancel` is
+   * `/cancel`), and the client takes none from the server either.
    */
   attach(runId: string, options: AttachOptions = {}): ClientRun {
-    if (typeof runId !== "string" || runId === "") throw new TypeError("attach() needs a run id.");
+    if (!isRunId(runId))
+      throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
     const after = options.after ?? -1;
     if (!Number.isInteger(after) || after < -1)
       throw new TypeError(`attach() needs after as a whole number >= -1, got ${String(options.after)}.`);
@@ -102,6 +105,30 @@ export class AgentClient {
     run.whenSettled(() => this.#inFlight.delete(run));
     return run;
   }
+}
+
+/**
+ * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would
+ * never be reached, so the retries would never end.
+ */
+function whole(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new TypeError(`AgentClient needs ${name} as a whole number >= ${min}, got ${String(value)}.`);
+  return value;
+}
+
+/**
+ * A time option in ms (`fallback` when not given), from `min` to `MAX_TIMER_MS`: a longer (or
+ * infinite) one would fire at once, and an idleTimeoutMs of 0 would drop every connection at once.
+ */
+function duration(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !(value >= min && value <= MAX_TIMER_MS))
+    throw new TypeError(
+      `AgentClient needs ${name} in ms from ${min} to ${MAX_TIMER_MS} (the longest a timer waits), got ${String(value)}.`,
+    );
+  return value;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
-import { type Config, deadline, discard, httpError, readText, type Transport } from "./transport.js";
+import { type Config, deadline, discard, httpError, isRunId, readText, type Transport } from "./transport.js";
 
 /** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
 export interface ClientCall {
@@ -88,6 +88,17 @@ export class ClientToolRunner {
    */
   async #runTool(call: ClientCall, source: AgentEvent, suspended = false): Promise<string | undefined> {
     const { toolCallId, toolName, hookToken } = call;
+    // A tool_call event comes as the server sent it: `["t"]` would find the tool `t` (a key is
+    // made a string), and an object id would never be the same id twice.
+    if (typeof toolCallId !== "string" || typeof toolName !== "string") {
+      this.#emit({
+        type: "client_error",
+        code: "malformed-event",
+        message: 'A client tool call with no string "toolCallId" and "toolName": no tool was run for it.',
+        line: JSON.stringify(source),
+      });
+      return undefined;
+    }
     if (this.#toolCalls.has(toolCallId)) return undefined;
     this.#toolCalls.add(toolCallId);
     if (typeof hookToken !== "string") {
@@ -215,7 +226,7 @@ async function resumedRunId(response: Response): Promise<string | { why: string 
   }
   try {
     const { runId } = JSON.parse(text) as { runId?: unknown };
-    if (typeof runId === "string" && runId !== "") return runId;
+    if (isRunId(runId)) return runId;
   } catch {
     // Told below, as an answer with no run id.
   }

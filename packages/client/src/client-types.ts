@@ -19,7 +19,12 @@ export interface ClientToolContext {
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 
-/** How an {@link AgentClient} talks to an agent-core HTTP server. */
+/**
+ * How an {@link AgentClient} talks to an agent-core HTTP server. The counts (`attempts`,
+ * `maxEventBytes`) are whole numbers (`maxEventBytes` from 1), the times (`delayMs`,
+ * `idleTimeoutMs`, from 1) at most 2,147,483,647 ms, the longest a timer waits: anything else throws
+ * a `TypeError` when the client is made.
+ */
 export interface AgentClientOptions {
   /** The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored). */
   baseUrl: string;
@@ -39,10 +44,12 @@ export interface AgentClientOptions {
   /**
    * Re-attaching after the event stream dropped, or skipped a `seq` (a run's seqs have no gaps)
    * (default `{ attempts: 5, delayMs: 250 }`): at most
-   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time. The count
+   * `attempts` re-attaches in a row, waiting `delayMs`, then twice as long each time (up to
+   * 2,147,483,647 ms, the longest a timer waits). The count
    * starts again once a connection delivers a new event (a heartbeat is none). A re-attach
-   * answered 429 or 503 waits what its `Retry-After` says instead; one asking for more than 60 s
-   * fails the run with that answer (a `ClientError` of code `"http"`). A start whose connection
+   * answered 5xx, 408 or 429 is tried again so (another 4xx fails the run), after what the answer's
+   * `Retry-After` says if it has one; one asking for more than 60 s fails the run with that answer
+   * (a `ClientError` of code `"http"`). A start whose connection
    * dropped before the run's id was known, or that was answered 429 or 503 with a `Retry-After`,
    * is posted again the same way, with the same `Idempotency-Key`.
    */
@@ -51,7 +58,8 @@ export interface AgentClientOptions {
    * Retrying a tool-result or cancel post after a network error, a 5xx or a 429, and a steer or
    * follow-up after a 429 only (such as `queue-full`: one that may have been taken is not sent
    * again) (default `{ attempts: 4, delayMs: 200 }`): at most `attempts` retries (so `attempts + 1`
-   * posts, with the same body), waiting `delayMs` then twice as long each time, or what the
+   * posts, with the same body), waiting `delayMs` then twice as long each time (up to
+   * 2,147,483,647 ms), or what the
    * answer's `Retry-After` says (a 429's, or a 503's such as `database-unreachable`): one asking for
    * more than 60 s is not waited for, that answer is the post's last.
    */

@@ -44,13 +44,16 @@ export class ClientError extends Error {
  * A problem the client met while a run went on, delivered in the run's event stream (never thrown):
  *
  * - `"malformed-event"`: a line (NDJSON) or a `data:` payload (SSE) that is not JSON, or not an
- *   object with a string `type`; `line` is its text. Also a call of a suspended run's
+ *   object with a string `type`, or of type `"client_error"` (a server cannot forge the client's
+ *   own events); `line` is its text. Also a client `tool_call` whose `toolCallId`
+ *   or `toolName` is no string (no tool is run for it), and a call of a suspended run's
  *   `pendingClientTools` whose `hookToken` is there but no string (one without a `hookToken`, as a
  *   `tool_call` without one, takes no result and is not run: the server replays a call that has
  *   its result, or was given up, so), and an `agent_end` whose
  *   `pendingClientTools` is no list of calls (the run ends with it: nothing can be run),
  *   and, dropped (they change nothing), an object that is no event of a run (no string `runId`, or
- *   no whole `seq` from 0) and an event of another run than the one the stream is for.
+ *   one that names no path segment, `.` or `..`, or no whole `seq` from 0) and an event of another
+ *   run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
  *   `status` and `serverCode` say how. It is not retried.
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until

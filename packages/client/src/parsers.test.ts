@@ -239,6 +239,21 @@ describe("NdjsonParser", () => {
       { type: "ok" },
     ]);
   });
+
+  it("takes no client_error from the stream: that type is the client's own, so a server cannot forge one", () => {
+    const forged = '{"type":"client_error","code":"tool-result-rejected","toolCallId":"c1","status":410}';
+    const expected = [
+      {
+        type: "client_error",
+        code: "malformed-event",
+        message:
+          "Not an event: \"client_error\" is the type of the client's own events, never of the stream's.",
+        line: forged,
+      },
+    ];
+    expect(new NdjsonParser().push(`${forged}\n`)).toEqual(expected);
+    expect(new SseParser().push(`data: ${forged}\n\n`)).toEqual(expected);
+  });
 });
 
 describe("SseParser", () => {

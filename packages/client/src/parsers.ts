@@ -8,8 +8,9 @@ export interface Heartbeat {
 
 /**
  * What a parser returns for each complete event of the stream: the event (any JSON object with a
- * string `type`, handed on as it came, without schema validation), a {@link Heartbeat}, or a
- * `client_error` event with code `"malformed-event"` for a line that is not one.
+ * string `type` other than `"client_error"`, handed on as it came, without schema validation), a
+ * {@link Heartbeat}, or a `client_error` event with code `"malformed-event"` for a line that is not
+ * one: every `client_error` a parser returns is its own.
  */
 export type Parsed = ClientEvent | Heartbeat;
 
@@ -143,6 +144,13 @@ function parseEvent(text: string): Parsed {
     typeof (value as { type?: unknown }).type !== "string"
   )
     return malformed('Not an event: an event is a JSON object with a string "type".', text);
+  // Handed on as it came, it would pass for a problem the client met (a rejected tool result, say),
+  // with none of the checks a run's event gets.
+  if ((value as { type: string }).type === "client_error")
+    return malformed(
+      "Not an event: \"client_error\" is the type of the client's own events, never of the stream's.",
+      text,
+    );
   return value as Parsed;
 }
 

@@ -8,10 +8,12 @@ import {
   discard,
   httpError,
   ignore,
+  isRunId,
   MAX_RETRY_AFTER_MS,
   retryAfterMs,
   sleep,
   type Transport,
+  untilAborted,
 } from "./transport.js";
 
 /** What the connection needs of the run it reads: values and callbacks, no more. */
@@ -116,7 +118,7 @@ export class RunConnection {
       });
       discard(response);
       const runId = response.headers.get("x-run-id");
-      return response.ok && runId !== null && runId !== "" ? runId : undefined;
+      return response.ok && isRunId(runId) ? runId : undefined;
     } catch {
       return undefined;
     } finally {
@@ -138,12 +140,6 @@ export class RunConnection {
       if (start === undefined || this.#run.currentRunId() !== undefined) connection.abort(signal.reason);
     };
     signal.addEventListener("abort", stop, { once: true });
-    // Settles (rejecting) when this connection is aborted: raced with each wait, for a `fetch` that
-    // would not honour the signal.
-    const aborted = new Promise<never>((_, reject) => {
-      connection.signal.addEventListener("abort", () => reject(connection.signal.reason), { once: true });
-    });
-    aborted.catch(ignore);
     let idle = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const arm = () => {
@@ -158,7 +154,7 @@ export class RunConnection {
     const accept = ACCEPT[this.#config.format];
     try {
       arm();
-      const response = await Promise.race([
+      const response = await untilAborted(
         start === undefined
           ? this.#transport.request("GET", this.#eventsPath(), { accept, signal: connection.signal })
           : this.#transport.request("POST", "/runs", {
@@ -167,8 +163,8 @@ export class RunConnection {
               accept,
               signal: connection.signal,
             }),
-        aborted,
-      ]);
+        connection.signal,
+      );
       if (!response.ok) {
         const error = await httpError(response);
         const retryAfter = retryAfterMs(response);
@@ -182,7 +178,7 @@ export class RunConnection {
         return { progress, error, retryAfterMs: retryAfter };
       }
       const headerRunId = response.headers.get("x-run-id");
-      if (headerRunId !== null && headerRunId !== "") this.#run.learnRunId(headerRunId);
+      if (isRunId(headerRunId)) this.#run.learnRunId(headerRunId);
       if (signal.aborted) return undefined;
       // The server's answer to a re-attach after an ended run's last event: no retry brings more.
       if (response.status === 204) {
@@ -214,7 +210,7 @@ export class RunConnection {
         await this.#run.demand();
         if (this.#run.done()) return undefined;
         arm();
-        const chunk = await Promise.race([reader.read(), aborted]);
+        const chunk = await untilAborted(reader.read(), connection.signal);
         disarm();
         const items = chunk.done ? cutShort(parser.end()) : parser.push(chunk.value);
         for (const item of items) {
@@ -265,14 +261,14 @@ export class RunConnection {
     }
     const event = item as AgentEvent;
     const { runId, seq } = event as { runId?: unknown; seq?: unknown };
-    if (typeof runId !== "string" || !isSeq(seq)) {
+    if (!isRunId(runId) || !isSeq(seq)) {
       // Not one of the run's events: handed on, a bare `{"type":"agent_end"}` would settle the run
       // with a result that is none.
       this.#run.receive({
         type: "client_error",
         code: "malformed-event",
         message:
-          'Not an event of the run: an event has a string "runId" and a whole "seq" from 0: it was dropped.',
+          'Not an event of the run: an event has a string "runId" (not "." or "..") and a whole "seq" from 0: it was dropped.',
         line: JSON.stringify(event),
       });
       return false;
@@ -290,12 +286,14 @@ export class RunConnection {
     }
     const last = this.#lastSeq.get(runId) ?? -1;
     if (seq <= last) return false; // a replay after a re-attach
+    // Named by an event that skips some too: the re-attach asks that run for them, where a start
+    // posted again (as for a run never named) would bring the same stream.
+    this.#run.learnRunId(runId);
     // A run's seqs have no gaps: the events between never came on this stream, and a re-attach
     // from the last one asks for them again.
     if (seq > last + 1)
       throw new Error(`event ${seq} of run "${runId}" came after event ${last}: the stream skipped some`);
     this.#lastSeq.set(runId, seq);
-    this.#run.learnRunId(runId);
     this.#run.receive(event);
     return true;
   }

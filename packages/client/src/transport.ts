@@ -93,6 +93,15 @@ export class Transport {
 
 export function ignore(): void {}
 
+/**
+ * A run's id as the client takes it, from the caller or the server: a string that can name a path
+ * segment. `.` and `..` cannot: encoded or not, a URL drops the one or the segment before it, and
+ * `/runs/../cancel` would reach another route, `{baseUrl}/cancel`.
+ */
+export function isRunId(runId: unknown): runId is string {
+  return typeof runId === "string" && runId !== "" && runId !== "." && runId !== "..";
+}
+
 /** Drops a response's body, so its connection is free again. */
 export function discard(response: Response): undefined {
   response.body?.cancel().catch(ignore);
@@ -194,7 +203,31 @@ export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSigna
   };
 }
 
-/** Waits `ms`, or less if one of `signals` aborts. Never rejects. */
+/**
+ * What `promise` settles with, or the rejection of `signal`'s reason once it aborts first: for a
+ * `fetch` that would not honour the signal. Its listener goes once `promise` settles: raced with one
+ * promise made per connection, each wait (a read per chunk) would leave it a reaction, holding the
+ * chunk, for as long as the connection lasts.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(ignore);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
+
+/** The longest a timer waits: one set for longer fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Waits `ms` (`MAX_TIMER_MS` at most: a doubled retry delay may be longer, and must not be no wait),
+ * or less if one of `signals` aborts. Never rejects.
+ */
 export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
     if (signals.some((signal) => signal.aborted)) return resolve();
@@ -203,7 +236,7 @@ export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
       for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
     for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }
