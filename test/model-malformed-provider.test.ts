@@ -102,6 +102,19 @@ describe("a provider whose stream parts break the v4 types", () => {
       [{ type: "text-delta", id: "t", delta: "The answer is" }, finish("error")],
       'The model\'s reply ended with finish reason "error" (raw: "error"): a reply cut short by an error is no answer.',
     ],
+    [
+      "tool-call arguments nested deeper than 1,000 levels (writing them out again would overflow the stack)",
+      [
+        {
+          type: "tool-call",
+          toolCallId: "deep",
+          toolName: "echo",
+          input: `{"x":"a","y":${"[".repeat(1000)}${"]".repeat(1000)}}`,
+        },
+        finish("tool-calls"),
+      ],
+      'The model streamed a malformed "tool-call" part: its `input` nests more than 1000 levels deep.',
+    ],
     ["a null part", [null, finish("stop")], "The model streamed a part that is no object: null."],
     ["a number as a part", [42, finish("stop")], "The model streamed a part that is no object: number."],
     [
