@@ -106,6 +106,35 @@ describe("streamModelStep time limits", () => {
     expect(await result).toMatchObject({ kind: "firstChunk", ms: 50 });
   });
 
+  it("ends the call of a stream lookalike whose read ignores the cancel", async () => {
+    // Not a web stream (another realm's, a provider's own object): its reader does not settle the
+    // pending read when cancelled, as a web stream's does.
+    const cancel = vi.fn(() => new Promise<void>(() => {}));
+    const parts: LanguageModelV4StreamPart[] = [];
+    const reader = {
+      read: () => {
+        const part = parts.shift();
+        return part === undefined ? new Promise(() => {}) : Promise.resolve({ done: false, value: part });
+      },
+      cancel,
+      releaseLock: () => {},
+    };
+    const lookalike = { getReader: () => reader, cancel };
+    for (const timeouts of [{ stepMs: 500 }, { chunkMs: 500 }]) {
+      parts.push({ type: "text-delta", id: "t", delta: "hi" });
+      const result = outcome(
+        step(
+          modelOf(async () => ({ stream: lookalike })),
+          new AbortScope(),
+          { timeouts },
+        ),
+      );
+      await vi.advanceTimersByTimeAsync(500);
+      expect(await result).toBeInstanceOf(TimeoutError);
+    }
+    expect(cancel).toHaveBeenCalledTimes(2);
+  });
+
   it("a text delta is a chunk: firstChunkMs stops applying, chunkMs starts", async () => {
     const { stream, push, close } = openStream([{ type: "stream-start", warnings: [] }]);
     const result = outcome(

@@ -197,7 +197,7 @@ class StepState extends AbortHook implements ModelStepResult {
           : `The model's doStream() resolved to ${typeName(opened)}, not an object with a readable \`stream\`.`,
       );
     this.#rejectOpen = undefined;
-    const reader = opened.stream.getReader();
+    const reader = asWebStream(opened.stream).getReader();
     this.#reader = reader;
     // Aborted after doStream() settled but before this: the hook has fired already.
     if (this.#scope.aborted) cancel(reader, this.#scope.signal.reason);
@@ -336,6 +336,27 @@ function isReadable(stream: unknown): stream is ReadableStream<LanguageModelV4St
   if (stream instanceof WebReadableStream) return true;
   const { getReader, cancel } = isObject(stream) ? (stream as Partial<ReadableStream>) : {};
   return typeof getReader === "function" && typeof cancel === "function";
+}
+
+/**
+ * A web stream settles a pending read when its reader is cancelled, which is how an abort or a
+ * timeout ends the read of a stream that sends nothing more. A stream that only looks like one
+ * (another realm's, a polyfill's, a provider's own object) may not: read through a web stream, a
+ * timeout ends the call even when its own `read()` never settles.
+ */
+function asWebStream(
+  stream: Pick<ReadableStream<LanguageModelV4StreamPart>, "getReader">,
+): ReadableStream<LanguageModelV4StreamPart> {
+  if (stream instanceof WebReadableStream) return stream as ReadableStream<LanguageModelV4StreamPart>;
+  const reader = stream.getReader();
+  return new WebReadableStream<LanguageModelV4StreamPart>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 function isObject(value: unknown): value is object {
