@@ -137,6 +137,12 @@ describe("a provider whose stream parts break the v4 types", () => {
           "-5",
         ],
         [
+          "a finite but impossible",
+          { inputTokens: { total: 1e308 }, outputTokens: { total: 1e308 } },
+          "inputTokens.total",
+          "1e+308",
+        ],
+        [
           "an infinite",
           { inputTokens: { total: 1, cacheRead: Number.POSITIVE_INFINITY }, outputTokens: { total: 1 } },
           "inputTokens.cacheRead",
@@ -149,7 +155,7 @@ describe("a provider whose stream parts break the v4 types", () => {
         { type: "text-delta", id: "t", delta: "ok" },
         { ...finish("stop"), usage: badUsage },
       ],
-      `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${shown}.`,
+      `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count from 0 to 2^53 - 1 but is ${shown}.`,
     ]),
   ])(
     "ends the run with a ProviderError on %s, its events and history still valid",

@@ -113,7 +113,8 @@ function usageGroup<T>(group: T, field: string): T {
 
 /**
  * A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed,
- * and so is a number no count can be (NaN, negative, infinite), which would spoil the run's totals.
+ * and so is a number no count can be (NaN, negative, past 2^53 - 1, infinite), which would spoil
+ * the run's totals: two finite counts as large as 1e308 add up to Infinity.
  */
 function tokens(count: number | undefined, field: string): number | undefined {
   if (typeof count === "number") return isCount(count) ? count : badCount(count, field);
@@ -122,11 +123,11 @@ function tokens(count: number | undefined, field: string): number | undefined {
 }
 
 function isCount(count: number): boolean {
-  return count >= 0 && count < Number.POSITIVE_INFINITY;
+  return count >= 0 && count <= Number.MAX_SAFE_INTEGER;
 }
 
 function badCount(count: number, field: string): never {
   throw new ProviderError(
-    `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${count}.`,
+    `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count from 0 to 2^53 - 1 but is ${count}.`,
   );
 }
