@@ -494,6 +494,48 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     expect(await call).toBeInstanceOf(AbortedError);
   });
 
+  it("an abort from a timer ends the read of a stream whose parts are always ready", async () => {
+    // No I/O between the parts: without a turn of the event loop now and then, the timer would
+    // only run once the million parts were read, and the call would succeed.
+    let left = 1_000_000;
+    const stream = new ReadableStream<LanguageModelV4StreamPart>(
+      {
+        pull(controller) {
+          if (left-- > 0) controller.enqueue(text("x"));
+          else {
+            controller.enqueue(finish);
+            controller.close();
+          }
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const scope = new AbortScope();
+    setTimeout(() => scope.abort(new Error("stop")), 0);
+    expect(
+      await outcome(
+        step(
+          modelOf(async () => ({ stream })),
+          scope,
+        ),
+      ),
+    ).toBeInstanceOf(AbortedError);
+  });
+
+  it("reads a long stream of ready parts under fake timers, which do not hold its turns back", async () => {
+    vi.useFakeTimers();
+    try {
+      const parts = Array.from({ length: 3000 }, () => text("x"));
+      const read = await step(
+        modelOf(async () => ({ stream: closedStream([...parts, finish]) })),
+        new AbortScope(),
+      );
+      expect(read.content).toEqual([{ type: "text", text: "x".repeat(3000) }]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it.each<[string, Record<string, unknown>, string]>([
     [
       "a tool-call without a toolCallId",

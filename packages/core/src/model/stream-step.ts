@@ -78,7 +78,10 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
       let failure: unknown;
       try {
         const reader = step.read(await step.open());
-        for (;;) {
+        for (let parts = 1; ; parts++) {
+          // A stream whose parts are always ready (no I/O between them) would otherwise keep the
+          // event loop on its microtasks: no timer, so no time limit and no abort(), could end it.
+          if (parts % PARTS_BETWEEN_TURNS === 0) await nextTurnOfEventLoop();
           const { done, value } = await reader.read();
           if (scope.aborted) throw abortError(scope.signal.reason);
           if (watchdog?.expired) throw watchdog.expired;
@@ -123,6 +126,21 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
   } finally {
     request.onSettled?.();
   }
+}
+
+/** Parts read before the event loop is let go round: rare enough to cost nothing per part. */
+const PARTS_BETWEEN_TURNS = 1024;
+
+/**
+ * Node's `setImmediate` (a timeout elsewhere), taken as the module loads: a test's fake timers
+ * installed later do not hold this turn back, which is no timer of the call's.
+ */
+const scheduleTurn: (run: () => void) => unknown =
+  typeof setImmediate === "function" ? setImmediate : (run) => setTimeout(run, 0);
+
+/** Settles once the event loop has gone round, running the timers that are due. */
+function nextTurnOfEventLoop(): Promise<void> {
+  return new Promise((resolve) => scheduleTurn(resolve));
 }
 
 type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
