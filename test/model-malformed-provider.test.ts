@@ -102,6 +102,19 @@ describe("a provider whose stream parts break the v4 types", () => {
       [{ type: "text-delta", id: "t", delta: "The answer is" }, finish("error")],
       'The model\'s reply ended with finish reason "error" (raw: "error"): a reply cut short by an error is no answer.',
     ],
+    [
+      "tool-call arguments nested deeper than 1,000 levels (writing them out again would overflow the stack)",
+      [
+        {
+          type: "tool-call",
+          toolCallId: "deep",
+          toolName: "echo",
+          input: `{"x":"a","y":${"[".repeat(1000)}${"]".repeat(1000)}}`,
+        },
+        finish("tool-calls"),
+      ],
+      'The model streamed a malformed "tool-call" part: its `input` nests more than 1000 levels deep.',
+    ],
     ["a null part", [null, finish("stop")], "The model streamed a part that is no object: null."],
     ["a number as a part", [42, finish("stop")], "The model streamed a part that is no object: number."],
     [
@@ -124,6 +137,12 @@ describe("a provider whose stream parts break the v4 types", () => {
           "-5",
         ],
         [
+          "a finite but impossible",
+          { inputTokens: { total: 1e308 }, outputTokens: { total: 1e308 } },
+          "inputTokens.total",
+          "1e+308",
+        ],
+        [
           "an infinite",
           { inputTokens: { total: 1, cacheRead: Number.POSITIVE_INFINITY }, outputTokens: { total: 1 } },
           "inputTokens.cacheRead",
@@ -136,7 +155,7 @@ describe("a provider whose stream parts break the v4 types", () => {
         { type: "text-delta", id: "t", delta: "ok" },
         { ...finish("stop"), usage: badUsage },
       ],
-      `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${shown}.`,
+      `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count from 0 to 2^53 - 1 but is ${shown}.`,
     ]),
   ])(
     "ends the run with a ProviderError on %s, its events and history still valid",

@@ -72,6 +72,16 @@ describe("retryDelay", () => {
     expect(retryDelay(apiError(429, { "retry-after": "Infinity" }), 1, options)).toBe(200);
   });
 
+  it("falls back to backoff for a blank or negative retry-after, and a blank retry-after-ms", () => {
+    const unreadable: Record<string, string>[] = [
+      { "retry-after": "" },
+      { "retry-after": "  " },
+      { "retry-after-ms": "" },
+      { "retry-after": "-3" },
+    ];
+    for (const headers of unreadable) expect(retryDelay(apiError(503, headers), 1, options)).toBe(200);
+  });
+
   it("falls back to backoff for an unreadable retry-after, or headers on something else", () => {
     expect(retryDelay(apiError(429, { "retry-after": "soon" }), 1, options)).toBe(200);
     expect(retryDelay(apiError(429, {}), 2, options)).toBe(400);

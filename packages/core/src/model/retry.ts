@@ -27,12 +27,18 @@ export function retryDelay(error: unknown, attempt: number, options: RetryOption
 
 function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {
   if (!headers) return undefined;
-  const ms = Number(headers["retry-after-ms"]);
-  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const ms = headers["retry-after-ms"];
+  if (ms !== undefined && DELAY.test(ms)) return Number(ms);
   const retryAfter = headers["retry-after"];
   if (retryAfter === undefined) return undefined;
-  const seconds = Number(retryAfter);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(retryAfter);
+  if (DELAY.test(retryAfter)) return Number(retryAfter) * 1000;
+  // An HTTP date names its day and month; Date.parse alone also reads "-3" as a date long past.
+  const date = /[a-z]/i.test(retryAfter) ? Date.parse(retryAfter) : Number.NaN;
   return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
 }
+
+/**
+ * A delay a server gives: digits, perhaps a fraction. Checked as text because `Number()` reads a
+ * blank value as 0, which would retry at once, as often as allowed, instead of backing off.
+ */
+const DELAY = /^\s*\d+(\.\d+)?\s*$/;

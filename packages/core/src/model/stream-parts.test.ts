@@ -23,6 +23,16 @@ describe("parseArgs", () => {
       [1, 2],
     ]);
   });
+
+  it("takes arguments nested 1,000 levels deep, brackets in strings not counted; refuses one level more", () => {
+    // The arguments' own object is the first level.
+    const nested = (levels: number) => `${"[".repeat(levels - 1)}${"]".repeat(levels - 1)}`;
+    const brackets = JSON.stringify("[[[{{{".repeat(1000));
+    expect(() => parseArgs(`{"text":${brackets},"deep":${nested(1000)}}`)).not.toThrow();
+    expect(() => parseArgs(`{"text":${brackets},"deep":${nested(1001)}}`)).toThrow(
+      'The model streamed a malformed "tool-call" part: its `input` nests more than 1000 levels deep.',
+    );
+  });
 });
 
 describe("toUsage", () => {

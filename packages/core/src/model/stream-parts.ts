@@ -19,16 +19,58 @@ export function malformedPart(
   );
 }
 
-/** Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to reject. */
+/**
+ * Deeper than any real tool call nests, and far from the some 4,000 levels at which writing the
+ * arguments out again (`JSON.stringify`: the next request, an event, a saved history) overflows
+ * the stack. `JSON.parse` reads any depth, so without this bound one such call would fail every
+ * later model call of the conversation.
+ */
+const MAX_ARGS_DEPTH = 1000;
+
+/**
+ * Tool arguments arrive as JSON text; text that is not JSON is kept as it is for the executor to
+ * reject. JSON nested more than `MAX_ARGS_DEPTH` levels fails the call (not retryable, as
+ * `malformedPart`): it would reach the history, where it could not be sent again.
+ */
 export function parseArgs(input: string): unknown {
   // JSON text starts with `{` in practice; only other text can be blank (and trimming allocates).
   if (input.charCodeAt(0) !== 123 && input.trim() === "") return {};
+  let args: unknown;
   try {
-    return JSON.parse(input);
+    args = JSON.parse(input);
   } catch {
     return input;
   }
+  // A level takes two characters: shorter text cannot nest too deep, and is not scanned.
+  if (input.length > 2 * MAX_ARGS_DEPTH && nestsDeeperThan(input, MAX_ARGS_DEPTH))
+    throw new ProviderError(
+      `The model streamed a malformed "tool-call" part: its \`input\` nests more than ${MAX_ARGS_DEPTH} levels deep.`,
+    );
+  return args;
 }
+
+/** Whether valid JSON text opens more than `maxDepth` objects and arrays within each other. */
+function nestsDeeperThan(json: string, maxDepth: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i);
+    if (code === QUOTE) {
+      // Skip the string; a backslash escapes the character after it. The text is valid JSON, so
+      // every string is closed.
+      for (i++; json.charCodeAt(i) !== QUOTE; i++) if (json.charCodeAt(i) === BACKSLASH) i++;
+    } else if (code === OPEN_BRACE || code === OPEN_BRACKET) {
+      if (++depth > maxDepth) return true;
+    } else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
 
 /**
  * `finish` ends a v4 stream: a part after it that would still change the reply (text, reasoning, a
@@ -71,7 +113,8 @@ function usageGroup<T>(group: T, field: string): T {
 
 /**
  * A count the provider left out (undefined, or null from JSON) is unknown; text ("12") is malformed,
- * and so is a number no count can be (NaN, negative, infinite), which would spoil the run's totals.
+ * and so is a number no count can be (NaN, negative, past 2^53 - 1, infinite), which would spoil
+ * the run's totals: two finite counts as large as 1e308 add up to Infinity.
  */
 function tokens(count: number | undefined, field: string): number | undefined {
   if (typeof count === "number") return isCount(count) ? count : badCount(count, field);
@@ -80,11 +123,11 @@ function tokens(count: number | undefined, field: string): number | undefined {
 }
 
 function isCount(count: number): boolean {
-  return count >= 0 && count < Number.POSITIVE_INFINITY;
+  return count >= 0 && count <= Number.MAX_SAFE_INTEGER;
 }
 
 function badCount(count: number, field: string): never {
   throw new ProviderError(
-    `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count >= 0 but is ${count}.`,
+    `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count from 0 to 2^53 - 1 but is ${count}.`,
   );
 }

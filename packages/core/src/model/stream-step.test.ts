@@ -106,6 +106,35 @@ describe("streamModelStep time limits", () => {
     expect(await result).toMatchObject({ kind: "firstChunk", ms: 50 });
   });
 
+  it("ends the call of a stream lookalike whose read ignores the cancel", async () => {
+    // Not a web stream (another realm's, a provider's own object): its reader does not settle the
+    // pending read when cancelled, as a web stream's does.
+    const cancel = vi.fn(() => new Promise<void>(() => {}));
+    const parts: LanguageModelV4StreamPart[] = [];
+    const reader = {
+      read: () => {
+        const part = parts.shift();
+        return part === undefined ? new Promise(() => {}) : Promise.resolve({ done: false, value: part });
+      },
+      cancel,
+      releaseLock: () => {},
+    };
+    const lookalike = { getReader: () => reader, cancel };
+    for (const timeouts of [{ stepMs: 500 }, { chunkMs: 500 }]) {
+      parts.push({ type: "text-delta", id: "t", delta: "hi" });
+      const result = outcome(
+        step(
+          modelOf(async () => ({ stream: lookalike })),
+          new AbortScope(),
+          { timeouts },
+        ),
+      );
+      await vi.advanceTimersByTimeAsync(500);
+      expect(await result).toBeInstanceOf(TimeoutError);
+    }
+    expect(cancel).toHaveBeenCalledTimes(2);
+  });
+
   it("a text delta is a chunk: firstChunkMs stops applying, chunkMs starts", async () => {
     const { stream, push, close } = openStream([{ type: "stream-start", warnings: [] }]);
     const result = outcome(
@@ -463,6 +492,48 @@ describe("streamModelStep reads the v4 stream part by part", () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     scope.abort(new Error("stop"));
     expect(await call).toBeInstanceOf(AbortedError);
+  });
+
+  it("an abort from a timer ends the read of a stream whose parts are always ready", async () => {
+    // No I/O between the parts: without a turn of the event loop now and then, the timer would
+    // only run once the million parts were read, and the call would succeed.
+    let left = 1_000_000;
+    const stream = new ReadableStream<LanguageModelV4StreamPart>(
+      {
+        pull(controller) {
+          if (left-- > 0) controller.enqueue(text("x"));
+          else {
+            controller.enqueue(finish);
+            controller.close();
+          }
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const scope = new AbortScope();
+    setTimeout(() => scope.abort(new Error("stop")), 0);
+    expect(
+      await outcome(
+        step(
+          modelOf(async () => ({ stream })),
+          scope,
+        ),
+      ),
+    ).toBeInstanceOf(AbortedError);
+  });
+
+  it("reads a long stream of ready parts under fake timers, which do not hold its turns back", async () => {
+    vi.useFakeTimers();
+    try {
+      const parts = Array.from({ length: 3000 }, () => text("x"));
+      const read = await step(
+        modelOf(async () => ({ stream: closedStream([...parts, finish]) })),
+        new AbortScope(),
+      );
+      expect(read.content).toEqual([{ type: "text", text: "x".repeat(3000) }]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it.each<[string, Record<string, unknown>, string]>([

@@ -78,7 +78,10 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
       let failure: unknown;
       try {
         const reader = step.read(await step.open());
-        for (;;) {
+        for (let parts = 1; ; parts++) {
+          // A stream whose parts are always ready (no I/O between them) would otherwise keep the
+          // event loop on its microtasks: no timer, so no time limit and no abort(), could end it.
+          if (parts % PARTS_BETWEEN_TURNS === 0) await nextTurnOfEventLoop();
           const { done, value } = await reader.read();
           if (scope.aborted) throw abortError(scope.signal.reason);
           if (watchdog?.expired) throw watchdog.expired;
@@ -123,6 +126,21 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
   } finally {
     request.onSettled?.();
   }
+}
+
+/** Parts read before the event loop is let go round: rare enough to cost nothing per part. */
+const PARTS_BETWEEN_TURNS = 1024;
+
+/**
+ * Node's `setImmediate` (a timeout elsewhere), taken as the module loads: a test's fake timers
+ * installed later do not hold this turn back, which is no timer of the call's.
+ */
+const scheduleTurn: (run: () => void) => unknown =
+  typeof setImmediate === "function" ? setImmediate : (run) => setTimeout(run, 0);
+
+/** Settles once the event loop has gone round, running the timers that are due. */
+function nextTurnOfEventLoop(): Promise<void> {
+  return new Promise((resolve) => scheduleTurn(resolve));
 }
 
 type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
@@ -197,7 +215,7 @@ class StepState extends AbortHook implements ModelStepResult {
           : `The model's doStream() resolved to ${typeName(opened)}, not an object with a readable \`stream\`.`,
       );
     this.#rejectOpen = undefined;
-    const reader = opened.stream.getReader();
+    const reader = asWebStream(opened.stream).getReader();
     this.#reader = reader;
     // Aborted after doStream() settled but before this: the hook has fired already.
     if (this.#scope.aborted) cancel(reader, this.#scope.signal.reason);
@@ -336,6 +354,27 @@ function isReadable(stream: unknown): stream is ReadableStream<LanguageModelV4St
   if (stream instanceof WebReadableStream) return true;
   const { getReader, cancel } = isObject(stream) ? (stream as Partial<ReadableStream>) : {};
   return typeof getReader === "function" && typeof cancel === "function";
+}
+
+/**
+ * A web stream settles a pending read when its reader is cancelled, which is how an abort or a
+ * timeout ends the read of a stream that sends nothing more. A stream that only looks like one
+ * (another realm's, a polyfill's, a provider's own object) may not: read through a web stream, a
+ * timeout ends the call even when its own `read()` never settles.
+ */
+function asWebStream(
+  stream: Pick<ReadableStream<LanguageModelV4StreamPart>, "getReader">,
+): ReadableStream<LanguageModelV4StreamPart> {
+  if (stream instanceof WebReadableStream) return stream as ReadableStream<LanguageModelV4StreamPart>;
+  const reader = stream.getReader();
+  return new WebReadableStream<LanguageModelV4StreamPart>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 function isObject(value: unknown): value is object {
