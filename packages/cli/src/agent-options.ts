@@ -1,6 +1,12 @@
-import { Agent, type AgentConfig, type AgentMessage, defaultLimits } from "@agent-core/core";
+import {
+  Agent,
+  type AgentConfig,
+  type AgentMessage,
+  defaultLimits,
+  LONGEST_TIMER_MS,
+} from "@agent-core/core";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
-import { isHttpUrl, LONGEST_TIMER_MS } from "./provider.js";
+import { isHttpUrl } from "./provider.js";
 import { createDemoAgentTools } from "./tools/demo-tools.js";
 import { UsageError } from "./usage-error.js";
 

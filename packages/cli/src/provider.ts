@@ -1,3 +1,4 @@
+import { LONGEST_TIMER_MS } from "@agent-core/core";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { createDemoModel } from "./demo-model.js";
@@ -42,12 +43,6 @@ export function modelFromEnv(
   const provider = createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey, includeUsage: true });
   return { model: provider(modelId), label: `${modelId} via ${baseURL}`, demo: false };
 }
-
-/**
- * The longest a Node timer waits: a longer one fires at once, with a TimeoutOverflowWarning. The
- * agent refuses a timeout past it (`timeouts.*` in its config); so does the CLI, and a demo delay.
- */
-export const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * What --base-url and OPENAI_BASE_URL take: an http:// or https:// URL with a host. A scheme is

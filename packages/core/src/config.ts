@@ -1,5 +1,6 @@
 import { type core, z } from "zod";
 import { AgentConfigError, expecting, show, validate } from "./config-issues.js";
+import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import {
   type AssistantMessage,
   agentMessageSchema,
@@ -49,8 +50,6 @@ const isHistory = (value: unknown) =>
 
 const fn = z.custom(isFunction, expecting("a function")).optional();
 const string = z.string(expecting("a string")).optional();
-/** Node fires a longer timer at once (after 1 ms): a longer delay would end a run at its start. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const TIMER_DOMAIN = `<= ${LONGEST_TIMER_MS} (milliseconds)`;
 
 function delayAbove(minimum: number) {

@@ -34,6 +34,7 @@ export {
   keepRecent,
   type TransformContext,
 } from "./history/pipeline.js";
+export { LONGEST_TIMER_MS } from "./longest-timer.js";
 export * from "./messages.js";
 /** @internal For the agent-core packages: one listener per outside signal, however many wait on it. */
 export { onAbortShared } from "./model/abortable.js";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ClientToolError, InvalidConfigError } from "@agent-core/core";
+import { ClientToolError, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import {
   type AgentRequest,
   type BackendRun,
@@ -270,7 +270,7 @@ function checkBackendOptions(options: DurableBackendOptions): void {
     throw new InvalidConfigError(
       `agentName must be a non-empty string or a function of the request, got ${shown(agentName)}.`,
     );
-  if (pollMs !== undefined && !(typeof pollMs === "number" && pollMs > 0 && pollMs <= 2 ** 31 - 1))
+  if (pollMs !== undefined && !(typeof pollMs === "number" && pollMs > 0 && pollMs <= LONGEST_TIMER_MS))
     throw new InvalidConfigError(
       `pollMs must be a number of milliseconds above 0, at most 2147483647, got ${shown(pollMs)}.`,
     );

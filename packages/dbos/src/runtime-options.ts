@@ -1,4 +1,4 @@
-import { type Agent, InvalidConfigError } from "@agent-core/core";
+import { type Agent, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import { checkDatabaseUrl } from "./database.js";
 import { shown } from "./durable-messages.js";
 
@@ -34,12 +34,6 @@ export interface DurableRuntimeOptions {
    */
   databaseTimeoutMs?: number;
 }
-
-/**
- * The longest time a timer can wait: node fires a longer `setTimeout` after 1 ms. A database
- * timeout is a query's timer too (`query_timeout`), so a longer one would fail every query at once.
- */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Throws `InvalidConfigError` for an option of `new DurableRuntime()` that no runtime could use,
@@ -84,7 +78,10 @@ export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   checkDatabaseTimeout(options.databaseTimeoutMs);
 }
 
-/** Throws `InvalidConfigError` for a `databaseTimeoutMs` (of a runtime or a client) no timer can wait. */
+/**
+ * Throws `InvalidConfigError` for a `databaseTimeoutMs` (of a runtime or a client) no timer can
+ * wait: it is a query's timer too (`query_timeout`), and a longer one would fail every query at once.
+ */
 export function checkDatabaseTimeout(databaseTimeoutMs: unknown): void {
   checkDuration("databaseTimeoutMs", databaseTimeoutMs, LONGEST_TIMER_MS);
 }

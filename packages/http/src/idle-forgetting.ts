@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from "./server-options.js";
+import { LONGEST_TIMER_MS } from "@agent-core/core";
 
 /** What `forgetOnceIdle` reads of the thing it watches (a conversation, a chat) each time it looks. */
 export interface IdleWatch {
@@ -29,7 +29,7 @@ export function forgetOnceIdle(watch: IdleWatch, firstLookMs: number): () => voi
         if (!busy && idleFor >= ttlMs) watch.forget();
         else lookAfter(busy ? ttlMs : ttlMs - idleFor);
       },
-      Math.min(waitMs, MAX_TIMER_MS),
+      Math.min(waitMs, LONGEST_TIMER_MS),
     );
     timer.unref?.();
   };

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
-import { InvalidConfigError, type Logger, silentLogger } from "@agent-core/core";
+import { InvalidConfigError, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
 import { logError } from "./log-error.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
@@ -29,9 +29,6 @@ export interface ServeNodeOptions {
   stalledWriteMs?: number;
 }
 
-/** The longest a Node timer waits: a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * Serves a Fetch API handler (such as `createAgentServer(...).fetch`) with Node's own `http`
  * module. Response bodies are written as the client takes them (a slow client slows the reading of
@@ -46,9 +43,9 @@ export async function serveNode(
 ): Promise<NodeServer> {
   const logger = options.logger ?? silentLogger;
   const stalledWriteMs = options.stalledWriteMs ?? 60_000;
-  if (!Number.isInteger(stalledWriteMs) || stalledWriteMs < 1 || stalledWriteMs > MAX_TIMER_MS)
+  if (!Number.isInteger(stalledWriteMs) || stalledWriteMs < 1 || stalledWriteMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
-      `serveNode(): stalledWriteMs must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${String(stalledWriteMs)}.`,
+      `serveNode(): stalledWriteMs must be a whole number of ms from 1 to ${LONGEST_TIMER_MS}, got ${String(stalledWriteMs)}.`,
     );
   const server = createServer((req, res) => {
     void respond(handler, req, res, logger, stalledWriteMs);

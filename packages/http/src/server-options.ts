@@ -1,4 +1,11 @@
-import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
+import {
+  type Agent,
+  InvalidConfigError,
+  isLogger,
+  LONGEST_TIMER_MS,
+  type Logger,
+  silentLogger,
+} from "@agent-core/core";
 import type { HookKey } from "./hook-tokens.js";
 import type { AgentRequest, RunBackend } from "./run-backend.js";
 import type { TokenLedger } from "./token-ledger.js";
@@ -153,18 +160,15 @@ export function resolveOptions(options: AgentServerOptions) {
   };
 }
 
-/** The longest time a Node timer waits: a longer one fires after 1 ms instead. */
-export const MAX_TIMER_MS = 2_147_483_647;
-
 /**
  * A time a timer waits for (or that an agent's timeouts take, with the same bound): past
- * `MAX_TIMER_MS` Node fires it after 1 ms, so a run kept 30 days would be forgotten at once and an
+ * `LONGEST_TIMER_MS` Node fires it after 1 ms, so a run kept 30 days would be forgotten at once and an
  * agent refuses it on every start. Refused here, when the server is made.
  */
 export function timerDuration(name: string, ms: number): number {
-  if (ms > MAX_TIMER_MS)
+  if (ms > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
-      `${name} must be at most ${MAX_TIMER_MS} ms (about 24.8 days: the longest a timer waits), got ${ms}.`,
+      `${name} must be at most ${LONGEST_TIMER_MS} ms (about 24.8 days: the longest a timer waits), got ${ms}.`,
     );
   return ms;
 }

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { InvalidConfigError } from "@agent-core/core";
+import { InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { type AgentMcpServerOptions, serveAgent } from "./agent-mcp-server.js";
@@ -25,7 +25,6 @@ export interface AgentMcpHttpOptions extends AgentMcpServerOptions {
   sessionIdleMs?: number;
 }
 
-const LONGEST_TIMER_MS = 2_147_483_647;
 /** As the SDK's transport reads a body: at most 4 MiB. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { errorMessage, InvalidConfigError } from "@agent-core/core";
+import { errorMessage, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -25,8 +25,6 @@ export interface ConnectMcpOptions {
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
-/** Node fires a longer timer at once (after 1 ms): every call would time out as it starts. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Connects to an MCP server: starts `{ command, args }` and speaks MCP over its stdin and stdout,

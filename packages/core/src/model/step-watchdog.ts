@@ -1,4 +1,5 @@
 import { TimeoutError } from "../errors.js";
+import { LONGEST_TIMER_MS } from "../longest-timer.js";
 
 export interface StepTimeouts {
   /** The whole model call. */
@@ -10,9 +11,6 @@ export interface StepTimeouts {
 }
 
 type DeadlineKind = "step" | "firstChunk" | "chunk";
-
-/** Node runs a longer delay after 1 ms (with a TimeoutOverflowWarning); a later deadline is re-checked. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
 
 /**
  * Watches one model call against its time limits with a single timer. A chunk after the first
@@ -67,7 +65,7 @@ export class StepWatchdog {
       this.#timer = undefined;
       return;
     }
-    const delay = Math.min(Math.max(0, deadline.at - now), MAX_DELAY_MS);
+    const delay = Math.min(Math.max(0, deadline.at - now), LONGEST_TIMER_MS);
     this.#due = now + delay;
     this.#timer = setTimeout(() => this.#fire(), delay);
   }
