@@ -6,7 +6,7 @@ import type {
   ClientRun,
   StartOptions,
 } from "./client-types.js";
-import { isRunId, MAX_TIMER_MS, Transport } from "./transport.js";
+import { isRunId, LONGEST_TIMER_MS, Transport } from "./transport.js";
 
 const silentLogger: ClientLogger = { error: () => {} };
 
@@ -119,14 +119,14 @@ function whole(name: string, value: number | undefined, fallback: number, min: n
 }
 
 /**
- * A time option in ms (`fallback` when not given), from `min` to `MAX_TIMER_MS`: a longer (or
+ * A time option in ms (`fallback` when not given), from `min` to `LONGEST_TIMER_MS`: a longer (or
  * infinite) one would fire at once, and an idleTimeoutMs of 0 would drop every connection at once.
  */
 function duration(name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== "number" || !(value >= min && value <= MAX_TIMER_MS))
+  if (typeof value !== "number" || !(value >= min && value <= LONGEST_TIMER_MS))
     throw new TypeError(
-      `AgentClient needs ${name} in ms from ${min} to ${MAX_TIMER_MS} (the longest a timer waits), got ${String(value)}.`,
+      `AgentClient needs ${name} in ms from ${min} to ${LONGEST_TIMER_MS} (the longest a timer waits), got ${String(value)}.`,
     );
   return value;
 }

@@ -221,11 +221,14 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
   });
 }
 
-/** The longest a timer waits: one set for longer fires at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * The longest a timer waits: one set for longer fires at once. Core's `LONGEST_TIMER_MS`, kept here:
+ * the client takes only types from core, so that a page's bundle carries none of it.
+ */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Waits `ms` (`MAX_TIMER_MS` at most: a doubled retry delay may be longer, and must not be no wait),
+ * Waits `ms` (`LONGEST_TIMER_MS` at most: a doubled retry delay may be longer, and must not be no wait),
  * or less if one of `signals` aborts. Never rejects.
  */
 export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
@@ -236,7 +239,7 @@ export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
       for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
+    const timer = setTimeout(done, Math.min(ms, LONGEST_TIMER_MS));
     for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }
