@@ -131,3 +131,11 @@ function badCount(count: number, field: string): never {
     `The model streamed a malformed "finish" part: its \`usage.${field}\` must be a count from 0 to 2^53 - 1 but is ${count}.`,
   );
 }
+
+/** A reply whose `finish` part says "error": cut short, it is no answer (not retryable, as `malformedPart`). */
+export function failedReply(raw: unknown): ProviderError {
+  const said = typeof raw === "string" ? ` (raw: ${JSON.stringify(raw)})` : "";
+  return new ProviderError(
+    `The model's reply ended with finish reason "error"${said}: a reply cut short by an error is no answer.`,
+  );
+}

@@ -8,9 +8,25 @@ import type {
 import { AgentError, abortError, errorMessage, ProviderError, TimeoutError } from "../errors.js";
 import type { AssistantMessage, ToolCall, Usage } from "../messages.js";
 import { AbortHook, AbortScope, sleep } from "./abortable.js";
+import {
+  asWebStream,
+  cancelLate,
+  cancelReader,
+  ignore,
+  isReadable,
+  nextTurnOfEventLoop,
+  PARTS_BETWEEN_TURNS,
+} from "./provider-stream.js";
 import { isRetryable, type RetryOptions, retryDelay } from "./retry.js";
 import { type StepTimeouts, StepWatchdog } from "./step-watchdog.js";
-import { malformedPart, parseArgs, partAfterFinish, toUsage, unifiedFinishReason } from "./stream-parts.js";
+import {
+  failedReply,
+  malformedPart,
+  parseArgs,
+  partAfterFinish,
+  toUsage,
+  unifiedFinishReason,
+} from "./stream-parts.js";
 
 /** Call settings passed through to the model (temperature, maxOutputTokens, providerOptions, …). */
 export type ModelCallSettings = Omit<LanguageModelV4CallOptions, "prompt" | "tools" | "abortSignal">;
@@ -128,21 +144,6 @@ export async function streamModelStep<T = ModelStepResult>(request: ModelStepReq
   }
 }
 
-/** Parts read before the event loop is let go round: rare enough to cost nothing per part. */
-const PARTS_BETWEEN_TURNS = 1024;
-
-/**
- * Node's `setImmediate` (a timeout elsewhere), taken as the module loads: a test's fake timers
- * installed later do not hold this turn back, which is no timer of the call's.
- */
-const scheduleTurn: (run: () => void) => unknown =
-  typeof setImmediate === "function" ? setImmediate : (run) => setTimeout(run, 0);
-
-/** Settles once the event loop has gone round, running the timers that are due. */
-function nextTurnOfEventLoop(): Promise<void> {
-  return new Promise((resolve) => scheduleTurn(resolve));
-}
-
 type StreamResult = Awaited<ReturnType<LanguageModelV4["doStream"]>>;
 
 /**
@@ -218,7 +219,7 @@ class StepState extends AbortHook implements ModelStepResult {
     const reader = asWebStream(opened.stream).getReader();
     this.#reader = reader;
     // Aborted after doStream() settled but before this: the hook has fired already.
-    if (this.#scope.aborted) cancel(reader, this.#scope.signal.reason);
+    if (this.#scope.aborted) cancelReader(reader, this.#scope.signal.reason);
     return reader;
   }
 
@@ -228,7 +229,7 @@ class StepState extends AbortHook implements ModelStepResult {
 
   /** Ends the stream early (a no-op when it was never read). */
   cancel(reason: unknown): void {
-    if (this.#reader !== undefined) cancel(this.#reader, reason);
+    if (this.#reader !== undefined) cancelReader(this.#reader, reason);
   }
 
   /** Given up before the stream arrived (abort, timeout): cancel it when it does, not to leak it. */
@@ -237,7 +238,7 @@ class StepState extends AbortHook implements ModelStepResult {
   }
 
   #stop(reason: unknown): void {
-    if (this.#reader !== undefined) cancel(this.#reader, reason);
+    if (this.#reader !== undefined) cancelReader(this.#reader, reason);
     else this.#rejectOpen?.(reason);
   }
 
@@ -320,61 +321,12 @@ class StepState extends AbortHook implements ModelStepResult {
   }
 }
 
-function failedReply(raw: unknown): ProviderError {
-  const said = typeof raw === "string" ? ` (raw: ${JSON.stringify(raw)})` : "";
-  return new ProviderError(
-    `The model's reply ended with finish reason "error"${said}: a reply cut short by an error is no answer.`,
-  );
-}
-
 /** Takes a new promise's settlers without a closure per promise (one per model call). */
 let capturedResolve: (value: never) => void = ignore;
 let capturedReject: (reason: unknown) => void = ignore;
 function captureSettlers(resolve: (value: never) => void, reject: (reason: unknown) => void): void {
   capturedResolve = resolve;
   capturedReject = reject;
-}
-
-function cancel(reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart>, reason: unknown): void {
-  reader.cancel(reason).catch(ignore);
-}
-
-function ignore(): void {}
-
-/** Cancels a stream that arrived after the call gave up on it; a malformed result (see `read`) has none. */
-function cancelLate(late: StreamResult): void {
-  if (isReadable(late?.stream)) late.stream.cancel().catch(ignore);
-}
-
-// Node's global `ReadableStream` is a lazy getter on `globalThis`: read once.
-const WebReadableStream = globalThis.ReadableStream;
-
-function isReadable(stream: unknown): stream is ReadableStream<LanguageModelV4StreamPart> {
-  // The common case first: reading a web stream's methods off it costs more than the check.
-  if (stream instanceof WebReadableStream) return true;
-  const { getReader, cancel } = isObject(stream) ? (stream as Partial<ReadableStream>) : {};
-  return typeof getReader === "function" && typeof cancel === "function";
-}
-
-/**
- * A web stream settles a pending read when its reader is cancelled, which is how an abort or a
- * timeout ends the read of a stream that sends nothing more. A stream that only looks like one
- * (another realm's, a polyfill's, a provider's own object) may not: read through a web stream, a
- * timeout ends the call even when its own `read()` never settles.
- */
-function asWebStream(
-  stream: Pick<ReadableStream<LanguageModelV4StreamPart>, "getReader">,
-): ReadableStream<LanguageModelV4StreamPart> {
-  if (stream instanceof WebReadableStream) return stream as ReadableStream<LanguageModelV4StreamPart>;
-  const reader = stream.getReader();
-  return new WebReadableStream<LanguageModelV4StreamPart>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
 }
 
 function isObject(value: unknown): value is object {
