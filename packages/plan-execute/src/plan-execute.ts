@@ -6,7 +6,8 @@ import {
   validateOptions,
 } from "@agent-core/core";
 import { z } from "zod";
-import { callIdsIn, PlanRun, type Wave, type WaveBook } from "./plan-run.js";
+import { callIdsIn } from "./call-ids.js";
+import { PlanRun, type Wave, type WaveBook } from "./plan-run.js";
 
 export { PlanError } from "./plan-run.js";
 

@@ -1,6 +1,5 @@
 import {
   AgentError,
-  type AgentMessage,
   type AssistantMessage,
   AwaitingApprovalError,
   AwaitingClientToolError,
@@ -11,6 +10,7 @@ import {
   type ToolCall,
   type ToolResultMessage,
 } from "@agent-core/core";
+import { callIdPrefix, callIdsIn, newCallId } from "./call-ids.js";
 import {
   inDependencyOrder,
   normalizePlan,
@@ -223,7 +223,7 @@ export class PlanRun {
     // A call's id must be new to the history (the transcript keeper refuses a repeat).
     this.#callIds ??= callIdsIn(this.ctx.messages.all);
     const taken = this.#callIds;
-    const prefix = `p${runTag(this.ctx.runId)}_${this.turn}_`;
+    const prefix = callIdPrefix(this.ctx.runId, this.turn);
     for (const step of wave) {
       let args: unknown;
       try {
@@ -233,10 +233,7 @@ export class PlanRun {
         failed = true;
         continue;
       }
-      let id = `${prefix}${step.id}`;
-      for (let n = 2; taken.has(id); n++) id = `${prefix}${step.id}_${n}`;
-      taken.add(id);
-      const call = { id, name: step.tool, args };
+      const call = { id: newCallId(taken, prefix, step.id), name: step.tool, args };
       byCallId.set(call.id, step);
       calls.push(call);
     }
@@ -342,26 +339,4 @@ interface BatchOutcome {
 
 function isCutOffBySteering(result: ToolResultMessage | undefined): boolean {
   return result?.status === "skipped" && result.content === SKIPPED_BY_STEERING;
-}
-
-/**
- * The run's part of its call ids: 8 hex digits of a hash of the whole run id. Its first characters
- * would not do: the runs of one durable workflow are `<id>`, `<id>.2`, … and a runtime's own ids
- * may share a prefix too, so their first plans' calls would get the same ids.
- */
-function runTag(runId: string): string {
-  // FNV-1a, 32 bits.
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < runId.length; i++) hash = Math.imul(hash ^ runId.charCodeAt(i), 0x01000193);
-  return (hash >>> 0).toString(16).padStart(8, "0");
-}
-
-/** Every tool-call id of the history. */
-export function callIdsIn(messages: readonly AgentMessage[]): Set<string> {
-  const ids = new Set<string>();
-  for (const message of messages)
-    if (message.role === "assistant")
-      for (const part of (message as AssistantMessage).content)
-        if (part.type === "toolCall") ids.add(part.id);
-  return ids;
 }
