@@ -457,7 +457,9 @@ describe("the agent-core bin", () => {
     const child = spawn(
       process.execPath,
       ["--import", `data:text/javascript,${encodeURIComponent(register)}`, ...BIN, "run", "What is 2+2?"],
-      { cwd: root, env: binEnv(DEMO_ENV), stdio: ["ignore", "pipe", "pipe"] },
+      // A slow demo stream: the signal, sent from the hooks' thread, is taken at a turn of the
+      // event loop, which a run without a wait could finish before.
+      { cwd: root, env: binEnv({ AGENT_CORE_DEMO_DELAY_MS: "200" }), stdio: ["ignore", "pipe", "pipe"] },
     );
     await endsAborted(child);
   });
