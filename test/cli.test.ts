@@ -405,6 +405,35 @@ describe("the agent-core bin", () => {
     expect(code).toBe(1);
   }
 
+  /** The address `serve` prints once it listens. */
+  function servingUrl(child: ReturnType<typeof spawnBin>): Promise<string> {
+    return new Promise((resolve) => {
+      let stdout = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
+        if (found) resolve(found);
+      });
+    });
+  }
+
+  /** The status `serve` answers a start with, sent under the `Host` header given. */
+  function startStatus(url: string, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const request = httpRequest(`${url}/api/runs`, {
+        method: "POST",
+        headers: { host, "content-type": "application/json", accept: "application/x-ndjson" },
+      });
+      request.on("error", reject);
+      request.on("response", (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+        request.destroy();
+      });
+      request.end(JSON.stringify({ prompt: "What is 2+2?" }));
+    });
+  }
+
   it.each(["SIGINT", "SIGTERM"] as const)("aborts the run cleanly on %s", async (signal) => {
     // A slow demo stream, so the run is still going when the signal arrives.
     const child = spawnBin(["run", "What is 2*(3+4)?"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
@@ -418,14 +447,7 @@ describe("the agent-core bin", () => {
     // A slow demo stream, so the run is still going when the signal arrives.
     const child = spawnBin(["serve", "--port", "0"], { AGENT_CORE_DEMO_DELAY_MS: "200" });
     const ended = finished(child);
-    const url = await new Promise<string>((resolve) => {
-      let stdout = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString();
-        const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
-        if (found) resolve(found);
-      });
-    });
+    const url = await servingUrl(child);
     const response = await fetch(`${url}/api/runs`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/x-ndjson" },
@@ -508,32 +530,11 @@ describe("the agent-core bin", () => {
     const child = spawnBin(["serve", "--port", "0"], { AGENT_CORE_DEMO_DELAY_MS: "0" });
     const ended = finished(child);
     try {
-      const url = await new Promise<string>((resolve) => {
-        let stdout = "";
-        child.stdout.on("data", (chunk: Buffer) => {
-          stdout += chunk.toString();
-          const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
-          if (found) resolve(found);
-        });
-      });
+      const url = await servingUrl(child);
       const { port } = new URL(url);
-      const post = (host: string) =>
-        new Promise<number>((resolve, reject) => {
-          const request = httpRequest(`${url}/api/runs`, {
-            method: "POST",
-            headers: { host, "content-type": "application/json", accept: "application/x-ndjson" },
-          });
-          request.on("error", reject);
-          request.on("response", (response) => {
-            response.resume();
-            resolve(response.statusCode ?? 0);
-            request.destroy();
-          });
-          request.end(JSON.stringify({ prompt: "What is 2+2?" }));
-        });
-      expect(await post(`rebound.example:${port}`)).toBe(403);
-      expect(await post(`localhost:${port}`)).toBe(200);
-      expect(await post(`127.0.0.1:${port}`)).toBe(200);
+      expect(await startStatus(url, `rebound.example:${port}`)).toBe(403);
+      expect(await startStatus(url, `localhost:${port}`)).toBe(200);
+      expect(await startStatus(url, `127.0.0.1:${port}`)).toBe(200);
     } finally {
       child.kill("SIGINT");
       expect((await ended).code).toBe(0);
@@ -547,27 +548,8 @@ describe("the agent-core bin", () => {
       const child = spawnBin(["serve", "--port", "0", "--host", host], { AGENT_CORE_DEMO_DELAY_MS: "0" });
       const ended = finished(child);
       try {
-        const url = await new Promise<string>((resolve) => {
-          let stdout = "";
-          child.stdout.on("data", (chunk: Buffer) => {
-            stdout += chunk.toString();
-            const found = /open (http:\/\/\S+?)\/ in a browser/.exec(stdout)?.[1];
-            if (found) resolve(found);
-          });
-        });
-        const status = await new Promise<number>((resolve, reject) => {
-          const request = httpRequest(`${url}/api/runs`, {
-            method: "POST",
-            headers: { host: `rebound.example:${new URL(url).port}`, "content-type": "application/json" },
-          });
-          request.on("error", reject);
-          request.on("response", (response) => {
-            response.resume();
-            resolve(response.statusCode ?? 0);
-            request.destroy();
-          });
-          request.end(JSON.stringify({ prompt: "What is 2+2?" }));
-        });
+        const url = await servingUrl(child);
+        const status = await startStatus(url, `rebound.example:${new URL(url).port}`);
         expect(status, `--host ${host}`).toBe(403);
       } finally {
         child.kill("SIGINT");

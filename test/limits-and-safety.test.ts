@@ -17,6 +17,15 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { echo, finished, sleep, toolResults, wait } from "./fixtures.js";
 
+/** A tool that ignores its signal: only a time limit (and the abort grace after it) ends its call. */
+const stubbornTool = (name = "stubborn") =>
+  defineTool({
+    name,
+    description: "ignores its signal",
+    inputSchema: z.object({}),
+    execute: () => new Promise(() => {}),
+  });
+
 describe("timeouts", () => {
   it("totalMs ends a run that takes too long as timeout, with a timeout error event", async () => {
     const agent = new Agent({
@@ -91,20 +100,13 @@ describe("timeouts", () => {
   });
 
   it("a prompt's timeouts.tools override the agent's tool by tool: the agent's limit of another tool holds", async () => {
-    const stubborn = (name: string) =>
-      defineTool({
-        name,
-        description: "ignores its signal",
-        inputSchema: z.object({}),
-        execute: () => new Promise(() => {}),
-      });
     const model = scriptedModel([
       [script.toolCall("first"), script.toolCall("second")],
       [script.text("both stopped")],
     ]);
     const agent = new Agent({
       provider: model,
-      tools: [stubborn("first"), stubborn("second")],
+      tools: [stubbornTool("first"), stubbornTool("second")],
       // totalMs: without the agent's limit of "first", the run would wait for it until then.
       timeouts: { tools: { first: 20 }, totalMs: 1_000 },
       limits: { abortGraceMs: 10 },
@@ -115,18 +117,12 @@ describe("timeouts", () => {
   });
 
   it("a queued prompt runs with the timeouts checked when it was made, whatever its options object becomes", async () => {
-    const stubborn = defineTool({
-      name: "stubborn",
-      description: "ignores its signal",
-      inputSchema: z.object({}),
-      execute: () => new Promise(() => {}),
-    });
     const model = scriptedModel([
       [script.text("first"), script.delay(20)],
       [script.toolCall("stubborn")],
       [script.text("went on")],
     ]);
-    const agent = new Agent({ provider: model, tools: [stubborn], limits: { abortGraceMs: 10 } });
+    const agent = new Agent({ provider: model, tools: [stubbornTool()], limits: { abortGraceMs: 10 } });
     const first = agent.prompt("one");
     const options = { timeouts: { tools: { stubborn: 20 }, totalMs: 1_000 } };
     const queued = agent.prompt("two", options);
@@ -163,19 +159,13 @@ describe("timeouts", () => {
   });
 
   it("a tool past toolMs gets status timeout, the model sees it and the run goes on", async () => {
-    const stubborn = defineTool({
-      name: "stubborn",
-      description: "ignores its signal",
-      inputSchema: z.object({}),
-      execute: () => new Promise(() => {}),
-    });
     const model = scriptedModel([
       [script.toolCall("stubborn"), script.toolCall("wait", { id: "quick", ms: 1 })],
       [script.text("the tool timed out")],
     ]);
     const agent = new Agent({
       provider: model,
-      tools: [stubborn, wait],
+      tools: [stubbornTool(), wait],
       timeouts: { toolMs: 30 },
       limits: { abortGraceMs: 10 },
     });
