@@ -57,16 +57,15 @@ const NO_MESSAGES: readonly AgentMessage[] = [];
  * of any number is taken (below 1 or NaN still makes attempts); one that is no number is refused.
  */
 export function structuredOptionsProblem(options: object): string | undefined {
-  const { name, description, maxAttempts, toolCallsOf } = options as Record<string, unknown>;
-  if (name !== undefined && typeof name !== "string") return `name must be a string, got ${typeof name}`;
-  if (description !== undefined && typeof description !== "string")
-    return `description must be a string, got ${typeof description}`;
-  if (maxAttempts !== undefined && typeof maxAttempts !== "number")
-    return `maxAttempts must be a number, got ${typeof maxAttempts}`;
-  if (toolCallsOf !== undefined && typeof toolCallsOf !== "function")
-    return `toolCallsOf must be a function, got ${typeof toolCallsOf}`;
-  return undefined;
+  return optionOfWrongType(options as Record<string, unknown>, STRUCTURED_OPTION_TYPES);
 }
+
+const STRUCTURED_OPTION_TYPES = {
+  name: "string",
+  description: "string",
+  maxAttempts: "number",
+  toolCallsOf: "function",
+} as const;
 
 /**
  * What `ctx.executeTools()` was given as options, checked before any tool runs: a hook that is no
@@ -77,15 +76,25 @@ export function structuredOptionsProblem(options: object): string | undefined {
 export function batchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== "object" || options === null)
     return `expected an object of options, got ${options === null ? "null" : typeof options}`;
-  const { concurrency, interruptOnSteering, beforeEach, afterEach } = options as Record<string, unknown>;
-  if (concurrency !== undefined && typeof concurrency !== "number")
-    return `concurrency must be a number, got ${typeof concurrency}`;
-  if (interruptOnSteering !== undefined && typeof interruptOnSteering !== "boolean")
-    return `interruptOnSteering must be a boolean, got ${typeof interruptOnSteering}`;
-  if (beforeEach !== undefined && typeof beforeEach !== "function")
-    return `beforeEach must be a function, got ${typeof beforeEach}`;
-  if (afterEach !== undefined && typeof afterEach !== "function")
-    return `afterEach must be a function, got ${typeof afterEach}`;
+  return optionOfWrongType(options as Record<string, unknown>, BATCH_OPTION_TYPES);
+}
+
+const BATCH_OPTION_TYPES = {
+  concurrency: "number",
+  interruptOnSteering: "boolean",
+  beforeEach: "function",
+  afterEach: "function",
+} as const;
+
+/** The first option given whose `typeof` is not the one `types` names for it, said as a problem. */
+function optionOfWrongType(
+  options: Record<string, unknown>,
+  types: Readonly<Record<string, "string" | "number" | "boolean" | "function">>,
+): string | undefined {
+  for (const [name, type] of Object.entries(types)) {
+    const value = options[name];
+    if (value !== undefined && typeof value !== type) return `${name} must be a ${type}, got ${typeof value}`;
+  }
   return undefined;
 }
 
