@@ -1,5 +1,12 @@
 import "@agent-core/agentic";
-import { Agent, type AgentConfig, type AgentMessage, defineTool, type LlmMessage } from "@agent-core/core";
+import {
+  Agent,
+  type AgentConfig,
+  type AgentMessage,
+  defineTool,
+  type LlmMessage,
+  type RunResult,
+} from "@agent-core/core";
 import { script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -23,6 +30,16 @@ async function runWith(config: Partial<AgentConfig>) {
     // drained
   }
   return { agent, result: await run.result(), model };
+}
+
+/** The check of the call c1 failed: it was answered with an error, never run, and no approval waits. */
+function expectAnsweredNotRun(agent: Agent, result: RunResult, ran: number): void {
+  expect(ran).toBe(0);
+  expect(agent.pendingApprovals).toEqual([]);
+  expect(result.messages.find((message) => message.role === "toolResult")).toMatchObject({
+    toolCallId: "c1",
+    isError: true,
+  });
 }
 
 describe("transformContext, convertToLlm and prepareStep's messages", () => {
@@ -112,12 +129,7 @@ describe("beforeToolCall", () => {
       const { agent, result } = await runWith({ tools: [counted], beforeToolCall: () => verdict as never });
       expect(result.stopReason).toBe("error");
       expect(result.error?.message).toContain(`beforeToolCall returned an invalid result: ${says}`);
-      expect(ran).toBe(0);
-      expect(agent.pendingApprovals).toEqual([]);
-      expect(result.messages.find((message) => message.role === "toolResult")).toMatchObject({
-        toolCallId: "c1",
-        isError: true,
-      });
+      expectAnsweredNotRun(agent, result, ran);
     });
   }
 
@@ -151,12 +163,7 @@ describe("a tool's needsApproval function", () => {
       expect(result.error?.message).toContain(
         `Tool "add": needsApproval returned an invalid result: expected a boolean, got ${says}.`,
       );
-      expect(ran).toBe(0);
-      expect(agent.pendingApprovals).toEqual([]);
-      expect(result.messages.find((message) => message.role === "toolResult")).toMatchObject({
-        toolCallId: "c1",
-        isError: true,
-      });
+      expectAnsweredNotRun(agent, result, ran);
     });
   }
 
