@@ -33,7 +33,10 @@ async function ask(chat: TmuxTerminal, prompt: string, answer: string): Promise<
   chat.type(prompt);
   chat.press("Enter");
   await chat.waitFor(answer);
-  return chat.waitFor(idle(chat));
+  await chat.waitFor(idle(chat));
+  // Read again: the screen `waitFor` returns was captured before the cursor was found idle, and the
+  // run may have ended (its summary printed) in between.
+  return chat.screen();
 }
 
 describe("agent-core chat in a terminal", () => {

@@ -92,8 +92,9 @@ beforeAll(async () => {
         };
         return new Agent({ provider, tools: [wait] });
       },
-      // Runs out of its 300 ms while its tool hangs (until the timeout aborts it).
-      short: () => new Agent({ provider: echoModel("hang"), tools: [hang], timeouts: { totalMs: 300 } }),
+      // Runs out of its time while its tool hangs (until the timeout aborts it); the run that
+      // continues the workflow has as long, enough for its steps on a busy host.
+      short: () => new Agent({ provider: echoModel("hang"), tools: [hang], timeouts: { totalMs: 1500 } }),
       hanging: () =>
         new Agent({
           provider: scriptedModel([[script.toolCall("hang", {}, { id: "h1" })], [script.text("never")]]),

@@ -37,7 +37,26 @@ export function expecting(domain: string): { error: string } {
  * `InvalidConfigError`) naming each bad field, as `new Agent()` does for its config.
  */
 export function validateOptions(schema: z.ZodType, options: unknown, what: string): void {
+  // A plug-in is mostly made with no options, once per agent: whether its schema takes `{}` is
+  // asked once per schema rather than of every empty object.
+  if (isEmptyObject(options)) {
+    let accepted = takesEmptyOptions.get(schema);
+    if (accepted === undefined) {
+      accepted = schema.safeParse({}, PARSE_PARAMS).success;
+      takesEmptyOptions.set(schema, accepted);
+    }
+    if (accepted) return;
+  }
   validate(schema, options, what, "options");
+}
+
+const takesEmptyOptions = new WeakMap<z.ZodType, boolean>();
+
+function isEmptyObject(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || Object.getPrototypeOf(value) !== Object.prototype)
+    return false;
+  for (const _key in value) return false;
+  return true;
 }
 
 export function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {

@@ -1,4 +1,5 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { validateAgentConfig, validatePromptOptions } from "./config.js";
@@ -36,6 +37,15 @@ function configAt(path: string, value: unknown): Record<string, unknown> {
     string,
     unknown
   >;
+}
+
+function threw(run: () => void): boolean {
+  try {
+    run();
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 function issuesOf(validate: () => void): AgentConfigError["issues"] {
@@ -192,6 +202,30 @@ describe("validateAgentConfig", () => {
     expect(() => validateAgentConfig(undefined)).not.toThrow();
   });
 
+  // `new Agent()` accepts the usual limits without zod; the schema must agree on every value.
+  it("judges limits as the whole schema does, whatever their shape", () => {
+    const count = fc.oneof(
+      fc.integer({ min: -2, max: 3 }),
+      fc.constantFrom(1.5, NaN, Infinity, 2 ** 53, 2 ** 60, -0, "3", null, undefined),
+    );
+    const limits = fc.oneof(
+      fc.record({ maxCycles: count }, { requiredKeys: [] }),
+      fc.record({ maxCycles: count, abortGraceMs: count, other: count }, { requiredKeys: [] }),
+      fc.anything(),
+    );
+    fc.assert(
+      fc.property(limits, (value) => {
+        const accepted = !threw(() => validateAgentConfig({ limits: value }));
+        // A bad setting beside it sends the whole config through the schema, which names every bad field.
+        const paths = issuesOf(() => validateAgentConfig({ limits: value, systemPrompt: 5 })).map(
+          (issue) => issue.path,
+        );
+        expect(accepted).toBe(!paths.some((path) => path.startsWith("limits")));
+      }),
+      { seed: 20261125, numRuns: 500 },
+    );
+  });
+
   it("allows keys it does not know", () => {
     expect(() => validateAgentConfig({ provider: model, futureSetting: { anything: true } })).not.toThrow();
   });
@@ -307,5 +341,20 @@ describe("validateOptions", () => {
     expect(issuesOf(() => validateOptions(schema, { rounds: "x" }, "reflect options"))).toEqual([
       { path: "rounds", message: 'must be a whole number >= 0, got "x"' },
     ]);
+  });
+
+  // Whether a schema takes `{}` is asked once per schema: every later answer must be the same.
+  it("judges empty options by the schema, each time it is asked", () => {
+    const needsRounds = z.object({ rounds: z.int() });
+    const optional = z.object({ rounds: z.int().optional() });
+    for (let time = 0; time < 2; time++) {
+      expect(issuesOf(() => validateOptions(needsRounds, {}, "reflect options"))).toEqual([
+        { path: "rounds", message: "must be a number, got undefined" },
+      ]);
+      expect(() => validateOptions(optional, {}, "reflect options")).not.toThrow();
+      expect(issuesOf(() => validateOptions(z.array(z.string()), {}, "list options"))).toEqual([
+        { path: "options", message: "must be an array, got {}" },
+      ]);
+    }
   });
 });

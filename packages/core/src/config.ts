@@ -183,9 +183,11 @@ export function validateAgentConfig(config: unknown): void {
     for (const key of Object.keys(config)) {
       const value = (config as Record<string, unknown>)[key];
       if (value === undefined) continue;
-      // Settings checked by a predicate alone skip zod; the schema uses the same predicates.
-      const check = FIELD_PREDICATES[key];
-      const ok = check ? check(value) : (AGENT_CONFIG_FIELDS[key]?.safeParse(value).success ?? true);
+      // A value its predicate accepts skips zod; the schema decides the others (for most settings
+      // it uses the same predicate, for `limits` it takes more shapes than the usual one).
+      const ok =
+        FIELD_PREDICATES[key]?.(value) === true ||
+        (AGENT_CONFIG_FIELDS[key]?.safeParse(value).success ?? true);
       if (!ok) {
         valid = false;
         break;
@@ -216,7 +218,16 @@ const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined
   getFollowUpMessages: isFunction,
   onListenerError: isFunction,
   logger: isLogger,
+  limits: isUsualLimits,
 };
+
+/** `{ maxCycles }` alone, a whole number >= 1 (as `wholeAtLeast(1)` takes it): how most agents set limits. */
+function isUsualLimits(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  for (const key in value) if (key !== "maxCycles") return false;
+  const { maxCycles } = value as { maxCycles?: unknown };
+  return Number.isSafeInteger(maxCycles) && (maxCycles as number) >= 1;
+}
 
 /**
  * Checks the options of one `prompt()`. It runs on every prompt, so the common cases (no options,

@@ -60,12 +60,12 @@ export function structuredOptionsProblem(options: object): string | undefined {
   return optionOfWrongType(options as Record<string, unknown>, STRUCTURED_OPTION_TYPES);
 }
 
-const STRUCTURED_OPTION_TYPES = {
+const STRUCTURED_OPTION_TYPES = optionTypes({
   name: "string",
   description: "string",
   maxAttempts: "number",
   toolCallsOf: "function",
-} as const;
+});
 
 /**
  * What `ctx.executeTools()` was given as options, checked before any tool runs: a hook that is no
@@ -79,19 +79,28 @@ export function batchOptionsProblem(options: unknown): string | undefined {
   return optionOfWrongType(options as Record<string, unknown>, BATCH_OPTION_TYPES);
 }
 
-const BATCH_OPTION_TYPES = {
+const BATCH_OPTION_TYPES = optionTypes({
   concurrency: "number",
   interruptOnSteering: "boolean",
   beforeEach: "function",
   afterEach: "function",
-} as const;
+});
+
+type OptionType = "string" | "number" | "boolean" | "function";
+
+/** The table as a list, made once: the checks run on every batch. */
+function optionTypes(
+  types: Readonly<Record<string, OptionType>>,
+): readonly (readonly [string, OptionType])[] {
+  return Object.entries(types);
+}
 
 /** The first option given whose `typeof` is not the one `types` names for it, said as a problem. */
 function optionOfWrongType(
   options: Record<string, unknown>,
-  types: Readonly<Record<string, "string" | "number" | "boolean" | "function">>,
+  types: readonly (readonly [string, OptionType])[],
 ): string | undefined {
-  for (const [name, type] of Object.entries(types)) {
+  for (const [name, type] of types) {
     const value = options[name];
     if (value !== undefined && typeof value !== type) return `${name} must be a ${type}, got ${typeof value}`;
   }
