@@ -260,6 +260,15 @@ describe("createDemoModel", () => {
     expect(JSON.parse(textOf(await planning(withResults(["15*3", { type: "text", value: "45" }]))))).toEqual({
       steps: [],
     });
+    // The results of an earlier turn, answered, are the conversation's: the next question is planned.
+    const answered: LanguageModelV4Prompt = [
+      ...withResults(["15*3", { type: "text", value: "45" }]),
+      { role: "assistant", content: [{ type: "text", text: "[demo] 15*3 = 45." }] },
+      ...ask("And 10+5?"),
+    ];
+    expect(JSON.parse(textOf(await planning(answered)))).toEqual({
+      steps: [{ id: "s1", tool: "calculator", args: { expression: "10+5" } }],
+    });
     const unlisted = await stream({
       prompt: [{ role: "system", content: "Plan." }, ...ask("What is 2+2?")],
       responseFormat: { type: "json" },
