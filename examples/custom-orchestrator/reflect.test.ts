@@ -1,4 +1,4 @@
-import { Agent, type AgentEvent, defineTool, type Orchestrator } from "@agent-core/core";
+import { Agent, type AgentEvent, defineTool, InvalidConfigError, type Orchestrator } from "@agent-core/core";
 import {
   assertEventProtocol,
   assertValidTranscript,
@@ -227,6 +227,20 @@ describe("reflect", () => {
 
   it("rejects a negative or fractional number of rounds", () => {
     expect(() => reflect({ rounds: -1 })).toThrow(/rounds/);
-    expect(() => reflect({ rounds: 1.5 })).toThrow(/rounds/);
+    expect(() => reflect({ rounds: 1.5 })).toThrow(
+      "Invalid reflect options: rounds must be a whole number >= 0, got 1.5.",
+    );
+  });
+
+  it("rejects options of the wrong kind, naming each, before any run", () => {
+    expect(() => reflect({ rounds: "2", criticPrompt: 5 } as never)).toThrow(
+      [
+        "Invalid reflect options:",
+        '- rounds must be a whole number >= 0, got "2".',
+        "- criticPrompt must be a non-blank string, got 5.",
+      ].join("\n"),
+    );
+    expect(() => reflect({ criticPrompt: " " })).toThrow(/criticPrompt must be a non-blank string/);
+    expect(() => reflect(null as never)).toThrow(InvalidConfigError);
   });
 });

@@ -1,10 +1,10 @@
 import {
   type AssistantMessage,
-  InvalidConfigError,
   type Orchestrator,
   type RunContext,
   runTurns,
   StructuredOutputError,
+  validateOptions,
 } from "@agent-core/core";
 import { z } from "zod";
 
@@ -14,6 +14,15 @@ export interface ReflectOptions {
   /** What the critic checks (default `DEFAULT_CRITIC_PROMPT`); the reply format is always added. */
   criticPrompt?: string;
 }
+
+// Each check states the option's domain: a bad option fails at once, named in the error
+// ("Invalid reflect options: rounds must be a whole number >= 0, got 1.5.").
+const wholeNumber = { error: "a whole number >= 0" };
+const nonBlank = { error: "a non-blank string" };
+const optionsSchema = z.object({
+  rounds: z.int(wholeNumber).gte(0, wholeNumber).optional(),
+  criticPrompt: z.string(nonBlank).trim().min(1, nonBlank).optional(),
+});
 
 /** The critic's verdict on the latest answer. */
 export const critiqueSchema = z.object({
@@ -56,10 +65,8 @@ export class ReflectOrchestrator implements Orchestrator {
   readonly #criticPrompt: string;
 
   constructor(options: ReflectOptions = {}) {
-    const rounds = options.rounds ?? 2;
-    if (!Number.isInteger(rounds) || rounds < 0)
-      throw new InvalidConfigError(`reflect: rounds must be a whole number >= 0, got ${rounds}.`);
-    this.#rounds = rounds;
+    validateOptions(optionsSchema, options, "reflect options");
+    this.#rounds = options.rounds ?? 2;
     this.#criticPrompt = options.criticPrompt ?? DEFAULT_CRITIC_PROMPT;
   }
 

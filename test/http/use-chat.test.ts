@@ -675,6 +675,43 @@ describe("the other refusals the docs name", () => {
   });
 });
 
+describe("a post the server refused", () => {
+  /** A post of the page's messages from a page whose user is signed out: 401, nothing taken. */
+  const signedOut = (page: Page) =>
+    page.handler.fetch(
+      new Request("http://chat.test/api/chat", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ id: page.id, messages: page.messages, trigger: "submit-message" }),
+      }),
+    );
+  const userTexts = (model: ScriptedModel) =>
+    (model.prompts.at(-1) ?? []).flatMap((message) =>
+      message.role === "user" ? message.content.map((part) => (part as { text: string }).text) : [],
+    );
+
+  it("keeps the chat going: useChat keeps the refused message, and the next post brings both", async () => {
+    const model = scriptedModel([[script.text("one")], [script.text("two")], [script.text("three")]]);
+    const page = new Page(chatHandler(() => ({ provider: model })));
+    expect(textOf(await page.send("hi"))).toBe("one");
+    page.messages.push({ id: "user-refused", role: "user", parts: [{ type: "text", text: "book for 4" }] });
+    expect(await refusal(await signedOut(page))).toEqual([401, "unauthorized"]);
+    // Signed in again, the user writes on: the page posts its refused message with the new one.
+    expect(textOf(await page.send("are you there?"))).toBe("two");
+    expect(userTexts(model)).toEqual(["hi", "book for 4", "are you there?"]);
+    expect(textOf(await page.send("thanks"))).toBe("three");
+  });
+
+  it("starts a new chat whose first post was refused", async () => {
+    const model = scriptedModel([[script.text("one")]]);
+    const page = new Page(chatHandler(() => ({ provider: model })));
+    page.messages.push({ id: "user-refused", role: "user", parts: [{ type: "text", text: "hello" }] });
+    expect(await refusal(await signedOut(page))).toEqual([401, "unauthorized"]);
+    expect(textOf(await page.send("hello?"))).toBe("one");
+    expect(userTexts(model)).toEqual(["hello", "hello?"]);
+  });
+});
+
 describe("posts at once", () => {
   it("asks the agent factory once for two posts at once of a new chat (a double submit); one is answered, the other refused", async () => {
     let made = 0;

@@ -260,6 +260,24 @@ describe("createDemoModel", () => {
     expect(JSON.parse(textOf(await planning(withResults(["15*3", { type: "text", value: "45" }]))))).toEqual({
       steps: [],
     });
+    // The results of an earlier turn, answered, are the conversation's: the next question is planned.
+    const answered: LanguageModelV4Prompt = [
+      ...withResults(["15*3", { type: "text", value: "45" }]),
+      { role: "assistant", content: [{ type: "text", text: "[demo] 15*3 = 45." }] },
+      ...ask("And 10+5?"),
+    ];
+    expect(JSON.parse(textOf(await planning(answered)))).toEqual({
+      steps: [{ id: "s1", tool: "calculator", args: { expression: "10+5" } }],
+    });
+    // A replanning call ends with the planner's request: after a failure it plans nothing more,
+    // after steering what the steering asks.
+    const request = ask('A step failed. Progress: - s1 calculator {"expression":"15*3"} → ok: 45');
+    const replanning = [...withResults(["15*3", { type: "text", value: "45" }]), ...request];
+    expect(JSON.parse(textOf(await planning(replanning)))).toEqual({ steps: [] });
+    const steered = [...withResults(["15*3", { type: "text", value: "45" }]), ...ask("Only 2*8"), ...request];
+    expect(JSON.parse(textOf(await planning(steered)))).toEqual({
+      steps: [{ id: "s1", tool: "calculator", args: { expression: "2*8" } }],
+    });
     const unlisted = await stream({
       prompt: [{ role: "system", content: "Plan." }, ...ask("What is 2+2?")],
       responseFormat: { type: "json" },

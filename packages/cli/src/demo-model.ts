@@ -82,17 +82,38 @@ function recall(prompt: LanguageModelV4CallOptions["prompt"]): string {
 
 /**
  * A planner's call (JSON mode): the same tool steps the model would call, as a plan of the shape
- * plan-execute asks for. The tools are the ones the planning prompt lists; none once results exist.
+ * plan-execute asks for. The tools are the ones the planning prompt lists. Once this turn has
+ * results, the call is a replanning one, whose last user message is the planner's request, not a
+ * question: it plans what the user's steering asks, if they steered, and nothing otherwise.
  */
 function structuredPlan(call: LanguageModelV4CallOptions, step: number): DemoContent[] {
   const system = call.prompt.find((message) => message.role === "system")?.content ?? "";
   const listed = new Set([CALCULATOR, CURRENT_TIME].filter((name) => system.includes(`- ${name}:`)));
-  const hasResults = call.prompt.some((message) => message.role === "tool");
-  const calls = hasResults ? [] : planToolCalls(lastUserText(call.prompt), listed, step);
+  const turn = sinceLastAnswer(call.prompt);
+  const afterResults = turn.slice(turn.findLastIndex((message) => message.role === "tool") + 1);
+  const question =
+    afterResults.length === turn.length ? lastUserText(call.prompt) : steeringText(afterResults);
+  const calls = planToolCalls(question, listed, step);
   const steps = calls
     .filter((part) => part.type === "tool-call")
     .map((part, index) => ({ id: `s${index + 1}`, tool: part.toolName, args: parseJson(part.input) }));
   return [{ type: "text", text: JSON.stringify({ steps }) }];
+}
+
+/**
+ * The messages after the last answer (an assistant message without tool calls): this turn's, where
+ * the results of earlier turns of a conversation, already answered, are not.
+ */
+function sinceLastAnswer(prompt: LanguageModelV4CallOptions["prompt"]): LanguageModelV4CallOptions["prompt"] {
+  const answered = prompt.findLastIndex(
+    (message) => message.role === "assistant" && !message.content.some((part) => part.type === "tool-call"),
+  );
+  return prompt.slice(answered + 1);
+}
+
+/** The user's steering among a replanning call's last messages: all but the planner's request. */
+function steeringText(messages: LanguageModelV4CallOptions["prompt"]): string {
+  return userTexts(messages.slice(0, -1)).at(-1) ?? "";
 }
 
 function planToolCalls(text: string, offered: Set<string>, step: number): DemoContent[] {

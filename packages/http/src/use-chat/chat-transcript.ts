@@ -79,10 +79,10 @@ export type Turn = UserTurn | AssistantTurn;
 export class ChatTranscript {
   readonly turns: Turn[] = [];
 
-  /** The user's new message, and the assistant message that answers it. */
-  addExchange(user: UserTurn, assistantId: string): AssistantTurn {
+  /** The user's new messages (one, or those of refused posts before it), and the answer to them. */
+  addExchange(users: readonly UserTurn[], assistantId: string): AssistantTurn {
     const answer = new AssistantTurn(assistantId);
-    this.turns.push(user, answer);
+    this.turns.push(...users, answer);
     return answer;
   }
 

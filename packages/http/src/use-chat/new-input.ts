@@ -13,8 +13,11 @@ export interface Waiting {
 export type NewInput =
   | {
       kind: "prompt";
-      messageId: string;
-      text: string;
+      /**
+       * The user's new messages, in order: one, or more when the posts of the earlier ones were
+       * refused (useChat keeps a message whose post failed, and sends it again with the next one).
+       */
+      messages: { id: string; text: string }[];
       /** The page has no copy of the chat's last answer: the transcript lets it go (see `readNewInput`). */
       withoutLastAnswer: boolean;
     }
@@ -34,6 +37,10 @@ export type NewInput =
  * `lastAnswerAbandoned`: the page went away while the chat's last answer streamed. It may have
  * stopped before reading its first chunk, and useChat adds the assistant message with that chunk:
  * a new message right after the user's then comes in its place, and is taken without it.
+ *
+ * Several new user messages are taken together: a post the server refused (429, 401, a dropped
+ * connection) leaves its message in the page, which useChat sends again before the next one.
+ * Refusing them would end the chat for good: the page cannot take a message back.
  */
 export function readNewInput(
   transcript: ChatTranscript,
@@ -43,16 +50,16 @@ export function readNewInput(
 ): NewInput {
   const withoutLastAnswer = lastAnswerAbandoned && lacksLastAnswer(transcript.turns, messages);
   const turns = withoutLastAnswer ? transcript.turns.slice(0, -1) : transcript.turns;
-  if (messages.length < turns.length || messages.length > turns.length + 1)
+  if (messages.length < turns.length)
     throw mismatch(
-      `The chat has ${messages.length} messages where the server's has ${turns.length} (and one new user message at most): messages were removed or added (editing and regenerating are not supported).`,
+      `The chat has ${messages.length} messages where the server's has ${turns.length}: messages were removed (editing and regenerating are not supported).`,
     );
   const answers: Extract<NewInput, { kind: "answers" }> = { kind: "answers", decisions: [], outputs: [] };
   turns.forEach((turn, index) => {
     checkTurn(turn, messages[index] as UiMessageIn, index, waiting, answers);
   });
-  const next = messages[turns.length];
-  if (next === undefined) {
+  const news = messages.slice(turns.length);
+  if (news.length === 0) {
     if (answers.decisions.length === 0 && answers.outputs.length === 0)
       throw new HttpError(
         409,
@@ -61,30 +68,36 @@ export function readNewInput(
       );
     return answers;
   }
-  if (next.role !== "user") throw mismatch("A new message must be the user's.");
+  if (news.some((message) => message.role !== "user"))
+    throw mismatch(
+      `The chat has ${messages.length} messages where the server's has ${turns.length}: only new user messages may follow (editing and regenerating are not supported).`,
+    );
   if (answers.decisions.length > 0 || answers.outputs.length > 0)
     throw new HttpError(
       409,
       "unsent-answers",
       "Send tool outputs and approval responses on their own, before a new message (useChat's sendAutomaticallyWhen does).",
     );
-  const unsupported = next.parts.find((part) => part.type !== "text");
+  return { kind: "prompt", messages: news.map(newUserMessage), withoutLastAnswer };
+}
+
+/** A new user message as the agent takes it: text only, and some of it. */
+function newUserMessage(message: UiMessageIn): { id: string; text: string } {
+  const unsupported = message.parts.find((part) => part.type !== "text");
   if (unsupported !== undefined)
     throw new HttpError(
       422,
       "unsupported-part",
       `A user message may only have text parts, not "${unsupported.type}".`,
     );
-  const text = textOf(next);
+  const text = textOf(message);
   if (text.trim() === "") throw new HttpError(422, "empty-message", "The new message has no text.");
-  return { kind: "prompt", messageId: next.id, text, withoutLastAnswer };
+  return { id: message.id, text };
 }
 
 /** Whether a new user message stands where the transcript's last turn, an answer, is. */
 function lacksLastAnswer(turns: readonly Turn[], messages: readonly UiMessageIn[]): boolean {
-  return (
-    turns.at(-1)?.role === "assistant" && messages.length === turns.length && messages.at(-1)?.role === "user"
-  );
+  return turns.at(-1)?.role === "assistant" && messages[turns.length - 1]?.role === "user";
 }
 
 function checkTurn(

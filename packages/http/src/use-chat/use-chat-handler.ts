@@ -6,7 +6,7 @@ import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
 import { checkedAgent } from "../run-backend.js";
-import { chatRequestBody } from "./chat-request.js";
+import { chatRequestBody, type UiMessageIn } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
 import { type NewInput, readNewInput } from "./new-input.js";
@@ -52,7 +52,7 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         "unsupported-trigger",
         `Only "submit-message" is supported, not "${chat.trigger}": the server keeps the chat's history, so it cannot be regenerated.`,
       );
-    const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages.length));
+    const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages));
     await settled(session);
     const abandoned = session.current?.abandoned ?? false;
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
@@ -72,9 +72,14 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     });
   }
 
-  async function newChat(userId: string, chatId: string, messages: number): Promise<ChatSession> {
-    // A chat the server never had, or forgot: its messages cannot be checked, so it cannot go on.
-    if (messages > 1)
+  async function newChat(
+    userId: string,
+    chatId: string,
+    messages: readonly UiMessageIn[],
+  ): Promise<ChatSession> {
+    // A chat the server never had, or forgot: its answers cannot be checked, so it cannot go on.
+    // (Only user messages: the posts of all but the last were refused, and it starts now.)
+    if (messages.some((message) => message.role !== "user"))
       throw new HttpError(
         404,
         "chat-not-found",
@@ -107,14 +112,17 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
   ): [AgentRun, AssistantTurn] {
     if (input.withoutLastAnswer) session.transcript.dropLastAnswer();
     const turn = session.transcript.addExchange(
-      { role: "user", id: input.messageId, text: input.text },
+      input.messages.map(({ id, text }) => ({ role: "user", id, text })),
       `msg-${randomUUID()}`,
     );
-    const run = session.agent.prompt(input.text, {
-      clientTools: "suspend",
-      // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
-      timeouts: { totalMs: session.agent.timeouts.totalMs ?? config.runTimeoutMs },
-    });
+    const run = session.agent.prompt(
+      input.messages.map((message) => message.text),
+      {
+        clientTools: "suspend",
+        // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
+        timeouts: { totalMs: session.agent.timeouts.totalMs ?? config.runTimeoutMs },
+      },
+    );
     return [run, turn];
   }
 
