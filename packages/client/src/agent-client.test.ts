@@ -1859,6 +1859,16 @@ describe("AgentClient: a hostile server", () => {
     expect(await written).toBeLessThan(32 * 1024 * 1024);
   });
 
+  it("keeps the first 2,000 characters of the server's error.message (and 200 of its code), then '…': an error message is never megabytes long", async () => {
+    const { baseUrl } = await serve((_req, res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "c".repeat(300_000), message: "m".repeat(500_000) } }));
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("go").result());
+    expect(error).toMatchObject({ code: "http", status: 500, serverCode: `${"c".repeat(200)}…` });
+    expect(error.message).toBe(`HTTP 500 ${"c".repeat(200)}…: ${"m".repeat(2000)}…`);
+  });
+
   it("reads at most 1 MiB of a 202's body too (the run a tool result resumed): no run is named, the suspended agent_end is the result", async () => {
     let written: Promise<number> | undefined;
     const suspended = suspendedOn(clientCall);

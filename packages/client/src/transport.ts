@@ -125,8 +125,8 @@ export async function httpError(response: Response): Promise<ClientError> {
     const text = await readText(response);
     try {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-      if (typeof error?.code === "string") serverCode = error.code;
-      if (typeof error?.message === "string") serverMessage = error.message;
+      if (typeof error?.code === "string") serverCode = cut(error.code, MAX_SERVER_CODE_CHARS);
+      if (typeof error?.message === "string") serverMessage = cut(error.message, MAX_SERVER_MESSAGE_CHARS);
     } catch {
       serverMessage = text.slice(0, 200) || undefined;
     }
@@ -139,6 +139,24 @@ export async function httpError(response: Response): Promise<ClientError> {
     status: response.status,
     ...(serverCode === undefined ? {} : { serverCode }),
   });
+}
+
+/**
+ * The most of the server's `error.message` (and `error.code`) an error keeps, in characters: the
+ * body may be a MiB long, and a server must not make every error message that long.
+ */
+const MAX_SERVER_MESSAGE_CHARS = 2000;
+const MAX_SERVER_CODE_CHARS = 200;
+
+/** `text`, or its first `max` characters and "…" when it is longer (never half a surrogate pair). */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /**
