@@ -2059,6 +2059,26 @@ describe("AgentClient: the documented bounds, exactly", () => {
     }
   });
 
+  it("bounds a headers() that never settles by idleTimeoutMs: steer() rejects with code 'network', cancel() resolves", async () => {
+    const { baseUrl, requests } = await serve((req, res) => {
+      if (req.path !== "/runs") return;
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    let calls = 0;
+    // The start gets its headers; every later request asks for them in vain.
+    const headers = () => (calls++ === 0 ? {} : new Promise<Record<string, string>>(() => {}));
+    const run = new AgentClient({ baseUrl, headers, ...fast, idleTimeoutMs: 200 }).start("go");
+    await run.runId;
+    expect((await rejection(run.steer("left"))).code).toBe("network");
+    const cancelled = await Promise.race([
+      run.cancel().then(() => "resolved"),
+      delay(5_000).then(() => "still waiting"),
+    ]);
+    expect(cancelled).toBe("resolved");
+    expect(requests.map((r) => r.path)).toEqual(["/runs"]);
+  });
+
   it("takes an event whose bytes are exactly maxEventBytes", async () => {
     const start = line(event(0, "agent_start"));
     const end = line(agentEnd(1));

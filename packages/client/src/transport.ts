@@ -31,7 +31,14 @@ export class Transport {
     },
   ): Promise<Response> {
     const { headers } = this.config;
-    const base = typeof headers === "function" ? await headers() : headers;
+    // Bounded by the request's signal (its deadline, the run's cancel): a `headers()` that never
+    // settles must not hold a cancel, a steer or a tool result's post for ever.
+    const base =
+      typeof headers === "function"
+        ? await (init.signal === undefined
+            ? headers()
+            : untilAborted(Promise.resolve(headers()), init.signal))
+        : headers;
     const all = new Headers(base);
     for (const [name, value] of Object.entries(init.headers ?? {})) all.set(name, value);
     if (init.accept !== undefined) all.set("accept", init.accept);
