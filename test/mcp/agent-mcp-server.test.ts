@@ -43,6 +43,23 @@ describe("createAgentMcpServer", () => {
     await client.close();
   });
 
+  it("answers a blank prompt with an isError result saying so, and starts no run", async () => {
+    let agents = 0;
+    const client = await connected(() => {
+      agents++;
+      return new Agent({ provider: scriptedModel([[script.text("an answer to nothing")]]) });
+    });
+    for (const prompt of ["", "   ", "\n\t"]) {
+      const answered = await client.callTool({ name: "ask_agent", arguments: { prompt } });
+      expect(answered.isError, JSON.stringify(prompt)).toBe(true);
+      expect(answered.content).toEqual([
+        { type: "text", text: expect.stringContaining("The prompt is blank: say what to ask the agent.") },
+      ]);
+    }
+    expect(agents).toBe(0);
+    await client.close();
+  });
+
   it("aborts the agent's run when the client cancels the call", async () => {
     let ended: (stopReason: string) => void = () => {};
     const runEnded = new Promise<string>((resolve) => (ended = resolve));
