@@ -3,7 +3,7 @@ import { Agent, type ToolResultMessage } from "@agent-core/core";
 import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
 import { script, scriptedModel } from "@agent-core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtureServer, startHttpFixture } from "./servers.js";
+import { brokenAnswerServer, fixtureServer, startHttpFixture } from "./servers.js";
 
 // The fault cases, against the fixture server (the SDK's server API) over both transports:
 // cancellation on abort and on timeouts, a server killed mid-call, error results.
@@ -136,5 +136,24 @@ describe.each(transports)("the fixture server over %s", (_transport, server) => 
     } finally {
       own?.stop();
     }
+  });
+});
+
+describe("a stdio server whose answer breaks JSON-RPC's schema", () => {
+  it("fails the call it answers at once, naming the fields, where the SDK would drop it until callTimeoutMs; the connection goes on", async () => {
+    await using mcp = await connectMcp(brokenAnswerServer(), { callTimeoutMs: 2_000 });
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered "null" with a result that breaks the MCP schema: result: Invalid input: expected object, received null',
+      ),
+    );
+    await expect(mcp.callTool("string-error", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered "string-error" with a result that breaks the MCP schema: error: Invalid input: expected object, received string',
+      ),
+    );
+    // The log lines on its stdout, and the broken answers, changed nothing else.
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
   });
 });

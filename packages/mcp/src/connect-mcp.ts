@@ -9,6 +9,7 @@ import { brokenStreamFetch } from "./broken-stream-fetch.js";
 import { McpConnection } from "./mcp-connection.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { describeServer, isHttpServer, type McpServerConfig } from "./server-config.js";
+import { readBrokenAnswers } from "./stdio-answers.js";
 
 export interface ConnectMcpOptions {
   /** How tool errors and `McpServerError`s name the server; by default the name it gives itself. */
@@ -69,13 +70,16 @@ function transportFor(server: McpServerConfig): Transport {
     });
     return transport;
   }
-  return new StdioClientTransport({
+  const transport = new StdioClientTransport({
     command: server.command,
     args: [...(server.args ?? [])],
     ...(server.env === undefined ? {} : { env: server.env }),
     ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
     stderr: server.stderr ?? "inherit",
   });
+  // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it.
+  readBrokenAnswers(transport);
+  return transport;
 }
 
 function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): number {
