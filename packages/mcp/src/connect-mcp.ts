@@ -5,11 +5,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { brokenAnswerFetch, readBrokenAnswers } from "./broken-answers.js";
 import { brokenStreamFetch } from "./broken-stream-fetch.js";
 import { McpConnection } from "./mcp-connection.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { describeServer, isHttpServer, type McpServerConfig } from "./server-config.js";
-import { readBrokenAnswers } from "./stdio-answers.js";
 
 export interface ConnectMcpOptions {
   /** How tool errors and `McpServerError`s name the server; by default the name it gives itself. */
@@ -66,7 +66,8 @@ function transportFor(server: McpServerConfig): Transport {
     const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(server.url), {
       requestInit: { headers: server.headers ?? {} },
       // A stream that breaks off mid-answer means the server is gone: close, so the calls waiting end now.
-      fetch: brokenStreamFetch(() => void transport.close()),
+      // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it.
+      fetch: brokenStreamFetch(() => void transport.close(), brokenAnswerFetch()),
     });
     return transport;
   }

@@ -6,10 +6,10 @@ import {
   McpError,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
+import { brokenAnswerOf } from "./broken-answers.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 import { schemaIssuesOf } from "./schema-issues.js";
-import { brokenAnswerOf } from "./stdio-answers.js";
 
 /** The `Client` method (private in its types) that `listTools()` keeps a page's output schemas with. */
 interface SdkToolCache {
