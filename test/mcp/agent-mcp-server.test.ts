@@ -229,8 +229,10 @@ describe("createAgentMcpHttpHandler", () => {
 
   it("ends a session on DELETE, and one no request used for sessionIdleMs, but not while its call runs", async () => {
     const url = await serving(
-      () => new Agent({ provider: scriptedModel([[script.delay(300), script.text("slow answer")]]) }),
-      { sessionIdleMs: 100 },
+      // Idle time long enough that a loaded machine's pause between the requests of one client's
+      // connect does not end its session (100 ms did, now and then).
+      () => new Agent({ provider: scriptedModel([[script.delay(1_500), script.text("slow answer")]]) }),
+      { sessionIdleMs: 500 },
     );
     const connect = async () => {
       const transport = new StreamableHTTPClientTransport(new URL(url));
@@ -259,7 +261,7 @@ describe("createAgentMcpHttpHandler", () => {
       content: [{ type: "text", text: "slow answer" }],
     });
     const idle = busy.transport.sessionId as string;
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     const expired = await named(idle);
     expect([expired.status, (await expired.json()).error.code]).toEqual([404, -32001]);
     await busy.client.close();
