@@ -766,6 +766,42 @@ describe("AgentClient: client tools", () => {
     expect(bodies).toHaveLength(2);
   });
 
+  it("posts a result JSON has no value for (a function, a symbol) as an error saying so, not a body without its result", async () => {
+    const bodies: unknown[] = [];
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const calls = [
+      { toolCallId: "c1", toolName: "fn", args: {} },
+      { toolCallId: "c2", toolName: "sym", args: {} },
+    ];
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun(calls, resultsPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      res.writeHead(204).end();
+      if (bodies.length === 2) accepted();
+    });
+    const tools = { fn: () => () => "called", sym: () => Symbol("s") };
+    const seen = await collect(new AgentClient({ baseUrl, tools, ...fast }).start("t"));
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        {
+          toolCallId: "c1",
+          token: "tok-c1",
+          error: "the result is not JSON: JSON has no value for a function",
+        },
+        {
+          toolCallId: "c2",
+          token: "tok-c2",
+          error: "the result is not JSON: JSON has no value for a symbol",
+        },
+      ]),
+    );
+    expect(bodies).toHaveLength(2);
+  });
+
   it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
     let posts = 0;
     let answered!: () => void;

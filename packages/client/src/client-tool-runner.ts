@@ -206,7 +206,8 @@ export class ClientToolRunner {
 /** Why `value` cannot be sent as JSON, or undefined when it can. */
 function notJson(value: unknown): string | undefined {
   try {
-    JSON.stringify(value);
+    // A function or a symbol has no JSON at all: posted so, the body would have no `result` key.
+    if (JSON.stringify(value) === undefined) return `JSON has no value for a ${typeof value}`;
     return undefined;
   } catch (error) {
     return describe(error);
