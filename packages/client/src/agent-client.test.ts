@@ -802,6 +802,26 @@ describe("AgentClient: client tools", () => {
     expect(bodies).toHaveLength(2);
   });
 
+  it("posts what a tool threw that String() cannot convert (an object with no prototype) as its tag, instead of losing the call", async () => {
+    let posted!: (body: unknown) => void;
+    const body = new Promise<unknown>((resolve) => {
+      posted = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun([{ toolCallId: "c1", toolName: "odd", args: {} }], body)(res);
+      res.writeHead(204).end();
+      posted(JSON.parse(req.body));
+    });
+    const tools = {
+      odd: () => {
+        throw Object.create(null);
+      },
+    };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("t");
+    expect(await body).toEqual({ toolCallId: "c1", token: "tok-c1", error: "[object Object]" });
+    expect((await run.result()).stopReason).toBe("completed");
+  });
+
   it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
     let posts = 0;
     let answered!: () => void;

@@ -121,7 +121,7 @@ export class ClientToolRunner {
         const result = await tool(call.args, { signal, toolCallId });
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
-        outcome = { error: error instanceof Error ? error.message : String(error) };
+        outcome = { error: describe(error) };
       }
       // Found out here, not by the post: a result that cannot be sent would be retried for nothing.
       if ("result" in outcome) {

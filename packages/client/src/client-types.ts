@@ -14,8 +14,9 @@ export interface ClientToolContext {
 /**
  * A tool the server's agent asks the client to run (a `tool_call` event with `execution: "client"`).
  * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
- * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`), and so is a
- * result JSON cannot carry (a `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`.
+ * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`, or
+ * `[object Object]` for what `String` cannot convert), and so is a result JSON cannot carry (a
+ * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`.
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 

@@ -82,7 +82,15 @@ export interface ClientErrorEvent {
 /** What a `ClientRun` yields: the run's events, and the client's own {@link ClientErrorEvent}s. */
 export type ClientEvent = AgentEvent | ClientErrorEvent;
 
-/** What was thrown, for a message: an `Error`'s message, or `String(thrown)`. */
+/**
+ * What was thrown, for a message: an `Error`'s message, or `String(thrown)`; for a value `String`
+ * cannot convert (an object with no prototype, or whose `toString` throws), its tag, `[object Object]`.
+ */
 export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }
