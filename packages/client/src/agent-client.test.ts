@@ -605,7 +605,7 @@ describe("AgentClient: retrying a start", () => {
       new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi").result(),
     );
     expect(error.code).toBe("network");
-    expect(error.message).toMatch(/posted 3 time\(s\) with the same Idempotency-Key/);
+    expect(error.message).toMatch(/3 attempt\(s\) to post it with the same Idempotency-Key/);
     expect(posts(requests)).toHaveLength(3);
     expect(new Set(posts(requests).map((r) => r.headers["idempotency-key"])).size).toBe(1);
   });
@@ -2133,6 +2133,22 @@ describe("AgentClient: the documented bounds, exactly", () => {
     ]);
     expect(cancelled).toBe("resolved");
     expect(requests.map((r) => r.path)).toEqual(["/runs"]);
+  });
+
+  it("tells a headers() that fails as such, and that the start was never posted: no claim that the server did not answer", async () => {
+    const { baseUrl, requests } = await serve(() => {});
+    const headers = async (): Promise<Record<string, string>> => {
+      throw new Error("no token yet");
+    };
+    const run = new AgentClient({ baseUrl, headers, ...fast, reconnect: { attempts: 1, delayMs: 10 } }).start(
+      "go",
+    );
+    const error = await rejection(run.result());
+    expect(error.code).toBe("network");
+    expect(error.message).toBe(
+      "The run could not be started: 2 attempt(s) to post it with the same Idempotency-Key got no answer naming the run: the headers() option failed: no token yet",
+    );
+    expect(requests).toEqual([]);
   });
 
   it("takes an event whose bytes are exactly maxEventBytes", async () => {

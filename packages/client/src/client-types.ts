@@ -33,7 +33,9 @@ export interface AgentClientOptions {
    * Headers sent with every request (e.g. `Authorization`). A function is called again for every
    * request, re-attaches and tool-result posts included, so it can hand out a fresh token; its
    * wait counts toward the request's `idleTimeoutMs`, so one that never settles fails the request
-   * as a server that never answers does (`steer()` rejects, `cancel()` resolves). They only
+   * as a server that never answers does (`steer()` rejects, `cancel()` resolves), and one that
+   * throws fails it as a network error does (retried alike), saying `the headers() option failed:
+   * <why>`. They only
    * ever go to `baseUrl`'s server: the client follows no redirect (a 3xx fails the request with a
    * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */

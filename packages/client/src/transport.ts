@@ -1,5 +1,5 @@
 import type { AgentClientOptions, ClientLogger, ClientTool } from "./client-types.js";
-import { ClientError } from "./errors.js";
+import { ClientError, describe } from "./errors.js";
 
 export interface Config {
   baseUrl: string;
@@ -31,14 +31,7 @@ export class Transport {
     },
   ): Promise<Response> {
     const { headers } = this.config;
-    // Bounded by the request's signal (its deadline, the run's cancel): a `headers()` that never
-    // settles must not hold a cancel, a steer or a tool result's post for ever.
-    const base =
-      typeof headers === "function"
-        ? await (init.signal === undefined
-            ? headers()
-            : untilAborted(Promise.resolve(headers()), init.signal))
-        : headers;
+    const base = typeof headers === "function" ? await askHeaders(headers, init.signal) : headers;
     const all = new Headers(base);
     for (const [name, value] of Object.entries(init.headers ?? {})) all.set(name, value);
     if (init.accept !== undefined) all.set("accept", init.accept);
@@ -99,6 +92,24 @@ export class Transport {
 }
 
 export function ignore(): void {}
+
+/**
+ * What the `headers()` option gives, bounded by the request's signal (its deadline, the run's
+ * cancel): one that never settles must not hold a cancel, a steer or a tool result's post for ever.
+ * Its failure is told as its own: the request never went out.
+ */
+async function askHeaders(
+  headers: () => Record<string, string> | Promise<Record<string, string>>,
+  signal: AbortSignal | undefined,
+): Promise<Record<string, string>> {
+  try {
+    const asked = Promise.resolve().then(headers);
+    return await (signal === undefined ? asked : untilAborted(asked, signal));
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new Error(`the headers() option failed: ${describe(error)}`, { cause: error });
+  }
+}
 
 /**
  * A run's id as the client takes it, from the caller or the server: a string that can name a path
