@@ -43,6 +43,23 @@ describe("createAgentMcpServer", () => {
     await client.close();
   });
 
+  it("answers a blank prompt with an isError result saying so, and starts no run", async () => {
+    let agents = 0;
+    const client = await connected(() => {
+      agents++;
+      return new Agent({ provider: scriptedModel([[script.text("an answer to nothing")]]) });
+    });
+    for (const prompt of ["", "   ", "\n\t"]) {
+      const answered = await client.callTool({ name: "ask_agent", arguments: { prompt } });
+      expect(answered.isError, JSON.stringify(prompt)).toBe(true);
+      expect(answered.content).toEqual([
+        { type: "text", text: expect.stringContaining("The prompt is blank: say what to ask the agent.") },
+      ]);
+    }
+    expect(agents).toBe(0);
+    await client.close();
+  });
+
   it("aborts the agent's run when the client cancels the call", async () => {
     let ended: (stopReason: string) => void = () => {};
     const runEnded = new Promise<string>((resolve) => (ended = resolve));
@@ -212,8 +229,10 @@ describe("createAgentMcpHttpHandler", () => {
 
   it("ends a session on DELETE, and one no request used for sessionIdleMs, but not while its call runs", async () => {
     const url = await serving(
-      () => new Agent({ provider: scriptedModel([[script.delay(300), script.text("slow answer")]]) }),
-      { sessionIdleMs: 100 },
+      // Idle time long enough that a loaded machine's pause between the requests of one client's
+      // connect does not end its session (100 ms did, now and then).
+      () => new Agent({ provider: scriptedModel([[script.delay(1_500), script.text("slow answer")]]) }),
+      { sessionIdleMs: 500 },
     );
     const connect = async () => {
       const transport = new StreamableHTTPClientTransport(new URL(url));
@@ -242,7 +261,7 @@ describe("createAgentMcpHttpHandler", () => {
       content: [{ type: "text", text: "slow answer" }],
     });
     const idle = busy.transport.sessionId as string;
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     const expired = await named(idle);
     expect([expired.status, (await expired.json()).error.code]).toEqual([404, -32001]);
     await busy.client.close();

@@ -1,9 +1,12 @@
 import "@agent-core/agentic";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Agent, type ToolResultMessage } from "@agent-core/core";
 import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
 import { script, scriptedModel } from "@agent-core/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtureServer, startHttpFixture } from "./servers.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { brokenAnswerTo } from "./broken-answers.js";
+import { brokenAnswerServer, fixtureServer, startHttpFixture } from "./servers.js";
 
 // The fault cases, against the fixture server (the SDK's server API) over both transports:
 // cancellation on abort and on timeouts, a server killed mid-call, error results.
@@ -138,3 +141,66 @@ describe.each(transports)("the fixture server over %s", (_transport, server) => 
     }
   });
 });
+
+const httpServers: Server[] = [];
+afterEach(() => {
+  for (const http of httpServers.splice(0)) {
+    http.closeAllConnections();
+    http.close();
+  }
+});
+
+/**
+ * The answers of `broken-answers.ts` over Streamable HTTP, in this process: as a POST's JSON answer,
+ * or as its event stream (with `\r\n` line breaks, each event cut in two chunks, one between its
+ * `\r` and its `\n`).
+ */
+async function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfig> {
+  const http = createServer(async (request, response) => {
+    if (request.method !== "POST") return void response.writeHead(405).end();
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    const answer = brokenAnswerTo(JSON.parse(body));
+    if (answer === undefined) return void response.writeHead(202).end();
+    if (as === "json") {
+      response.writeHead(200, { "content-type": "application/json" });
+      return void response.end(JSON.stringify(answer));
+    }
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    const event = `event: message\r\ndata: ${JSON.stringify(answer)}\r\n\r\n`;
+    response.write(event.slice(0, -3));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    response.end(event.slice(-3));
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  httpServers.push(http);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+}
+
+const brokenAnswerServers: [string, () => Promise<McpServerConfig>][] = [
+  ["stdio", async () => brokenAnswerServer()],
+  ["Streamable HTTP, as JSON", () => brokenAnswersOverHttp("json")],
+  ["Streamable HTTP, as events", () => brokenAnswersOverHttp("sse")],
+];
+
+describe.each(brokenAnswerServers)(
+  "a server whose answer breaks JSON-RPC's schema, over %s",
+  (_transport, server) => {
+    it("fails the call it answers at once, naming the fields, where the SDK would drop it until callTimeoutMs; the connection goes on", async () => {
+      await using mcp = await connectMcp(await server(), { callTimeoutMs: 2_000 });
+      const never = new AbortController().signal;
+      await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+        new Error(
+          'The MCP server "broken-answer" answered "null" with a result that breaks the MCP schema: result: Invalid input: expected object, received null',
+        ),
+      );
+      await expect(mcp.callTool("string-error", {}, never)).rejects.toThrow(
+        new Error(
+          'The MCP server "broken-answer" answered "string-error" with a result that breaks the MCP schema: error: Invalid input: expected object, received string',
+        ),
+      );
+      // The broken answers (and over stdio the log lines on its stdout) changed nothing else.
+      expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+    });
+  },
+);

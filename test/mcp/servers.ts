@@ -42,6 +42,16 @@ export function fixtureServer(): McpStdioServer {
   return { command: process.execPath, args: FIXTURE, cwd: root, stderr: "ignore" };
 }
 
+/** A hand-written stdio server whose answers to some calls break JSON-RPC's schema (`broken-answer-server.ts`). */
+export function brokenAnswerServer(): McpStdioServer {
+  return {
+    command: process.execPath,
+    args: ["--import", "tsx", join(import.meta.dirname, "broken-answer-server.ts")],
+    cwd: root,
+    stderr: "ignore",
+  };
+}
+
 /** The fixture server over Streamable HTTP, in a process of its own: its URL, and a way to end it. */
 export async function startHttpFixture(): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, [...FIXTURE, "http"], {

@@ -605,7 +605,7 @@ describe("AgentClient: retrying a start", () => {
       new AgentClient({ baseUrl, reconnect: { attempts: 2, delayMs: 10 } }).start("hi").result(),
     );
     expect(error.code).toBe("network");
-    expect(error.message).toMatch(/posted 3 time\(s\) with the same Idempotency-Key/);
+    expect(error.message).toMatch(/3 attempt\(s\) to post it with the same Idempotency-Key/);
     expect(posts(requests)).toHaveLength(3);
     expect(new Set(posts(requests).map((r) => r.headers["idempotency-key"])).size).toBe(1);
   });
@@ -764,6 +764,62 @@ describe("AgentClient: client tools", () => {
       ]),
     );
     expect(bodies).toHaveLength(2);
+  });
+
+  it("posts a result JSON has no value for (a function, a symbol) as an error saying so, not a body without its result", async () => {
+    const bodies: unknown[] = [];
+    let accepted!: () => void;
+    const resultsPosted = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const calls = [
+      { toolCallId: "c1", toolName: "fn", args: {} },
+      { toolCallId: "c2", toolName: "sym", args: {} },
+    ];
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun(calls, resultsPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      res.writeHead(204).end();
+      if (bodies.length === 2) accepted();
+    });
+    const tools = { fn: () => () => "called", sym: () => Symbol("s") };
+    const seen = await collect(new AgentClient({ baseUrl, tools, ...fast }).start("t"));
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        {
+          toolCallId: "c1",
+          token: "tok-c1",
+          error: "the result is not JSON: JSON has no value for a function",
+        },
+        {
+          toolCallId: "c2",
+          token: "tok-c2",
+          error: "the result is not JSON: JSON has no value for a symbol",
+        },
+      ]),
+    );
+    expect(bodies).toHaveLength(2);
+  });
+
+  it("posts what a tool threw that String() cannot convert (an object with no prototype) as its tag, instead of losing the call", async () => {
+    let posted!: (body: unknown) => void;
+    const body = new Promise<unknown>((resolve) => {
+      posted = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") return toolRun([{ toolCallId: "c1", toolName: "odd", args: {} }], body)(res);
+      res.writeHead(204).end();
+      posted(JSON.parse(req.body));
+    });
+    const tools = {
+      odd: () => {
+        throw Object.create(null);
+      },
+    };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("t");
+    expect(await body).toEqual({ toolCallId: "c1", token: "tok-c1", error: "[object Object]" });
+    expect((await run.result()).stopReason).toBe("completed");
   });
 
   it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
@@ -1859,6 +1915,16 @@ describe("AgentClient: a hostile server", () => {
     expect(await written).toBeLessThan(32 * 1024 * 1024);
   });
 
+  it("keeps the first 2,000 characters of the server's error.message (and 200 of its code), then '…': an error message is never megabytes long", async () => {
+    const { baseUrl } = await serve((_req, res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "c".repeat(300_000), message: "m".repeat(500_000) } }));
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).start("go").result());
+    expect(error).toMatchObject({ code: "http", status: 500, serverCode: `${"c".repeat(200)}…` });
+    expect(error.message).toBe(`HTTP 500 ${"c".repeat(200)}…: ${"m".repeat(2000)}…`);
+  });
+
   it("reads at most 1 MiB of a 202's body too (the run a tool result resumed): no run is named, the suspended agent_end is the result", async () => {
     let written: Promise<number> | undefined;
     const suspended = suspendedOn(clientCall);
@@ -2047,6 +2113,42 @@ describe("AgentClient: the documented bounds, exactly", () => {
         answer,
       ).toHaveLength(1);
     }
+  });
+
+  it("bounds a headers() that never settles by idleTimeoutMs: steer() rejects with code 'network', cancel() resolves", async () => {
+    const { baseUrl, requests } = await serve((req, res) => {
+      if (req.path !== "/runs") return;
+      openStream(res);
+      res.write(line(event(0, "agent_start")));
+    });
+    let calls = 0;
+    // The start gets its headers; every later request asks for them in vain.
+    const headers = () => (calls++ === 0 ? {} : new Promise<Record<string, string>>(() => {}));
+    const run = new AgentClient({ baseUrl, headers, ...fast, idleTimeoutMs: 200 }).start("go");
+    await run.runId;
+    expect((await rejection(run.steer("left"))).code).toBe("network");
+    const cancelled = await Promise.race([
+      run.cancel().then(() => "resolved"),
+      delay(5_000).then(() => "still waiting"),
+    ]);
+    expect(cancelled).toBe("resolved");
+    expect(requests.map((r) => r.path)).toEqual(["/runs"]);
+  });
+
+  it("tells a headers() that fails as such, and that the start was never posted: no claim that the server did not answer", async () => {
+    const { baseUrl, requests } = await serve(() => {});
+    const headers = async (): Promise<Record<string, string>> => {
+      throw new Error("no token yet");
+    };
+    const run = new AgentClient({ baseUrl, headers, ...fast, reconnect: { attempts: 1, delayMs: 10 } }).start(
+      "go",
+    );
+    const error = await rejection(run.result());
+    expect(error.code).toBe("network");
+    expect(error.message).toBe(
+      "The run could not be started: 2 attempt(s) to post it with the same Idempotency-Key got no answer naming the run: the headers() option failed: no token yet",
+    );
+    expect(requests).toEqual([]);
   });
 
   it("takes an event whose bytes are exactly maxEventBytes", async () => {

@@ -121,7 +121,7 @@ export class ClientToolRunner {
         const result = await tool(call.args, { signal, toolCallId });
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
-        outcome = { error: error instanceof Error ? error.message : String(error) };
+        outcome = { error: describe(error) };
       }
       // Found out here, not by the post: a result that cannot be sent would be retried for nothing.
       if ("result" in outcome) {
@@ -206,7 +206,8 @@ export class ClientToolRunner {
 /** Why `value` cannot be sent as JSON, or undefined when it can. */
 function notJson(value: unknown): string | undefined {
   try {
-    JSON.stringify(value);
+    // A function or a symbol has no JSON at all: posted so, the body would have no `result` key.
+    if (JSON.stringify(value) === undefined) return `JSON has no value for a ${typeof value}`;
     return undefined;
   } catch (error) {
     return describe(error);

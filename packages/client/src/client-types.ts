@@ -14,8 +14,9 @@ export interface ClientToolContext {
 /**
  * A tool the server's agent asks the client to run (a `tool_call` event with `execution: "client"`).
  * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
- * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`), and so is a
- * result JSON cannot carry (a `BigInt`, a cycle): `the result is not JSON: <why>`.
+ * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`, or
+ * `[object Object]` for what `String` cannot convert), and so is a result JSON cannot carry (a
+ * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`.
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 
@@ -30,7 +31,11 @@ export interface AgentClientOptions {
   baseUrl: string;
   /**
    * Headers sent with every request (e.g. `Authorization`). A function is called again for every
-   * request, re-attaches and tool-result posts included, so it can hand out a fresh token. They only
+   * request, re-attaches and tool-result posts included, so it can hand out a fresh token; its
+   * wait counts toward the request's `idleTimeoutMs`, so one that never settles fails the request
+   * as a server that never answers does (`steer()` rejects, `cancel()` resolves), and one that
+   * throws fails it as a network error does (retried alike), saying `the headers() option failed:
+   * <why>`. They only
    * ever go to `baseUrl`'s server: the client follows no redirect (a 3xx fails the request with a
    * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */

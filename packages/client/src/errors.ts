@@ -8,7 +8,9 @@ export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
  *
  * - `"http"`: the server answered with an error status: `status` is it, `serverCode` is the
  *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`;
- *   read from the body's first MiB at most, the rest is not read);
+ *   read from the body's first MiB at most, the rest is not read), and the message ends with its
+ *   `error.message` (its first 2,000 characters, then `…`: a server cannot make every error
+ *   megabytes long; `serverCode` keeps the first 200 so);
  *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
  *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
@@ -80,7 +82,15 @@ export interface ClientErrorEvent {
 /** What a `ClientRun` yields: the run's events, and the client's own {@link ClientErrorEvent}s. */
 export type ClientEvent = AgentEvent | ClientErrorEvent;
 
-/** What was thrown, for a message: an `Error`'s message, or `String(thrown)`. */
+/**
+ * What was thrown, for a message: an `Error`'s message, or `String(thrown)`; for a value `String`
+ * cannot convert (an object with no prototype, or whose `toString` throws), its tag, `[object Object]`.
+ */
 export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }

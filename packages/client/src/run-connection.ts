@@ -91,7 +91,7 @@ export class RunConnection {
         throw new ClientError(
           "network",
           this.#run.currentRunId() === undefined
-            ? `The run could not be started: it was posted ${attempts + 1} time(s) with the same Idempotency-Key, and the server's answer never named the run: ${describe(dropped.error)}`
+            ? `The run could not be started: ${attempts + 1} attempt(s) to post it with the same Idempotency-Key got no answer naming the run: ${describe(dropped.error)}`
             : `The event stream was lost and ${attempts} re-attach attempt(s) failed: ${describe(dropped.error)}`,
           { cause: dropped.error },
         );

@@ -1,5 +1,5 @@
 import type { AgentClientOptions, ClientLogger, ClientTool } from "./client-types.js";
-import { ClientError } from "./errors.js";
+import { ClientError, describe } from "./errors.js";
 
 export interface Config {
   baseUrl: string;
@@ -31,7 +31,7 @@ export class Transport {
     },
   ): Promise<Response> {
     const { headers } = this.config;
-    const base = typeof headers === "function" ? await headers() : headers;
+    const base = typeof headers === "function" ? await askHeaders(headers, init.signal) : headers;
     const all = new Headers(base);
     for (const [name, value] of Object.entries(init.headers ?? {})) all.set(name, value);
     if (init.accept !== undefined) all.set("accept", init.accept);
@@ -94,6 +94,24 @@ export class Transport {
 export function ignore(): void {}
 
 /**
+ * What the `headers()` option gives, bounded by the request's signal (its deadline, the run's
+ * cancel): one that never settles must not hold a cancel, a steer or a tool result's post for ever.
+ * Its failure is told as its own: the request never went out.
+ */
+async function askHeaders(
+  headers: () => Record<string, string> | Promise<Record<string, string>>,
+  signal: AbortSignal | undefined,
+): Promise<Record<string, string>> {
+  try {
+    const asked = Promise.resolve().then(headers);
+    return await (signal === undefined ? asked : untilAborted(asked, signal));
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new Error(`the headers() option failed: ${describe(error)}`, { cause: error });
+  }
+}
+
+/**
  * A run's id as the client takes it, from the caller or the server: a string that can name a path
  * segment. `.` and `..` cannot: encoded or not, a URL drops the one or the segment before it, and
  * `/runs/../cancel` would reach another route, `{baseUrl}/cancel`.
@@ -125,8 +143,8 @@ export async function httpError(response: Response): Promise<ClientError> {
     const text = await readText(response);
     try {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-      if (typeof error?.code === "string") serverCode = error.code;
-      if (typeof error?.message === "string") serverMessage = error.message;
+      if (typeof error?.code === "string") serverCode = cut(error.code, MAX_SERVER_CODE_CHARS);
+      if (typeof error?.message === "string") serverMessage = cut(error.message, MAX_SERVER_MESSAGE_CHARS);
     } catch {
       serverMessage = text.slice(0, 200) || undefined;
     }
@@ -139,6 +157,24 @@ export async function httpError(response: Response): Promise<ClientError> {
     status: response.status,
     ...(serverCode === undefined ? {} : { serverCode }),
   });
+}
+
+/**
+ * The most of the server's `error.message` (and `error.code`) an error keeps, in characters: the
+ * body may be a MiB long, and a server must not make every error message that long.
+ */
+const MAX_SERVER_MESSAGE_CHARS = 2000;
+const MAX_SERVER_CODE_CHARS = 200;
+
+/** `text`, or its first `max` characters and "…" when it is longer (never half a surrogate pair). */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /**

@@ -25,7 +25,8 @@ const DEFAULT_DESCRIPTION = "Asks an agent, which may use tools of its own, and 
 
 /**
  * An agent as an MCP server of one tool, `ask_agent({ prompt })`, which runs the prompt and answers
- * with the agent's text; a run that does not complete is an `isError` result saying why. The
+ * with the agent's text; a run that does not complete is an `isError` result saying why, and a
+ * blank prompt (`""`, `"   "`) one that starts no run, as any argument the schema refuses. The
  * client cancelling the call (or the server closing) aborts the run. Connect it to a transport:
  * `await server.connect(new StdioServerTransport())`, as `agent-core mcp` does, and close it when
  * stdin ends (`process.stdin.once("end", () => server.close())`: the SDK's transport does not
@@ -49,7 +50,13 @@ export function serveAgent(
     options.toolName ?? "ask_agent",
     {
       description: options.description ?? DEFAULT_DESCRIPTION,
-      inputSchema: { prompt: z.string().min(1).describe("What to ask the agent, in plain words.") },
+      inputSchema: {
+        // Blank is refused as the CLI's `run` refuses it: a run of nothing would answer nothing.
+        prompt: z
+          .string()
+          .regex(/\S/, "The prompt is blank: say what to ask the agent.")
+          .describe("What to ask the agent, in plain words."),
+      },
     },
     async ({ prompt }, extra): Promise<CallToolResult> => {
       const call = callSignal(extra.signal);

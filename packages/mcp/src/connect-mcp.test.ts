@@ -45,6 +45,23 @@ describe("connectMcp", () => {
     );
   });
 
+  it("refuses headers that are not an object of strings, an undefined one included, without telling their values", async () => {
+    const url = "http://127.0.0.1:9/mcp";
+    await expect(connectMcp({ url, headers: "Bearer t0ken" } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): headers must be an object of strings, { name: "value" }: got a string.',
+      ),
+    );
+    // `{ authorization: process.env.TOKEN }` with TOKEN unset would send "undefined".
+    await expect(
+      connectMcp({ url, headers: { authorization: undefined, "x-n": 1 } } as never),
+    ).rejects.toThrow(
+      new InvalidConfigError(
+        'connectMcp(): headers must be an object of strings, { name: "value" }: authorization, x-n are not a string.',
+      ),
+    );
+  });
+
   it("names the server when it cannot be started or reached", async () => {
     const missing = connectMcp({ command: "no-such-mcp-server", args: ["--flag"] });
     await expect(missing).rejects.toThrow(McpServerError);

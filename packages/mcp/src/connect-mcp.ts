@@ -5,6 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { brokenAnswerFetch, readBrokenAnswers } from "./broken-answers.js";
 import { brokenStreamFetch } from "./broken-stream-fetch.js";
 import { McpConnection } from "./mcp-connection.js";
 import { McpServerError } from "./mcp-server-error.js";
@@ -65,17 +66,21 @@ function transportFor(server: McpServerConfig): Transport {
     const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(server.url), {
       requestInit: { headers: server.headers ?? {} },
       // A stream that breaks off mid-answer means the server is gone: close, so the calls waiting end now.
-      fetch: brokenStreamFetch(() => void transport.close()),
+      // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it.
+      fetch: brokenStreamFetch(() => void transport.close(), brokenAnswerFetch()),
     });
     return transport;
   }
-  return new StdioClientTransport({
+  const transport = new StdioClientTransport({
     command: server.command,
     args: [...(server.args ?? [])],
     ...(server.env === undefined ? {} : { env: server.env }),
     ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
     stderr: server.stderr ?? "inherit",
   });
+  // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it.
+  readBrokenAnswers(transport);
+  return transport;
 }
 
 function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): number {
@@ -92,11 +97,18 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
     throw new InvalidConfigError(
       `connectMcp(): args must be an array of strings, one per argument, got ${JSON.stringify(args)}.`,
     );
-  const { env, stderr } = server as { env?: unknown; stderr?: unknown };
-  const badEnv = envProblem(env);
+  const { env, stderr, headers } = server as { env?: unknown; stderr?: unknown; headers?: unknown };
+  // An undefined variable is fine: Node's spawn leaves it out (`{ KEY: process.env.KEY }` when KEY is unset).
+  const badEnv = stringsProblem(env, { undefinedAllowed: true });
   if (badEnv !== undefined)
     throw new InvalidConfigError(
       `connectMcp(): env must be an object of strings, { NAME: "value" }: ${badEnv}.`,
+    );
+  // An undefined header is not: fetch would send it as the word "undefined".
+  const badHeaders = stringsProblem(headers, { undefinedAllowed: false });
+  if (badHeaders !== undefined)
+    throw new InvalidConfigError(
+      `connectMcp(): headers must be an object of strings, { name: "value" }: ${badHeaders}.`,
     );
   // Any other value (a "pipe" nobody reads) could leave the server blocked on a full stderr.
   if (stderr !== undefined && stderr !== "inherit" && stderr !== "ignore")
@@ -112,16 +124,18 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
 }
 
 /**
- * What is wrong with a server's `env`, told without its values (they are often secrets). Spread
- * over the default environment, a string would give variables named "0", "1", … An undefined value
- * is fine: Node's spawn leaves it out (`{ KEY: process.env.KEY }` when KEY is unset).
+ * What is wrong with a server's `env` or `headers`, told without their values (they are often
+ * secrets). Spread, a string would give entries named "0", "1", …
  */
-function envProblem(env: unknown): string | undefined {
-  if (env === undefined) return undefined;
-  if (env === null || typeof env !== "object" || Array.isArray(env))
-    return `got ${Array.isArray(env) ? "an array" : env === null ? "null" : `a ${typeof env}`}`;
-  const notStrings = Object.entries(env)
-    .filter(([, value]) => typeof value !== "string" && value !== undefined)
+function stringsProblem(
+  record: unknown,
+  { undefinedAllowed }: { undefinedAllowed: boolean },
+): string | undefined {
+  if (record === undefined) return undefined;
+  if (record === null || typeof record !== "object" || Array.isArray(record))
+    return `got ${Array.isArray(record) ? "an array" : record === null ? "null" : `a ${typeof record}`}`;
+  const notStrings = Object.entries(record)
+    .filter(([, value]) => typeof value !== "string" && !(undefinedAllowed && value === undefined))
     .map(([name]) => name);
   if (notStrings.length === 0) return undefined;
   return `${notStrings.join(", ")} ${notStrings.length === 1 ? "is" : "are"} not a string`;

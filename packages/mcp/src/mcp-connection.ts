@@ -6,8 +6,10 @@ import {
   McpError,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
+import { brokenAnswerOf } from "./broken-answers.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
+import { schemaIssuesOf } from "./schema-issues.js";
 
 /** The `Client` method (private in its types) that `listTools()` keeps a page's output schemas with. */
 interface SdkToolCache {
@@ -119,8 +121,9 @@ export class McpConnection implements AsyncDisposable {
         `The MCP server "${this.name}" did not answer "${name}" within ${this.#callTimeoutMs} ms (callTimeoutMs); the call was cancelled.`,
       );
     // The SDK checks the result against MCP's schema and throws zod's issues as JSON, which the
-    // model would read as its tool's result: they are told as `content[0].type: …` instead.
-    const issues = schemaIssuesOf(error);
+    // model would read as its tool's result: they are told as `content[0].type: …` instead. An
+    // answer that is no JSON-RPC answer at all (`"result": null`) is told so too.
+    const issues = schemaIssuesOf(brokenAnswerOf(error) ?? error);
     if (issues !== undefined)
       return new Error(
         `The MCP server "${this.name}" answered "${name}" with a result that breaks the MCP schema: ${issues}`,
@@ -160,29 +163,9 @@ function callSignal(signal: AbortSignal): { signal: AbortSignal; dispose: () => 
  * `tools[1].inputSchema.type: …` instead.
  */
 function listingProblem(error: unknown, page: number): string {
-  const issues = schemaIssuesOf(error);
+  const issues = schemaIssuesOf(brokenAnswerOf(error) ?? error);
   if (issues === undefined) return errorMessage(error);
   // An entry's index is its page's: past the first page, the page is named too.
   const where = page > 1 ? `, on page ${page}` : "";
   return `its tools/list answer breaks the MCP schema${where}: ${issues}`;
-}
-
-/**
- * The issues of a zod error (how the SDK reports an answer that breaks MCP's schema), the first
- * three of them, as `path: message`; `undefined` for any other error.
- */
-function schemaIssuesOf(error: unknown): string | undefined {
-  const issues = (error as { issues?: unknown } | null)?.issues;
-  if (!Array.isArray(issues) || issues.length === 0) return undefined;
-  const told = issues.slice(0, 3).map((issue: { path?: unknown; message?: unknown }) => {
-    const path = Array.isArray(issue.path)
-      ? issue.path
-          .map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`))
-          .join("")
-          .replace(/^\./, "")
-      : "";
-    return `${path === "" ? "" : `${path}: `}${String(issue.message)}`;
-  });
-  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
-  return `${told.join("; ")}${more}`;
 }

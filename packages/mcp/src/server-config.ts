@@ -16,7 +16,10 @@ export interface McpStdioServer {
 /** An MCP server reached over Streamable HTTP. */
 export interface McpHttpServer {
   url: string | URL;
-  /** Sent with every request, e.g. `{ authorization: "Bearer …" }`. */
+  /**
+   * Sent with every request, e.g. `{ authorization: "Bearer …" }`. Anything but an object of
+   * strings (an undefined value included) is an `InvalidConfigError` from `connectMcp()`.
+   */
   headers?: Record<string, string>;
 }
 
