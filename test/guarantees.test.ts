@@ -9,6 +9,7 @@ import {
   defineTool,
   eventSchemas,
   InvalidConfigError,
+  InvalidHistoryError,
   MaxCyclesExceededError,
   NoProviderError,
   ProviderError,
@@ -288,6 +289,60 @@ describe("a tool result given to prompt()", () => {
     ]);
     // Answered once: a second result for the same call answers nothing.
     expectRefused(() => agent.prompt([call, resultOf("c1"), resultOf("c1")]), "c1");
+  });
+});
+
+describe("a prompt's tool call whose id the history already uses", () => {
+  const callOf = (id: string) =>
+    ({
+      role: "assistant",
+      content: [{ type: "toolCall", id, name: "add", args: { a: 1, b: 1 } }],
+      stopReason: "toolUse",
+      timestamp: 1,
+    }) as AssistantMessage;
+  const resultOf = (toolCallId: string) =>
+    ({
+      role: "toolResult",
+      toolCallId,
+      toolName: "add",
+      content: "2",
+      isError: false,
+      status: "ok",
+    }) as const;
+  const refusal = (id: string) =>
+    `Invalid history: the prompt's tool call id "${id}" is already used by a tool call of the history; every call needs its own id.`;
+
+  it("is refused when its run starts (the prompt waited its turn): nothing of it enters the history", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+    });
+    const first = agent.prompt("add");
+    // Made while the first run has not yet made call "t1": prompt() cannot know.
+    const second = agent.prompt(["look", callOf("t1"), resultOf("t1"), "and this?"]);
+    const before = (await first.result()).messages;
+    const result = await finished(second);
+    expect(eventTypes(second.events)).toEqual(["agent_start", "error", "agent_end"]);
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(InvalidHistoryError);
+    expect(result.error?.message).toBe(refusal("t1"));
+    expect(result.newMessages).toEqual([]);
+    expect(agent.messages).toEqual(before);
+  });
+
+  it("leaves a batch waiting for approval waiting", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    expect((await agent.prompt("add").result()).stopReason).toBe("awaiting_approval");
+    const before = agent.messages;
+    // The history waits for the call's result: not yet a valid transcript.
+    const result = await finished(agent.prompt(["look", callOf("t1"), resultOf("t1")]), { valid: false });
+    expect(result.error?.message).toBe(refusal("t1"));
+    expect(agent.messages).toEqual(before);
+    expect(agent.pendingApprovals.map((pending) => pending.toolCallId)).toEqual(["t1"]);
   });
 });
 
