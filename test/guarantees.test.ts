@@ -24,6 +24,16 @@ import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { add, apiError, finished } from "./fixtures.js";
 
+/** What `fn` throws (undefined: nothing). */
+function thrown(fn: () => void): Error | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error;
+  }
+  return undefined;
+}
+
 describe("limits", () => {
   it("maxCycles ends a model that never stops calling tools, with a valid history", async () => {
     const loop = Array.from({ length: 5 }, (_, i) => [script.toolCall("add", { a: i, b: 1 })]);
@@ -187,14 +197,6 @@ describe("a tool result as a steering or follow-up message", () => {
     status: "ok",
     timestamp: 1,
   } as const;
-  const thrown = (fn: () => void): Error | undefined => {
-    try {
-      fn();
-    } catch (error) {
-      return error as Error;
-    }
-    return undefined;
-  };
   const refused =
     'message must not be a tool result: only a run answers the model\'s tool calls, got the result of "c1".';
 
@@ -292,7 +294,7 @@ describe("a tool result given to prompt()", () => {
   });
 });
 
-describe("a prompt's tool call whose id the history already uses", () => {
+describe("a prompt's tool call whose id is already used", () => {
   const callOf = (id: string) =>
     ({
       role: "assistant",
@@ -312,7 +314,7 @@ describe("a prompt's tool call whose id the history already uses", () => {
   const refusal = (id: string) =>
     `Invalid history: the prompt's tool call id "${id}" is already used by a tool call of the history; every call needs its own id.`;
 
-  it("is refused when its run starts (the prompt waited its turn): nothing of it enters the history", async () => {
+  it("by the history is refused when its run starts (the prompt waited its turn): nothing of it enters the history", async () => {
     const agent = new Agent({
       provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
       tools: [add],
@@ -330,7 +332,26 @@ describe("a prompt's tool call whose id the history already uses", () => {
     expect(agent.messages).toEqual(before);
   });
 
-  it("leaves a batch waiting for approval waiting", async () => {
+  it("by another call of the prompt is refused at once by prompt(), before any of the prompt enters the history", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    const twice = {
+      ...callOf("c1"),
+      content: [...callOf("c1").content, ...callOf("c1").content],
+    } as AssistantMessage;
+    for (const input of [
+      ["look", callOf("c1"), resultOf("c1"), callOf("c1"), resultOf("c1")],
+      ["look", twice, resultOf("c1"), resultOf("c1")],
+    ]) {
+      const error = thrown(() => agent.prompt(input));
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(
+        'Invalid prompt: message must give each tool call its own id, got a second call of id "c1".',
+      );
+      expect(agent.messages).toEqual([]);
+    }
+  });
+
+  it("by the history is refused, and a batch waiting for approval still waits", async () => {
     const agent = new Agent({
       provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
       tools: [add],
