@@ -372,6 +372,30 @@ describe("the span tree", () => {
     expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
   });
 
+  it("a tool cut short by the run's time limit: a timeout on its span, as a model call's", async () => {
+    const untilAborted = defineTool({
+      name: "until_aborted",
+      description: "Runs until it is aborted.",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("until_aborted", {}, { id: "u1" })], [script.text("never")]]),
+      tools: [untilAborted],
+      timeouts: { totalMs: 20 },
+    });
+    expect((await agent.prompt("wait").result()).stopReason).toBe("timeout");
+
+    const [tool] = spansNamed("execute_tool");
+    expect(eventNames(tool as ReadableSpan)).toEqual(["agent_core.timeout"]);
+    expect(tool?.attributes).toMatchObject({ "agent_core.tool.status": "aborted", "error.type": "timeout" });
+    expect(tool?.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: "The run took longer than 20 ms (timeouts.totalMs).",
+    });
+  });
+
   it("a client tool call that got no result: a timeout event on the turn; the run that goes on is no error", async () => {
     const readPage = defineTool({
       name: "read_page",

@@ -191,15 +191,21 @@ export class RunTrace implements RunObserver {
       throw error;
     }
     // A synchronous tool stays synchronous: its span ends now.
-    if (!(result instanceof Promise)) return endToolSpan(span, result);
+    if (!(result instanceof Promise)) return endToolSpan(span, result, this.#timedOut());
     return result.then(
-      (message) => endToolSpan(span, message),
+      (message) => endToolSpan(span, message, this.#timedOut()),
       (error: unknown) => {
         quietly(() => recordFailure(span, error));
         quietly(() => span.end());
         throw error;
       },
     );
+  }
+
+  /** Whether the run was aborted by its own time limit (`timeouts.totalMs`). */
+  #timedOut(): boolean {
+    const signal = this.#signal;
+    return signal.aborted && isAgentError(signal.reason) && isTimeout(signal.reason.code);
   }
 
   #startTurn(turn: number): void {
