@@ -21,7 +21,7 @@ import {
   SimpleSpanProcessor,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 
 // The span tree of runs of each orchestrator, read back from the SDK's in-memory exporter. The
@@ -393,6 +393,40 @@ describe("the span tree", () => {
     expect(tool?.status).toEqual({
       code: SpanStatusCode.ERROR,
       message: "The run took longer than 20 ms (timeouts.totalMs).",
+    });
+  });
+
+  it("a tool that ignores the abort: its span ends, abandoned, before the run's", async () => {
+    const deaf = defineTool({
+      name: "deaf",
+      description: "Never stops.",
+      inputSchema: z.object({}),
+      execute: () => {
+        queueMicrotask(() => agent.abort("stop"));
+        return new Promise(() => {});
+      },
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("deaf", {}, { id: "d1" })], [script.text("never")]]),
+      tools: [deaf],
+      limits: { abortGraceMs: 10 },
+    });
+    expect((await agent.prompt("go").result()).stopReason).toBe("aborted");
+    await vi.waitFor(() => expect(spansNamed("execute_tool")).toHaveLength(1));
+
+    // The exporter has the spans in the order they ended.
+    expect(exporter.getFinishedSpans().map((span) => span.name)).toEqual([
+      "chat scripted-model",
+      "execute_tool deaf",
+      "agent_core.turn",
+      "invoke_agent",
+    ]);
+    const [tool] = spansNamed("execute_tool");
+    expect(eventNames(tool as ReadableSpan)).toEqual(["agent_core.abandoned"]);
+    expect(tool?.attributes).toMatchObject({ "agent_core.tool.status": "aborted", "error.type": "aborted" });
+    expect(tool?.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: "not completed: The run was aborted: stop",
     });
   });
 
