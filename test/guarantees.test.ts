@@ -228,6 +228,44 @@ describe("a tool result as a steering or follow-up message", () => {
   });
 });
 
+describe("a tool call in a steering or follow-up message", () => {
+  const call = {
+    role: "assistant",
+    content: [{ type: "toolCall", id: "t1", name: "add", args: { a: 1, b: 2 } }],
+  } as AssistantMessage;
+  const refused =
+    'message must not hold a tool call: only the model\'s replies make tool calls, got the call "t1".';
+
+  it("is refused at once: queued, it would fail every run (its id taken, or its call never answered)", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+    });
+    await agent.prompt("add").result();
+    for (const [queue, what] of [
+      [() => agent.steer(call), "steering message"],
+      [() => agent.followUp(call), "follow-up message"],
+    ] as const) {
+      const error = thrown(queue);
+      expect(error, what).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message, what).toBe(`Invalid ${what}: ${refused}`);
+    }
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+  });
+
+  it("from a callback ends that run with the same error, and not the next one", async () => {
+    let asked = 0;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("hi")], [script.text("hi again")]]),
+      getFollowUpMessages: () => (asked++ === 0 ? [call] : []),
+    });
+    const first = await agent.prompt("hello").result();
+    expect(first.error).toBeInstanceOf(InvalidConfigError);
+    expect(first.error?.message).toBe(`Invalid message from getFollowUpMessages: ${refused}`);
+    expect((await agent.prompt("again").result()).stopReason).toBe("completed");
+  });
+});
+
 describe("a tool result given to prompt()", () => {
   const resultOf = (toolCallId: string) =>
     ({
