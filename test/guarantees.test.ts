@@ -9,6 +9,7 @@ import {
   defineTool,
   eventSchemas,
   InvalidConfigError,
+  InvalidHistoryError,
   MaxCyclesExceededError,
   NoProviderError,
   ProviderError,
@@ -22,6 +23,16 @@ import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provide
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { add, apiError, finished } from "./fixtures.js";
+
+/** What `fn` throws (undefined: nothing). */
+function thrown(fn: () => void): Error | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error;
+  }
+  return undefined;
+}
 
 describe("limits", () => {
   it("maxCycles ends a model that never stops calling tools, with a valid history", async () => {
@@ -186,14 +197,6 @@ describe("a tool result as a steering or follow-up message", () => {
     status: "ok",
     timestamp: 1,
   } as const;
-  const thrown = (fn: () => void): Error | undefined => {
-    try {
-      fn();
-    } catch (error) {
-      return error as Error;
-    }
-    return undefined;
-  };
   const refused =
     'message must not be a tool result: only a run answers the model\'s tool calls, got the result of "c1".';
 
@@ -221,6 +224,44 @@ describe("a tool result as a steering or follow-up message", () => {
     expect(first.error).toBeInstanceOf(InvalidConfigError);
     expect(first.error?.message).toBe(`Invalid message from getSteeringMessages: ${refused}`);
     expect(first.messages.map((m) => m.role)).toEqual(["user"]);
+    expect((await agent.prompt("again").result()).stopReason).toBe("completed");
+  });
+});
+
+describe("a tool call in a steering or follow-up message", () => {
+  const call = {
+    role: "assistant",
+    content: [{ type: "toolCall", id: "t1", name: "add", args: { a: 1, b: 2 } }],
+  } as AssistantMessage;
+  const refused =
+    'message must not hold a tool call: only the model\'s replies make tool calls, got the call "t1".';
+
+  it("is refused at once: queued, it would fail every run (its id taken, or its call never answered)", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+    });
+    await agent.prompt("add").result();
+    for (const [queue, what] of [
+      [() => agent.steer(call), "steering message"],
+      [() => agent.followUp(call), "follow-up message"],
+    ] as const) {
+      const error = thrown(queue);
+      expect(error, what).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message, what).toBe(`Invalid ${what}: ${refused}`);
+    }
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+  });
+
+  it("from a callback ends that run with the same error, and not the next one", async () => {
+    let asked = 0;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("hi")], [script.text("hi again")]]),
+      getFollowUpMessages: () => (asked++ === 0 ? [call] : []),
+    });
+    const first = await agent.prompt("hello").result();
+    expect(first.error).toBeInstanceOf(InvalidConfigError);
+    expect(first.error?.message).toBe(`Invalid message from getFollowUpMessages: ${refused}`);
     expect((await agent.prompt("again").result()).stopReason).toBe("completed");
   });
 });
@@ -288,6 +329,79 @@ describe("a tool result given to prompt()", () => {
     ]);
     // Answered once: a second result for the same call answers nothing.
     expectRefused(() => agent.prompt([call, resultOf("c1"), resultOf("c1")]), "c1");
+  });
+});
+
+describe("a prompt's tool call whose id is already used", () => {
+  const callOf = (id: string) =>
+    ({
+      role: "assistant",
+      content: [{ type: "toolCall", id, name: "add", args: { a: 1, b: 1 } }],
+      stopReason: "toolUse",
+      timestamp: 1,
+    }) as AssistantMessage;
+  const resultOf = (toolCallId: string) =>
+    ({
+      role: "toolResult",
+      toolCallId,
+      toolName: "add",
+      content: "2",
+      isError: false,
+      status: "ok",
+    }) as const;
+  const refusal = (id: string) =>
+    `Invalid history: the prompt's tool call id "${id}" is already used by a tool call of the history; every call needs its own id.`;
+
+  it("by the history is refused when its run starts (the prompt waited its turn): nothing of it enters the history", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+    });
+    const first = agent.prompt("add");
+    // Made while the first run has not yet made call "t1": prompt() cannot know.
+    const second = agent.prompt(["look", callOf("t1"), resultOf("t1"), "and this?"]);
+    const before = (await first.result()).messages;
+    const result = await finished(second);
+    expect(eventTypes(second.events)).toEqual(["agent_start", "error", "agent_end"]);
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(InvalidHistoryError);
+    expect(result.error?.message).toBe(refusal("t1"));
+    expect(result.newMessages).toEqual([]);
+    expect(agent.messages).toEqual(before);
+  });
+
+  it("by another call of the prompt is refused at once by prompt(), before any of the prompt enters the history", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    const twice = {
+      ...callOf("c1"),
+      content: [...callOf("c1").content, ...callOf("c1").content],
+    } as AssistantMessage;
+    for (const input of [
+      ["look", callOf("c1"), resultOf("c1"), callOf("c1"), resultOf("c1")],
+      ["look", twice, resultOf("c1"), resultOf("c1")],
+    ]) {
+      const error = thrown(() => agent.prompt(input));
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(
+        'Invalid prompt: message must give each tool call its own id, got a second call of id "c1".',
+      );
+      expect(agent.messages).toEqual([]);
+    }
+  });
+
+  it("by the history is refused, and a batch waiting for approval still waits", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([[script.toolCall("add", { a: 1, b: 2 }, { id: "t1" })], [script.text("3")]]),
+      tools: [add],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    expect((await agent.prompt("add").result()).stopReason).toBe("awaiting_approval");
+    const before = agent.messages;
+    // The history waits for the call's result: not yet a valid transcript.
+    const result = await finished(agent.prompt(["look", callOf("t1"), resultOf("t1")]), { valid: false });
+    expect(result.error?.message).toBe(refusal("t1"));
+    expect(agent.messages).toEqual(before);
+    expect(agent.pendingApprovals.map((pending) => pending.toolCallId)).toEqual(["t1"]);
   });
 });
 

@@ -10,6 +10,7 @@ import {
 import { script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { unhandledRejectionsOf } from "./unhandled-rejections.js";
 
 // What a hook returns is held to its type (limits-and-safety.md, "Hooks"): a wrong value fails the
 // hook with a message naming it, as a throw would, instead of a TypeError from deep inside the run,
@@ -94,6 +95,27 @@ describe("transformContext, convertToLlm and prepareStep's messages", () => {
       expect(agent.busy).toBe(false);
     });
   }
+
+  it("a promise that rejects, from convertToLlm or as prepareStep's messages: the hook fails, and no rejection goes unhandled", async () => {
+    const rejected = () => Promise.reject(new Error("the converter is down"));
+    for (const [config, says] of [
+      [
+        { convertToLlm: rejected },
+        "convertToLlm returned an invalid result: expected an array of messages, got a promise",
+      ],
+      [
+        { prepareStep: () => ({ messages: rejected() }) },
+        "prepareStep returned an invalid result: messages must be an array (of messages, not a promise of them).",
+      ],
+    ] as const) {
+      let result: RunResult | undefined;
+      const unhandled = await unhandledRejectionsOf(async () => {
+        ({ result } = await runWith(config as unknown as Partial<AgentConfig>));
+      });
+      expect(unhandled).toEqual([]);
+      expect(result?.error?.message).toContain(says);
+    }
+  });
 
   it("a stage that keeps, drops and adds messages passes; custom messages stay out of the model's prompt", async () => {
     const summary: AgentMessage = { role: "user", content: "Summary: the user wants a sum." };

@@ -3,6 +3,7 @@ import { runInNewContext } from "node:vm";
 import {
   AbortedError,
   Agent,
+  AgentError,
   type AgentRun,
   defineTool,
   InvalidEventError,
@@ -11,6 +12,7 @@ import {
   ReservedEventError,
   type RunContext,
   type RunResult,
+  type StopReason,
   type ToolBatchResult,
   type ToolCall,
   validateTranscript,
@@ -105,6 +107,50 @@ describe("a thrown value that instanceof cannot inspect", () => {
       expect(result.error?.code).toBe("aborted");
     });
   }
+});
+
+describe("an AgentError that cannot end the run as it says", () => {
+  const made = {
+    "a stop reason of no run": () =>
+      new AgentError("mine", "made up", { stopReason: "finished" as StopReason }),
+    "a suspension's stop reason, with no batch suspended": () =>
+      new AgentError("mine", "made up", { stopReason: "awaiting_approval" }),
+    "a code that is no text": () => Object.assign(new AgentError("mine", "made up"), { code: 42 }),
+  };
+  for (const [label, make] of Object.entries(made)) {
+    it(`${label}, thrown by the orchestrator, ends the run as orchestrator_error`, async () => {
+      const agent = new Agent({
+        orchestrator: plugin(async () => {
+          throw make();
+        }),
+      });
+      const result = await kept(agent.prompt("hi"));
+      expect(result).toMatchObject({ stopReason: "error", error: { code: "orchestrator_error" } });
+      expect(result.error?.message).toBe('Orchestrator "misuse" failed: made up');
+      expect(result.pendingApprovals).toBeUndefined();
+    });
+
+    it(`${label}, given as the abort reason, ends the run as aborted`, async () => {
+      const agent = new Agent({ orchestrator: plugin(() => new Promise<void>(() => {})) });
+      const run = agent.prompt("hi");
+      run.abort(make());
+      const result = await kept(run);
+      expect(result).toMatchObject({ stopReason: "aborted", error: { code: "aborted" } });
+    });
+  }
+
+  it("one that ends the run as completed is a requested stop: no error event, no result.error", async () => {
+    const agent = new Agent({
+      orchestrator: plugin(async () => {
+        throw new AgentError("mine", "enough", { stopReason: "completed" });
+      }),
+    });
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.stopReason).toBe("completed");
+    expect(result.error).toBeUndefined();
+    expect(eventsOf(run.events, "error")).toEqual([]);
+  });
 });
 
 describe("executeTools runs only the calls of the history still waiting for their result, each once", () => {

@@ -21,7 +21,7 @@ import {
   SimpleSpanProcessor,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 
 // The span tree of runs of each orchestrator, read back from the SDK's in-memory exporter. The
@@ -370,6 +370,64 @@ describe("the span tree", () => {
     expect(tool?.attributes["agent_core.tool.status"]).toBe("timeout");
     expect(eventNames(tool as ReadableSpan)).toContain("agent_core.timeout");
     expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it("a tool cut short by the run's time limit: a timeout on its span, as a model call's", async () => {
+    const untilAborted = defineTool({
+      name: "until_aborted",
+      description: "Runs until it is aborted.",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("until_aborted", {}, { id: "u1" })], [script.text("never")]]),
+      tools: [untilAborted],
+      timeouts: { totalMs: 20 },
+    });
+    expect((await agent.prompt("wait").result()).stopReason).toBe("timeout");
+
+    const [tool] = spansNamed("execute_tool");
+    expect(eventNames(tool as ReadableSpan)).toEqual(["agent_core.timeout"]);
+    expect(tool?.attributes).toMatchObject({ "agent_core.tool.status": "aborted", "error.type": "timeout" });
+    expect(tool?.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: "The run took longer than 20 ms (timeouts.totalMs).",
+    });
+  });
+
+  it("a tool that ignores the abort: its span ends, abandoned, before the run's", async () => {
+    const deaf = defineTool({
+      name: "deaf",
+      description: "Never stops.",
+      inputSchema: z.object({}),
+      execute: () => {
+        queueMicrotask(() => agent.abort("stop"));
+        return new Promise(() => {});
+      },
+    });
+    const agent = tracedAgent({
+      provider: scriptedModel([[script.toolCall("deaf", {}, { id: "d1" })], [script.text("never")]]),
+      tools: [deaf],
+      limits: { abortGraceMs: 10 },
+    });
+    expect((await agent.prompt("go").result()).stopReason).toBe("aborted");
+    await vi.waitFor(() => expect(spansNamed("execute_tool")).toHaveLength(1));
+
+    // The exporter has the spans in the order they ended.
+    expect(exporter.getFinishedSpans().map((span) => span.name)).toEqual([
+      "chat scripted-model",
+      "execute_tool deaf",
+      "agent_core.turn",
+      "invoke_agent",
+    ]);
+    const [tool] = spansNamed("execute_tool");
+    expect(eventNames(tool as ReadableSpan)).toEqual(["agent_core.abandoned"]);
+    expect(tool?.attributes).toMatchObject({ "agent_core.tool.status": "aborted", "error.type": "aborted" });
+    expect(tool?.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: "not completed: The run was aborted: stop",
+    });
   });
 
   it("a client tool call that got no result: a timeout event on the turn; the run that goes on is no error", async () => {

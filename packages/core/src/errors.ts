@@ -1,4 +1,4 @@
-import type { StopReason } from "./events/schemas.js";
+import { type StopReason, stopReasonSchema } from "./events/schemas.js";
 
 /** Every failure the framework reports is an `AgentError`: a stable `code` and the run's stop reason. */
 export class AgentError extends Error {
@@ -215,7 +215,36 @@ export class OrchestratorError extends AgentError {
 
 /** The error a run ends with when its signal aborted: the reason itself when it is an AgentError (a timeout). */
 export function abortError(reason: unknown): AgentError {
-  return isAgentError(reason) ? reason : new AbortedError(reason);
+  return endsRunAsItSays(reason) ? reason : new AbortedError(reason);
+}
+
+/** The stop reasons an error can end a run with: a run ends awaiting only when a batch suspended. */
+const FAILURE_ENDINGS: ReadonlySet<string> = new Set(
+  stopReasonSchema.options.filter(
+    (reason) => reason !== "awaiting_approval" && reason !== "awaiting_client_tool",
+  ),
+);
+
+/**
+ * An `AgentError` a run can end with as it says: a code and a message of text, and a stop reason
+ * an error can end a run with. One made up otherwise (thrown by an orchestrator or a provider, or
+ * given as an abort's reason) would make an `error` or `agent_end` event no consumer accepts, or
+ * an `awaiting_approval` ending with nothing to approve: the run takes it as any other value thrown.
+ */
+export function endsRunAsItSays(value: unknown): value is AgentError {
+  if (!isAgentError(value)) return false;
+  try {
+    const { code, message, stopReason } = value;
+    return (
+      typeof code === "string" &&
+      code !== "" &&
+      typeof message === "string" &&
+      FAILURE_ENDINGS.has(stopReason)
+    );
+  } catch {
+    // A getter that throws: nothing the run can report as it is.
+    return false;
+  }
 }
 
 /**

@@ -1,7 +1,13 @@
 import type { DependencyContainer } from "tsyringe";
 import type { AgentConfig, MessageCallback, PromptOptions, Timeouts } from "./agent-config.js";
 import { AgentRun } from "./agent-run.js";
-import { abortError, InvalidConfigError, TimeoutError } from "./errors.js";
+import {
+  type AgentError,
+  abortError,
+  InvalidConfigError,
+  InvalidHistoryError,
+  TimeoutError,
+} from "./errors.js";
 import type { ListenerBus } from "./events/listener-bus.js";
 import type { ContextBudgetOptions } from "./history/context-budget.js";
 import { type AgentMessage, emptyUsage } from "./messages.js";
@@ -88,7 +94,7 @@ export class RunQueue {
     // aborted while it waits its turn, and its prompt never enters the history (the model would
     // otherwise read a prompt its caller had called off at the next run).
     if (scope.aborted && inputs !== RESUME_ONLY) {
-      this.#endQueued(run, scope, services);
+      this.#endUnstarted(run, scope, services, abortError(scope.signal.reason));
       return run;
     }
     const timeouts = options.timeouts
@@ -102,7 +108,9 @@ export class RunQueue {
       return run;
     }
     // Aborted while it waits its turn: it ends at once, and its prompt never enters the history.
-    const removeQueuedAbort = scope.onAbort(() => this.#endQueued(run, scope, services));
+    const removeQueuedAbort = scope.onAbort(() =>
+      this.#endUnstarted(run, scope, services, abortError(scope.signal.reason)),
+    );
     this.#tail = this.#tail.then(() => {
       removeQueuedAbort();
       if (run.done) return;
@@ -124,26 +132,27 @@ export class RunQueue {
   }
 
   /**
-   * A run aborted before it started (while it waited its turn, or by a signal aborted before the
-   * prompt): `agent_start`, `error`, `agent_end`, and nothing else.
+   * A run that ends with `error` before it starts (aborted while it waited its turn, or by a signal
+   * aborted before the prompt; a prompt the history refuses): `agent_start`, `error`, `agent_end`,
+   * and nothing else.
    */
-  #endQueued(run: AgentRun, scope: AbortScope, services: RunServiceSet): void {
+  #endUnstarted(run: AgentRun, scope: AbortScope, services: RunServiceSet, error: AgentError): void {
     this.#scopes.delete(scope);
     scope.dispose();
     const events = this.#publisher(run, this.#observe(run, scope, services).observer, services);
-    const error = abortError(scope.signal.reason);
+    const { stopReason } = error;
     events.publish({ type: "agent_start" });
     events.publish({ type: "error", code: error.code, message: error.message });
     const usage = emptyUsage();
     const metrics = { cycles: 0, toolCalls: {}, modelMs: 0, toolMs: 0, frameworkMs: 0, usage };
-    events.publish({ type: "agent_end", stopReason: "aborted", usage, durationMs: 0, metrics });
+    events.publish({ type: "agent_end", stopReason, usage, durationMs: 0, metrics });
     // The history as the last run left it: the run in progress may be in the middle of a batch.
     const messages = this.#settledHistory.slice();
     run.end({
       runId: run.runId,
       messages,
       newMessages: [],
-      stopReason: "aborted",
+      stopReason,
       usage,
       durationMs: 0,
       text: "",
@@ -207,6 +216,17 @@ export class RunQueue {
     services: RunServiceSet,
   ): void {
     const agent = this.#agent;
+    // A prompt's tool call whose id a call of the history uses (the history can have changed since
+    // the prompt was made) is refused before anything changes: no prompt message in the history,
+    // a suspended batch still waiting.
+    const taken = agent.transcript.takenCallId(input);
+    if (taken !== undefined) {
+      const refusal = new InvalidHistoryError(
+        `the prompt's tool call id "${taken}" is already used by a tool call of the history; every call needs its own id.`,
+      );
+      this.#endUnstarted(run, abortScope, services, refusal);
+      return;
+    }
     // A batch the last run left waiting is resumed first, with the decisions made so far.
     const resume = agent.waiting.takeBatch();
     // A run that only resumes, when a run queued before it has resumed the batch: nothing to do.

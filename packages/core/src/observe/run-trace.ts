@@ -39,6 +39,8 @@ export class RunTrace implements RunObserver {
   readonly #runSpan: Span;
   readonly #runContext: Context;
   readonly #signal: AbortSignal;
+  /** The spans of tool calls whose tool is still running, by call id. */
+  readonly #runningTools = new Map<string, Span>();
   #turnSpan: Span | undefined;
   #turnContext: Context | undefined;
 
@@ -84,6 +86,11 @@ export class RunTrace implements RunObserver {
           [names.ESTIMATED_TOKENS]: event.estimatedTokens,
         });
         break;
+      case "tool_result": {
+        const span = this.#runningTools.get(event.toolCallId);
+        if (span !== undefined) this.#abandoned(span, event);
+        break;
+      }
       case "error":
         this.#failed(event.code, event.message, event.toolCallId);
         break;
@@ -191,15 +198,43 @@ export class RunTrace implements RunObserver {
       throw error;
     }
     // A synchronous tool stays synchronous: its span ends now.
-    if (!(result instanceof Promise)) return endToolSpan(span, result);
+    if (!(result instanceof Promise)) {
+      endToolSpan(span, result.status, result.content, this.#timedOut());
+      return result;
+    }
+    this.#runningTools.set(call.id, span);
     return result.then(
-      (message) => endToolSpan(span, message),
+      (message) => {
+        // Not when the run abandoned the call (its span has ended): the tool settled too late.
+        if (this.#runningTools.delete(call.id))
+          endToolSpan(span, message.status, message.content, this.#timedOut());
+        return message;
+      },
       (error: unknown) => {
-        quietly(() => recordFailure(span, error));
-        quietly(() => span.end());
+        if (this.#runningTools.delete(call.id)) {
+          quietly(() => recordFailure(span, error));
+          quietly(() => span.end());
+        }
         throw error;
       },
     );
+  }
+
+  /**
+   * A `tool_result` the run published while the call's tool still ran: the run gave up waiting
+   * for a tool that ignored the abort, and answered the call itself. The span ends now, inside
+   * the run's (whatever the tool does later is not the run's).
+   */
+  #abandoned(span: Span, event: AgentEvent & { type: "tool_result" }): void {
+    this.#runningTools.delete(event.toolCallId);
+    quietly(() => span.addEvent(names.ABANDONED_EVENT));
+    endToolSpan(span, event.status, event.error ?? "", this.#timedOut());
+  }
+
+  /** Whether the run was aborted by its own time limit (`timeouts.totalMs`). */
+  #timedOut(): boolean {
+    const signal = this.#signal;
+    return signal.aborted && isAgentError(signal.reason) && isTimeout(signal.reason.code);
   }
 
   #startTurn(turn: number): void {

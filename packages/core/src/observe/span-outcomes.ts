@@ -1,6 +1,6 @@
 import { type Span, SpanStatusCode } from "@opentelemetry/api";
 import { errorMessage, isAgentError } from "../errors.js";
-import type { ToolResultMessage } from "../messages.js";
+import type { ToolResultStatus } from "../messages.js";
 import type { ModelStepResult } from "../model/stream-step.js";
 import * as names from "./trace-attributes.js";
 
@@ -31,19 +31,29 @@ export function recordModelResult(span: Span, result: ModelStepResult): void {
     span.setAttribute(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cachedInputTokens);
 }
 
-export function endToolSpan(span: Span, result: ToolResultMessage): ToolResultMessage {
-  quietly(() => recordToolResult(span, result));
+/**
+ * Ends a tool call's span with its result's status and the text the model sees. `runTimedOut`: the
+ * run was aborted by its own time limit (`timeouts.totalMs`).
+ */
+export function endToolSpan(
+  span: Span,
+  status: ToolResultStatus,
+  message: string,
+  runTimedOut: boolean,
+): void {
+  quietly(() => recordToolResult(span, status, message, runTimedOut));
   quietly(() => span.end());
-  return result;
 }
 
-function recordToolResult(span: Span, result: ToolResultMessage): void {
-  const { status } = result;
+function recordToolResult(span: Span, status: ToolResultStatus, message: string, runTimedOut: boolean): void {
   span.setAttribute(names.TOOL_STATUS, status);
-  if (status === "timeout") span.addEvent(names.TIMEOUT_EVENT);
+  // A call the run's time limit cut short is `aborted`, as every call of an aborted run is; its
+  // span says it was a timeout, as the span of a model call cut short by that limit does.
+  const timedOut = status === "timeout" || (status === "aborted" && runTimedOut);
+  if (timedOut) span.addEvent(names.TIMEOUT_EVENT);
   if (status === "error" || status === "timeout" || status === "aborted") {
-    span.setAttribute(names.ERROR_TYPE, status);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: result.content });
+    span.setAttribute(names.ERROR_TYPE, timedOut ? "timeout" : status);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
   }
 }
 

@@ -55,3 +55,4 @@ export const NUDGE_EVENT = "agent_core.nudge";
 export const TRUNCATION_EVENT = "agent_core.context_truncated";
 export const TIMEOUT_EVENT = "agent_core.timeout";
 export const RETRY_EVENT = "agent_core.retry";
+export const ABANDONED_EVENT = "agent_core.abandoned";

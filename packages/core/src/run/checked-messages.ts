@@ -32,7 +32,7 @@ export function messagesProblem(
   field?: string,
 ): string | undefined {
   if (!Array.isArray(output)) {
-    const got = isThenable(output)
+    const got = refusedPromise(output)
       ? "a promise (it must return the messages, not a promise of them)"
       : output === null
         ? "null"
@@ -63,6 +63,15 @@ function elementAt(index: number, field: string | undefined): string {
   return field ? `${field}[${index}]` : `element ${index}`;
 }
 
-function isThenable(value: unknown): boolean {
-  return typeof (value as { then?: unknown } | null)?.then === "function";
+/**
+ * Whether a hook gave a promise where messages were due. Refused, it is never awaited: its
+ * rejection (an async hook that throws) is caught here, as unhandled it would end the process.
+ */
+export function refusedPromise(value: unknown): boolean {
+  if (typeof (value as { then?: unknown } | null)?.then !== "function") return false;
+  // `Promise.resolve` calls a thenable's `then` later, and turns a `then` that throws into a rejection.
+  Promise.resolve(value).catch(ignore);
+  return true;
 }
+
+function ignore(): void {}

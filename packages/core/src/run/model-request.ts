@@ -7,7 +7,7 @@ import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
 import type { ModelCallSettings } from "../model/stream-step.js";
 import type { DecideOptions } from "../orchestrator/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import { checkedMessages } from "./checked-messages.js";
+import { checkedMessages, refusedPromise } from "./checked-messages.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { AgentHooks } from "./hooks.js";
 import { validateTranscript } from "./transcript.js";
@@ -206,7 +206,8 @@ function preparedProblem(prepared: unknown, registry: ToolRegistry): string | un
     return `system must be a string, got ${typeof system}`;
   if (model !== undefined && typeof (model as { doStream?: unknown } | null)?.doStream !== "function")
     return "model must be an AI SDK LanguageModel (an object with a doStream method)";
-  if (messages !== undefined && !Array.isArray(messages)) return "messages must be an array";
+  if (messages !== undefined && !Array.isArray(messages))
+    return `messages must be an array${refusedPromise(messages) ? " (of messages, not a promise of them)" : ""}`;
   if (tools === undefined) return undefined;
   if (!Array.isArray(tools)) return "tools must be an array of tool names";
   const unknown = tools.find((name) => typeof name !== "string" || registry.get(name) === undefined);

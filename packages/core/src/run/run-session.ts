@@ -1,11 +1,4 @@
-import {
-  AbortedError,
-  type AgentError,
-  abortError,
-  isAgentError,
-  OrchestratorError,
-  StopRequestedError,
-} from "../errors.js";
+import { AbortedError, type AgentError, abortError, endsRunAsItSays, OrchestratorError } from "../errors.js";
 import type { RunMetrics, StopReason } from "../events/schemas.js";
 import { type AgentMessage, type AssistantStopReason, textOf, type Usage } from "../messages.js";
 import type { Orchestrator } from "../orchestrator/contract.js";
@@ -209,8 +202,9 @@ export class RunSession {
     const services = this.#services;
     const suspension = this.#suspension;
     const stopReason: StopReason = suspension ? awaitingOf(suspension) : (failure?.stopReason ?? "completed");
-    // A requested stop is an ending, not a failure: no `error` event.
-    const reported = failure instanceof StopRequestedError ? undefined : failure;
+    // A requested stop (`shouldStop`'s, or any error that ends the run as `completed`) is an
+    // ending, not a failure: no `error` event.
+    const reported = stopReason === "completed" ? undefined : failure;
     // From here on the run takes nothing more: what it took and did not use is queued again.
     const steering = this.#setup.steering.close();
     const followUps = this.#setup.followUps.close();
@@ -274,7 +268,7 @@ export class RunSession {
   }
 
   #toAgentError(error: unknown): AgentError {
-    if (isAgentError(error)) return error;
+    if (endsRunAsItSays(error)) return error;
     if (this.#abortedFromOutside()) return abortError(this.#setup.abortScope.signal.reason);
     return new OrchestratorError(this.#start.orchestrator.name, error);
   }

@@ -75,6 +75,21 @@ export class TranscriptKeeper {
   }
 
   /**
+   * The first tool-call id of a prompt's assistant messages that a call of the history already
+   * uses (undefined: none). Asked when the prompt's run starts, before any of it is appended: a
+   * prompt that waited its turn meets the history the runs before it left.
+   */
+  takenCallId(prompt: readonly AgentMessage[]): string | undefined {
+    if (this.#callIds.size === 0) return undefined;
+    for (const message of prompt) {
+      if (message.role !== "assistant") continue;
+      for (const block of (message as AssistantMessage).content)
+        if (block.type === "toolCall" && this.#callIds.has(block.id)) return block.id;
+    }
+    return undefined;
+  }
+
+  /**
    * The calls of a model reply with ids unique in the history and among themselves: a call whose
    * id is taken gets a fresh one (`id_2`, `id_3`, …) and keeps the model's as `originalId`.
    * Returns `calls` itself when no id was taken.

@@ -366,6 +366,44 @@ describe("executeToolCall: returned values", () => {
     expect(result.status).toBe("error");
     expect(result.content).toMatch(content);
   });
+
+  class Secret {
+    readonly #code = 42;
+    get code() {
+      return this.#code;
+    }
+  }
+  const asEmpty = "which JSON writes as {} (convert it to a plain object or an array first).";
+  it.each([
+    ["a Map", new Map([["a", 1]]), `a Map, ${asEmpty}`],
+    ["a Set, deep", { found: [new Set([1])] }, `a Set at "0", ${asEmpty}`],
+    ["an Error", new Error("boom"), `an Error, ${asEmpty}`],
+    ["a class instance whose data JSON cannot see", new Secret(), `a Secret, ${asEmpty}`],
+    ["a promise not awaited", { total: Promise.resolve(3) }, `a Promise at "total", ${asEmpty}`],
+    ["NaN", Number.NaN, "NaN, which JSON writes as null."],
+    [
+      "Infinity, deep",
+      { ratio: Number.POSITIVE_INFINITY },
+      'Infinity at "ratio", which JSON writes as null.',
+    ],
+  ])("%s, which JSON writes as {} or null, is an error result saying so", (_label, value, reason) => {
+    const result = run(toolWith(() => value)) as ToolResultMessage;
+    expect(result).toMatchObject({
+      status: "error",
+      content: `The tool returned a value that is not JSON: ${reason}`,
+    });
+  });
+
+  it("values JSON writes as they are stay ok, {} and null included", () => {
+    class Point {
+      constructor(
+        readonly x: number,
+        readonly y: number,
+      ) {}
+    }
+    const value = { empty: {}, none: null, at: new Date(0), point: new Point(1, 2), list: [null, {}] };
+    expect(run(toolWith(() => value))).toMatchObject({ status: "ok", content: JSON.stringify(value) });
+  });
 });
 
 describe("executeToolCall: calls that cannot run", () => {

@@ -265,11 +265,36 @@ function successResult(call: ToolCall, value: unknown): ToolResultMessage {
   let content: string | undefined;
   try {
     content = JSON.stringify(value);
+    // What JSON writes in place of a value it cannot hold is `{}` or `null`: only a text with one
+    // of them is written again, to refuse such a value (the common result pays two scans).
+    if (content !== undefined && (content.includes("{}") || content.includes("null")))
+      JSON.stringify(value, refuseWrittenAsOther);
   } catch (error) {
     return toolResult(call, "error", `The tool returned a value that is not JSON: ${errorMessage(error)}`);
   }
   // `undefined`: a tool that returns nothing.
   return toolResult(call, "ok", content ?? "", value);
+}
+
+/**
+ * A `JSON.stringify` replacer that throws for a value JSON writes as something else, which the
+ * model would read as the tool's answer: NaN and ±Infinity (written `null`), and an object that is
+ * neither plain nor an array and has no property of its own (written `{}`: a Map, a Set, an Error,
+ * a class instance whose data is in private fields or getters). A `toJSON` has already run.
+ */
+function refuseWrittenAsOther(key: string, value: unknown): unknown {
+  const at = key === "" ? "" : ` at ${JSON.stringify(key)}`;
+  if (typeof value === "number" && !Number.isFinite(value))
+    throw new TypeError(`${value}${at}, which JSON writes as null.`);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype === Object.prototype || prototype === null || Object.keys(value).length > 0) return value;
+  const name = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
+  const what =
+    typeof name === "string" && name !== "" ? `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}` : "an object";
+  throw new TypeError(
+    `${what}${at}, which JSON writes as {} (convert it to a plain object or an array first).`,
+  );
 }
 
 type Outcome =
