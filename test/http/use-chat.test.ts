@@ -691,8 +691,21 @@ describe("posts at once", () => {
     expect(made).toBe(1);
     const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
     expect(textOf(await readAnswer(answered))).toBe("one");
-    expect((await refusal(refused))[0]).toBe(409);
+    expect(await refusal(refused)).toEqual([409, "chat-busy"]);
     expect(handler.chatCount).toBe(1);
+  });
+
+  it("answers the second of two posts at once of a chat it has (a double submit) 409 chat-busy: the first one's run is streaming", async () => {
+    const handler = chatHandler(() => ({
+      provider: scriptedModel([[script.text("one")], [script.text("two")]]),
+    }));
+    const page = new Page(handler);
+    await page.send("first");
+    page.messages.push({ id: "user-2", role: "user", parts: [{ type: "text", text: "second" }] });
+    const [a, b] = await Promise.all([page.post(), page.post()]);
+    const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
+    expect(await refusal(refused)).toEqual([409, "chat-busy"]);
+    expect(textOf(await readAnswer(answered))).toBe("two");
   });
 });
 

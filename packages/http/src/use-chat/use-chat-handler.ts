@@ -53,7 +53,13 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         `Only "submit-message" is supported, not "${chat.trigger}": the server keeps the chat's history, so it cannot be regenerated.`,
       );
     const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages.length));
-    await settled(session);
+    // Another post of the chat (a double submit) may begin a run while this one waits: that run is
+    // waited for in turn (refused as busy while it streams), so the messages are read against the
+    // chat as it is, not against an answer this page has not seen.
+    for (let last = session.current; ; last = session.current) {
+      await settled(last);
+      if (session.current === last) break;
+    }
     const abandoned = session.current?.abandoned ?? false;
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
@@ -167,11 +173,10 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
 }
 
 /**
- * Waits for the chat's last run when its page went away (it ends within the abort grace) or its
+ * Waits for a run of the chat (its `current`) when its page went away (it ends within the abort grace) or its
  * stream is finishing; a run still streaming to a page answers 409.
  */
-async function settled(session: ChatSession): Promise<void> {
-  const current = session.current;
+async function settled(current: ChatSession["current"]): Promise<void> {
   if (current === undefined) return;
   if (!current.run.done && !current.abandoned)
     throw new HttpError(409, "chat-busy", "The chat is answering; wait for the answer, or stop it first.");
