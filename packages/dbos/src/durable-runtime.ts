@@ -317,7 +317,14 @@ export class DurableRuntime {
     if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
       throw new InvalidConfigError(`runtime.prompt() takes an Agent, got ${describe(agent)}.`);
     const { key, run } = this.#workflows.handOver(agent, input);
-    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#workflows.local)(key));
+    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#workflows.local)(key)).catch(
+      (error: unknown) => {
+        // Not launched, shut down, or the database did not answer: the caller has no run to
+        // follow, so the runtime keeps nothing of it (each refused call would leave its agent here).
+        this.#workflows.withdraw(key);
+        throw error;
+      },
+    );
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }
