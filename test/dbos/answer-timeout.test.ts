@@ -23,12 +23,9 @@ beforeAll(async () => {
 afterAll(() => worker.stop());
 
 describe("a durable run whose wait for an answer times out", () => {
-  it("ends its workflow with the run's own stop reason, unread what was sent meanwhile; the answers that come later are refused", async () => {
+  it("ends its workflow with the run's own stop reason; the answers and messages that come later are refused", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "unanswered" });
     const began = Date.now();
-    // Taken while the run waits (the workflow has not ended), but read only by a run that resumes.
-    await untilEvent(runtime, "unanswered", "agent_end", 20_000);
-    await runtime.followUp("unanswered", "Any news?");
     const result = await run.result();
     expect(Date.now() - began).toBeGreaterThanOrEqual(ANSWER_TIMEOUT_MS);
     expect(result.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
@@ -47,6 +44,27 @@ describe("a durable run whose wait for an answer times out", () => {
       runtime.answer("unanswered", { kind: "approval", toolCallId: "n1", approved: true }),
     ).rejects.toBeInstanceOf(RunEndedError);
     await expect(runtime.steer("unanswered", "Too late.")).rejects.toBeInstanceOf(RunEndedError);
+    expect(notes.runs()).toBe(0);
+  }, 60_000);
+
+  it("reads what was sent while it waited: a follow-up continues the workflow in a run of its own, the waiting call denied", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "followed-up" });
+    // Taken while the run waits (the workflow has not ended): not left unread when no answer comes.
+    await untilEvent(runtime, "followed-up", "agent_end", 20_000);
+    await runtime.followUp("followed-up", "Any news?");
+    const result = await run.result();
+    expect(result).toMatchObject({
+      runId: "followed-up.2",
+      runIds: ["followed-up", "followed-up.2"],
+      stopReason: "completed",
+      text: "Noted.",
+    });
+    expect(result.messages.slice(2)).toEqual([
+      expect.objectContaining({ role: "toolResult", toolCallId: "n1", status: "denied" }),
+      expect.objectContaining({ role: "user", content: "Any news?" }),
+      expect.objectContaining({ role: "assistant" }),
+    ]);
+    assertEventProtocol(await runtime.events("followed-up.2"));
     expect(notes.runs()).toBe(0);
   }, 60_000);
 

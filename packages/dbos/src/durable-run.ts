@@ -198,16 +198,24 @@ async function runToEnd(
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
       const answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null) break;
-      if (answer.kind === "cancel") {
-        // Cancelled while it waits: it ends there, as aborted.
-        cancelled = true;
-        break;
+      if (answer !== null) {
+        if (answer.kind === "cancel") {
+          // Cancelled while it waits: it ends there, as aborted.
+          cancelled = true;
+          break;
+        }
+        if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
+        const resumed = deliver(agent, answer);
+        if (resumed !== undefined) result = await ended(resumed);
+        continue;
       }
-      if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
-      const resumed = deliver(agent, answer);
-      if (resumed !== undefined) result = await ended(resumed);
-      continue;
+      // No answer in time. The mailbox closes unless messages wait in it: those sent while the run
+      // waited (a `steer()` that resolved) are not left unread, nor those the waiting run took and
+      // did not use. They go on below as late ones do: a run of their own, whose prompt settles the
+      // calls that waited as any new prompt does.
+      closed = await closingMailbox(host.pool, run.runId, false);
+      const { steering, followUps } = agent.queued;
+      if (closed && steering.length === 0 && followUps.length === 0) break;
     }
     // A cancel ends the workflow, with whatever was sent to it.
     if (result.stopReason === "aborted") break;

@@ -51,7 +51,7 @@ export function sendMessage(
  * In the workflow, once its run has nothing left to do: closes the mailbox and says so, or, when a
  * message (or a cancel) waits to be received, leaves it open and says `false` (the workflow then
  * receives it). `always` closes it whatever waits: a workflow that ends without taking more
- * (cancelled, failed, its wait for an answer over) leaves what was sent before unread.
+ * (cancelled, failed) leaves what was sent before unread.
  */
 export function closeMailbox(pool: pg.Pool, workflowId: string, always = false): Promise<boolean> {
   return inTransaction(pool, async (client) => {
