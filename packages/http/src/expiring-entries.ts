@@ -31,6 +31,9 @@ export class ExpiringEntries<V> {
   set(key: string, value: V, expiresAt: number): void {
     this.delete(key);
     const keptAt = this.#now();
+    // Expired already, or no time at all (NaN): `get` would never give it, and its timer would
+    // look again every millisecond.
+    if (!(expiresAt > keptAt)) return;
     const entry = {
       value,
       expiresAt,

@@ -26,6 +26,14 @@ describe("MemoryTokenLedger", () => {
     expect(ledger.size).toBe(0);
   });
 
+  it("keeps no token that has expired already or has no expiry (NaN): no timer looks at it again and again", () => {
+    vi.useFakeTimers({ now: 10_000 });
+    const ledger = new MemoryTokenLedger();
+    expect(ledger.use("n1", "p", 5_000)).toBe("first");
+    expect(ledger.use("n2", "p", Number.NaN)).toBe("first");
+    expect([ledger.size, vi.getTimerCount()]).toEqual([0, 0]);
+  });
+
   it("forgets every token on close(), and leaves no timer behind", () => {
     vi.useFakeTimers({ now: 1_000 });
     const ledger = new MemoryTokenLedger();
