@@ -6,6 +6,7 @@ import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
 import { checkedAgent } from "../run-backend.js";
+import { closingError } from "../run-start.js";
 import { chatRequestBody } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
@@ -19,7 +20,7 @@ export interface UseChatHandler {
   fetch(request: Request): Promise<Response>;
   /** Chats kept in memory now. */
   readonly chatCount: number;
-  /** Aborts every run and forgets every chat. */
+  /** Aborts every run and forgets every chat; posts from then on are refused (503 `server-closing`). */
   close(): void;
 }
 
@@ -39,10 +40,13 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
   const making = new Map<string, Promise<ChatSession>>();
   const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 }, "rateLimit");
   const body = chatRequestBody(config.maxMessages);
+  /** Whether `close()` was called: no chat begins or goes on from then on. */
+  let closed = false;
 
   async function post(request: Request): Promise<Response> {
     if (request.method !== "POST")
       throw new HttpError(405, "method-not-allowed", "Use POST here.", { headers: { allow: "POST" } });
+    if (closed) throw closingError();
     const { userId } = await authorizedPrincipal(options.authorize, request);
     await consume(postLimit, userId);
     const chat = await readJsonBody(request, body, config.maxBodyBytes);
@@ -60,6 +64,8 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
       await settled(last);
       if (session.current === last) break;
     }
+    // Closed while this post waited: a run begun now would be neither aborted nor forgotten.
+    if (closed) throw closingError();
     const abandoned = session.current?.abandoned ?? false;
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
@@ -91,12 +97,14 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     const name = `${userId}\u0000${chatId}`;
     let made = making.get(name);
     if (made === undefined) {
-      made = (async () =>
-        sessions.add(
-          userId,
-          chatId,
-          checkedAgent(await options.agent({ userId, conversationId: chatId, documentId: undefined })),
-        ))();
+      made = (async () => {
+        const agent = checkedAgent(
+          await options.agent({ userId, conversationId: chatId, documentId: undefined }),
+        );
+        // Made after close(): kept, the chat would outlive the handler.
+        if (closed) throw closingError();
+        return sessions.add(userId, chatId, agent);
+      })();
       making.set(name, made);
       // Made or failed, it is no longer being made: a failed factory is asked again next time.
       made.then(
@@ -167,6 +175,7 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
       return sessions.size;
     },
     close() {
+      closed = true;
       sessions.close();
     },
   };
