@@ -66,7 +66,7 @@ export async function lockOpenMailbox(client: pg.PoolClient, workflowId: string)
 export function closeMailbox(
   pool: pg.Pool,
   workflowId: string,
-  keptOpenBy: readonly string[] = [MESSAGES],
+  keptOpenBy: readonly string[],
 ): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     await lock(client, workflowId);
