@@ -1,6 +1,7 @@
 import { type DurableRunResult, type DurableRuntime, RunEndedError } from "@agent-core/dbos";
 import { assertEventProtocol } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approvingNotes, DurableWorker } from "./harness.js";
 import { untilEvent } from "./until-event.js";
@@ -12,9 +13,10 @@ const ANSWER_TIMEOUT_MS = 6000;
 const worker = new DurableWorker();
 const notes = approvingNotes();
 let runtime: DurableRuntime;
+let databaseUrl: string;
 
 beforeAll(async () => {
-  ({ runtime } = await worker.start("agent_core_answer_timeout", {
+  ({ runtime, databaseUrl } = await worker.start("agent_core_answer_timeout", {
     answerTimeoutMs: ANSWER_TIMEOUT_MS,
     agents: { approving: notes.agent },
   }));
@@ -23,12 +25,9 @@ beforeAll(async () => {
 afterAll(() => worker.stop());
 
 describe("a durable run whose wait for an answer times out", () => {
-  it("ends its workflow with the run's own stop reason, unread what was sent meanwhile; the answers that come later are refused", async () => {
+  it("ends its workflow with the run's own stop reason; the answers and messages that come later are refused", async () => {
     const run = await runtime.start("approving", "Note it.", { runId: "unanswered" });
     const began = Date.now();
-    // Taken while the run waits (the workflow has not ended), but read only by a run that resumes.
-    await untilEvent(runtime, "unanswered", "agent_end", 20_000);
-    await runtime.followUp("unanswered", "Any news?");
     const result = await run.result();
     expect(Date.now() - began).toBeGreaterThanOrEqual(ANSWER_TIMEOUT_MS);
     expect(result.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
@@ -48,6 +47,78 @@ describe("a durable run whose wait for an answer times out", () => {
     ).rejects.toBeInstanceOf(RunEndedError);
     await expect(runtime.steer("unanswered", "Too late.")).rejects.toBeInstanceOf(RunEndedError);
     expect(notes.runs()).toBe(0);
+  }, 60_000);
+
+  it("reads what was sent while it waited: a follow-up continues the workflow in a run of its own, the waiting call denied", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "followed-up" });
+    // Taken while the run waits (the workflow has not ended): not left unread when no answer comes.
+    await untilEvent(runtime, "followed-up", "agent_end", 20_000);
+    await runtime.followUp("followed-up", "Any news?");
+    const result = await run.result();
+    expect(result).toMatchObject({
+      runId: "followed-up.2",
+      runIds: ["followed-up", "followed-up.2"],
+      stopReason: "completed",
+      text: "Noted.",
+    });
+    expect(result.messages.slice(2)).toEqual([
+      expect.objectContaining({ role: "toolResult", toolCallId: "n1", status: "denied" }),
+      expect.objectContaining({ role: "user", content: "Any news?" }),
+      expect.objectContaining({ role: "assistant" }),
+    ]);
+    assertEventProtocol(await runtime.events("followed-up.2"));
+    expect(notes.runs()).toBe(0);
+  }, 60_000);
+
+  it("takes an answer that meets the wait's time-out, or refuses it: never one taken and left unread", async () => {
+    // A lock the test holds makes the answer and the workflow's close as its wait times out meet:
+    // whichever asked for it first goes first once it is let go.
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    const waiting = async (count: number) => {
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+        const { rowCount } = await db.query(
+          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        if (rowCount === count) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`never ${count} waiting for the lock`);
+    };
+    const meet = async (runId: string, first: "answer" | "close") => {
+      const run = await runtime.start("approving", "Note it.", { runId });
+      await untilEvent(runtime, runId, "agent_end", 20_000);
+      await db.query("SELECT pg_advisory_lock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
+      if (first === "close") await waiting(1);
+      const sent = runtime.answer(runId, { kind: "approval", toolCallId: "n1", approved: true }).then(
+        () => "taken",
+        (error: unknown) => error,
+      );
+      await waiting(first === "close" ? 2 : 1);
+      if (first === "answer") await waiting(2);
+      await db.query("SELECT pg_advisory_unlock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
+      return { sent: await sent, result: await run.result() };
+    };
+    try {
+      const closedFirst = await meet("closed-on-the-answer", "close");
+      expect(closedFirst.sent).toBeInstanceOf(RunEndedError);
+      expect(closedFirst.result).toMatchObject({
+        runIds: ["closed-on-the-answer"],
+        stopReason: "awaiting_approval",
+      });
+      expect(notes.runs()).toBe(0);
+
+      const answeredFirst = await meet("answered-as-it-timed-out", "answer");
+      expect(answeredFirst.sent).toBe("taken");
+      expect(answeredFirst.result).toMatchObject({
+        runIds: ["answered-as-it-timed-out", "answered-as-it-timed-out.2"],
+        stopReason: "completed",
+        text: "Noted.",
+      });
+      expect(notes.runs()).toBe(1);
+    } finally {
+      await db.end();
+    }
   }, 60_000);
 
   it("recovered while it waits, waits what was left of its time, not all of it again", async () => {

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { DurableRunClient, DurableRuntime, UnknownRunError } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
 import { Agent, InvalidConfigError } from "agent-core";
@@ -32,6 +34,19 @@ function calls(runtime: DurableRuntime): Promise<unknown>[] {
   ];
 }
 
+/** Whether the agent handed to `refused` (which must reject) can be collected once it rejected. */
+async function collectedAfter(refused: (agent: Agent) => Promise<unknown>): Promise<boolean> {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const agent = new WeakRef(agents.greeter());
+  await expect(refused(agent.deref() as Agent)).rejects.toThrow(InvalidConfigError);
+  for (let i = 0; i < 10 && agent.deref() !== undefined; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+  }
+  return agent.deref() === undefined;
+}
+
 describe("a durable runtime's launch and shutdown", () => {
   it("refuse the calls outside its life, launch once and shut down once, and refuse a second runtime", async () => {
     const runtime = new DurableRuntime({
@@ -42,6 +57,8 @@ describe("a durable runtime's launch and shutdown", () => {
       await expect(call).rejects.toThrow(
         new InvalidConfigError("This runtime has not launched: await runtime.launch() first."),
       );
+    // A refused prompt() leaves nothing of its agent in the runtime.
+    expect(await collectedAfter((agent) => runtime.prompt(agent, "Hi"))).toBe(true);
 
     // Launched twice at once, and again: the same launch; a call made meanwhile waits for it.
     const launches = [runtime.launch(), runtime.launch()];
@@ -54,6 +71,7 @@ describe("a durable runtime's launch and shutdown", () => {
     await runtime.shutdown();
     for (const call of calls(runtime))
       await expect(call).rejects.toThrow(new InvalidConfigError("This runtime has shut down."));
+    expect(await collectedAfter((agent) => runtime.prompt(agent, "Hi"))).toBe(true);
     await expect(runtime.launch()).rejects.toThrow(
       new InvalidConfigError("This runtime has shut down: it does not launch again."),
     );

@@ -748,13 +748,17 @@ describe("runtime.prompt()", () => {
     assertEventProtocol(await runtime.events(second.runId));
   });
 
-  it("refuses what is not an Agent before any workflow starts", async () => {
+  it("refuses what is not an Agent, or a prompt that is not a string, before any workflow starts", async () => {
     const before = (await DBOS.listWorkflows({})).length;
     await expect(runtime.prompt(undefined as unknown as Agent, "Hi.")).rejects.toThrow(
       new InvalidConfigError("runtime.prompt() takes an Agent, got undefined."),
     );
     await expect(runtime.prompt({ name: "agent" } as unknown as Agent, "Hi.")).rejects.toThrow(
       new InvalidConfigError("runtime.prompt() takes an Agent, got an object."),
+    );
+    const agent = new Agent({ provider: byTurn([script.text("One.")]) });
+    await expect(runtime.prompt(agent, 5 as unknown as string)).rejects.toThrow(
+      new InvalidConfigError("A durable run's prompt must be a string, got 5."),
     );
     expect((await DBOS.listWorkflows({})).length).toBe(before);
   });

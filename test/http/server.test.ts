@@ -555,6 +555,47 @@ describe("close()", () => {
     await vi.waitFor(() => expect(made[1]?.busy).toBe(false), { timeout: 1_000 });
     expect(second.server.runCount).toBe(0);
   }, 15_000);
+  it("stops the timers that would drop its idempotency keys, tool-result answers and ledger entries: it leaves none behind", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const server = createAgentServer({
+        agent: () =>
+          new Agent({
+            provider: scriptedModel([[script.toolCall("read_page", { selector: "a" }, { id: "c1" })]]),
+            tools: [readPage],
+          }),
+        authorize: () => ({ userId: "alice" }),
+        hookSecret: SECRET,
+        clientTools: "suspend",
+        // The rate limiter's own timers are not the server's.
+        rateLimits: { start: false, callback: false },
+      });
+      const call = (path: string, body: unknown, extra: Record<string, string> = {}) =>
+        server.fetch(
+          new Request(`http://server${path}`, {
+            method: "POST",
+            headers: headers("alice", extra),
+            body: JSON.stringify(body),
+          }),
+        );
+      const started = await call("/runs", { prompt: "go" }, { "idempotency-key": "k1" });
+      const end = ndjsonEvents(await started.text()).at(-1) as unknown as {
+        runId: string;
+        pendingClientTools: { toolCallId: string; hookToken: string }[];
+      };
+      const [pending] = end.pendingClientTools;
+      const posted = await call(`/runs/${end.runId}/tool-results`, {
+        toolCallId: pending?.toolCallId,
+        token: pending?.hookToken,
+        error: "no page",
+      });
+      expect(posted.status).toBe(202);
+      await server.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
 
 describe("close() and suspended runs", () => {

@@ -16,7 +16,7 @@ import {
   type UIMessageChunk,
   uiMessageChunkSchema,
 } from "ai";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { addNumbers } from "./harness.js";
 
@@ -728,8 +728,48 @@ describe("posts at once", () => {
     expect(made).toBe(1);
     const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
     expect(textOf(await readAnswer(answered))).toBe("one");
-    expect((await refusal(refused))[0]).toBe(409);
+    expect(await refusal(refused)).toEqual([409, "chat-busy"]);
     expect(handler.chatCount).toBe(1);
+  });
+
+  it("answers the second of two posts at once of a chat it has (a double submit) 409 chat-busy: the first one's run is streaming", async () => {
+    const handler = chatHandler(() => ({
+      provider: scriptedModel([[script.text("one")], [script.text("two")]]),
+    }));
+    const page = new Page(handler);
+    await page.send("first");
+    page.messages.push({ id: "user-2", role: "user", parts: [{ type: "text", text: "second" }] });
+    const [a, b] = await Promise.all([page.post(), page.post()]);
+    const [answered, refused] = a.status === 200 ? [a, b] : [b, a];
+    expect(await refusal(refused)).toEqual([409, "chat-busy"]);
+    expect(textOf(await readAnswer(answered))).toBe("two");
+  });
+});
+
+describe("close()", () => {
+  it("refuses the posts that come after it, and one whose agent was still being made: 503 server-closing, no chat kept", async () => {
+    let made = 0;
+    let release = () => {};
+    const handler = chatHandler(() => ({}), {
+      agent: async () => {
+        made++;
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        return new Agent({ provider: scriptedModel([[script.text("one")]]) });
+      },
+    });
+    const page = new Page(handler);
+    page.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "first" }] });
+    const making = page.post();
+    await vi.waitFor(() => expect(made).toBe(1));
+    handler.close();
+    release();
+    expect(await refusal(await making)).toEqual([503, "server-closing"]);
+    const later = new Page(handler, "chat-2");
+    later.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "hi" }] });
+    expect(await refusal(await later.post())).toEqual([503, "server-closing"]);
+    expect(handler.chatCount).toBe(0);
   });
 });
 

@@ -10,6 +10,7 @@ import {
   stamped,
 } from "./durable-messages.js";
 import { EventStore } from "./event-store.js";
+import { lockOpenMailbox } from "./mailbox.js";
 
 /**
  * The approvals and client tool results sent to durable runs, one per call (and kind: a client
@@ -63,6 +64,9 @@ export async function sendOnce(
     );
     const first = rows[0];
     if (first === undefined) {
+      // Under the mailbox's lock: a wait that times out meanwhile sees this answer and takes it,
+      // or has closed its mailbox, and the answer is refused (it would never be read).
+      await lockOpenMailbox(client, workflowId);
       await takesMessages();
       await checkAnswer(new EventStore(client), workflowId, answer);
       await send(stamped(answer));

@@ -197,17 +197,29 @@ async function runToEnd(
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
-      const answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null) break;
-      if (answer.kind === "cancel") {
-        // Cancelled while it waits: it ends there, as aborted.
-        cancelled = true;
-        break;
+      let answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
+      if (answer === null && nothingQueued(agent)) {
+        // No answer in time. The mailbox closes unless something waits in it: an answer sent as
+        // the wait timed out (answers go under the mailbox's lock: one sent after the close is
+        // refused) is taken as any answer; steering and follow-ups sent while the run waited (a
+        // `steer()` that resolved) are not left unread either. They go on below as late ones do:
+        // a run of their own, whose prompt settles the calls that waited as any new prompt does.
+        closed = await closingMailbox(host.pool, run.runId, [MESSAGES, ANSWERS]);
+        if (closed) break;
+        answer = await DBOS.recv<DurableAnswer>(ANSWERS, 0);
       }
-      if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
-      const resumed = deliver(agent, answer);
-      if (resumed !== undefined) result = await ended(resumed);
-      continue;
+      if (answer !== null) {
+        if (answer.kind === "cancel") {
+          // Cancelled while it waits: it ends there, as aborted.
+          cancelled = true;
+          break;
+        }
+        if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
+        const resumed = deliver(agent, answer);
+        if (resumed !== undefined) result = await ended(resumed);
+        continue;
+      }
+      // The waiting run took messages and did not use them, or they wait in the mailbox: below.
     }
     // A cancel ends the workflow, with whatever was sent to it.
     if (result.stopReason === "aborted") break;
@@ -224,10 +236,10 @@ async function runToEnd(
       continue;
     }
     // A message sent since the receive keeps the mailbox open: the next receive takes it.
-    closed = await closingMailbox(host.pool, run.runId, false);
+    closed = await closingMailbox(host.pool, run.runId, [MESSAGES]);
     if (closed) break;
   }
-  if (!closed) await closingMailbox(host.pool, run.runId, true);
+  if (!closed) await closingMailbox(host.pool, run.runId, []);
   await host.store.flush(runIds);
   return {
     runId: result.runId,
@@ -242,8 +254,8 @@ async function runToEnd(
  * Closes the workflow's mailbox (see `closeMailbox`), recorded: a replay ends, or goes on
  * receiving, as the first execution did.
  */
-function closingMailbox(pool: Pool, workflowId: string, always: boolean): Promise<boolean> {
-  return DBOS.runStep(() => whileUnreachable(() => closeMailbox(pool, workflowId, always)), {
+function closingMailbox(pool: Pool, workflowId: string, keptOpenBy: readonly string[]): Promise<boolean> {
+  return DBOS.runStep(() => whileUnreachable(() => closeMailbox(pool, workflowId, keptOpenBy)), {
     name: "agent-core.close",
   });
 }
@@ -292,6 +304,12 @@ async function cancelWaiting(pool: Pick<Pool, "query">, workflowId: string): Pro
   } catch {
     return false;
   }
+}
+
+/** Whether the agent holds no steering message or follow-up (one its last run took and did not use). */
+function nothingQueued(agent: Agent): boolean {
+  const { steering, followUps } = agent.queued;
+  return steering.length === 0 && followUps.length === 0;
 }
 
 /**

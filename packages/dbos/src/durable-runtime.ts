@@ -311,13 +311,23 @@ export class DurableRuntime {
    * recorded steps and its events go to the durable log, as for a registered agent, but only this
    * process can finish it (the agent lives here); for runs another worker can resume, `start()` a
    * registered agent. The run is returned as the agent's own, to abort, steer and read in process.
-   * Anything else than an `Agent` is refused before a workflow starts (`InvalidConfigError`).
+   * Anything else than an `Agent`, and an input that is not a string, are refused before a
+   * workflow starts (`InvalidConfigError`).
    */
   async prompt(agent: Agent, input: string): Promise<AgentRun> {
     if (typeof (agent as Partial<Agent> | null)?.prompt !== "function")
       throw new InvalidConfigError(`runtime.prompt() takes an Agent, got ${describe(agent)}.`);
+    // As start() refuses it: taken, the workflow would fail on it (a RunFailedError, recorded).
+    checkPrompt(input);
     const { key, run } = this.#workflows.handOver(agent, input);
-    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#workflows.local)(key));
+    const handle = await this.#bounded(() => DBOS.startWorkflow(this.#workflows.local)(key)).catch(
+      (error: unknown) => {
+        // Not launched, shut down, or the database did not answer: the caller has no run to
+        // follow, so the runtime keeps nothing of it (each refused call would leave its agent here).
+        this.#workflows.withdraw(key);
+        throw error;
+      },
+    );
     // A workflow that fails before the run begins (an agent that has run before) rejects.
     return Promise.race([run, resultOf(handle.workflowID, handle.getResult()).then(() => run)]);
   }

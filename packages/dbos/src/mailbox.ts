@@ -41,22 +41,36 @@ export function sendMessage(
       ),
     );
   return inTransaction(pool, async (client) => {
-    await lock(client, workflowId);
-    if (await isClosed(client, workflowId)) throw new RunEndedError(workflowId);
+    await lockOpenMailbox(client, workflowId);
     await send(messageFor(workflowId, await status(), queue, content));
   });
 }
 
 /**
- * In the workflow, once its run has nothing left to do: closes the mailbox and says so, or, when a
- * message (or a cancel) waits to be received, leaves it open and says `false` (the workflow then
- * receives it). `always` closes it whatever waits: a workflow that ends without taking more
- * (cancelled, failed, its wait for an answer over) leaves what was sent before unread.
+ * Takes the workflow's mailbox lock, held until `client`'s transaction ends, and refuses a closed
+ * mailbox (`RunEndedError`): what a message is sent under, and an answer too (see `sendOnce`), so
+ * that neither reaches a workflow past its last look at what waits for it.
  */
-export function closeMailbox(pool: pg.Pool, workflowId: string, always = false): Promise<boolean> {
+export async function lockOpenMailbox(client: pg.PoolClient, workflowId: string): Promise<void> {
+  await lock(client, workflowId);
+  if (await isClosed(client, workflowId)) throw new RunEndedError(workflowId);
+}
+
+/**
+ * In the workflow, once its run has nothing left to do: closes the mailbox and says so, or, when
+ * something sent on one of the `keptOpenBy` topics (a message or a cancel on `MESSAGES`; an answer
+ * on `ANSWERS`, as a wait times out) waits to be received, leaves it open and says `false` (the
+ * workflow then receives it). With no topics it closes whatever waits: a workflow that ends
+ * without taking more (cancelled, failed) leaves what was sent before unread.
+ */
+export function closeMailbox(
+  pool: pg.Pool,
+  workflowId: string,
+  keptOpenBy: readonly string[],
+): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     await lock(client, workflowId);
-    if (!always && (await messagesWaitingIn(client, workflowId))) return false;
+    if (keptOpenBy.length > 0 && (await messagesWaitingIn(client, workflowId, keptOpenBy))) return false;
     await client.query(
       "INSERT INTO agent_core_closed_mailboxes (workflow_id) VALUES ($1) ON CONFLICT DO NOTHING",
       [workflowId],
@@ -79,16 +93,17 @@ async function isClosed(client: pg.PoolClient, workflowId: string): Promise<bool
 }
 
 /**
- * Whether anything sent to the workflow on the messages' topic (a cancel too) is not received yet:
- * a read of DBOS's notifications table (its system tables are documented).
+ * Whether anything sent to the workflow on `topics` (default: the messages' topic, a cancel too)
+ * is not received yet: a read of DBOS's notifications table (its system tables are documented).
  */
 export async function messagesWaitingIn(
   db: Pick<pg.ClientBase, "query">,
   workflowId: string,
+  topics: readonly string[] = [MESSAGES],
 ): Promise<boolean> {
   const { rows } = await db.query(
-    "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2 AND NOT consumed) AS waiting",
-    [workflowId, MESSAGES],
+    "SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = ANY($2) AND NOT consumed) AS waiting",
+    [workflowId, topics],
   );
   return rows[0]?.waiting === true;
 }

@@ -80,6 +80,14 @@ export class RunWorkflows {
   }
 
   /**
+   * Takes back an agent handed over for a workflow that did not start (`prompt()` rejected): it
+   * must not stay in this process, and a workflow DBOS starts for it late finds no agent to run.
+   */
+  withdraw(key: string): void {
+    this.#local.delete(key);
+  }
+
+  /**
    * The body of a workflow, failing with a `RunFailedError` (what every `result()` rejects with)
    * after the run's stored log is ended as a failed run's, so that no stream of it waits forever.
    * DBOS marks the workflow `ERROR` and never runs it again.

@@ -228,8 +228,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         for (const run of kept) run.abandon("the server is closing");
         await atMost(Promise.all(kept.map((run) => untilEnded(run))), CLOSE_WAIT_MS);
       }
-      for (const run of kept) run.stop();
+      for (const run of kept) {
+        run.stop();
+        clearTimeout(forgetTimers.get(run));
+      }
       runs.clear();
+      starts.close();
+      toolResults.close();
       closed = true;
       await backend.close();
     },

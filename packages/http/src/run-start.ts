@@ -108,6 +108,11 @@ export class RunStarts {
     return runs.get(run.runId) ?? track(run, body.outliveStream ?? false);
   }
 
+  /** Forgets the idempotency keys (the server is closed) and stops their timers. */
+  close(): void {
+    this.#keys.close();
+  }
+
   /** Resolves once no start waits for its run any more (`close()` keeps and ends those runs too). */
   async started(): Promise<void> {
     await Promise.allSettled(this.#starting);

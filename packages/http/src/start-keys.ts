@@ -1,3 +1,4 @@
+import { ExpiringEntries } from "./expiring-entries.js";
 import { HttpError } from "./http-error.js";
 
 /** A start's `Idempotency-Key`, as the server checked it, and what a repeat must match. */
@@ -45,34 +46,36 @@ export function idempotencyKeyReused(): HttpError {
  * recorded before failing).
  */
 export class StartKeys {
-  readonly #starts = new Map<string, { digest: string; runId: Promise<string>; expiresAt: number }>();
+  readonly #starts: ExpiringEntries<{ digest: string; runId: Promise<string> }>;
   readonly #now: () => number;
-  #nextSweep = 0;
 
   constructor(now: () => number) {
     this.#now = now;
+    this.#starts = new ExpiringEntries(now);
+  }
+
+  /** The keys remembered now. */
+  get size(): number {
+    return this.#starts.size;
   }
 
   once(userId: string, start: StartKey, begin: () => Promise<string>): Promise<string> {
-    this.#sweep();
     const id = `${userId}\u0000${start.key}`;
     const first = this.#starts.get(id);
-    if (first !== undefined && first.expiresAt > this.#now()) {
+    if (first !== undefined) {
       if (first.digest !== start.digest) throw idempotencyKeyReused();
       return first.runId;
     }
-    const runId = begin();
-    this.#starts.set(id, { digest: start.digest, runId, expiresAt: this.#now() + start.ttlMs });
-    runId.catch(() => {
-      if (this.#starts.get(id)?.runId === runId) this.#starts.delete(id);
+    const kept = { digest: start.digest, runId: begin() };
+    this.#starts.set(id, kept, this.#now() + start.ttlMs);
+    kept.runId.catch(() => {
+      if (this.#starts.holds(id, kept)) this.#starts.delete(id);
     });
-    return runId;
+    return kept.runId;
   }
 
-  #sweep(): void {
-    const now = this.#now();
-    if (now < this.#nextSweep) return;
-    this.#nextSweep = now + 10_000;
-    for (const [id, { expiresAt }] of this.#starts) if (expiresAt <= now) this.#starts.delete(id);
+  /** Forgets every key (the server is closed) and stops their timers. */
+  close(): void {
+    this.#starts.clear();
   }
 }

@@ -1,9 +1,11 @@
+import { ExpiringEntries } from "./expiring-entries.js";
+
 /** What the ledger answers for a token's use. */
 export type LedgerVerdict = "first" | "repeat" | "conflict";
 
 /**
  * Which hook tokens were used, and with what payload: single use is enforced here, not by the
- * signature. In memory by default (one process); entries go once their token has expired (after
+ * signature. In memory by default (one process); entries go once their token has expired, by a timer (after
  * that the token is refused as expired anyway). A durable ledger implements the same interface.
  */
 export interface TokenLedger {
@@ -12,12 +14,10 @@ export interface TokenLedger {
 }
 
 export class MemoryTokenLedger implements TokenLedger {
-  readonly #used = new Map<string, { payload: string; expiresAt: number }>();
-  readonly #now: () => number;
-  #nextSweep = 0;
+  readonly #used: ExpiringEntries<string>;
 
   constructor(now: () => number = Date.now) {
-    this.#now = now;
+    this.#used = new ExpiringEntries(now);
   }
 
   get size(): number {
@@ -25,17 +25,14 @@ export class MemoryTokenLedger implements TokenLedger {
   }
 
   use(nonce: string, payload: string, expiresAt: number): LedgerVerdict {
-    this.#sweep();
     const used = this.#used.get(nonce);
-    if (used !== undefined) return used.payload === payload ? "repeat" : "conflict";
-    this.#used.set(nonce, { payload, expiresAt });
+    if (used !== undefined) return used === payload ? "repeat" : "conflict";
+    this.#used.set(nonce, payload, expiresAt);
     return "first";
   }
 
-  #sweep(): void {
-    const now = this.#now();
-    if (now < this.#nextSweep) return;
-    this.#nextSweep = now + 10_000;
-    for (const [nonce, { expiresAt }] of this.#used) if (expiresAt < now) this.#used.delete(nonce);
+  /** Forgets every token and stops the timers that drop them (a server closes its default ledger). */
+  close(): void {
+    this.#used.clear();
   }
 }

@@ -1,3 +1,4 @@
+import { ExpiringEntries } from "./expiring-entries.js";
 import { HttpError } from "./http-error.js";
 
 /** A tool-result post's answer: the run it resumed (202), undefined (204), or an `HttpError`. */
@@ -10,12 +11,15 @@ type Answer = Promise<string | undefined>;
  * it records a result when it is first posted, before the run takes or refuses it.
  */
 export class ToolResultAnswers {
-  readonly #answers = new Map<string, { payload: string; answer: Answer; expiresAt: number }>();
-  readonly #now: () => number;
-  #nextSweep = 0;
+  readonly #answers: ExpiringEntries<{ payload: string; answer: Answer }>;
 
   constructor(now: () => number) {
-    this.#now = now;
+    this.#answers = new ExpiringEntries(now);
+  }
+
+  /** The answers kept now. */
+  get size(): number {
+    return this.#answers.size;
   }
 
   /**
@@ -25,22 +29,19 @@ export class ToolResultAnswers {
    * no answer: the post may be retried.
    */
   once(nonce: string, payload: string, expiresAt: number, answer: () => Answer): Answer {
-    this.#sweep();
     const first = this.#answers.get(nonce);
     if (first !== undefined) return first.payload === payload ? first.answer : answer();
-    const answered = answer();
-    this.#answers.set(nonce, { payload, answer: answered, expiresAt });
-    answered.catch((error: unknown) => {
+    const kept = { payload, answer: answer() };
+    this.#answers.set(nonce, kept, expiresAt);
+    kept.answer.catch((error: unknown) => {
       const final = error instanceof HttpError && error.status < 500;
-      if (!final && this.#answers.get(nonce)?.answer === answered) this.#answers.delete(nonce);
+      if (!final && this.#answers.holds(nonce, kept)) this.#answers.delete(nonce);
     });
-    return answered;
+    return kept.answer;
   }
 
-  #sweep(): void {
-    const now = this.#now();
-    if (now < this.#nextSweep) return;
-    this.#nextSweep = now + 10_000;
-    for (const [nonce, { expiresAt }] of this.#answers) if (expiresAt < now) this.#answers.delete(nonce);
+  /** Forgets every answer (the server is closed) and stops their timers. */
+  close(): void {
+    this.#answers.clear();
   }
 }

@@ -50,12 +50,18 @@ export interface ToolResultPostContext {
 export class ToolResultPosts {
   readonly #context: ToolResultPostContext;
   readonly #ledger: TokenLedger;
+  /** The ledger this server made (no `ledger` option): it is the server's to close. */
+  readonly #ownLedger: MemoryTokenLedger | undefined;
   readonly #answers: ToolResultAnswers;
   readonly #limit: RateLimiterMemory | undefined;
 
   constructor(context: ToolResultPostContext) {
     this.#context = context;
-    this.#ledger = context.ledger ?? new MemoryTokenLedger(context.config.now);
+    if (context.ledger !== undefined) this.#ledger = context.ledger;
+    else {
+      this.#ownLedger = new MemoryTokenLedger(context.config.now);
+      this.#ledger = this.#ownLedger;
+    }
     this.#answers = new ToolResultAnswers(context.config.now);
     this.#limit = limiter(context.rateLimit, { points: 600, durationSec: 60 }, "rateLimits.callback");
   }
@@ -126,6 +132,12 @@ export class ToolResultPosts {
       if (error instanceof ClientToolError) throw new HttpError(410, "call-ended", error.message);
       throw error;
     }
+  }
+
+  /** Forgets the answers and the server's own ledger (the server is closed), and stops their timers. */
+  close(): void {
+    this.#answers.close();
+    this.#ownLedger?.close();
   }
 
   /** Delivers the result; the id of the run it resumed, when it was a suspended run's last. */

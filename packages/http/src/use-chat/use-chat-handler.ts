@@ -6,6 +6,7 @@ import { logError } from "../log-error.js";
 import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
 import { checkedAgent } from "../run-backend.js";
+import { closingError } from "../run-start.js";
 import { chatRequestBody, type UiMessageIn } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
@@ -19,7 +20,7 @@ export interface UseChatHandler {
   fetch(request: Request): Promise<Response>;
   /** Chats kept in memory now. */
   readonly chatCount: number;
-  /** Aborts every run and forgets every chat. */
+  /** Aborts every run and forgets every chat; posts from then on are refused (503 `server-closing`). */
   close(): void;
 }
 
@@ -39,10 +40,13 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
   const making = new Map<string, Promise<ChatSession>>();
   const postLimit = limiter(options.rateLimit, { points: 60, durationSec: 60 }, "rateLimit");
   const body = chatRequestBody(config.maxMessages);
+  /** Whether `close()` was called: no chat begins or goes on from then on. */
+  let closed = false;
 
   async function post(request: Request): Promise<Response> {
     if (request.method !== "POST")
       throw new HttpError(405, "method-not-allowed", "Use POST here.", { headers: { allow: "POST" } });
+    if (closed) throw closingError();
     const { userId } = await authorizedPrincipal(options.authorize, request);
     await consume(postLimit, userId);
     const chat = await readJsonBody(request, body, config.maxBodyBytes);
@@ -53,7 +57,15 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
         `Only "submit-message" is supported, not "${chat.trigger}": the server keeps the chat's history, so it cannot be regenerated.`,
       );
     const session = sessions.get(userId, chat.id) ?? (await newChat(userId, chat.id, chat.messages));
-    await settled(session);
+    // Another post of the chat (a double submit) may begin a run while this one waits: that run is
+    // waited for in turn (refused as busy while it streams), so the messages are read against the
+    // chat as it is, not against an answer this page has not seen.
+    for (let last = session.current; ; last = session.current) {
+      await settled(last);
+      if (session.current === last) break;
+    }
+    // Closed while this post waited: a run begun now would be neither aborted nor forgotten.
+    if (closed) throw closingError();
     const abandoned = session.current?.abandoned ?? false;
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
@@ -90,12 +102,14 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
     const name = `${userId}\u0000${chatId}`;
     let made = making.get(name);
     if (made === undefined) {
-      made = (async () =>
-        sessions.add(
-          userId,
-          chatId,
-          checkedAgent(await options.agent({ userId, conversationId: chatId, documentId: undefined })),
-        ))();
+      made = (async () => {
+        const agent = checkedAgent(
+          await options.agent({ userId, conversationId: chatId, documentId: undefined }),
+        );
+        // Made after close(): kept, the chat would outlive the handler.
+        if (closed) throw closingError();
+        return sessions.add(userId, chatId, agent);
+      })();
       making.set(name, made);
       // Made or failed, it is no longer being made: a failed factory is asked again next time.
       made.then(
@@ -169,17 +183,17 @@ export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHan
       return sessions.size;
     },
     close() {
+      closed = true;
       sessions.close();
     },
   };
 }
 
 /**
- * Waits for the chat's last run when its page went away (it ends within the abort grace) or its
+ * Waits for a run of the chat (its `current`) when its page went away (it ends within the abort grace) or its
  * stream is finishing; a run still streaming to a page answers 409.
  */
-async function settled(session: ChatSession): Promise<void> {
-  const current = session.current;
+async function settled(current: ChatSession["current"]): Promise<void> {
   if (current === undefined) return;
   if (!current.run.done && !current.abandoned)
     throw new HttpError(409, "chat-busy", "The chat is answering; wait for the answer, or stop it first.");
