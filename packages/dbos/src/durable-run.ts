@@ -23,7 +23,7 @@ import {
   RecordedClock,
 } from "./durable-services.js";
 import type { EventStore } from "./event-store.js";
-import { closeMailbox, messagesWaitingIn } from "./mailbox.js";
+import { cancelWaiting, closeMailbox, messagesWaiting } from "./mailbox.js";
 import { ReplayOrder } from "./replay-order.js";
 import { RunDeadline } from "./run-deadline.js";
 
@@ -277,32 +277,6 @@ async function whileUnreachable<T>(work: () => Promise<T>): Promise<T> {
       if (!isConnectionError(error)) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, waitMs));
-  }
-}
-
-/**
- * Whether a steering message or follow-up waits for the workflow. Should the read fail, the
- * answer is yes: a receive finds out, at the cost of its round trips.
- */
-async function messagesWaiting(pool: Pick<Pool, "query">, workflowId: string): Promise<boolean> {
-  try {
-    return await messagesWaitingIn(pool, workflowId);
-  } catch {
-    return true;
-  }
-}
-
-/** Whether a cancel waits for the workflow (as `messagesWaiting`, of cancels only). */
-async function cancelWaiting(pool: Pick<Pool, "query">, workflowId: string): Promise<boolean> {
-  try {
-    const { rows } = await pool.query(
-      `SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2
-        AND NOT consumed AND message LIKE '%"queue":"cancel"%') AS waiting`,
-      [workflowId, MESSAGES],
-    );
-    return rows[0]?.waiting === true;
-  } catch {
-    return false;
   }
 }
 

@@ -96,7 +96,7 @@ async function isClosed(client: pg.PoolClient, workflowId: string): Promise<bool
  * Whether anything sent to the workflow on `topics` (default: the messages' topic, a cancel too)
  * is not received yet: a read of DBOS's notifications table (its system tables are documented).
  */
-export async function messagesWaitingIn(
+async function messagesWaitingIn(
   db: Pick<pg.ClientBase, "query">,
   workflowId: string,
   topics: readonly string[] = [MESSAGES],
@@ -106,4 +106,30 @@ export async function messagesWaitingIn(
     [workflowId, topics],
   );
   return rows[0]?.waiting === true;
+}
+
+/**
+ * Whether a steering message or follow-up waits for the workflow. Should the read fail, the
+ * answer is yes: a receive finds out, at the cost of its round trips.
+ */
+export async function messagesWaiting(pool: Pick<pg.Pool, "query">, workflowId: string): Promise<boolean> {
+  try {
+    return await messagesWaitingIn(pool, workflowId);
+  } catch {
+    return true;
+  }
+}
+
+/** Whether a cancel waits for the workflow (as `messagesWaiting`, of cancels only). */
+export async function cancelWaiting(pool: Pick<pg.Pool, "query">, workflowId: string): Promise<boolean> {
+  try {
+    const { rows } = await pool.query(
+      `SELECT EXISTS (SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1 AND topic = $2
+        AND NOT consumed AND message LIKE '%"queue":"cancel"%') AS waiting`,
+      [workflowId, MESSAGES],
+    );
+    return rows[0]?.waiting === true;
+  } catch {
+    return false;
+  }
 }
