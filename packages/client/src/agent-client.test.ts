@@ -1986,6 +1986,14 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(new AgentClient({ baseUrl, ...edges })).toBeInstanceOf(AgentClient);
   });
 
+  it("throws a TypeError when baseUrl carries a query or a fragment, which the routes would follow", () => {
+    for (const baseUrl of ["http://127.0.0.1:9/api?key=1", "/api#top", "/api?"])
+      expect(() => new AgentClient({ baseUrl }), baseUrl).toThrow(
+        /baseUrl is the routes' prefix, so it takes no query or fragment/,
+      );
+    expect(new AgentClient({ baseUrl: "/api/" })).toBeInstanceOf(AgentClient);
+  });
+
   it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") {

@@ -31,6 +31,11 @@ export class AgentClient {
   constructor(options: AgentClientOptions) {
     if (typeof options?.baseUrl !== "string" || options.baseUrl === "")
       throw new TypeError("AgentClient needs a baseUrl, e.g. http://127.0.0.1:8787/api.");
+    // The routes are appended to it as text: `…/api?key=1` would become `…/api?key=1/runs`.
+    if (/[?#]/.test(options.baseUrl))
+      throw new TypeError(
+        `AgentClient's baseUrl is the routes' prefix, so it takes no query or fragment, got ${JSON.stringify(options.baseUrl)}: send a key with the headers option.`,
+      );
     const fetchFn = options.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function")
       throw new TypeError("AgentClient needs fetch: pass options.fetch where there is no global one.");

@@ -27,7 +27,10 @@ export type ClientTool = (args: unknown, context: ClientToolContext) => unknown 
  * a `TypeError` when the client is made.
  */
 export interface AgentClientOptions {
-  /** The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored). */
+  /**
+   * The server's routes prefix, e.g. `"http://127.0.0.1:8787/api"` (a trailing `/` is ignored); one
+   * with a query or a fragment (`?key=…`) is a `TypeError`: the routes are appended to it.
+   */
   baseUrl: string;
   /**
    * Headers sent with every request (e.g. `Authorization`). A function is called again for every
