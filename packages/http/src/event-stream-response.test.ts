@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { EventLog } from "./event-log.js";
 import { streamEvents } from "./event-stream-response.js";
 import type { ServerRun } from "./server-run.js";
@@ -37,5 +37,27 @@ describe("streamEvents", () => {
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
       rest += decoder.decode(chunk.value);
     expect(rest.split("\n").filter(Boolean).at(-1)).toBe('{"seq":0}');
+  });
+
+  it("leaves no heartbeat timer behind when the client goes away while the run is quiet", async () => {
+    vi.useFakeTimers();
+    try {
+      const log = new EventLog(100);
+      const run = { runId: "r1", log, attach() {}, detach() {} } as unknown as ServerRun;
+      const response = streamEvents(new Request("http://localhost/runs/r1/events"), run, 0, {
+        heartbeatMs: 15_000,
+        now: () => 0,
+        detachGraceMs: 0,
+      });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const pending = reader.read();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(vi.getTimerCount()).toBe(1);
+      await reader.cancel();
+      expect(vi.getTimerCount()).toBe(0);
+      expect((await pending).done).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

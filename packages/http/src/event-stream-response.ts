@@ -62,6 +62,8 @@ export function streamEvents(
    * quiet (a client call waiting for its result).
    */
   let waiting: { from: number; arrived: boolean; wake?: (() => void) | undefined } | undefined;
+  /** The heartbeat of the wait under way: a cancelled stream stops it rather than keep it to its time. */
+  let heartbeat: ReturnType<typeof setTimeout> | undefined;
   const nextEventWithin = (ms: number): Promise<boolean> => {
     if (waiting?.from !== next) {
       const wait: NonNullable<typeof waiting> = { from: next, arrived: false };
@@ -74,7 +76,7 @@ export function streamEvents(
     const wait = waiting;
     if (wait.arrived) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const heartbeat = setTimeout(() => {
+      heartbeat = setTimeout(() => {
         wait.wake = undefined;
         resolve(false);
       }, ms);
@@ -123,6 +125,7 @@ export function streamEvents(
         }
       },
       cancel() {
+        clearTimeout(heartbeat);
         detach();
       },
     },
