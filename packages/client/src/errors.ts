@@ -10,7 +10,8 @@ export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
  *   `error.code` of the server's JSON body when it had one (e.g. `"not-found"`, `"after-out-of-range"`;
  *   read from the body's first MiB at most, the rest is not read), and the message ends with its
  *   `error.message` (its first 2,000 characters, then `…`: a server cannot make every error
- *   megabytes long; `serverCode` keeps the first 200 so);
+ *   megabytes long; `serverCode` keeps the first 200 so), or, for a body that is no JSON, its
+ *   first 200 characters, then `…`;
  *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
  *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were

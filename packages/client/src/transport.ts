@@ -146,7 +146,7 @@ export async function httpError(response: Response): Promise<ClientError> {
       if (typeof error?.code === "string") serverCode = cut(error.code, MAX_SERVER_CODE_CHARS);
       if (typeof error?.message === "string") serverMessage = cut(error.message, MAX_SERVER_MESSAGE_CHARS);
     } catch {
-      serverMessage = text.slice(0, 200) || undefined;
+      serverMessage = text === "" ? undefined : cut(text, MAX_SERVER_TEXT_CHARS);
     }
   } catch {
     // No body to read: the status says it all.
@@ -165,6 +165,8 @@ export async function httpError(response: Response): Promise<ClientError> {
  */
 const MAX_SERVER_MESSAGE_CHARS = 2000;
 const MAX_SERVER_CODE_CHARS = 200;
+/** Of a body that is no JSON (a proxy's error page), the first characters the message keeps. */
+const MAX_SERVER_TEXT_CHARS = 200;
 
 /** `text`, or its first `max` characters and "…" when it is longer (never half a surrogate pair). */
 function cut(text: string, max: number): string {
