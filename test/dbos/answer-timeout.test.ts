@@ -4,6 +4,7 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approvingNotes, DurableWorker } from "./harness.js";
+import { untilLockWaiters } from "./lock-waiters.js";
 import { untilEvent } from "./until-event.js";
 
 // A durable run that waits for an answer waits `answerTimeoutMs`, counted from when it began to
@@ -75,16 +76,7 @@ describe("a durable run whose wait for an answer times out", () => {
     // whichever asked for it first goes first once it is let go.
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
-    const waiting = async (count: number) => {
-      for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
-        const { rowCount } = await db.query(
-          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-        );
-        if (rowCount === count) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      throw new Error(`never ${count} waiting for the lock`);
-    };
+    const waiting = (count: number) => untilLockWaiters(db, count);
     const meet = async (runId: string, first: "answer" | "close") => {
       const run = await runtime.start("approving", "Note it.", { runId });
       await untilEvent(runtime, runId, "agent_end", 20_000);

@@ -7,6 +7,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { DurableWorker, hang } from "./harness.js";
+import { untilLockWaiters } from "./lock-waiters.js";
 import { untilEvent } from "./until-event.js";
 
 // Steering and follow-ups reach a durable run as DBOS messages, wherever it executes; the run's
@@ -219,16 +220,7 @@ describe("steering and follow-ups of a durable run", () => {
     // for it first goes first once it is let go.
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
-    const waiting = async (count: number) => {
-      for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
-        const { rowCount } = await db.query(
-          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-        );
-        if (rowCount === count) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      throw new Error(`never ${count} waiting for the lock`);
-    };
+    const waiting = (count: number) => untilLockWaiters(db, count);
     const meet = async (runId: string, first: "message" | "close") => {
       await db.query("SELECT pg_advisory_lock(hashtext($1))", [`agent-core.mailbox:${runId}`]);
       const run = await runtime.start("lingering", "Hello.", { runId });
