@@ -185,7 +185,7 @@ const brokenAnswerServers: [string, () => Promise<McpServerConfig>][] = [
 
 describe.each(brokenAnswerServers)(
   "a server whose answer breaks JSON-RPC's schema, over %s",
-  (_transport, server) => {
+  (transport, server) => {
     it("fails the call it answers at once, naming the fields, where the SDK would drop it until callTimeoutMs; the connection goes on", async () => {
       await using mcp = await connectMcp(await server(), { callTimeoutMs: 2_000 });
       const never = new AbortController().signal;
@@ -201,6 +201,31 @@ describe.each(brokenAnswerServers)(
       );
       // The broken answers (and over stdio the log lines on its stdout) changed nothing else.
       expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+    });
+
+    it("fails a call at once with the server's error when the error answers no request (\"id\": null, or none); over stdio every call waiting, over HTTP the POST's own", async () => {
+      const mcp = await connectMcp(await server(), { callTimeoutMs: 2_000 });
+      const never = new AbortController().signal;
+      const unaddressed = (what: string) =>
+        new Error(
+          `The MCP server "broken-answer" failed the call with an error that names no request (JSON-RPC's "id": null, for a request it could not read): ${what}`,
+        );
+      // Over stdio the error cannot tell which call it is for, so every call waiting fails with it.
+      // Over HTTP it came in answer to one POST, which carried one call: the others wait on.
+      const waiting = mcp.callTool("hang", {}, never).catch((error: unknown) => error);
+      await expect(mcp.callTool("null-id", {}, never)).rejects.toThrow(
+        unaddressed("MCP error -32700: Parse error"),
+      );
+      await expect(mcp.callTool("no-id", {}, never)).rejects.toThrow(
+        unaddressed("MCP error -32600: Invalid Request"),
+      );
+      expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+      await mcp.close();
+      expect(await waiting).toEqual(
+        transport === "stdio"
+          ? unaddressed("MCP error -32700: Parse error")
+          : new Error('The MCP server "broken-answer" went away during the call: it was closed.'),
+      );
     });
   },
 );
