@@ -229,3 +229,51 @@ describe.each(brokenAnswerServers)(
     });
   },
 );
+
+/**
+ * A server that answers a POST with an event stream it closes after a first event (an id, a retry
+ * time, no data), as MCP's servers may do (2025-11-25): the client resumes it with a GET naming
+ * that event (`Last-Event-ID`), and the answer comes on that GET's stream.
+ */
+async function resumedAnswersOverHttp(): Promise<McpServerConfig> {
+  const calls = new Map<string, unknown>();
+  const http = createServer(async (request, response) => {
+    const resumed = request.headers["last-event-id"];
+    if (request.method === "GET" && typeof resumed === "string") {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      return void response.end(
+        `id: ${resumed}-answer\ndata: ${JSON.stringify(brokenAnswerTo(calls.get(resumed) as never))}\n\n`,
+      );
+    }
+    if (request.method !== "POST") return void response.writeHead(405).end();
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    const message = JSON.parse(body);
+    if (message.method !== "tools/call") {
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json" });
+      return void response.end(JSON.stringify(answer));
+    }
+    const event = `call-${message.id}`;
+    calls.set(event, message);
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.end(`id: ${event}\nretry: 10\ndata: \n\n`);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  httpServers.push(http);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+}
+
+describe("a Streamable HTTP server that answers on the stream the client resumes (GET with Last-Event-ID)", () => {
+  it("fails the call at once when that answer breaks JSON-RPC's schema, as on a POST's stream; a sound one is read", async () => {
+    await using mcp = await connectMcp(await resumedAnswersOverHttp(), { callTimeoutMs: 2_000 });
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered "null" with a result that breaks the MCP schema: result: Invalid input: expected object, received null',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
+});

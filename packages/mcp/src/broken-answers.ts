@@ -145,13 +145,20 @@ class BrokenAnswerReader {
  * request (`"id": null`) one to the request the POST carried, in a POST's JSON answer or its event
  * stream, as `readBrokenAnswers` does over stdio. The SDK's transport drops such an event (the call
  * waits for its timeout), and fails a JSON answer with zod's union error, which names no field.
+ *
+ * A GET's event stream is read so too: a server sends its own requests and notifications on it,
+ * but also the answers of a POST's stream that the client resumes on it (`Last-Event-ID`), after
+ * the stream broke off or the server closed it early. A GET carries no request, so an error
+ * answer on it that names none stays as it is (the SDK drops it): a server that could not read
+ * a POST says so in the POST's own answer.
  */
 export function brokenAnswerFetch(base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
     const response = await base(url, init);
-    if (init?.method !== "POST" || !response.ok || response.body === null) return response;
+    const method = init?.method ?? "GET";
+    if ((method !== "POST" && method !== "GET") || !response.ok || response.body === null) return response;
     // The requests this POST carried: what it is answered is theirs, named or not.
-    const posted = requestIdsIn(init.body);
+    const posted = method === "POST" ? requestIdsIn(init?.body) : [];
     const type = response.headers.get("content-type") ?? "";
     if (type.startsWith("text/event-stream"))
       return withBody(
@@ -161,7 +168,7 @@ export function brokenAnswerFetch(base: FetchLike = fetch): FetchLike {
           .pipeThrough(eventsWithErrorAnswers(posted))
           .pipeThrough(new TextEncoderStream()),
       );
-    if (type.startsWith("application/json"))
+    if (method === "POST" && type.startsWith("application/json"))
       return withBody(response, jsonWithErrorAnswers(await response.text(), posted));
     return response;
   };
