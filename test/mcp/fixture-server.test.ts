@@ -238,11 +238,13 @@ describe.each(brokenAnswerServers)(
 async function resumedAnswersOverHttp(): Promise<McpServerConfig> {
   const calls = new Map<string, unknown>();
   const http = createServer(async (request, response) => {
-    const resumed = request.headers["last-event-id"];
-    if (request.method === "GET" && typeof resumed === "string") {
+    const resumed = calls.get(String(request.headers["last-event-id"]));
+    // The answer, once: the client resumes its GET stream too (from the answer's id), and is refused.
+    if (request.method === "GET" && resumed !== undefined) {
+      calls.delete(String(request.headers["last-event-id"]));
       response.writeHead(200, { "content-type": "text/event-stream" });
       return void response.end(
-        `id: ${resumed}-answer\ndata: ${JSON.stringify(brokenAnswerTo(calls.get(resumed) as never))}\n\n`,
+        `id: ${request.headers["last-event-id"]}-answer\ndata: ${JSON.stringify(brokenAnswerTo(resumed as never))}\n\n`,
       );
     }
     if (request.method !== "POST") return void response.writeHead(405).end();
@@ -272,6 +274,37 @@ describe("a Streamable HTTP server that answers on the stream the client resumes
     await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
       new Error(
         'The MCP server "broken-answer" answered "null" with a result that breaks the MCP schema: result: Invalid input: expected object, received null',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
+});
+
+describe("a Streamable HTTP server that ends a call's event stream without its answer, and with no event id to resume it by", () => {
+  it("fails the call at once, where the SDK would wait for callTimeoutMs; the connection goes on", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      const hang = message.params?.name === "hang";
+      if (answer === undefined && !hang) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      // A comment, then the end: no answer, and nothing the client could resume the stream from.
+      if (hang) return void response.end(": working on it\n\n");
+      response.end(`data: ${JSON.stringify(answer)}\n\n`);
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 2_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" ended the event stream of its answer to "hang" without the answer.',
       ),
     );
     expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });

@@ -26,6 +26,12 @@ const BROKEN_ANSWER = "agent-core/broken-answer";
 const UNADDRESSED = "agent-core/unaddressed-error";
 
 /**
+ * The key of an error answer's `data` that marks it as made for a request whose event stream
+ * ended without its answer: a name, as `BROKEN_ANSWER` is.
+ */
+const STREAM_ENDED = "agent-core/stream-ended";
+
+/**
  * Has a stdio transport read an answer that breaks JSON-RPC's schema (`"result": null`, an
  * `"error"` that is a string) as an error answer to the request it names, so that the request
  * fails at once; and an error answer that names no request (`"id": null`, as JSON-RPC answers a
@@ -91,6 +97,13 @@ export function isUnaddressedError(error: unknown): boolean {
   const data =
     error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
   return data?.[UNADDRESSED] === true;
+}
+
+/** Whether `error` (a request's `McpError`) says the event stream of the request's answer ended without it. */
+export function isStreamEndedError(error: unknown): boolean {
+  const data =
+    error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
+  return data?.[STREAM_ENDED] === true;
 }
 
 /**
@@ -204,8 +217,12 @@ function jsonWithErrorAnswers(text: string, posted: readonly RequestId[]): strin
 /**
  * Server-sent events with the data of each read as `messagesReadFrom` reads it (an event for each
  * message it gives); everything else as it came (line breaks as `\n`: `\r\n` and `\r` mean the
- * same to the SDK's parser). An event goes on once its blank line came; what is left at the end,
- * as it is.
+ * same to the SDK's parser). An event goes on once its blank line came.
+ *
+ * A POST's stream that ends before the answers of its requests, and gave no event id, ends with an
+ * error answer to each: the SDK resumes a stream (a GET with `Last-Event-ID`) from an event id
+ * only, and a server sends answers on no other stream, so they could not come and the requests
+ * would wait for their timeout (`callTimeoutMs`).
  */
 function eventsWithErrorAnswers(posted: readonly RequestId[]): TransformStream<string, string> {
   /** The current line so far. */
@@ -214,6 +231,10 @@ function eventsWithErrorAnswers(posted: readonly RequestId[]): TransformStream<s
   let afterCR = false;
   /** The current event's lines. */
   let event: string[] = [];
+  /** The posted requests no event has answered yet. */
+  const unanswered = new Set(posted);
+  /** An event gave an id, which the SDK resumes the stream from when it ends. */
+  let resumable = false;
   return new TransformStream<string, string>({
     transform(chunk, controller) {
       let text = chunk;
@@ -227,15 +248,30 @@ function eventsWithErrorAnswers(posted: readonly RequestId[]): TransformStream<s
           event.push(complete);
           continue;
         }
-        for (const read of eventsReadFrom(event, posted))
-          out += `${read.join("\n")}${read.length > 0 ? "\n" : ""}\n`;
+        for (const read of eventsReadFrom(event, posted)) {
+          out += `${read.lines.join("\n")}${read.lines.length > 0 ? "\n" : ""}\n`;
+          unanswered.delete(answeredIdOf(read.message) as RequestId);
+        }
+        resumable ||= givesEventId(event);
         event = [];
       }
       if (out !== "") controller.enqueue(out);
     },
+    // What is left is an event with no blank line after it, which the SDK's parser drops.
     flush(controller) {
-      const rest = [...event, line].join("\n");
-      if (rest !== "") controller.enqueue(rest);
+      if (resumable) return;
+      for (const id of unanswered)
+        controller.enqueue(
+          `data: ${JSON.stringify({
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: ErrorCode.InternalError,
+              message: "the event stream of its answer ended without it",
+              data: { [STREAM_ENDED]: true },
+            },
+          })}\n\n`,
+        );
     },
   });
 }
@@ -243,16 +279,34 @@ function eventsWithErrorAnswers(posted: readonly RequestId[]): TransformStream<s
 /**
  * An event's lines, as they are when its data is a message; else, when `messagesReadFrom` reads
  * its data as other messages, an event of the same lines for each, its `data:` lines replaced.
+ * Each with the message of its data.
  */
-function eventsReadFrom(event: string[], posted: readonly RequestId[]): string[][] {
-  const isData = (line: string) => line === "data" || line.startsWith("data:");
-  const data = event.filter(isData).map((line) => line.slice(5).replace(/^ /, ""));
-  if (data.length === 0) return [event];
+function eventsReadFrom(
+  event: string[],
+  posted: readonly RequestId[],
+): { lines: string[]; message: unknown }[] {
+  const data = event.filter(isDataLine).map((line) => line.slice(5).replace(/^ /, ""));
+  if (data.length === 0) return [{ lines: event, message: undefined }];
   const message = parsedOrUndefined(data.join("\n"));
   const read = messagesReadFrom(message, posted);
-  if (read.length === 1 && read[0] === message) return [event];
-  const rest = event.filter((line) => !isData(line));
-  return read.map((answer) => [...rest, `data: ${JSON.stringify(answer)}`]);
+  if (read.length === 1 && read[0] === message) return [{ lines: event, message }];
+  const rest = event.filter((line) => !isDataLine(line));
+  return read.map((answer) => ({ lines: [...rest, `data: ${JSON.stringify(answer)}`], message: answer }));
+}
+
+function isDataLine(line: string): boolean {
+  return line === "data" || line.startsWith("data:");
+}
+
+/** Whether the SDK's parser gives the event with an id: it has data, and an `id:` line with a value. */
+function givesEventId(event: string[]): boolean {
+  return event.some(isDataLine) && event.some((line) => /^id: ?./.test(line));
+}
+
+/** The id of the request `message` answers, if it is an answer. */
+function answeredIdOf(message: unknown): unknown {
+  if (typeof message !== "object" || message === null || "method" in message) return undefined;
+  return (message as { id?: unknown }).id;
 }
 
 /**
