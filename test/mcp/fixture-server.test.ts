@@ -230,6 +230,19 @@ describe.each(brokenAnswerServers)(
   },
 );
 
+describe("a stdio server that answers a notification with an error that names no request", () => {
+  it("fails no call with it: only a parse error or an invalid request (-32700, -32600) says it could not read a request", async () => {
+    await using mcp = await connectMcp(brokenAnswerServer(), { callTimeoutMs: 2_000 });
+    const waiting = mcp.callTool("until-cancel", {}, new AbortController().signal);
+    const cancel = new AbortController();
+    const cancelled = mcp.callTool("hang", {}, cancel.signal);
+    cancel.abort(new Error("no longer needed"));
+    await expect(cancelled).rejects.toThrow("no longer needed");
+    // The server answered the cancel with "id": null, -32601: a message it read, so no request of ours.
+    expect(await waiting).toEqual({ content: [{ type: "text", text: "cancel seen" }] });
+  });
+});
+
 /**
  * A server that answers a POST with an event stream it closes after a first event (an id, a retry
  * time, no data), as MCP's servers may do (2025-11-25): the client resumes it with a GET naming

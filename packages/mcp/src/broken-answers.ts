@@ -34,9 +34,12 @@ const STREAM_ENDED = "agent-core/stream-ended";
 /**
  * Has a stdio transport read an answer that breaks JSON-RPC's schema (`"result": null`, an
  * `"error"` that is a string) as an error answer to the request it names, so that the request
- * fails at once; and an error answer that names no request (`"id": null`, as JSON-RPC answers a
- * request it could not read; or no `id`, as MCP's schema allows) as one to every request still
- * waiting, since nothing tells which of them the server could not read. The SDK's transport drops
+ * fails at once; and an error answer that names no request (`"id": null`, or no `id`, as MCP's
+ * schema allows) that is a parse error or an invalid request (-32700, -32600: JSON-RPC's errors for
+ * a request whose id the server could not read) as one to every request still waiting, since
+ * nothing tells which of them it could not read. With another code it is left as it is: the server
+ * read the message, so it answered one with no id, a notification (against JSON-RPC's rules; the
+ * cancel of a call, say), and no request of ours. The SDK's transport drops
  * the first (its `onerror` is told a schema error that names no request) and its client the second
  * ("a response for an unknown message ID"), so the requests would wait for their timeout
  * (`callTimeoutMs`).
@@ -109,7 +112,8 @@ export function isStreamEndedError(error: unknown): boolean {
 /**
  * The SDK's `ReadBuffer` (one JSON-RPC message a line, at most its 10 MiB buffered), but a line
  * that answers a request and breaks the schema is read as an error answer to that request, and an
- * error answer that names no request as one to each request waiting. Any other line that is no
+ * error answer that names no request, for one it could not read, as one to each request waiting.
+ * Any other line that is no
  * message (a log line on stdout) throws, as the SDK's does: the transport tells `onerror` and reads on.
  */
 class BrokenAnswerReader {
@@ -138,9 +142,9 @@ class BrokenAnswerReader {
     const line = this.#buffer.toString("utf8", 0, end).replace(/\r$/, "");
     this.#buffer = this.#buffer.subarray(end + 1);
     // Throws the SDK's own errors for a line that is no JSON, or no message.
-    const read = messagesReadFrom(JSON.parse(line), this.#waiting.ids).map((message) =>
-      JSONRPCMessageSchema.parse(message),
-    );
+    const read = messagesReadFrom(JSON.parse(line), ({ code }) =>
+      code === ErrorCode.ParseError || code === ErrorCode.InvalidRequest ? this.#waiting.ids : [],
+    ).map((message) => JSONRPCMessageSchema.parse(message));
     for (const message of read) this.#waiting.answered(message);
     this.#read.push(...read);
     return this.#read.shift() ?? null;
@@ -209,7 +213,7 @@ function jsonWithErrorAnswers(text: string, posted: readonly RequestId[]): strin
   const value = parsedOrUndefined(text);
   if (value === undefined) return text; // the SDK says it is no JSON
   const messages: unknown[] = Array.isArray(value) ? value : [value];
-  const read = messages.flatMap((message) => messagesReadFrom(message, posted));
+  const read = messages.flatMap((message) => messagesReadFrom(message, () => posted));
   if (read.length === messages.length && read.every((message, i) => message === messages[i])) return text;
   return JSON.stringify(Array.isArray(value) || read.length > 1 ? read : read[0]);
 }
@@ -288,7 +292,7 @@ function eventsReadFrom(
   const data = event.filter(isDataLine).map((line) => line.slice(5).replace(/^ /, ""));
   if (data.length === 0) return [{ lines: event, message: undefined }];
   const message = parsedOrUndefined(data.join("\n"));
-  const read = messagesReadFrom(message, posted);
+  const read = messagesReadFrom(message, () => posted);
   if (read.length === 1 && read[0] === message) return [{ lines: event, message }];
   const rest = event.filter((line) => !isDataLine(line));
   return read.map((answer) => ({ lines: [...rest, `data: ${JSON.stringify(answer)}`], message: answer }));
@@ -311,11 +315,15 @@ function answeredIdOf(message: unknown): unknown {
 
 /**
  * `message` as the client is to read it: an error answer that names no request as an error answer
- * to each of `waiting` (the requests it may answer), an answer that breaks the schema as an error
- * answer to the request it names, anything else as it is.
+ * to each request `answeredBy` its error gives (the requests it may answer; when none, as it is),
+ * an answer that breaks the schema as an error answer to the request it names, anything else as it is.
  */
-function messagesReadFrom(message: unknown, waiting: readonly RequestId[]): unknown[] {
+function messagesReadFrom(
+  message: unknown,
+  answeredBy: (error: { code: number }) => readonly RequestId[],
+): unknown[] {
   const unaddressed = unaddressedErrorIn(message);
+  const waiting = unaddressed === undefined ? [] : answeredBy(unaddressed);
   if (unaddressed !== undefined && waiting.length > 0)
     return waiting.map((id) => ({
       jsonrpc: "2.0",
