@@ -39,10 +39,9 @@ const STREAM_ENDED = "agent-core/stream-ended";
  * a request whose id the server could not read) as one to every request still waiting, since
  * nothing tells which of them it could not read. With another code it is left as it is: the server
  * read the message, so it answered one with no id, a notification (against JSON-RPC's rules; the
- * cancel of a call, say), and no request of ours. The SDK's transport drops
- * the first (its `onerror` is told a schema error that names no request) and its client the second
- * ("a response for an unknown message ID"), so the requests would wait for their timeout
- * (`callTimeoutMs`).
+ * cancel of a call, say), and no request of ours. The SDK's transport drops the first (its
+ * `onerror` is told a schema error that names no request) and its client the second ("a response
+ * for an unknown message ID"), so the requests would wait for their timeout (`callTimeoutMs`).
  *
  * The SDK reads the lines with a `ReadBuffer` of a private field, `_readBuffer`: it is replaced
  * when it is there, and otherwise (another version of the SDK) the SDK's own reading stays. The
@@ -97,24 +96,27 @@ export function brokenAnswerOf(error: unknown): { issues: unknown[] } | undefine
  * given to the request as it may be the one the server could not read.
  */
 export function isUnaddressedError(error: unknown): boolean {
-  const data =
-    error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
-  return data?.[UNADDRESSED] === true;
+  return isMarked(error, UNADDRESSED);
 }
 
 /** Whether `error` (a request's `McpError`) says the event stream of the request's answer ended without it. */
 export function isStreamEndedError(error: unknown): boolean {
+  return isMarked(error, STREAM_ENDED);
+}
+
+/** Whether `error` is an `McpError` from an error answer made here, whose `data` has `key`. */
+function isMarked(error: unknown, key: string): boolean {
   const data =
     error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
-  return data?.[STREAM_ENDED] === true;
+  return data?.[key] === true;
 }
 
 /**
  * The SDK's `ReadBuffer` (one JSON-RPC message a line, at most its 10 MiB buffered), but a line
  * that answers a request and breaks the schema is read as an error answer to that request, and an
  * error answer that names no request, for one it could not read, as one to each request waiting.
- * Any other line that is no
- * message (a log line on stdout) throws, as the SDK's does: the transport tells `onerror` and reads on.
+ * Any other line that is no message (a log line on stdout) throws, as the SDK's does: the
+ * transport tells `onerror` and reads on.
  */
 class BrokenAnswerReader {
   readonly #waiting: WaitingRequests;
