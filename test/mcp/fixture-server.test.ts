@@ -185,7 +185,7 @@ const brokenAnswerServers: [string, () => Promise<McpServerConfig>][] = [
 
 describe.each(brokenAnswerServers)(
   "a server whose answer breaks JSON-RPC's schema, over %s",
-  (_transport, server) => {
+  (transport, server) => {
     it("fails the call it answers at once, naming the fields, where the SDK would drop it until callTimeoutMs; the connection goes on", async () => {
       await using mcp = await connectMcp(await server(), { callTimeoutMs: 2_000 });
       const never = new AbortController().signal;
@@ -202,5 +202,124 @@ describe.each(brokenAnswerServers)(
       // The broken answers (and over stdio the log lines on its stdout) changed nothing else.
       expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
     });
+
+    it("fails a call at once with the server's error when the error answers no request (\"id\": null, or none); over stdio every call waiting, over HTTP the POST's own", async () => {
+      const mcp = await connectMcp(await server(), { callTimeoutMs: 2_000 });
+      const never = new AbortController().signal;
+      const unaddressed = (what: string) =>
+        new Error(
+          `The MCP server "broken-answer" failed the call with an error that names no request (JSON-RPC's "id": null, for a request it could not read): ${what}`,
+        );
+      // Over stdio the error cannot tell which call it is for, so every call waiting fails with it.
+      // Over HTTP it came in answer to one POST, which carried one call: the others wait on.
+      const waiting = mcp.callTool("hang", {}, never).catch((error: unknown) => error);
+      await expect(mcp.callTool("null-id", {}, never)).rejects.toThrow(
+        unaddressed("MCP error -32700: Parse error"),
+      );
+      await expect(mcp.callTool("no-id", {}, never)).rejects.toThrow(
+        unaddressed("MCP error -32600: Invalid Request"),
+      );
+      expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+      await mcp.close();
+      expect(await waiting).toEqual(
+        transport === "stdio"
+          ? unaddressed("MCP error -32700: Parse error")
+          : new Error('The MCP server "broken-answer" went away during the call: it was closed.'),
+      );
+    });
   },
 );
+
+describe("a stdio server that answers a notification with an error that names no request", () => {
+  it("fails no call with it: only a parse error or an invalid request (-32700, -32600) says it could not read a request", async () => {
+    await using mcp = await connectMcp(brokenAnswerServer(), { callTimeoutMs: 2_000 });
+    const waiting = mcp.callTool("until-cancel", {}, new AbortController().signal);
+    const cancel = new AbortController();
+    const cancelled = mcp.callTool("hang", {}, cancel.signal);
+    cancel.abort(new Error("no longer needed"));
+    await expect(cancelled).rejects.toThrow("no longer needed");
+    // The server answered the cancel with "id": null, -32601: a message it read, so no request of ours.
+    expect(await waiting).toEqual({ content: [{ type: "text", text: "cancel seen" }] });
+  });
+});
+
+/**
+ * A server that answers a POST with an event stream it closes after a first event (an id, a retry
+ * time, no data), as MCP's servers may do (2025-11-25): the client resumes it with a GET naming
+ * that event (`Last-Event-ID`), and the answer comes on that GET's stream.
+ */
+async function resumedAnswersOverHttp(): Promise<McpServerConfig> {
+  const calls = new Map<string, unknown>();
+  const http = createServer(async (request, response) => {
+    const resumed = calls.get(String(request.headers["last-event-id"]));
+    // The answer, once: the client resumes its GET stream too (from the answer's id), and is refused.
+    if (request.method === "GET" && resumed !== undefined) {
+      calls.delete(String(request.headers["last-event-id"]));
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      return void response.end(
+        `id: ${request.headers["last-event-id"]}-answer\ndata: ${JSON.stringify(brokenAnswerTo(resumed as never))}\n\n`,
+      );
+    }
+    if (request.method !== "POST") return void response.writeHead(405).end();
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    const message = JSON.parse(body);
+    if (message.method !== "tools/call") {
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json" });
+      return void response.end(JSON.stringify(answer));
+    }
+    const event = `call-${message.id}`;
+    calls.set(event, message);
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.end(`id: ${event}\nretry: 10\ndata: \n\n`);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  httpServers.push(http);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+}
+
+describe("a Streamable HTTP server that answers on the stream the client resumes (GET with Last-Event-ID)", () => {
+  it("fails the call at once when that answer breaks JSON-RPC's schema, as on a POST's stream; a sound one is read", async () => {
+    await using mcp = await connectMcp(await resumedAnswersOverHttp(), { callTimeoutMs: 2_000 });
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered "null" with a result that breaks the MCP schema: result: Invalid input: expected object, received null',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
+});
+
+describe("a Streamable HTTP server that ends a call's event stream without its answer, and with no event id to resume it by", () => {
+  it("fails the call at once, where the SDK would wait for callTimeoutMs; the connection goes on", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      const hang = message.params?.name === "hang";
+      if (answer === undefined && !hang) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      // A comment, then the end: no answer, and nothing the client could resume the stream from.
+      if (hang) return void response.end(": working on it\n\n");
+      response.end(`data: ${JSON.stringify(answer)}\n\n`);
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 2_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" ended the event stream of its answer to "hang" without the answer.',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
+});

@@ -6,7 +6,7 @@ import {
   McpError,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { brokenAnswerOf } from "./broken-answers.js";
+import { brokenAnswerOf, isStreamEndedError, isUnaddressedError } from "./broken-answers.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 import { schemaIssuesOf } from "./schema-issues.js";
@@ -110,6 +110,14 @@ export class McpConnection implements AsyncDisposable {
    * connection did close, or the call's time did run out; otherwise the server's own message says it.
    */
   #callError(name: string, error: unknown, elapsedMs: number): Error {
+    if (isStreamEndedError(error))
+      return new Error(
+        `The MCP server "${this.name}" ended the event stream of its answer to "${name}" without the answer.`,
+      );
+    if (isUnaddressedError(error))
+      return new Error(
+        `The MCP server "${this.name}" failed the call with an error that names no request (JSON-RPC's "id": null, for a request it could not read): ${errorMessage(error)}`,
+      );
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && this.#ended !== undefined)
       return new Error(`The MCP server "${this.name}" went away during the call: ${this.#ended}.`);
     if (
