@@ -1,5 +1,5 @@
 /**
- * The answers of `broken-answers.ts` over stdio, and a call of `until-cancel` answered once a
+ * The answers of `broken-answers-stdio.ts` over stdio, and a call of `until-cancel` answered once a
  * `notifications/cancelled` came, which is answered first with an error that names no request. Its stdout also carries a log line of text and
  * one of JSON, as some servers' do.
  */

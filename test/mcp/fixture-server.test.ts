@@ -151,7 +151,7 @@ afterEach(() => {
 });
 
 /**
- * The answers of `broken-answers.ts` over Streamable HTTP, in this process: as a POST's JSON answer,
+ * The answers of `broken-answers-http.ts` over Streamable HTTP, in this process: as a POST's JSON answer,
  * or as its event stream (with `\r\n` line breaks, each event cut in two chunks, one between its
  * `\r` and its `\n`).
  */
