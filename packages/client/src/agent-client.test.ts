@@ -526,6 +526,36 @@ describe("AgentClient: reconnects", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("fails a start answered 200 with a JSON error (no trailing newline) with the server's message, without posting it again", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ error: { code: "quota", message: "The quota is spent." } }));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const seen: ClientEvent[] = [];
+    run.on("*", (event) => seen.push(event));
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 200, serverCode: "quota" });
+    expect(error.message).toBe(
+      "HTTP 200: the server answered with application/json, not a stream of the run's events: quota: The quota is spent.",
+    );
+    expect(seen).toEqual([]);
+    expect(requests.filter((request) => request.method === "POST")).toHaveLength(1);
+    expect(requests).toHaveLength(1);
+  });
+
+  it("says the message of a JSON answer whose error is a string", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "x-run-id": RUN });
+      res.end('{"error":"no such model"}\n');
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).attach(RUN).result());
+    expect(error.message).toBe(
+      "HTTP 200: the server answered with application/json, not a stream of the run's events: no such model",
+    );
+    expect(requests).toHaveLength(1);
+  });
+
   it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
     const { baseUrl, requests } = await serve((_req, res) => {
       res.writeHead(204, { "x-run-id": RUN });

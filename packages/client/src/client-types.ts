@@ -43,7 +43,11 @@ export interface AgentClientOptions {
    * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */
   headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
-  /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */
+  /**
+   * The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever
+   * comes; what is no stream (an HTML page, a JSON document such as an error sent with status 200)
+   * fails the run with a `ClientError` of code `"http"`, and is not asked for again.
+   */
   format?: "ndjson" | "sse";
   /** Client tools by name. A client tool call with no handler here is answered with an error. */
   tools?: Record<string, ClientTool>;

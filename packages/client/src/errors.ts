@@ -11,9 +11,12 @@ export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
  *   read from the body's first MiB at most, the rest is not read), and the message ends with its
  *   `error.message` (its first 2,000 characters, then `…`: a server cannot make every error
  *   megabytes long; `serverCode` keeps the first 200 so), or, for a body that is no JSON, its
- *   first 200 characters, then `…`;
- *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
- *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
+ *   first 200 characters, then `…` (of a body `{ "error": "…" }`, that string is the message);
+ *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place, or a
+ *   JSON document (`application/json` or `application/problem+json`: an error a server answered
+ *   with status 200), whose `error` the message ends with (`serverCode` is its `code`), never
+ *   posted or re-attached again;
+ *   or with a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
  *   exhausted, or, before the run's id was learnt, the posts of the start with its
  *   `Idempotency-Key` were). `cause` is the last failure.
