@@ -930,6 +930,70 @@ describe("AgentClient: client tools", () => {
   });
 });
 
+describe("AgentClient: a client tool whose call ended first", () => {
+  const clientCall = event(1, "tool_call", {
+    toolCallId: "c1",
+    toolName: "ask",
+    args: {},
+    execution: "client",
+    hookToken: "k",
+  });
+
+  /** A tool that waits for its signal, then returns all the same: a result nobody waits for. */
+  function waitsForItsSignal(started: (signal: AbortSignal) => void) {
+    return (_args: unknown, { signal }: { signal: AbortSignal }) => {
+      started(signal);
+      return new Promise((resolve) => signal.addEventListener("abort", () => resolve("too late")));
+    };
+  }
+
+  it("aborts the tool's signal once the call's tool_result comes (the server timed it out), and posts nothing for it", async () => {
+    let toolSignal: AbortSignal | undefined;
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(event(0, "agent_start")) + line(clientCall));
+      await until(() => toolSignal !== undefined, "the tool to start");
+      res.write(
+        line(
+          event(2, "tool_result", {
+            toolCallId: "c1",
+            toolName: "ask",
+            status: "timeout",
+            error: "timed out",
+          }),
+        ),
+      );
+      // Ended all the same when it never aborts: the run goes on without the call, as the server's does.
+      await until(() => toolSignal?.aborted === true, "the tool's signal to abort").catch(() => {});
+      res.end(line(agentEnd(3)));
+    });
+    const tools = { ask: waitsForItsSignal((signal) => (toolSignal = signal)) };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("ask");
+    const seen = await collect(run);
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(toolSignal?.aborted).toBe(true);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    await delay(20);
+    expect(requests.map((request) => request.path)).toEqual(["/runs"]);
+  });
+
+  it("aborts the signal of a tool still running when the run ends, and posts nothing for it", async () => {
+    let toolSignal: AbortSignal | undefined;
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(event(0, "agent_start")) + line(clientCall));
+      await until(() => toolSignal !== undefined, "the tool to start");
+      res.end(line(agentEnd(2)));
+    });
+    const tools = { ask: waitsForItsSignal((signal) => (toolSignal = signal)) };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("ask");
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(toolSignal?.aborted).toBe(true);
+    await delay(20);
+    expect(requests.map((request) => request.path)).toEqual(["/runs"]);
+  });
+});
+
 describe("AgentClient: cancel", () => {
   it("cancel() aborts the stream and the tool's signal, posts /cancel, and result() rejects with 'cancelled'", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {

@@ -218,6 +218,8 @@ export class Run implements ClientRun {
     // re-attach replays it): not the client's to run.
     if (event.type === "tool_call" && event.execution === "client" && event.hookToken !== undefined)
       this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
+    // The call has its result: the client's own (its tool is done then), or the server's (a timeout).
+    if (event.type === "tool_result") this.#clientTools.endCall(event.toolCallId, event.status);
   }
 
   #emit(event: ClientEvent): void {
@@ -263,6 +265,7 @@ export class Run implements ClientRun {
     if (this.#settled) return;
     this.#end = end;
     this.#resolveResult(end);
+    this.#clientTools.endAll(new Error("the run ended"));
     this.#settle();
   }
 

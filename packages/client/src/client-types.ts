@@ -6,7 +6,11 @@ export type AgentEndEvent = AgentEventOf<"agent_end">;
 
 /** What a client tool gets besides its arguments. */
 export interface ClientToolContext {
-  /** Aborted when the run is cancelled (or fails): stop working, the result will not be posted. */
+  /**
+   * Aborted when the run is cancelled (or fails), when it ends, and when the server ended the call
+   * without this result (its `tool_result` came first: the server's `clientToolTimeoutMs` passed,
+   * say): stop working (close the dialog that asks the user), the result will not be posted.
+   */
   signal: AbortSignal;
   toolCallId: string;
 }
