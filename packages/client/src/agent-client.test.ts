@@ -1218,6 +1218,16 @@ describe("AgentClient: cancel before the server named the run", () => {
     expectTheStartAskedAgainThenCancelled(requests);
   });
 
+  it("cancel() after the server refused the start (a 4xx, or a JSON error with status 200) posts nothing: it started nothing", async () => {
+    for (const status of [403, 200]) {
+      const { baseUrl, requests } = await serve((_req, res) => fail(res, status, "refused"));
+      const run = new AgentClient({ baseUrl, ...fast }).start("go");
+      expect(await rejection(run.result())).toMatchObject({ code: "http", status, serverCode: "refused" });
+      await run.cancel();
+      expect(requests.map((request) => `${request.method} ${request.path}`)).toEqual(["POST /runs"]);
+    }
+  });
+
   it("cancel() before the start was posted posts nothing", async () => {
     const { baseUrl, requests } = await serve((_req, res) => void res.writeHead(202).end());
     const run = new AgentClient({ baseUrl, ...fast }).start("go");

@@ -297,11 +297,17 @@ export class Run implements ClientRun {
    * Cancels on the server a run whose start was posted but not yet named: once its answer names
    * it, or, when no answer did (the post dropped, its attempts were spent), once a post of the start
    * again names it: the server answers a repeat of its key with the run it started, or starts it now
-   * if the first post never reached it. Nothing was posted, nothing to cancel.
+   * if the first post never reached it. Nothing was posted, or the server refused the start (a 4xx,
+   * or a 2xx with no stream: its answer came, and it started nothing): nothing to cancel.
    */
   async #cancelUnnamed(starting: PostedStart | undefined): Promise<void> {
     if (starting === undefined) return;
-    await starting.reading.catch(ignore);
+    const refused = await starting.reading.then(
+      () => false,
+      // A 5xx may be a gateway's, whose server did start the run: that one is asked again.
+      (error: unknown) => error instanceof ClientError && error.code === "http" && (error.status ?? 0) < 500,
+    );
+    if (refused) return;
     const runId = this.#knownRunId ?? (await this.#connection.nameStart(starting.request));
     if (runId !== undefined) await postCancel(this.#transport, runId);
   }

@@ -207,7 +207,8 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
    * code `"cancelled"` (unless the last `agent_end` came first) and, once the run's id is known,
    * posts `…/cancel` for the current run (retried like a tool result). A start the server has not
    * answered yet is let go on until its answer names the run (for `idleTimeoutMs` at most), so
-   * that the run is cancelled on the server too. While a suspended run's
+   * that the run is cancelled on the server too (a start the server refused, with a 4xx or an error
+   * in place of the stream, started nothing: no post then). While a suspended run's
    * calls are answered there is no run to cancel; but a result post under way is let finish, and
    * if it resumed the run, that new run is cancelled. Resolves once that post is answered or given
    * up on; never rejects. Calling it again returns the same promise.
