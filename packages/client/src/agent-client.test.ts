@@ -1058,6 +1058,32 @@ describe("AgentClient: cancel", () => {
     expect(requests).toEqual([]);
   });
 
+  it("cancel() from a listener of a client tool_call runs no tool for it", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path !== "/runs") return void res.writeHead(202).end();
+      openStream(res);
+      res.write(
+        line(event(0, "agent_start")) +
+          line(
+            event(1, "tool_call", {
+              toolCallId: "c1",
+              toolName: "erase",
+              args: {},
+              execution: "client",
+              hookToken: "k",
+            }),
+          ),
+      );
+    });
+    const erase = vi.fn(() => "erased");
+    const run = new AgentClient({ baseUrl, tools: { erase }, ...fast }).start("go");
+    run.on("tool_call", () => void run.cancel());
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    await until(() => requests.length === 2, "the cancel post");
+    expect(erase).not.toHaveBeenCalled();
+    expect(requests.map((request) => request.path)).toEqual(["/runs", `/runs/${RUN}/cancel`]);
+  });
+
   it("cancel() after agent_end changes nothing and posts nothing", async () => {
     const { baseUrl, requests } = await serve((_req, res) => {
       openStream(res);

@@ -133,13 +133,15 @@ export class ClientToolRunner {
       });
       return undefined;
     }
+    // Cancelled, or failed, before the tool started (by a listener of this very tool_call, say):
+    // it is not started at all.
+    if (this.#signal.aborted) return undefined;
     const { tools } = this.#config;
     const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
     // The tool's own signal: the run's, and the end of its call (see `endCall`).
     const toolAbort = new AbortController();
     const followRun = () => toolAbort.abort(this.#signal.reason);
-    if (this.#signal.aborted) followRun();
-    else this.#signal.addEventListener("abort", followRun, { once: true });
+    this.#signal.addEventListener("abort", followRun, { once: true });
     this.#running.set(toolCallId, toolAbort);
     let outcome: { result: unknown } | { error: string };
     if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
