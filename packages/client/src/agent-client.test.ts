@@ -583,6 +583,17 @@ describe("AgentClient: reconnects", () => {
   });
 });
 
+describe("AgentClient: attach() arguments", () => {
+  it("throws a TypeError for an `after` no seq can be (a fraction, below -1, past 2^53 - 1), and sends nothing", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => fail(res, 500, "unexpected"));
+    const client = new AgentClient({ baseUrl, ...fast });
+    for (const after of [1.5, -2, 1e21, 2 ** 53])
+      expect(() => client.attach(RUN, { after }), String(after)).toThrow(TypeError);
+    await delay(20);
+    expect(requests).toEqual([]);
+  });
+});
+
 describe("AgentClient: retrying a start", () => {
   const posts = (requests: Recorded[]) => requests.filter((r) => r.method === "POST" && r.path === "/runs");
 

@@ -131,7 +131,10 @@ export interface StartOptions {
 
 /** Options of {@link AgentClient.attach}. */
 export interface AttachOptions {
-  /** The seq of the last event already seen: the run's events after it come (default: all of them). */
+  /**
+   * The seq of the last event already seen: the run's events after it come (default: all of them).
+   * A whole number from -1 to 2^53 - 1; anything else throws a `TypeError`.
+   */
   after?: number;
   /** Aborting it cancels the run, like `run.cancel()`. */
   signal?: AbortSignal;
