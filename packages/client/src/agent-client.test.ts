@@ -890,6 +890,41 @@ describe("AgentClient: client tools", () => {
     expect(tool).toHaveBeenCalledTimes(1);
   });
 
+  it("posts an error in place of a result the server refuses as too large (413), so the call ends now, and reports it", async () => {
+    const bodies: unknown[] = [];
+    let answered!: () => void;
+    const errorPosted = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs")
+        return toolRun([{ toolCallId: "c1", toolName: "dump", args: {} }], errorPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      if (bodies.length > 1) return void res.writeHead(204).end();
+      fail(res, 413, "body-too-large");
+      // The run ends once the error came, or without it (a call the server gave up).
+      void until(() => bodies.length > 1, "the error's post")
+        .catch(() => {})
+        .then(answered);
+    });
+    const dump = () => "x".repeat(1000);
+    const run = new AgentClient({ baseUrl, tools: { dump }, ...fast }).start("dump");
+    const seen = await collect(run);
+    expect(bodies).toEqual([
+      { toolCallId: "c1", token: "tok-c1", result: "x".repeat(1000) },
+      {
+        toolCallId: "c1",
+        token: "tok-c1",
+        error:
+          "the result is larger than the server takes: HTTP 413 body-too-large: body-too-large, for the test",
+      },
+    ]);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([
+      expect.objectContaining({ code: "tool-result-rejected", status: 413, toolCallId: "c1" }),
+    ]);
+    expect((await run.result()).stopReason).toBe("completed");
+  });
+
   it("never runs a tool twice when its tool_call is seen again after a re-attach", async () => {
     let posts = 0;
     const { baseUrl } = await serve(async (req, res) => {

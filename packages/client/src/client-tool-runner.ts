@@ -228,6 +228,18 @@ export class ClientToolRunner {
         ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
         toolCallId,
       });
+      // A result too large for the server (its maxBodyBytes): the call would wait for one until the
+      // server gives it up (or a suspended run would never resume); the model is told why instead.
+      if (response.status === 413 && "result" in body)
+        return await this.#postResult(
+          call,
+          {
+            toolCallId,
+            token: body.token,
+            error: `the result is larger than the server takes: ${error.message}`,
+          },
+          suspended,
+        );
       return undefined;
     } finally {
       timeout.clear();

@@ -20,7 +20,9 @@ export interface ClientToolContext {
  * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
  * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`, or
  * `[object Object]` for what `String` cannot convert), and so is a result JSON cannot carry (a
- * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`.
+ * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`, and a result the
+ * server refuses as too large (a 413, past its `maxBodyBytes`), after a `client_error` of code
+ * `"tool-result-rejected"` that says so: `the result is larger than the server takes: <its error>`.
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 

@@ -61,7 +61,8 @@ export class ClientError extends Error {
  *   one that names no path segment, `.` or `..`, or no whole `seq` from 0) and an event of another
  *   run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
- *   `status` and `serverCode` say how. It is not retried.
+ *   `status` and `serverCode` say how. It is not retried; a result refused as too large (413) is
+ *   followed by an error posted in its place, so the call ends now (see `ClientTool`).
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until
  *   `postRetry.attempts` retries were spent, or no whole answer within `idleTimeoutMs` (a
  *   `Retry-After` wait included). Also a 202 whose answer names no run (`status` 202): the server
