@@ -1699,10 +1699,11 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     ]);
   });
 
-  it("cancel() during a pending tool aborts its signal, posts nothing, and result() rejects with 'cancelled'", async () => {
+  it("cancel() during a pending tool aborts its signal, cancels the suspended run (giving its calls up), posts no result, and result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "slow")]);
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (req.path === "/runs/r1/cancel") return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     let toolSignal: AbortSignal | undefined;
@@ -1718,14 +1719,16 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect((await rejection(run.result())).code).toBe("cancelled");
     expect(await iterated).toEqual(first);
     await delay(30);
-    // The suspended run has ended: there is no run to cancel, and the result is not posted.
-    expect(requests.map(route)).toEqual(["POST /runs"]);
+    // The suspended run gives its calls up: a page that attaches to it later runs none of them,
+    // and so cannot resume the run that was cancelled. The result is not posted.
+    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/cancel"]);
   });
 
   it("cancel() ends a suspended run whose tool never settles and ignores its signal: result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "stuck")]);
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (req.path === "/runs/r1/cancel") return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     let started = false;
@@ -1739,7 +1742,7 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     await run.cancel();
     expect((await rejection(run.result())).code).toBe("cancelled");
     expect(await iterated).toEqual(first);
-    expect(requests.map(route)).toEqual(["POST /runs"]);
+    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/cancel"]);
   });
 
   it("cancel() while the last result's post is under way cancels the run that post resumed", async () => {
@@ -1754,14 +1757,21 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
         await delay(50); // the server takes the result, and answers late
         return resumedAs(res, "r2");
       }
-      if (req.path === "/runs/r2/cancel") return void res.writeHead(202).end();
+      if (req.path === "/runs/r1/cancel" || req.path === "/runs/r2/cancel")
+        return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast }).start("go");
     await postArrived;
     await run.cancel();
     expect((await rejection(run.result())).code).toBe("cancelled");
-    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/tool-results", "POST /runs/r2/cancel"]);
+    // The suspended run's cancel too, at once: had it come first, the result would have resumed nothing.
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "POST /runs/r1/cancel",
+      "POST /runs/r2/cancel",
+    ]);
   });
 
   it("steer() and cancel() act on the run that resumed the suspended one", async () => {
@@ -2435,4 +2445,25 @@ describe("AgentClient against the real @agent-core/http server", () => {
         expect(run.currentRunId).toBe(await run.runId);
       }
     });
+
+  it('a run cancelled while its client tool works (clientTools: "suspend") is not resumed by a page that attaches to it later', async () => {
+    const baseUrl = await realServer("suspend");
+    let started = false;
+    const stuck = () => {
+      started = true;
+      return new Promise(() => {});
+    };
+    const run = new AgentClient({ baseUrl, tools: { read_page: stuck }, ...fast }).start("go", {
+      outliveStream: true,
+    });
+    await until(() => started, "the tool to start");
+    await run.cancel();
+    // The page reloads, and follows the run it had.
+    const readPageTool = vi.fn(() => "text");
+    const again = new AgentClient({ baseUrl, tools: { read_page: readPageTool }, ...fast }).attach(
+      await run.runId,
+    );
+    expect((await again.result()).stopReason).toBe("awaiting_client_tool");
+    expect(readPageTool).not.toHaveBeenCalled();
+  });
 });

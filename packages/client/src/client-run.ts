@@ -136,9 +136,14 @@ export class Run implements ClientRun {
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
     if (ended) this.#cancelled = Promise.resolve();
     else if (runId === undefined) this.#cancelled = this.#cancelUnnamed(this.#starting);
-    // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
+    // A suspended run's cancel gives its calls up: left waiting, they would let a page that attaches
+    // later (a reload) run them and resume the run. A result post under way may resume it first:
+    // that run is cancelled too.
     else if (suspended)
-      this.#cancelled = this.#clientTools.cancelResumed((resumed) => postCancel(this.#transport, resumed));
+      this.#cancelled = Promise.all([
+        postCancel(this.#transport, runId),
+        this.#clientTools.cancelResumed((resumed) => postCancel(this.#transport, resumed)),
+      ]).then(ignore);
     else this.#cancelled = postCancel(this.#transport, runId);
     return this.#cancelled;
   }

@@ -214,8 +214,9 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
    * answered yet is let go on until its answer names the run (for `idleTimeoutMs` at most), so
    * that the run is cancelled on the server too (a start the server refused, with a 4xx or an error
    * in place of the stream, started nothing: no post then). While a suspended run's
-   * calls are answered there is no run to cancel; but a result post under way is let finish, and
-   * if it resumed the run, that new run is cancelled. Resolves once that post is answered or given
+   * calls are answered, the suspended run is cancelled, which gives its calls up (a page that
+   * attaches to it later runs none of them); a result post under way is let finish, and
+   * if it resumed the run, that new run is cancelled. Resolves once those posts are answered or given
    * up on; never rejects. Calling it again returns the same promise.
    */
   cancel(): Promise<void>;
