@@ -113,4 +113,42 @@ describe("the page demo in Chromium", () => {
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it("shows a run that failed, and a steer the server refused, as problems: no error escapes the page", async () => {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`${server.url}/`);
+    const transcript = () => page.textContent("#transcript");
+
+    await page.route("**/runs/*/steer", (route) =>
+      route.fulfill({
+        status: 409,
+        contentType: "application/json",
+        body: JSON.stringify({ error: { code: "run-ended", message: "The run has ended." } }),
+      }),
+    );
+    await send(page, "Highlight every paragraph");
+    await page.waitForSelector("main p:nth-of-type(1).highlight");
+    await page.fill("#prompt", "Only the last one");
+    await page.click("#steer");
+    await page.waitForFunction(() =>
+      document.querySelector("#transcript")?.textContent?.includes("run-ended"),
+    );
+    expect(await transcript()).toContain("http: HTTP 409 run-ended: The run has ended.");
+    await statusIs(page, "completed");
+
+    await page.route("**/runs", (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: "application/json",
+        body: JSON.stringify({ error: { code: "server-closing", message: "The server is closing." } }),
+      }),
+    );
+    await send(page, "Highlight the title");
+    await statusIs(page, "failed");
+    expect(await transcript()).toContain("http: HTTP 503 server-closing: The server is closing.");
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
 });

@@ -93,34 +93,41 @@ form.addEventListener("submit", async (event) => {
   steerButton.disabled = false;
   cancelButton.disabled = false;
   let answer;
-  for await (const event of current) {
-    switch (event.type) {
-      case "text_delta":
-        answer ??= line("", "answer");
-        answer.textContent += event.text;
-        break;
-      case "tool_call":
-        line(
-          `→ ${event.toolName}(${JSON.stringify(event.args)})${where(event)}`,
-          `tool${event.execution === "client" ? " client" : ""}`,
-        );
-        answer = undefined;
-        break;
-      case "tool_result":
-        line(`← ${event.toolName}: ${event.status}`, "tool");
-        break;
-      case "steering_applied":
-        line(`steered: ${event.messages.map((message) => message.content).join(" ")}`, "steer");
-        answer = undefined;
-        break;
-      case "error":
-      case "client_error":
-        line(`${event.code}: ${event.message}`, "problem");
-        break;
-      case "agent_end":
-        status.textContent = event.stopReason;
-        break;
+  try {
+    for await (const event of current) {
+      switch (event.type) {
+        case "text_delta":
+          answer ??= line("", "answer");
+          answer.textContent += event.text;
+          break;
+        case "tool_call":
+          line(
+            `→ ${event.toolName}(${JSON.stringify(event.args)})${where(event)}`,
+            `tool${event.execution === "client" ? " client" : ""}`,
+          );
+          answer = undefined;
+          break;
+        case "tool_result":
+          line(`← ${event.toolName}: ${event.status}`, "tool");
+          break;
+        case "steering_applied":
+          line(`steered: ${event.messages.map((message) => message.content).join(" ")}`, "steer");
+          answer = undefined;
+          break;
+        case "error":
+        case "client_error":
+          line(`${event.code}: ${event.message}`, "problem");
+          break;
+        case "agent_end":
+          status.textContent = event.stopReason;
+          break;
+      }
     }
+  } catch (error) {
+    // A run that failed (the server refused it, the connection could not be re-attached): the
+    // iteration throws the client's ClientError.
+    line(`${error.code}: ${error.message}`, "problem");
+    if (run === current) status.textContent = "failed";
   }
   if (run === current) {
     steerButton.disabled = true;
@@ -135,7 +142,12 @@ steerButton.addEventListener("click", async () => {
   if (message === "" || run === undefined) return;
   input.value = "";
   line(`(steer) ${message}`, "user steer");
-  await run.steer(message);
+  try {
+    await run.steer(message);
+  } catch (error) {
+    // Refused (the run ended, or has not started yet) or unanswered: a ClientError says which.
+    line(`${error.code}: ${error.message}`, "problem");
+  }
 });
 
 cancelButton.addEventListener("click", () => run?.cancel());

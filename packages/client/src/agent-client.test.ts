@@ -526,6 +526,36 @@ describe("AgentClient: reconnects", () => {
     expect(requests).toHaveLength(1);
   });
 
+  it("fails a start answered 200 with a JSON error (no trailing newline) with the server's message, without posting it again", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ error: { code: "quota", message: "The quota is spent." } }));
+    });
+    const run = new AgentClient({ baseUrl, ...fast }).start("hi");
+    const seen: ClientEvent[] = [];
+    run.on("*", (event) => seen.push(event));
+    const error = await rejection(run.result());
+    expect(error).toMatchObject({ code: "http", status: 200, serverCode: "quota" });
+    expect(error.message).toBe(
+      "HTTP 200: the server answered with application/json, not a stream of the run's events: quota: The quota is spent.",
+    );
+    expect(seen).toEqual([]);
+    expect(requests.filter((request) => request.method === "POST")).toHaveLength(1);
+    expect(requests).toHaveLength(1);
+  });
+
+  it("says the message of a JSON answer whose error is a string", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "x-run-id": RUN });
+      res.end('{"error":"no such model"}\n');
+    });
+    const error = await rejection(new AgentClient({ baseUrl, ...fast }).attach(RUN).result());
+    expect(error.message).toBe(
+      "HTTP 200: the server answered with application/json, not a stream of the run's events: no such model",
+    );
+    expect(requests).toHaveLength(1);
+  });
+
   it("fails with code 'http' (status 204), without retrying, when the run ended with the event `after` names", async () => {
     const { baseUrl, requests } = await serve((_req, res) => {
       res.writeHead(204, { "x-run-id": RUN });
@@ -550,6 +580,17 @@ describe("AgentClient: reconnects", () => {
     expect(seqs(await collect(run))).toEqual([5, 6]);
     expect(requests[0]).toMatchObject({ method: "GET", path: `/runs/${RUN}/events` });
     expect(requests[0]?.query.get("after")).toBe("4");
+  });
+});
+
+describe("AgentClient: attach() arguments", () => {
+  it("throws a TypeError for an `after` no seq can be (a fraction, below -1, past 2^53 - 1), and sends nothing", async () => {
+    const { baseUrl, requests } = await serve((_req, res) => fail(res, 500, "unexpected"));
+    const client = new AgentClient({ baseUrl, ...fast });
+    for (const after of [1.5, -2, 1e21, 2 ** 53])
+      expect(() => client.attach(RUN, { after }), String(after)).toThrow(TypeError);
+    await delay(20);
+    expect(requests).toEqual([]);
   });
 });
 
@@ -849,6 +890,41 @@ describe("AgentClient: client tools", () => {
     expect(tool).toHaveBeenCalledTimes(1);
   });
 
+  it("posts an error in place of a result the server refuses as too large (413), so the call ends now, and reports it", async () => {
+    const bodies: unknown[] = [];
+    let answered!: () => void;
+    const errorPosted = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs")
+        return toolRun([{ toolCallId: "c1", toolName: "dump", args: {} }], errorPosted)(res);
+      bodies.push(JSON.parse(req.body));
+      if (bodies.length > 1) return void res.writeHead(204).end();
+      fail(res, 413, "body-too-large");
+      // The run ends once the error came, or without it (a call the server gave up).
+      void until(() => bodies.length > 1, "the error's post")
+        .catch(() => {})
+        .then(answered);
+    });
+    const dump = () => "x".repeat(1000);
+    const run = new AgentClient({ baseUrl, tools: { dump }, ...fast }).start("dump");
+    const seen = await collect(run);
+    expect(bodies).toEqual([
+      { toolCallId: "c1", token: "tok-c1", result: "x".repeat(1000) },
+      {
+        toolCallId: "c1",
+        token: "tok-c1",
+        error:
+          "the result is larger than the server takes: HTTP 413 body-too-large: body-too-large, for the test",
+      },
+    ]);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([
+      expect.objectContaining({ code: "tool-result-rejected", status: 413, toolCallId: "c1" }),
+    ]);
+    expect((await run.result()).stopReason).toBe("completed");
+  });
+
   it("never runs a tool twice when its tool_call is seen again after a re-attach", async () => {
     let posts = 0;
     const { baseUrl } = await serve(async (req, res) => {
@@ -897,6 +973,70 @@ describe("AgentClient: client tools", () => {
     expect(seqs(await collect(run))).toEqual([0, 1, 2]);
     expect(tool).toHaveBeenCalledTimes(1);
     expect(posts).toBe(1);
+  });
+});
+
+describe("AgentClient: a client tool whose call ended first", () => {
+  const clientCall = event(1, "tool_call", {
+    toolCallId: "c1",
+    toolName: "ask",
+    args: {},
+    execution: "client",
+    hookToken: "k",
+  });
+
+  /** A tool that waits for its signal, then returns all the same: a result nobody waits for. */
+  function waitsForItsSignal(started: (signal: AbortSignal) => void) {
+    return (_args: unknown, { signal }: { signal: AbortSignal }) => {
+      started(signal);
+      return new Promise((resolve) => signal.addEventListener("abort", () => resolve("too late")));
+    };
+  }
+
+  it("aborts the tool's signal once the call's tool_result comes (the server timed it out), and posts nothing for it", async () => {
+    let toolSignal: AbortSignal | undefined;
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(event(0, "agent_start")) + line(clientCall));
+      await until(() => toolSignal !== undefined, "the tool to start");
+      res.write(
+        line(
+          event(2, "tool_result", {
+            toolCallId: "c1",
+            toolName: "ask",
+            status: "timeout",
+            error: "timed out",
+          }),
+        ),
+      );
+      // Ended all the same when it never aborts: the run goes on without the call, as the server's does.
+      await until(() => toolSignal?.aborted === true, "the tool's signal to abort").catch(() => {});
+      res.end(line(agentEnd(3)));
+    });
+    const tools = { ask: waitsForItsSignal((signal) => (toolSignal = signal)) };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("ask");
+    const seen = await collect(run);
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(toolSignal?.aborted).toBe(true);
+    expect(seen.filter((value) => value.type === "client_error")).toEqual([]);
+    await delay(20);
+    expect(requests.map((request) => request.path)).toEqual(["/runs"]);
+  });
+
+  it("aborts the signal of a tool still running when the run ends, and posts nothing for it", async () => {
+    let toolSignal: AbortSignal | undefined;
+    const { baseUrl, requests } = await serve(async (_req, res) => {
+      openStream(res);
+      res.write(line(event(0, "agent_start")) + line(clientCall));
+      await until(() => toolSignal !== undefined, "the tool to start");
+      res.end(line(agentEnd(2)));
+    });
+    const tools = { ask: waitsForItsSignal((signal) => (toolSignal = signal)) };
+    const run = new AgentClient({ baseUrl, tools, ...fast }).start("ask");
+    expect((await run.result()).stopReason).toBe("completed");
+    expect(toolSignal?.aborted).toBe(true);
+    await delay(20);
+    expect(requests.map((request) => request.path)).toEqual(["/runs"]);
   });
 });
 
@@ -962,6 +1102,32 @@ describe("AgentClient: cancel", () => {
     expect((await rejection(run.result())).code).toBe("cancelled");
     await delay(20);
     expect(requests).toEqual([]);
+  });
+
+  it("cancel() from a listener of a client tool_call runs no tool for it", async () => {
+    const { baseUrl, requests } = await serve(async (req, res) => {
+      if (req.path !== "/runs") return void res.writeHead(202).end();
+      openStream(res);
+      res.write(
+        line(event(0, "agent_start")) +
+          line(
+            event(1, "tool_call", {
+              toolCallId: "c1",
+              toolName: "erase",
+              args: {},
+              execution: "client",
+              hookToken: "k",
+            }),
+          ),
+      );
+    });
+    const erase = vi.fn(() => "erased");
+    const run = new AgentClient({ baseUrl, tools: { erase }, ...fast }).start("go");
+    run.on("tool_call", () => void run.cancel());
+    expect((await rejection(run.result())).code).toBe("cancelled");
+    await until(() => requests.length === 2, "the cancel post");
+    expect(erase).not.toHaveBeenCalled();
+    expect(requests.map((request) => request.path)).toEqual(["/runs", `/runs/${RUN}/cancel`]);
   });
 
   it("cancel() after agent_end changes nothing and posts nothing", async () => {
@@ -1122,6 +1288,16 @@ describe("AgentClient: cancel before the server named the run", () => {
     expect((await rejection(run.result())).code).toBe("network");
     await run.cancel();
     expectTheStartAskedAgainThenCancelled(requests);
+  });
+
+  it("cancel() after the server refused the start (a 4xx, or a JSON error with status 200) posts nothing: it started nothing", async () => {
+    for (const status of [403, 200]) {
+      const { baseUrl, requests } = await serve((_req, res) => fail(res, status, "refused"));
+      const run = new AgentClient({ baseUrl, ...fast }).start("go");
+      expect(await rejection(run.result())).toMatchObject({ code: "http", status, serverCode: "refused" });
+      await run.cancel();
+      expect(requests.map((request) => `${request.method} ${request.path}`)).toEqual(["POST /runs"]);
+    }
   });
 
   it("cancel() before the start was posted posts nothing", async () => {
@@ -1523,10 +1699,11 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     ]);
   });
 
-  it("cancel() during a pending tool aborts its signal, posts nothing, and result() rejects with 'cancelled'", async () => {
+  it("cancel() during a pending tool aborts its signal, cancels the suspended run (giving its calls up), posts no result, and result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "slow")]);
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (req.path === "/runs/r1/cancel") return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     let toolSignal: AbortSignal | undefined;
@@ -1542,14 +1719,16 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     expect((await rejection(run.result())).code).toBe("cancelled");
     expect(await iterated).toEqual(first);
     await delay(30);
-    // The suspended run has ended: there is no run to cancel, and the result is not posted.
-    expect(requests.map(route)).toEqual(["POST /runs"]);
+    // The suspended run gives its calls up: a page that attaches to it later runs none of them,
+    // and so cannot resume the run that was cancelled. The result is not posted.
+    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/cancel"]);
   });
 
   it("cancel() ends a suspended run whose tool never settles and ignores its signal: result() rejects with 'cancelled'", async () => {
     const first = suspendedRun("r1", [call("c1", "stuck")]);
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") return streamRun(res, "r1", first);
+      if (req.path === "/runs/r1/cancel") return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     let started = false;
@@ -1563,7 +1742,7 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
     await run.cancel();
     expect((await rejection(run.result())).code).toBe("cancelled");
     expect(await iterated).toEqual(first);
-    expect(requests.map(route)).toEqual(["POST /runs"]);
+    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/cancel"]);
   });
 
   it("cancel() while the last result's post is under way cancels the run that post resumed", async () => {
@@ -1578,14 +1757,21 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
         await delay(50); // the server takes the result, and answers late
         return resumedAs(res, "r2");
       }
-      if (req.path === "/runs/r2/cancel") return void res.writeHead(202).end();
+      if (req.path === "/runs/r1/cancel" || req.path === "/runs/r2/cancel")
+        return void res.writeHead(202).end();
       fail(res, 500, "unexpected");
     });
     const run = new AgentClient({ baseUrl, tools: { t: () => "ok" }, ...fast }).start("go");
     await postArrived;
     await run.cancel();
     expect((await rejection(run.result())).code).toBe("cancelled");
-    expect(requests.map(route)).toEqual(["POST /runs", "POST /runs/r1/tool-results", "POST /runs/r2/cancel"]);
+    // The suspended run's cancel too, at once: had it come first, the result would have resumed nothing.
+    expect(requests.map(route)).toEqual([
+      "POST /runs",
+      "POST /runs/r1/tool-results",
+      "POST /runs/r1/cancel",
+      "POST /runs/r2/cancel",
+    ]);
   });
 
   it("steer() and cancel() act on the run that resumed the suspended one", async () => {
@@ -2259,4 +2445,25 @@ describe("AgentClient against the real @agent-core/http server", () => {
         expect(run.currentRunId).toBe(await run.runId);
       }
     });
+
+  it('a run cancelled while its client tool works (clientTools: "suspend") is not resumed by a page that attaches to it later', async () => {
+    const baseUrl = await realServer("suspend");
+    let started = false;
+    const stuck = () => {
+      started = true;
+      return new Promise(() => {});
+    };
+    const run = new AgentClient({ baseUrl, tools: { read_page: stuck }, ...fast }).start("go", {
+      outliveStream: true,
+    });
+    await until(() => started, "the tool to start");
+    await run.cancel();
+    // The page reloads, and follows the run it had.
+    const readPageTool = vi.fn(() => "text");
+    const again = new AgentClient({ baseUrl, tools: { read_page: readPageTool }, ...fast }).attach(
+      await run.runId,
+    );
+    expect((await again.result()).stopReason).toBe("awaiting_client_tool");
+    expect(readPageTool).not.toHaveBeenCalled();
+  });
 });

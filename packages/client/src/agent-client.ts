@@ -100,8 +100,11 @@ export class AgentClient {
     if (!isRunId(runId))
       throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
     const after = options.after ?? -1;
-    if (!Number.isInteger(after) || after < -1)
-      throw new TypeError(`attach() needs after as a whole number >= -1, got ${String(options.after)}.`);
+    // A safe integer: a larger one is no seq, and would be written `1e+21` in the URL.
+    if (!Number.isSafeInteger(after) || after < -1)
+      throw new TypeError(
+        `attach() needs after as a whole number from -1 to 2^53 - 1, got ${String(options.after)}.`,
+      );
     return this.#track(new Run(this.#transport, { kind: "attach", runId, after }, options.signal));
   }
 

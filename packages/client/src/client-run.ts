@@ -136,9 +136,14 @@ export class Run implements ClientRun {
     this.#fail(new ClientError("cancelled", "The run was cancelled."));
     if (ended) this.#cancelled = Promise.resolve();
     else if (runId === undefined) this.#cancelled = this.#cancelUnnamed(this.#starting);
-    // A suspended run has ended: nothing to cancel there, but a result post under way may resume it.
+    // A suspended run's cancel gives its calls up: left waiting, they would let a page that attaches
+    // later (a reload) run them and resume the run. A result post under way may resume it first:
+    // that run is cancelled too.
     else if (suspended)
-      this.#cancelled = this.#clientTools.cancelResumed((resumed) => postCancel(this.#transport, resumed));
+      this.#cancelled = Promise.all([
+        postCancel(this.#transport, runId),
+        this.#clientTools.cancelResumed((resumed) => postCancel(this.#transport, resumed)),
+      ]).then(ignore);
     else this.#cancelled = postCancel(this.#transport, runId);
     return this.#cancelled;
   }
@@ -218,6 +223,8 @@ export class Run implements ClientRun {
     // re-attach replays it): not the client's to run.
     if (event.type === "tool_call" && event.execution === "client" && event.hookToken !== undefined)
       this.#clientTools.run({ ...event, runId: this.#current ?? event.runId }, event);
+    // The call has its result: the client's own (its tool is done then), or the server's (a timeout).
+    if (event.type === "tool_result") this.#clientTools.endCall(event.toolCallId, event.status);
   }
 
   #emit(event: ClientEvent): void {
@@ -263,6 +270,7 @@ export class Run implements ClientRun {
     if (this.#settled) return;
     this.#end = end;
     this.#resolveResult(end);
+    this.#clientTools.endAll(new Error("the run ended"));
     this.#settle();
   }
 
@@ -294,11 +302,17 @@ export class Run implements ClientRun {
    * Cancels on the server a run whose start was posted but not yet named: once its answer names
    * it, or, when no answer did (the post dropped, its attempts were spent), once a post of the start
    * again names it: the server answers a repeat of its key with the run it started, or starts it now
-   * if the first post never reached it. Nothing was posted, nothing to cancel.
+   * if the first post never reached it. Nothing was posted, or the server refused the start (a 4xx,
+   * or a 2xx with no stream: its answer came, and it started nothing): nothing to cancel.
    */
   async #cancelUnnamed(starting: PostedStart | undefined): Promise<void> {
     if (starting === undefined) return;
-    await starting.reading.catch(ignore);
+    const refused = await starting.reading.then(
+      () => false,
+      // A 5xx may be a gateway's, whose server did start the run: that one is asked again.
+      (error: unknown) => error instanceof ClientError && error.code === "http" && (error.status ?? 0) < 500,
+    );
+    if (refused) return;
     const runId = this.#knownRunId ?? (await this.#connection.nameStart(starting.request));
     if (runId !== undefined) await postCancel(this.#transport, runId);
   }

@@ -16,7 +16,8 @@ export interface ClientCall {
  * The client tools of one `Run`: runs each call's tool once per call id and posts its outcome
  * (`POST …/tool-results`). The run gives what it needs: its `signal` (aborted when it is cancelled or
  * fails: the tools, and the posts' retries) and `emit`, which delivers the `client_error` events the
- * problems become. The run's events and its settlement stay the run's.
+ * problems become; it says when a call ended on the server (`endCall`) or the run ended (`endAll`).
+ * The run's events and its settlement stay the run's.
  */
 export class ClientToolRunner {
   readonly #transport: Transport;
@@ -29,6 +30,8 @@ export class ClientToolRunner {
   readonly #posting = new Set<Promise<string | undefined>>();
   /** Aborts those posts' requests (`#signal` only ends their retries): a while after a cancel. */
   readonly #postAbort = new AbortController();
+  /** The tools running now, by call id: each one's signal, aborted when its call ends first. */
+  readonly #running = new Map<string, AbortController>();
 
   constructor(transport: Transport, signal: AbortSignal, emit: (event: ClientErrorEvent) => void) {
     this.#transport = transport;
@@ -60,6 +63,25 @@ export class ClientToolRunner {
           if (--left === 0) resolve(undefined);
         });
     });
+  }
+
+  /**
+   * The server ended the call without the client's result (its `tool_result` came: the server's
+   * `clientToolTimeoutMs` passed, say): its tool, if it still runs, is told to stop, and what it
+   * returns is not posted (the server would refuse it: the call no longer waits).
+   */
+  endCall(toolCallId: unknown, status: unknown): void {
+    if (typeof toolCallId !== "string") return;
+    this.#running
+      .get(toolCallId)
+      ?.abort(
+        new Error(`the call ended on the server before its result was posted (status "${String(status)}")`),
+      );
+  }
+
+  /** The run ended: every tool still running is told to stop, as its call ended with the run. */
+  endAll(reason: Error): void {
+    for (const running of this.#running.values()) running.abort(reason);
   }
 
   /**
@@ -111,14 +133,21 @@ export class ClientToolRunner {
       });
       return undefined;
     }
-    const signal = this.#signal;
+    // Cancelled, or failed, before the tool started (by a listener of this very tool_call, say):
+    // it is not started at all.
+    if (this.#signal.aborted) return undefined;
     const { tools } = this.#config;
     const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+    // The tool's own signal: the run's, and the end of its call (see `endCall`).
+    const toolAbort = new AbortController();
+    const followRun = () => toolAbort.abort(this.#signal.reason);
+    this.#signal.addEventListener("abort", followRun, { once: true });
+    this.#running.set(toolCallId, toolAbort);
     let outcome: { result: unknown } | { error: string };
     if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
     else {
       try {
-        const result = await tool(call.args, { signal, toolCallId });
+        const result = await tool(call.args, { signal: toolAbort.signal, toolCallId });
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
         outcome = { error: describe(error) };
@@ -129,7 +158,10 @@ export class ClientToolRunner {
         if (why !== undefined) outcome = { error: `the result is not JSON: ${why}` };
       }
     }
-    if (signal.aborted) return undefined; // cancelled or failed: nobody waits for it
+    this.#running.delete(toolCallId);
+    this.#signal.removeEventListener("abort", followRun);
+    // Cancelled, failed, ended, or the call ended on the server: nobody waits for the outcome.
+    if (toolAbort.signal.aborted) return undefined;
     const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);
     if (!suspended) return posted;
     this.#posting.add(posted);
@@ -196,6 +228,18 @@ export class ClientToolRunner {
         ...(error.serverCode === undefined ? {} : { serverCode: error.serverCode }),
         toolCallId,
       });
+      // A result too large for the server (its maxBodyBytes): the call would wait for one until the
+      // server gives it up (or a suspended run would never resume); the model is told why instead.
+      if (response.status === 413 && "result" in body)
+        return await this.#postResult(
+          call,
+          {
+            toolCallId,
+            token: body.token,
+            error: `the result is larger than the server takes: ${error.message}`,
+          },
+          suspended,
+        );
       return undefined;
     } finally {
       timeout.clear();

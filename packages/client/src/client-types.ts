@@ -6,7 +6,11 @@ export type AgentEndEvent = AgentEventOf<"agent_end">;
 
 /** What a client tool gets besides its arguments. */
 export interface ClientToolContext {
-  /** Aborted when the run is cancelled (or fails): stop working, the result will not be posted. */
+  /**
+   * Aborted when the run is cancelled (or fails), when it ends, and when the server ended the call
+   * without this result (its `tool_result` came first: the server's `clientToolTimeoutMs` passed,
+   * say): stop working (close the dialog that asks the user), the result will not be posted.
+   */
   signal: AbortSignal;
   toolCallId: string;
 }
@@ -16,7 +20,9 @@ export interface ClientToolContext {
  * What it returns (or resolves to) is posted as the call's result (`undefined` as `null`); what it
  * throws is posted as the call's error (an `Error`'s message, or `String(thrown)`, or
  * `[object Object]` for what `String` cannot convert), and so is a result JSON cannot carry (a
- * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`.
+ * `BigInt`, a cycle, a function or a symbol): `the result is not JSON: <why>`, and a result the
+ * server refuses as too large (a 413, past its `maxBodyBytes`), after a `client_error` of code
+ * `"tool-result-rejected"` that says so: `the result is larger than the server takes: <its error>`.
  */
 export type ClientTool = (args: unknown, context: ClientToolContext) => unknown | Promise<unknown>;
 
@@ -43,7 +49,11 @@ export interface AgentClientOptions {
    * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */
   headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
-  /** The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever comes. */
+  /**
+   * The stream format to ask for with `Accept` (default `"ndjson"`). Either is parsed, whatever
+   * comes; what is no stream (an HTML page, a JSON document such as an error sent with status 200)
+   * fails the run with a `ClientError` of code `"http"`, and is not asked for again.
+   */
   format?: "ndjson" | "sse";
   /** Client tools by name. A client tool call with no handler here is answered with an error. */
   tools?: Record<string, ClientTool>;
@@ -123,7 +133,10 @@ export interface StartOptions {
 
 /** Options of {@link AgentClient.attach}. */
 export interface AttachOptions {
-  /** The seq of the last event already seen: the run's events after it come (default: all of them). */
+  /**
+   * The seq of the last event already seen: the run's events after it come (default: all of them).
+   * A whole number from -1 to 2^53 - 1; anything else throws a `TypeError`.
+   */
   after?: number;
   /** Aborting it cancels the run, like `run.cancel()`. */
   signal?: AbortSignal;
@@ -199,9 +212,11 @@ export interface ClientRun extends AsyncIterable<ClientEvent> {
    * code `"cancelled"` (unless the last `agent_end` came first) and, once the run's id is known,
    * posts `…/cancel` for the current run (retried like a tool result). A start the server has not
    * answered yet is let go on until its answer names the run (for `idleTimeoutMs` at most), so
-   * that the run is cancelled on the server too. While a suspended run's
-   * calls are answered there is no run to cancel; but a result post under way is let finish, and
-   * if it resumed the run, that new run is cancelled. Resolves once that post is answered or given
+   * that the run is cancelled on the server too (a start the server refused, with a 4xx or an error
+   * in place of the stream, started nothing: no post then). While a suspended run's
+   * calls are answered, the suspended run is cancelled, which gives its calls up (a page that
+   * attaches to it later runs none of them); a result post under way is let finish, and
+   * if it resumed the run, that new run is cancelled. Resolves once those posts are answered or given
    * up on; never rejects. Calling it again returns the same promise.
    */
   cancel(): Promise<void>;

@@ -11,9 +11,12 @@ export type ClientErrorCode = "http" | "network" | "too-large" | "cancelled";
  *   read from the body's first MiB at most, the rest is not read), and the message ends with its
  *   `error.message` (its first 2,000 characters, then `…`: a server cannot make every error
  *   megabytes long; `serverCode` keeps the first 200 so), or, for a body that is no JSON, its
- *   first 200 characters, then `…`;
- *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place; or with
- *   a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
+ *   first 200 characters, then `…` (of a body `{ "error": "…" }`, that string is the message);
+ *   or with no stream where one was due: a 204, or an HTML page (`text/html`) in its place, or a
+ *   JSON document (`application/json` or `application/problem+json`: an error a server answered
+ *   with status 200), whose `error` the message ends with (`serverCode` is its `code`), never
+ *   posted or re-attached again;
+ *   or with a redirect (a 3xx; status 0 in a browser, which hides it), which the client never follows.
  * - `"network"`: the connection failed and could not be re-attached (the re-attach attempts were
  *   exhausted, or, before the run's id was learnt, the posts of the start with its
  *   `Idempotency-Key` were). `cause` is the last failure.
@@ -58,7 +61,8 @@ export class ClientError extends Error {
  *   one that names no path segment, `.` or `..`, or no whole `seq` from 0) and an event of another
  *   run than the one the stream is for.
  * - `"tool-result-rejected"`: the server refused a client tool's result (403, 404, 409, 410, 400…);
- *   `status` and `serverCode` say how. It is not retried.
+ *   `status` and `serverCode` say how. It is not retried; a result refused as too large (413) is
+ *   followed by an error posted in its place, so the call ends now (see `ClientTool`).
  * - `"tool-result-failed"`: the result could not be delivered: network errors, 5xx or 429 until
  *   `postRetry.attempts` retries were spent, or no whole answer within `idleTimeoutMs` (a
  *   `Retry-After` wait included). Also a 202 whose answer names no run (`status` 202): the server

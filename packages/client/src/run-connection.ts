@@ -9,6 +9,7 @@ import {
   httpError,
   ignore,
   isRunId,
+  jsonInPlaceOfStream,
   MAX_RETRY_AFTER_MS,
   retryAfterMs,
   sleep,
@@ -201,6 +202,10 @@ export class RunConnection {
           `HTTP ${response.status}: the server answered with ${type.split(";")[0]}, not a stream of the run's events.`,
           { status: response.status },
         );
+      // A JSON document (a framework's error answered with status 200, say): read as a stream, its
+      // one line is no event and its end a drop, and a start would be posted again for an answer
+      // that will not change. Its `error` is the server's word on why no stream came.
+      if (type !== undefined && isJson(type)) throw await jsonInPlaceOfStream(response, mediaType(type));
       const sse = (type ?? accept).includes("text/event-stream");
       const limit = { maxEventBytes: this.#config.maxEventBytes };
       const parser = sse ? new SseParser(limit) : new NdjsonParser(limit);
@@ -318,6 +323,20 @@ function isSeq(seq: unknown): seq is number {
  * place of the stream.
  */
 function isPage(contentType: string): boolean {
-  const media = contentType.split(";")[0]?.trim();
+  const media = mediaType(contentType);
   return media === "text/html" || media === "application/xhtml+xml";
+}
+
+/**
+ * A JSON document (`contentType` lowercased): `application/json`, or an RFC 9457 problem. Not any
+ * `+json` type: `application/stream+json` is a stream of JSON lines, read as NDJSON.
+ */
+function isJson(contentType: string): boolean {
+  const media = mediaType(contentType);
+  return media === "application/json" || media === "application/problem+json";
+}
+
+/** A Content-Type's media type, without its parameters. */
+function mediaType(contentType: string): string {
+  return contentType.split(";")[0]?.trim() ?? "";
 }

@@ -137,26 +137,53 @@ export async function httpError(response: Response): Promise<ClientError> {
       { status: response.status },
     );
   }
-  let serverCode: string | undefined;
-  let serverMessage: string | undefined;
-  try {
-    const text = await readText(response);
-    try {
-      const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-      if (typeof error?.code === "string") serverCode = cut(error.code, MAX_SERVER_CODE_CHARS);
-      if (typeof error?.message === "string") serverMessage = cut(error.message, MAX_SERVER_MESSAGE_CHARS);
-    } catch {
-      serverMessage = text === "" ? undefined : cut(text, MAX_SERVER_TEXT_CHARS);
-    }
-  } catch {
-    // No body to read: the status says it all.
-  }
+  const { serverCode, serverMessage } = await readServerError(response);
   const what = serverCode ?? response.statusText;
   const message = `HTTP ${response.status}${what ? ` ${what}` : ""}${serverMessage ? `: ${serverMessage}` : ""}`;
   return new ClientError("http", message, {
     status: response.status,
     ...(serverCode === undefined ? {} : { serverCode }),
   });
+}
+
+/**
+ * A ClientError of code "http" for a JSON document where the run's stream was due (`media`, its
+ * media type): a server or a framework that answers an error with status 200. It carries the
+ * body's `error`, the server's word on why no stream came.
+ */
+export async function jsonInPlaceOfStream(response: Response, media: string): Promise<ClientError> {
+  const { serverCode, serverMessage } = await readServerError(response);
+  const said =
+    serverCode === undefined ? serverMessage : `${serverCode}${serverMessage ? `: ${serverMessage}` : ""}`;
+  return new ClientError(
+    "http",
+    `HTTP ${response.status}: the server answered with ${media}, not a stream of the run's events${said ? `: ${said}` : "."}`,
+    { status: response.status, ...(serverCode === undefined ? {} : { serverCode }) },
+  );
+}
+
+/**
+ * The server's error in a response's body (its first MiB): the protocol's `{ error: { code,
+ * message } }`, or an `{ error: "…" }` (its message), or the text of a body that is no JSON.
+ */
+async function readServerError(response: Response): Promise<{ serverCode?: string; serverMessage?: string }> {
+  try {
+    const text = await readText(response);
+    try {
+      const { error } = JSON.parse(text) as { error?: unknown };
+      if (typeof error === "string") return { serverMessage: cut(error, MAX_SERVER_MESSAGE_CHARS) };
+      const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+      return {
+        ...(typeof code === "string" ? { serverCode: cut(code, MAX_SERVER_CODE_CHARS) } : {}),
+        ...(typeof message === "string" ? { serverMessage: cut(message, MAX_SERVER_MESSAGE_CHARS) } : {}),
+      };
+    } catch {
+      return text === "" ? {} : { serverMessage: cut(text, MAX_SERVER_TEXT_CHARS) };
+    }
+  } catch {
+    // No body to read: the status says it all.
+    return {};
+  }
 }
 
 /**
