@@ -14,6 +14,7 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Pool } from "pg";
+import { endWait } from "./answer-ledger.js";
 import { isConnectionError } from "./database.js";
 import { ANSWERS, type DurableAnswer, MESSAGES, receiveMessages } from "./durable-messages.js";
 import {
@@ -198,13 +199,14 @@ async function runToEnd(
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
       let answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null && nothingQueued(agent)) {
+      if (answer === null) {
         // No answer in time. The mailbox closes unless something waits in it: an answer sent as
         // the wait timed out (answers go under the mailbox's lock: one sent after the close is
         // refused) is taken as any answer; steering and follow-ups sent while the run waited (a
-        // `steer()` that resolved) are not left unread either. They go on below as late ones do:
-        // a run of their own, whose prompt settles the calls that waited as any new prompt does.
-        closed = await closingMailbox(host.pool, run.runId, [MESSAGES, ANSWERS]);
+        // `steer()` that resolved), or taken by the waiting run and not used, are not left unread
+        // either. They go on below as late ones do: a run of their own, whose prompt settles the
+        // calls that waited as any new prompt does (and answers to them are refused from then on).
+        closed = await endingWait(host.pool, run.runId, agent);
         if (closed) break;
         answer = await DBOS.recv<DurableAnswer>(ANSWERS, 0);
       }
@@ -258,6 +260,20 @@ function closingMailbox(pool: Pool, workflowId: string, keptOpenBy: readonly str
   return DBOS.runStep(() => whileUnreachable(() => closeMailbox(pool, workflowId, keptOpenBy)), {
     name: "agent-core.close",
   });
+}
+
+/**
+ * Ends a wait that timed out (see `endWait`), recorded: a replay ends, or goes on, as the first
+ * execution did.
+ */
+function endingWait(pool: Pool, workflowId: string, agent: Agent): Promise<boolean> {
+  const waiting = { pendingApprovals: agent.pendingApprovals, pendingClientTools: agent.pendingClientTools };
+  return DBOS.runStep(
+    () => whileUnreachable(() => endWait(pool, workflowId, waiting, !nothingQueued(agent))),
+    {
+      name: "agent-core.close",
+    },
+  );
 }
 
 /**
