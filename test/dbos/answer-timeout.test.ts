@@ -63,13 +63,30 @@ const gated = (() => {
     });
   return { agent, noted, reached, open };
 })();
+/** An agent that calls two notes that need approval, at once (p1, p2), then answers "Noted." */
+const pair = () =>
+  new Agent({
+    provider: scriptedModel([
+      [script.toolCall("note", {}, { id: "p1" }), script.toolCall("note", {}, { id: "p2" })],
+      [script.text("Noted.")],
+    ]),
+    tools: [
+      defineTool({
+        name: "note",
+        description: "Takes a note",
+        inputSchema: z.object({}),
+        needsApproval: true,
+        execute: () => "noted",
+      }),
+    ],
+  });
 let runtime: DurableRuntime;
 let databaseUrl: string;
 
 beforeAll(async () => {
   ({ runtime, databaseUrl } = await worker.start("agent_core_answer_timeout", {
     answerTimeoutMs: ANSWER_TIMEOUT_MS,
-    agents: { approving: notes.agent, gated: gated.agent },
+    agents: { approving: notes.agent, gated: gated.agent, pair },
   }));
 }, 60_000);
 
@@ -191,6 +208,33 @@ describe("a durable run whose wait for an answer times out", () => {
       expect.objectContaining({ role: "toolResult", toolCallId: "n1", status: "denied" }),
     );
     expect(gated.noted).toEqual(["n2"]);
+  }, 60_000);
+
+  it("keeps the deadline its wait began with when an answer leaves a call waiting: the answer does not begin the wait again", async () => {
+    const run = await runtime.start("pair", "Note both.", { runId: "half-answered" });
+    await untilEvent(runtime, "half-answered", "agent_end", 20_000);
+    // Half its wait passes before p1's answer comes.
+    await new Promise((resolve) => setTimeout(resolve, ANSWER_TIMEOUT_MS / 2));
+    await runtime.answer("half-answered", { kind: "approval", toolCallId: "p1", approved: true });
+    // Each receive of an answer records the time it waits until (DBOS's durable sleep, its step's output).
+    const deadlines = async () =>
+      ((await DBOS.listWorkflowSteps("half-answered")) ?? [])
+        .filter((step) => step.name === "DBOS.sleep")
+        .map((step) => Number(step.output));
+    for (const until = Date.now() + 20_000; (await deadlines()).length < 2; ) {
+      if (Date.now() > until) throw new Error("the wait for p2 never began");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The same deadline, give or take the time DBOS takes to record it (begun again, it would be
+    // half a wait later).
+    const [first, second] = (await deadlines()) as [number, number];
+    expect(Math.abs(second - first)).toBeLessThan(ANSWER_TIMEOUT_MS / 4);
+    await runtime.answer("half-answered", { kind: "approval", toolCallId: "p2", approved: true });
+    expect(await run.result()).toMatchObject({
+      runIds: ["half-answered", "half-answered.2"],
+      stopReason: "completed",
+      text: "Noted.",
+    });
   }, 60_000);
 
   it("recovered while it waits, waits what was left of its time, not all of it again", async () => {

@@ -51,8 +51,8 @@ export interface DurableRunHost {
   readonly store: Pick<EventStore, "sink" | "flush" | "read">;
   /** Reads whether messages wait for the run, and closes its mailbox as it ends. */
   readonly pool: Pool;
-  /** How long a run that waits for an approval or a client tool result waits. */
-  readonly answerTimeoutSec: number;
+  /** How long a run that waits for an approval or a client tool result waits (ms). */
+  readonly answerTimeoutMs: number;
   /** The runs executing in this process, by workflow id: what a cancel's `NOTIFY` reaches. */
   readonly executing: Map<string, ExecutingRun>;
 }
@@ -195,10 +195,15 @@ async function runToEnd(
   let cancelled = false;
   // Whether the mailbox closed with nothing waiting: else it is closed as the workflow ends.
   let closed = false;
+  // When the wait under way ends, on the recorded clock (the same on replay): from the end of the
+  // run that waits, whatever comes meanwhile (an answer that leaves calls waiting, or that no call
+  // waits for) does not begin it again. DBOS records each receive's own deadline.
+  let waitEnds: number | undefined;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
-      let answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
+      waitEnds ??= clock.now() + host.answerTimeoutMs;
+      let answer = await DBOS.recv<DurableAnswer>(ANSWERS, Math.max(0, waitEnds - Date.now()) / 1000);
       if (answer === null) {
         // No answer in time. The mailbox closes unless something waits in it: an answer sent as
         // the wait timed out (answers go under the mailbox's lock: one sent after the close is
@@ -218,7 +223,10 @@ async function runToEnd(
         }
         if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
         const resumed = deliver(agent, answer);
-        if (resumed !== undefined) result = await ended(resumed);
+        if (resumed !== undefined) {
+          waitEnds = undefined;
+          result = await ended(resumed);
+        }
         continue;
       }
       // The waiting run took messages and did not use them, or they wait in the mailbox: below.
@@ -234,6 +242,7 @@ async function runToEnd(
     const input = [...left.steering, ...left.followUps];
     for (const received of late) if (received.queue !== "cancel") input.push(received.message);
     if (input.length > 0) {
+      waitEnds = undefined;
       result = await ended(agent.prompt(input, options));
       continue;
     }

@@ -83,7 +83,7 @@ export class DurableRuntime {
     this.#host = {
       store: this.#store,
       pool: this.#pool,
-      answerTimeoutSec: (options.answerTimeoutMs ?? 86_400_000) / 1000,
+      answerTimeoutMs: options.answerTimeoutMs ?? 86_400_000,
       executing: this.#executing,
     };
   }
