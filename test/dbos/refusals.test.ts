@@ -185,6 +185,23 @@ describe("a database where no worker has launched yet", () => {
     }
   }, 90_000);
 
+  it("a client's answer to a run in the queue is checked as anywhere: not yet waiting, it is kept for the wait", async () => {
+    const fresh = await DurableRunClient.connect({
+      databaseUrl: await postgres.createDatabase("agent_core_fresh_answer"),
+    });
+    try {
+      await fresh.start("approving", "Note it.", { runId: "answered-in-the-queue" });
+      await fresh.answer("answered-in-the-queue", { kind: "approval", toolCallId: "n1", approved: true });
+      await refused(
+        fresh.answer("answered-in-the-queue", { kind: "approval", toolCallId: "n1", approved: false }),
+        InvalidConfigError,
+        'Tool call "n1" was already approved.',
+      );
+    } finally {
+      await fresh.close();
+    }
+  }, 30_000);
+
   it("a client whose role may not create DBOS's tables there is refused at connect(): no_worker_launched", async () => {
     const url = new URL(await postgres.createDatabase("agent_core_fresh_reader"));
     await pool.query("CREATE ROLE reader LOGIN");
