@@ -202,6 +202,29 @@ describe("a database where no worker has launched yet", () => {
     }
   }, 30_000);
 
+  it("a run, once cancel() resolved, takes no answer, steering or follow-up (nothing would read them), also while it waits in the queue: RunEndedError", async () => {
+    const fresh = await DurableRunClient.connect({
+      databaseUrl: await postgres.createDatabase("agent_core_fresh_cancel"),
+    });
+    try {
+      await fresh.start("approving", "Note it.", { runId: "cancelled-in-the-queue" });
+      await fresh.cancel("cancelled-in-the-queue");
+      const ended =
+        'Durable run "cancelled-in-the-queue" has ended (or does not exist): it takes no more messages.';
+      await refused(
+        fresh.answer("cancelled-in-the-queue", { kind: "approval", toolCallId: "n1", approved: true }),
+        RunEndedError,
+        ended,
+      );
+      await refused(fresh.steer("cancelled-in-the-queue", "Hi."), RunEndedError, ended);
+      await refused(fresh.followUp("cancelled-in-the-queue", "Hi."), RunEndedError, ended);
+      // Cancelled again: nothing changes.
+      await fresh.cancel("cancelled-in-the-queue");
+    } finally {
+      await fresh.close();
+    }
+  }, 30_000);
+
   it("a client whose role may not create DBOS's tables there is refused at connect(): no_worker_launched", async () => {
     const url = new URL(await postgres.createDatabase("agent_core_fresh_reader"));
     await pool.query("CREATE ROLE reader LOGIN");

@@ -273,15 +273,17 @@ export async function queuedMessages(db: Pick<pg.ClientBase, "query">, workflowI
  * Cancels a run wherever it is (`status`: its workflow's, `undefined` when none has that id:
  * `UnknownRunError`; an ended one is left as it is): two durable messages reach it if no worker runs it now (a dead
  * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
- * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
- * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
- * dies (it may be the process that cancelled) the run that recovers takes it too.
+ * again) or if it waits for an answer; then its mailbox is closed (`closeMailbox`); then a
+ * `NOTIFY` makes the worker running it abort it at once. The messages go first: a cancel a worker
+ * takes live is already stored, so if that worker dies (it may be the process that cancelled) the
+ * run that recovers takes it too.
  */
 export async function cancelRun(
   workflowId: string,
   status: string | undefined,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
+  closeMailbox: () => Promise<unknown>,
 ): Promise<void> {
   // An id no workflow has is a mistake to say (DBOS would refuse the messages with an error of its
   // own); a workflow that has ended stays as it ended, with nothing sent that no one would read.
@@ -290,6 +292,10 @@ export async function cancelRun(
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);
+  // The run ends at the cancel, leaving unread whatever else waits for it: what is sent from now on
+  // is refused (`RunEndedError`) rather than taken and never read, wherever the run is (in the
+  // queue, waiting, running, or in no worker). The workflow's own close finds it closed.
+  await closeMailbox();
   await notify(CANCEL_CHANNEL, workflowId);
 }
 

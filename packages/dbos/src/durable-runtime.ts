@@ -20,7 +20,7 @@ import {
 } from "./durable-messages.js";
 import type { DurableRunHost, DurableRunResult, ExecutingRun } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
-import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { describe, RunWorkflows } from "./run-workflows.js";
 import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
 
@@ -269,6 +269,7 @@ export class DurableRuntime {
         (await DBOS.getWorkflowStatus(workflowId))?.status,
         (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
         (message, topic) => DBOS.send(workflowId, message, topic),
+        () => closeMailbox(this.#pool, workflowId, []),
       ),
     );
   }

@@ -18,7 +18,7 @@ import {
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
-import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { RUN_WORKFLOW } from "./run-workflows.js";
 import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
 
@@ -146,6 +146,7 @@ export class DurableRunClient {
         (await this.#client.getWorkflow(workflowId))?.status,
         (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
         (message, topic) => this.#client.send(workflowId, message, topic),
+        async () => closeMailbox(await this.#withTables(), workflowId, []),
       );
     });
   }
