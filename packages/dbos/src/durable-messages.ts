@@ -174,23 +174,37 @@ export function shown(value: unknown): string {
  * Throws, as the agent's `approve()`, `deny()` or `submitToolResult()` would in process, when the
  * workflow's last run has ended waiting and does not wait for the answer's call. In the workflow
  * such an answer would be dropped, and the run would go on waiting until `answerTimeoutMs` with
- * no one told why. A run that has not suspended yet is not checked: an answer sent before it
- * waits is kept for its wait. (What no run could take, `checkAnswerShape` refuses first.)
+ * no one told why. A run that has not suspended yet is checked only for a call whose result is
+ * stored (in any of the workflow's runs): it waits for nothing again. Any other answer sent before
+ * the run waits is kept for its wait. (What no run could take, `checkAnswerShape` refuses first.)
  */
 export async function checkAnswer(
-  store: Pick<EventStore, "lastRun" | "last">,
+  store: Pick<EventStore, "lastRun" | "last" | "hasResult">,
   workflowId: string,
   answer: CallAnswer,
 ): Promise<void> {
   const { toolCallId } = answer;
-  const last = await store.last(await store.lastRun(workflowId));
-  if (last?.type !== "agent_end") return;
+  const lastRun = await store.lastRun(workflowId);
+  const last = await store.last(lastRun);
+  const refusal =
+    answer.kind === "approval"
+      ? new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`)
+      : new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+  if (last?.type !== "agent_end") {
+    if (await store.hasResult(runsUpTo(workflowId, lastRun), toolCallId)) throw refusal;
+    return;
+  }
   const waits = (calls: { toolCallId: string }[] | undefined) =>
     (calls ?? []).some((call) => call.toolCallId === toolCallId);
-  if (answer.kind === "approval" && !waits(last.pendingApprovals))
-    throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
-  if (answer.kind === "tool-result" && !waits(last.pendingClientTools))
-    throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+  if (!waits(answer.kind === "approval" ? last.pendingApprovals : last.pendingClientTools)) throw refusal;
+}
+
+/** The workflow's runs up to `lastRun`: `<id>`, `<id>.2`, …. */
+function runsUpTo(workflowId: string, lastRun: string): string[] {
+  const count = lastRun === workflowId ? 1 : Number(lastRun.slice(workflowId.length + 1));
+  return Array.from({ length: count }, (_, index) =>
+    index === 0 ? workflowId : `${workflowId}.${index + 1}`,
+  );
 }
 
 /** The answer as sent: stamped with the sending time. */
