@@ -237,6 +237,24 @@ describe("a durable run whose wait for an answer times out", () => {
     });
   }, 60_000);
 
+  it("takes an answer's sentAt from the future as now: the recorded clock, and the next run's time, do not jump ahead", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "sent-from-the-future" });
+    await untilEvent(runtime, "sent-from-the-future", "agent_end", 20_000);
+    const nextYear = Date.now() + 365 * 86_400_000;
+    await runtime.answer("sent-from-the-future", {
+      kind: "approval",
+      toolCallId: "n1",
+      approved: true,
+      sentAt: nextYear,
+    });
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    const now = Date.now();
+    for (const message of result.messages) expect(message.timestamp).toBeLessThanOrEqual(now);
+    for (const event of await runtime.events("sent-from-the-future.2"))
+      expect(event.ts).toBeLessThanOrEqual(now);
+  }, 60_000);
+
   it("recovered while it waits, waits what was left of its time, not all of it again", async () => {
     await runtime.start("approving", "Note it.", { runId: "waiting" });
     await untilEvent(runtime, "waiting", "agent_end", 20_000);

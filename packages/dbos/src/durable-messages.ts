@@ -25,7 +25,7 @@ export type DurableAnswer = (
   /** Sent by `cancel()`: a run that waits ends there. */
   | { kind: "cancel" }
 ) & {
-  /** When it was sent (default: now): the run's recorded clock moves on to it. */
+  /** When it was sent (default: now; one from the future is taken as now): the run's recorded clock moves on to it. */
   sentAt?: number;
 };
 
@@ -207,9 +207,14 @@ function runsUpTo(workflowId: string, lastRun: string): string[] {
   );
 }
 
-/** The answer as sent: stamped with the sending time. */
+/**
+ * The answer as sent: stamped with the sending time, or its own `sentAt` if earlier. One from the
+ * future is taken as now: the run's recorded clock moves on to it, and a clock moved ahead would
+ * put off the next run's `totalMs` and the next wait's `answerTimeoutMs` by as much.
+ */
 export function stamped(answer: DurableAnswer): DurableAnswer {
-  return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
+  const now = Date.now();
+  return { ...answer, sentAt: Math.min(answer.sentAt ?? now, now) };
 }
 
 /**
