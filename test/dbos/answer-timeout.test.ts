@@ -1,8 +1,10 @@
 import { type DurableRunResult, type DurableRuntime, RunEndedError } from "@agent-core/dbos";
-import { assertEventProtocol } from "@agent-core/testing";
+import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent, defineTool, InvalidConfigError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { approvingNotes, DurableWorker } from "./harness.js";
 import { untilLockWaiters } from "./lock-waiters.js";
 import { untilEvent } from "./until-event.js";
@@ -13,13 +15,78 @@ import { untilEvent } from "./until-event.js";
 const ANSWER_TIMEOUT_MS = 6000;
 const worker = new DurableWorker();
 const notes = approvingNotes();
+/**
+ * An agent whose first run waits for the approval of a note (n1); the run a follow-up begins
+ * settles it, opens a gate (a tool that waits until the test opens it), then waits for the approval
+ * of another note (n2). `noted` lists the notes taken.
+ */
+const gated = (() => {
+  const noted: string[] = [];
+  let entered!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const note = defineTool({
+    name: "note",
+    description: "Takes a note",
+    inputSchema: z.object({}),
+    needsApproval: true,
+    // The key is `<runId>:<toolCallId>`.
+    execute: (_, { idempotencyKey }) => {
+      noted.push(idempotencyKey.split(":").at(-1) as string);
+      return "noted";
+    },
+  });
+  const gate = defineTool({
+    name: "gate",
+    description: "Waits until the test opens it",
+    inputSchema: z.object({}),
+    execute: async () => {
+      entered();
+      await opened;
+      return "open";
+    },
+  });
+  const agent = () =>
+    new Agent({
+      provider: scriptedModel([
+        [script.toolCall("note", {}, { id: "n1" })],
+        [script.toolCall("gate", {}, { id: "g1" })],
+        [script.toolCall("note", {}, { id: "n2" })],
+        [script.text("Noted.")],
+      ]),
+      tools: [note, gate],
+    });
+  return { agent, noted, reached, open };
+})();
+/** An agent that calls two notes that need approval, at once (p1, p2), then answers "Noted." */
+const pair = () =>
+  new Agent({
+    provider: scriptedModel([
+      [script.toolCall("note", {}, { id: "p1" }), script.toolCall("note", {}, { id: "p2" })],
+      [script.text("Noted.")],
+    ]),
+    tools: [
+      defineTool({
+        name: "note",
+        description: "Takes a note",
+        inputSchema: z.object({}),
+        needsApproval: true,
+        execute: () => "noted",
+      }),
+    ],
+  });
 let runtime: DurableRuntime;
 let databaseUrl: string;
 
 beforeAll(async () => {
   ({ runtime, databaseUrl } = await worker.start("agent_core_answer_timeout", {
     answerTimeoutMs: ANSWER_TIMEOUT_MS,
-    agents: { approving: notes.agent },
+    agents: { approving: notes.agent, gated: gated.agent, pair },
   }));
 }, 60_000);
 
@@ -111,6 +178,81 @@ describe("a durable run whose wait for an answer times out", () => {
     } finally {
       await db.end();
     }
+  }, 60_000);
+
+  it("refuses an answer to a call that a follow-up's run settled, sent while that run goes on: the next wait does not take it and drop it", async () => {
+    const run = await runtime.start("gated", "Note it.", { runId: "settled-by-follow-up" });
+    await untilEvent(runtime, "settled-by-follow-up", "agent_end", 20_000);
+    await runtime.followUp("settled-by-follow-up", "Any news?");
+    // The wait times out; the follow-up's run (.2) denies n1 as it begins, then holds at its gate.
+    await gated.reached;
+    const late = await runtime
+      .answer("settled-by-follow-up", { kind: "approval", toolCallId: "n1", approved: true })
+      .then(
+        () => "taken",
+        (error: unknown) => error,
+      );
+    expect(late).toBeInstanceOf(InvalidConfigError);
+    expect((late as Error).message).toBe('Tool call "n1" was already denied.');
+    gated.open();
+    // The run waits for n2 now, and takes its answer.
+    await untilEvent(runtime, "settled-by-follow-up.2", "agent_end", 20_000);
+    await runtime.answer("settled-by-follow-up", { kind: "approval", toolCallId: "n2", approved: true });
+    const result = await run.result();
+    expect(result).toMatchObject({
+      runIds: ["settled-by-follow-up", "settled-by-follow-up.2", "settled-by-follow-up.3"],
+      stopReason: "completed",
+      text: "Noted.",
+    });
+    expect(result.messages).toContainEqual(
+      expect.objectContaining({ role: "toolResult", toolCallId: "n1", status: "denied" }),
+    );
+    expect(gated.noted).toEqual(["n2"]);
+  }, 60_000);
+
+  it("keeps the deadline its wait began with when an answer leaves a call waiting: the answer does not begin the wait again", async () => {
+    const run = await runtime.start("pair", "Note both.", { runId: "half-answered" });
+    await untilEvent(runtime, "half-answered", "agent_end", 20_000);
+    // Half its wait passes before p1's answer comes.
+    await new Promise((resolve) => setTimeout(resolve, ANSWER_TIMEOUT_MS / 2));
+    await runtime.answer("half-answered", { kind: "approval", toolCallId: "p1", approved: true });
+    // Each receive of an answer records the time it waits until (DBOS's durable sleep, its step's output).
+    const deadlines = async () =>
+      ((await DBOS.listWorkflowSteps("half-answered")) ?? [])
+        .filter((step) => step.name === "DBOS.sleep")
+        .map((step) => Number(step.output));
+    for (const until = Date.now() + 20_000; (await deadlines()).length < 2; ) {
+      if (Date.now() > until) throw new Error("the wait for p2 never began");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The same deadline, give or take the time DBOS takes to record it (begun again, it would be
+    // half a wait later).
+    const [first, second] = (await deadlines()) as [number, number];
+    expect(Math.abs(second - first)).toBeLessThan(ANSWER_TIMEOUT_MS / 4);
+    await runtime.answer("half-answered", { kind: "approval", toolCallId: "p2", approved: true });
+    expect(await run.result()).toMatchObject({
+      runIds: ["half-answered", "half-answered.2"],
+      stopReason: "completed",
+      text: "Noted.",
+    });
+  }, 60_000);
+
+  it("takes an answer's sentAt from the future as now: the recorded clock, and the next run's time, do not jump ahead", async () => {
+    const run = await runtime.start("approving", "Note it.", { runId: "sent-from-the-future" });
+    await untilEvent(runtime, "sent-from-the-future", "agent_end", 20_000);
+    const nextYear = Date.now() + 365 * 86_400_000;
+    await runtime.answer("sent-from-the-future", {
+      kind: "approval",
+      toolCallId: "n1",
+      approved: true,
+      sentAt: nextYear,
+    });
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    const now = Date.now();
+    for (const message of result.messages) expect(message.timestamp).toBeLessThanOrEqual(now);
+    for (const event of await runtime.events("sent-from-the-future.2"))
+      expect(event.ts).toBeLessThanOrEqual(now);
   }, 60_000);
 
   it("recovered while it waits, waits what was left of its time, not all of it again", async () => {

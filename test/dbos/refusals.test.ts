@@ -8,9 +8,11 @@ import {
   RunFailedError,
   UnknownRunError,
 } from "@agent-core/dbos";
-import { ClientToolError, InvalidConfigError } from "agent-core";
+import { script, scriptedModel } from "@agent-core/testing";
+import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-core";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { approvingNotes, DurableWorker, durableServer } from "./harness.js";
 import type { ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
@@ -25,6 +27,46 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
 const worker = new DurableWorker();
 const notes = approvingNotes();
+/** An agent that calls a note that needs approval (n1), then a gate (g1) that waits until the test opens it. */
+const gated = (() => {
+  let entered!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const tools = [
+    defineTool({
+      name: "note",
+      description: "Takes a note",
+      inputSchema: z.object({}),
+      needsApproval: true,
+      execute: () => "noted",
+    }),
+    defineTool({
+      name: "gate",
+      description: "Waits until the test opens it",
+      inputSchema: z.object({}),
+      execute: async () => {
+        entered();
+        await opened;
+        return "open";
+      },
+    }),
+  ];
+  const agent = () =>
+    new Agent({
+      provider: scriptedModel([
+        [script.toolCall("note", {}, { id: "n1" })],
+        [script.toolCall("gate", {}, { id: "g1" })],
+        [script.text("Done.")],
+      ]),
+      tools,
+    });
+  return { agent, reached, open };
+})();
 let postgres: ThrowawayPostgres;
 let databaseUrl: string;
 let pool: pg.Pool;
@@ -35,7 +77,7 @@ beforeAll(async () => {
   // A worker of the queue a client enqueues on.
   ({ postgres, databaseUrl, pool, runtime } = await worker.start("agent_core_refusals", {
     queue: {},
-    agents: { approving: notes.agent },
+    agents: { approving: notes.agent, gated: gated.agent },
   }));
   client = await DurableRunClient.connect({ databaseUrl });
 }, 60_000);
@@ -115,6 +157,24 @@ describe("an answer no run could take", () => {
   }, 60_000);
 });
 
+describe("an answer to a call that has its result", () => {
+  it("is refused while a later run of the workflow goes on, not kept for a wait that would drop it", async () => {
+    const runId = "answered-then-running";
+    const run = await runtime.start("gated", "Note it.", { runId });
+    await untilEvent(runtime, runId, "agent_end", 20_000);
+    await runtime.answer(runId, { kind: "approval", toolCallId: "n1", approved: true });
+    // The run the approval resumes (.2) notes n1, then holds at its gate.
+    await gated.reached;
+    await untilEvent(runtime, `${runId}.2`, "tool_result", 20_000);
+    const noResultWaits = 'No client tool call "n1" is waiting for a result.';
+    const answer: DurableAnswer = { kind: "tool-result", toolCallId: "n1", outcome: { result: "noted" } };
+    await refused(runtime.answer(runId, answer), ClientToolError, noResultWaits);
+    await refused(client.answer(runId, answer), ClientToolError, noResultWaits);
+    gated.open();
+    expect(await run.result()).toMatchObject({ runIds: [runId, `${runId}.2`], stopReason: "completed" });
+  }, 60_000);
+});
+
 describe("an agent name that is an inherited property of an object", () => {
   it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
     "%s is refused by start() as a name the runtime does not have, and a worker fails a queued run of it with invalid_config",
@@ -122,7 +182,7 @@ describe("an agent name that is an inherited property of an object", () => {
       await refused(
         runtime.start(name, "Hi."),
         InvalidConfigError,
-        `No agent "${name}"; registered: approving.`,
+        `No agent "${name}"; registered: approving, gated.`,
       );
       // Enqueued by a client, which knows no agents: the worker that takes it has none of that name.
       const runId = await client.start(name, "Hi.", { runId: `inherited-${name}` });
@@ -184,6 +244,46 @@ describe("a database where no worker has launched yet", () => {
       await fresh.close();
     }
   }, 90_000);
+
+  it("a client's answer to a run in the queue is checked as anywhere: not yet waiting, it is kept for the wait", async () => {
+    const fresh = await DurableRunClient.connect({
+      databaseUrl: await postgres.createDatabase("agent_core_fresh_answer"),
+    });
+    try {
+      await fresh.start("approving", "Note it.", { runId: "answered-in-the-queue" });
+      await fresh.answer("answered-in-the-queue", { kind: "approval", toolCallId: "n1", approved: true });
+      await refused(
+        fresh.answer("answered-in-the-queue", { kind: "approval", toolCallId: "n1", approved: false }),
+        InvalidConfigError,
+        'Tool call "n1" was already approved.',
+      );
+    } finally {
+      await fresh.close();
+    }
+  }, 30_000);
+
+  it("a run, once cancel() resolved, takes no answer, steering or follow-up (nothing would read them), also while it waits in the queue: RunEndedError", async () => {
+    const fresh = await DurableRunClient.connect({
+      databaseUrl: await postgres.createDatabase("agent_core_fresh_cancel"),
+    });
+    try {
+      await fresh.start("approving", "Note it.", { runId: "cancelled-in-the-queue" });
+      await fresh.cancel("cancelled-in-the-queue");
+      const ended =
+        'Durable run "cancelled-in-the-queue" has ended (or does not exist): it takes no more messages.';
+      await refused(
+        fresh.answer("cancelled-in-the-queue", { kind: "approval", toolCallId: "n1", approved: true }),
+        RunEndedError,
+        ended,
+      );
+      await refused(fresh.steer("cancelled-in-the-queue", "Hi."), RunEndedError, ended);
+      await refused(fresh.followUp("cancelled-in-the-queue", "Hi."), RunEndedError, ended);
+      // Cancelled again: nothing changes.
+      await fresh.cancel("cancelled-in-the-queue");
+    } finally {
+      await fresh.close();
+    }
+  }, 30_000);
 
   it("a client whose role may not create DBOS's tables there is refused at connect(): no_worker_launched", async () => {
     const url = new URL(await postgres.createDatabase("agent_core_fresh_reader"));

@@ -1,16 +1,18 @@
 import { createHash, randomUUID } from "node:crypto";
 import { ClientToolError, canonicalJson, InvalidConfigError } from "@agent-core/core";
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import { inTransaction } from "./database.js";
 import {
+  ANSWERS,
   type CallAnswer,
   checkAnswer,
   checkAnswerShape,
   type DurableAnswer,
+  MESSAGES,
   stamped,
 } from "./durable-messages.js";
 import { EventStore } from "./event-store.js";
-import { lockOpenMailbox } from "./mailbox.js";
+import { lockMailbox, lockOpenMailbox, markClosed, messagesWaitingIn } from "./mailbox.js";
 
 /**
  * The approvals and client tool results sent to durable runs, one per call (and kind: a client
@@ -57,7 +59,7 @@ export async function sendOnce(
   // Everything on the one connection that holds the lock: waiting for a second one while holding
   // it, answers at once could take every connection of the pool and wait for one another.
   await inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
+    await lockAnswers(client, workflowId);
     const { rows } = await client.query<{ approved: boolean | null; digest: string }>(
       "SELECT approved, digest FROM agent_core_answers WHERE workflow_id = $1 AND tool_call_id = $2 AND kind = $3",
       [workflowId, answer.toolCallId, answer.kind],
@@ -82,6 +84,60 @@ export async function sendOnce(
       );
     } else if (first.digest !== digest) throw answeredBefore(answer, first.approved);
   });
+}
+
+/** The calls a run that ended waiting waits for, as its `agent_end` lists them. */
+export interface WaitingCalls {
+  pendingApprovals: readonly { toolCallId: string }[];
+  pendingClientTools: readonly { toolCallId: string }[];
+}
+
+/**
+ * In the workflow, as a wait for answers times out: says `false` and leaves the mailbox open when
+ * an answer waits (the workflow takes it: the batch resumes), or when steering or follow-ups wait,
+ * or the agent holds some it took and did not use (`holdsMessages`): they continue the workflow
+ * in a run whose prompt settles the calls that waited (denied, or failed). Those calls are then
+ * recorded here as answered, so that an answer sent to one of them from now on is refused as a
+ * second answer is. Sent on, it would wait for the run's next wait, which would drop it unseen.
+ * Else closes the mailbox and says `true`. Under the answers' lock, then the mailbox's (as
+ * `sendOnce` takes them): an answer is either sent before (and found waiting) or sees the calls
+ * answered, or the mailbox closed.
+ */
+export function endWait(
+  pool: Pool,
+  workflowId: string,
+  waiting: WaitingCalls,
+  holdsMessages: boolean,
+): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    await lockAnswers(client, workflowId);
+    await lockMailbox(client, workflowId);
+    if (await messagesWaitingIn(client, workflowId, [ANSWERS])) return false;
+    if (!holdsMessages && !(await messagesWaitingIn(client, workflowId, [MESSAGES]))) {
+      await markClosed(client, workflowId);
+      return true;
+    }
+    // As the run's new prompt settles them: an approval denied; every call of the batch (one an
+    // approval held back too) given its result.
+    const approvals = waiting.pendingApprovals.map((call) => call.toolCallId);
+    const results = [...approvals, ...waiting.pendingClientTools.map((call) => call.toolCallId)];
+    await client.query(
+      `INSERT INTO agent_core_answers (workflow_id, tool_call_id, kind, approved, digest)
+       SELECT $1, id, 'approval', false, $4 FROM unnest($2::text[]) AS id
+       UNION ALL SELECT $1, id, 'tool-result', NULL, $4 FROM unnest($3::text[]) AS id
+       ON CONFLICT DO NOTHING`,
+      [workflowId, approvals, results, SETTLED],
+    );
+    return false;
+  });
+}
+
+/** The digest of a call settled by the conversation going on: no answer's (those are base64url). */
+const SETTLED = "settled: the conversation went on";
+
+/** The lock a workflow's answers are sent under, held until the transaction ends. */
+function lockAnswers(client: PoolClient, workflowId: string): Promise<unknown> {
+  return client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.answers:${workflowId}`]);
 }
 
 /**

@@ -25,7 +25,7 @@ export type DurableAnswer = (
   /** Sent by `cancel()`: a run that waits ends there. */
   | { kind: "cancel" }
 ) & {
-  /** When it was sent (default: now): the run's recorded clock moves on to it. */
+  /** When it was sent (default: now; one from the future is taken as now): the run's recorded clock moves on to it. */
   sentAt?: number;
 };
 
@@ -174,28 +174,47 @@ export function shown(value: unknown): string {
  * Throws, as the agent's `approve()`, `deny()` or `submitToolResult()` would in process, when the
  * workflow's last run has ended waiting and does not wait for the answer's call. In the workflow
  * such an answer would be dropped, and the run would go on waiting until `answerTimeoutMs` with
- * no one told why. A run that has not suspended yet is not checked: an answer sent before it
- * waits is kept for its wait. (What no run could take, `checkAnswerShape` refuses first.)
+ * no one told why. A run that has not suspended yet is checked only for a call whose result is
+ * stored (in any of the workflow's runs): it waits for nothing again. Any other answer sent before
+ * the run waits is kept for its wait. (What no run could take, `checkAnswerShape` refuses first.)
  */
 export async function checkAnswer(
-  store: Pick<EventStore, "lastRun" | "last">,
+  store: Pick<EventStore, "lastRun" | "last" | "hasResult">,
   workflowId: string,
   answer: CallAnswer,
 ): Promise<void> {
   const { toolCallId } = answer;
-  const last = await store.last(await store.lastRun(workflowId));
-  if (last?.type !== "agent_end") return;
+  const lastRun = await store.lastRun(workflowId);
+  const last = await store.last(lastRun);
+  const refusal =
+    answer.kind === "approval"
+      ? new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`)
+      : new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+  if (last?.type !== "agent_end") {
+    if (await store.hasResult(runsUpTo(workflowId, lastRun), toolCallId)) throw refusal;
+    return;
+  }
   const waits = (calls: { toolCallId: string }[] | undefined) =>
     (calls ?? []).some((call) => call.toolCallId === toolCallId);
-  if (answer.kind === "approval" && !waits(last.pendingApprovals))
-    throw new InvalidConfigError(`No tool call "${toolCallId}" is waiting for approval.`);
-  if (answer.kind === "tool-result" && !waits(last.pendingClientTools))
-    throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
+  if (!waits(answer.kind === "approval" ? last.pendingApprovals : last.pendingClientTools)) throw refusal;
 }
 
-/** The answer as sent: stamped with the sending time. */
+/** The workflow's runs up to `lastRun`: `<id>`, `<id>.2`, …. */
+function runsUpTo(workflowId: string, lastRun: string): string[] {
+  const count = lastRun === workflowId ? 1 : Number(lastRun.slice(workflowId.length + 1));
+  return Array.from({ length: count }, (_, index) =>
+    index === 0 ? workflowId : `${workflowId}.${index + 1}`,
+  );
+}
+
+/**
+ * The answer as sent: stamped with the sending time, or its own `sentAt` if earlier. One from the
+ * future is taken as now: the run's recorded clock moves on to it, and a clock moved ahead would
+ * put off the next run's `totalMs` and the next wait's `answerTimeoutMs` by as much.
+ */
 export function stamped(answer: DurableAnswer): DurableAnswer {
-  return answer.sentAt === undefined ? { ...answer, sentAt: Date.now() } : answer;
+  const now = Date.now();
+  return { ...answer, sentAt: Math.min(answer.sentAt ?? now, now) };
 }
 
 /**
@@ -273,15 +292,17 @@ export async function queuedMessages(db: Pick<pg.ClientBase, "query">, workflowI
  * Cancels a run wherever it is (`status`: its workflow's, `undefined` when none has that id:
  * `UnknownRunError`; an ended one is left as it is): two durable messages reach it if no worker runs it now (a dead
  * worker's run, recovered, or a queued one takes the cancel before it calls the model or a tool
- * again) or if it waits for an answer; then a `NOTIFY` makes the worker running it abort it at
- * once. The messages go first: a cancel a worker takes live is already stored, so if that worker
- * dies (it may be the process that cancelled) the run that recovers takes it too.
+ * again) or if it waits for an answer; then its mailbox is closed (`closeMailbox`); then a
+ * `NOTIFY` makes the worker running it abort it at once. The messages go first: a cancel a worker
+ * takes live is already stored, so if that worker dies (it may be the process that cancelled) the
+ * run that recovers takes it too.
  */
 export async function cancelRun(
   workflowId: string,
   status: string | undefined,
   notify: (channel: string, payload: string) => Promise<unknown>,
   send: (message: unknown, topic: string) => Promise<void>,
+  closeMailbox: () => Promise<unknown>,
 ): Promise<void> {
   // An id no workflow has is a mistake to say (DBOS would refuse the messages with an error of its
   // own); a workflow that has ended stays as it ended, with nothing sent that no one would read.
@@ -290,6 +311,10 @@ export async function cancelRun(
   const sentAt = Date.now();
   await send({ queue: "cancel", sentAt } satisfies DurableMessage, MESSAGES);
   await send({ kind: "cancel", sentAt } satisfies DurableAnswer, ANSWERS);
+  // The run ends at the cancel, leaving unread whatever else waits for it: what is sent from now on
+  // is refused (`RunEndedError`) rather than taken and never read, wherever the run is (in the
+  // queue, waiting, running, or in no worker). The workflow's own close finds it closed.
+  await closeMailbox();
   await notify(CANCEL_CHANNEL, workflowId);
 }
 

@@ -14,6 +14,7 @@ import {
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Pool } from "pg";
+import { endWait } from "./answer-ledger.js";
 import { isConnectionError } from "./database.js";
 import { ANSWERS, type DurableAnswer, MESSAGES, receiveMessages } from "./durable-messages.js";
 import {
@@ -50,8 +51,8 @@ export interface DurableRunHost {
   readonly store: Pick<EventStore, "sink" | "flush" | "read">;
   /** Reads whether messages wait for the run, and closes its mailbox as it ends. */
   readonly pool: Pool;
-  /** How long a run that waits for an approval or a client tool result waits. */
-  readonly answerTimeoutSec: number;
+  /** How long a run that waits for an approval or a client tool result waits (ms). */
+  readonly answerTimeoutMs: number;
   /** The runs executing in this process, by workflow id: what a cancel's `NOTIFY` reaches. */
   readonly executing: Map<string, ExecutingRun>;
 }
@@ -194,17 +195,23 @@ async function runToEnd(
   let cancelled = false;
   // Whether the mailbox closed with nothing waiting: else it is closed as the workflow ends.
   let closed = false;
+  // When the wait under way ends, on the recorded clock (the same on replay): from the end of the
+  // run that waits, whatever comes meanwhile (an answer that leaves calls waiting, or that no call
+  // waits for) does not begin it again. DBOS records each receive's own deadline.
+  let waitEnds: number | undefined;
   for (;;) {
     if (result.stopReason === "awaiting_approval" || result.stopReason === "awaiting_client_tool") {
       await host.store.flush(runIds);
-      let answer = await DBOS.recv<DurableAnswer>(ANSWERS, host.answerTimeoutSec);
-      if (answer === null && nothingQueued(agent)) {
+      waitEnds ??= clock.now() + host.answerTimeoutMs;
+      let answer = await DBOS.recv<DurableAnswer>(ANSWERS, Math.max(0, waitEnds - Date.now()) / 1000);
+      if (answer === null) {
         // No answer in time. The mailbox closes unless something waits in it: an answer sent as
         // the wait timed out (answers go under the mailbox's lock: one sent after the close is
         // refused) is taken as any answer; steering and follow-ups sent while the run waited (a
-        // `steer()` that resolved) are not left unread either. They go on below as late ones do:
-        // a run of their own, whose prompt settles the calls that waited as any new prompt does.
-        closed = await closingMailbox(host.pool, run.runId, [MESSAGES, ANSWERS]);
+        // `steer()` that resolved), or taken by the waiting run and not used, are not left unread
+        // either. They go on below as late ones do: a run of their own, whose prompt settles the
+        // calls that waited as any new prompt does (and answers to them are refused from then on).
+        closed = await endingWait(host.pool, run.runId, agent);
         if (closed) break;
         answer = await DBOS.recv<DurableAnswer>(ANSWERS, 0);
       }
@@ -216,7 +223,10 @@ async function runToEnd(
         }
         if (answer.sentAt !== undefined) clock.passed(answer.sentAt);
         const resumed = deliver(agent, answer);
-        if (resumed !== undefined) result = await ended(resumed);
+        if (resumed !== undefined) {
+          waitEnds = undefined;
+          result = await ended(resumed);
+        }
         continue;
       }
       // The waiting run took messages and did not use them, or they wait in the mailbox: below.
@@ -232,6 +242,7 @@ async function runToEnd(
     const input = [...left.steering, ...left.followUps];
     for (const received of late) if (received.queue !== "cancel") input.push(received.message);
     if (input.length > 0) {
+      waitEnds = undefined;
       result = await ended(agent.prompt(input, options));
       continue;
     }
@@ -258,6 +269,20 @@ function closingMailbox(pool: Pool, workflowId: string, keptOpenBy: readonly str
   return DBOS.runStep(() => whileUnreachable(() => closeMailbox(pool, workflowId, keptOpenBy)), {
     name: "agent-core.close",
   });
+}
+
+/**
+ * Ends a wait that timed out (see `endWait`), recorded: a replay ends, or goes on, as the first
+ * execution did.
+ */
+function endingWait(pool: Pool, workflowId: string, agent: Agent): Promise<boolean> {
+  const waiting = { pendingApprovals: agent.pendingApprovals, pendingClientTools: agent.pendingClientTools };
+  return DBOS.runStep(
+    () => whileUnreachable(() => endWait(pool, workflowId, waiting, !nothingQueued(agent))),
+    {
+      name: "agent-core.close",
+    },
+  );
 }
 
 /**

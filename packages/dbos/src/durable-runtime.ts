@@ -20,7 +20,7 @@ import {
 } from "./durable-messages.js";
 import type { DurableRunHost, DurableRunResult, ExecutingRun } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
-import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { describe, RunWorkflows } from "./run-workflows.js";
 import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
 
@@ -83,7 +83,7 @@ export class DurableRuntime {
     this.#host = {
       store: this.#store,
       pool: this.#pool,
-      answerTimeoutSec: (options.answerTimeoutMs ?? 86_400_000) / 1000,
+      answerTimeoutMs: options.answerTimeoutMs ?? 86_400_000,
       executing: this.#executing,
     };
   }
@@ -269,6 +269,7 @@ export class DurableRuntime {
         (await DBOS.getWorkflowStatus(workflowId))?.status,
         (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
         (message, topic) => DBOS.send(workflowId, message, topic),
+        () => closeMailbox(this.#pool, workflowId, []),
       ),
     );
   }

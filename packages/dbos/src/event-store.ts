@@ -103,6 +103,19 @@ export class EventStore {
     }
   }
 
+  /**
+   * Whether a `tool_result` of the call is stored for one of the runs (`runIds`): a call that has
+   * its result waits for nothing again.
+   */
+  async hasResult(runIds: readonly string[], toolCallId: string): Promise<boolean> {
+    const { rowCount } = await this.#pool.query(
+      `SELECT 1 FROM agent_core_events WHERE run_id = ANY($1)
+       AND event->>'type' = 'tool_result' AND event->>'toolCallId' = $2 LIMIT 1`,
+      [runIds, toolCallId],
+    );
+    return rowCount === 1;
+  }
+
   /** The run's last stored event, if any. */
   async last(runId: string): Promise<AgentEvent | undefined> {
     const { rows } = await this.#pool.query<{ event: AgentEvent }>(

@@ -52,16 +52,16 @@ export function sendMessage(
  * that neither reaches a workflow past its last look at what waits for it.
  */
 export async function lockOpenMailbox(client: pg.PoolClient, workflowId: string): Promise<void> {
-  await lock(client, workflowId);
+  await lockMailbox(client, workflowId);
   if (await isClosed(client, workflowId)) throw new RunEndedError(workflowId);
 }
 
 /**
  * In the workflow, once its run has nothing left to do: closes the mailbox and says so, or, when
  * something sent on one of the `keptOpenBy` topics (a message or a cancel on `MESSAGES`; an answer
- * on `ANSWERS`, as a wait times out) waits to be received, leaves it open and says `false` (the
- * workflow then receives it). With no topics it closes whatever waits: a workflow that ends
- * without taking more (cancelled, failed) leaves what was sent before unread.
+ * on `ANSWERS`) waits to be received, leaves it open and says `false` (the workflow then receives
+ * it). With no topics it closes whatever waits: a workflow that ends without taking more
+ * (cancelled, failed) leaves what was sent before unread.
  */
 export function closeMailbox(
   pool: pg.Pool,
@@ -69,18 +69,23 @@ export function closeMailbox(
   keptOpenBy: readonly string[],
 ): Promise<boolean> {
   return inTransaction(pool, async (client) => {
-    await lock(client, workflowId);
+    await lockMailbox(client, workflowId);
     if (keptOpenBy.length > 0 && (await messagesWaitingIn(client, workflowId, keptOpenBy))) return false;
-    await client.query(
-      "INSERT INTO agent_core_closed_mailboxes (workflow_id) VALUES ($1) ON CONFLICT DO NOTHING",
-      [workflowId],
-    );
+    await markClosed(client, workflowId);
     return true;
   });
 }
 
+/** Closes the workflow's mailbox, under its lock (`lockMailbox`): what is sent from then on is refused. */
+export async function markClosed(client: pg.PoolClient, workflowId: string): Promise<void> {
+  await client.query(
+    "INSERT INTO agent_core_closed_mailboxes (workflow_id) VALUES ($1) ON CONFLICT DO NOTHING",
+    [workflowId],
+  );
+}
+
 /** The lock a workflow's messages are sent under and its mailbox closed, held until the transaction ends. */
-function lock(client: pg.PoolClient, workflowId: string): Promise<unknown> {
+export function lockMailbox(client: pg.PoolClient, workflowId: string): Promise<unknown> {
   return client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agent-core.mailbox:${workflowId}`]);
 }
 
@@ -96,7 +101,7 @@ async function isClosed(client: pg.PoolClient, workflowId: string): Promise<bool
  * Whether anything sent to the workflow on `topics` (default: the messages' topic, a cancel too)
  * is not received yet: a read of DBOS's notifications table (its system tables are documented).
  */
-async function messagesWaitingIn(
+export async function messagesWaitingIn(
   db: Pick<pg.ClientBase, "query">,
   workflowId: string,
   topics: readonly string[] = [MESSAGES],

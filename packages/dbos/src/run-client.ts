@@ -17,7 +17,8 @@ import {
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
-import { createMailboxTable, sendMessage } from "./mailbox.js";
+import { EventStore } from "./event-store.js";
+import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { RUN_WORKFLOW } from "./run-workflows.js";
 import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
 
@@ -34,8 +35,9 @@ export class DurableRunClient {
   /** For the answers (and the event log they are checked against) and `cancel()`'s NOTIFY, made when first needed. */
   #pool: pg.Pool | undefined;
   /**
-   * The tables of answers and of closed mailboxes, made at the first answer or message: this
-   * client may send before a worker of its version made them.
+   * The tables of answers and of closed mailboxes, made at the first answer or message, and the
+   * event log an answer is checked against: this client may send before a worker of its version
+   * made them.
    */
   #tables: Promise<unknown> | undefined;
   /** The close, once begun: it happens once, and the client's calls are refused from then on. */
@@ -144,6 +146,7 @@ export class DurableRunClient {
         (await this.#client.getWorkflow(workflowId))?.status,
         (channel, payload) => pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
         (message, topic) => this.#client.send(workflowId, message, topic),
+        async () => closeMailbox(await this.#withTables(), workflowId, []),
       );
     });
   }
@@ -157,7 +160,11 @@ export class DurableRunClient {
   /** The client's connection, once the tables it writes exist. */
   async #withTables(): Promise<pg.Pool> {
     const pool = this.#connection();
-    this.#tables ??= Promise.all([createAnswersTable(pool), createMailboxTable(pool)]);
+    this.#tables ??= Promise.all([
+      createAnswersTable(pool),
+      createMailboxTable(pool),
+      new EventStore(pool).createTable(),
+    ]);
     await this.#tables;
     return pool;
   }
