@@ -4,6 +4,7 @@ import {
   AbortedError,
   Agent,
   AgentError,
+  type AgentEvent,
   type AgentRun,
   defineTool,
   InvalidEventError,
@@ -547,6 +548,25 @@ describe("ctx.emit", () => {
     expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
   });
+
+  it("publishes only the fields its type's schema describes: one it does not check cannot break a consumer", async () => {
+    const { refused, run } = await emitting([
+      { type: "custom", name: "misuse.extra", data: { n: 1 }, total: 10n },
+      { type: "thinking", text: "hm", toJSON: () => JSON.parse("not json") },
+    ]);
+    expect(refused).toEqual([]);
+    const [custom, thinking] = run.events.slice(1, 3);
+    expect(custom).toEqual({ type: "custom", name: "misuse.extra", data: { n: 1 }, ...envelopeOf(custom) });
+    expect(thinking).toEqual({ type: "thinking", text: "hm", ...envelopeOf(thinking) });
+    // What was published serializes, as an HTTP stream and the durable log do.
+    expect(() => JSON.stringify(run.events)).not.toThrow();
+  });
+});
+
+const envelopeOf = (event: AgentEvent | undefined) => ({
+  runId: event?.runId,
+  seq: event?.seq,
+  ts: event?.ts,
 });
 
 describe("ctx.emit of a custom event: data must be JSON, checked at emit", () => {
