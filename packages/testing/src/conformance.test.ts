@@ -111,6 +111,19 @@ describe("conformance checks catch broken orchestrators", () => {
     );
   });
 
+  it("one whose resume runs the approved batch and stops: the model never reads its result", async () => {
+    const stopping = (): Orchestrator => ({
+      name: "broken",
+      run: toolLoop,
+      resume: async (ctx, calls) => {
+        await ctx.executeTools(calls);
+      },
+    });
+    await expect(check("runs an approved call once when the run resumes").run(stopping)).rejects.toThrow(
+      /a model call after the approved call probe-1 read its result: expected false to be true/,
+    );
+  });
+
   it("one that throws: the failed check says what it threw", async () => {
     const throwing = orchestrator(async () => {
       throw new Error("the plan is empty");

@@ -6,6 +6,7 @@ import {
   type RunResult,
   type ToolResultMessage,
 } from "@agent-core/core";
+import type { LanguageModelV4Prompt } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { assertEventProtocol, assertValidTranscript, eventsOf } from "./assertions.js";
@@ -50,7 +51,8 @@ const CHECK_TIMEOUT_MS = 60_000;
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
  * stream), provider errors, steering and limits, `result()` without reading events, and approvals
- * (an approved call runs once when the run resumes, through `Orchestrator.resume` if it has one).
+ * (an approved call runs once when the run resumes, through `Orchestrator.resume` if it has one,
+ * and the model then reads its result).
  * A run that does not end within its deadline fails its check with "the run did not end within
  * … ms"; each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
  * `testTimeout`. Call it at the top level of a vitest test file; it is the
@@ -188,7 +190,8 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "runs an approved call once when the run resumes: approvals and Orchestrator.resume",
     async run(factory, options) {
       const executed: string[] = [];
-      const agent = newAgent(factory, { approval: { executed } });
+      const model = conformanceModel();
+      const agent = newAgent(factory, { approval: { executed }, model });
       const run = await start(agent, PROMPT, options);
       // Its history ends with the calls that wait, unanswered (by design): no transcript check yet.
       const waiting = await within(run.result(), RUN_DEADLINE_MS);
@@ -233,9 +236,23 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
           status: "ok",
           content: probeOutput(result.toolCallId),
         });
+      // "Then go on as `run` would": the model reads what the approved calls returned. A resume
+      // that runs the batch and stops leaves the user with no answer to the results.
+      const read = new Set(model.prompts.flatMap(toolResultIdsOf));
+      for (const id of approved)
+        expect(read.has(id), `a model call after the approved call ${id} read its result`).toBe(true);
     },
   },
 ];
+
+/** The ids of the tool results a model call's prompt holds. */
+function toolResultIdsOf(prompt: LanguageModelV4Prompt): string[] {
+  return prompt.flatMap((message) =>
+    message.role === "tool"
+      ? message.content.flatMap((part) => (part.type === "tool-result" ? [part.toolCallId] : []))
+      : [],
+  );
+}
 
 const PROMPT = "Use the probe tool, then answer.";
 /** Waits for approval a resumed run may end with again, before the approvals check gives up. */
