@@ -50,9 +50,9 @@ const CHECK_TIMEOUT_MS = 60_000;
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
- * stream), provider errors, steering and limits, `result()` without reading events, and approvals
- * (an approved call runs once when the run resumes, through `Orchestrator.resume` if it has one,
- * and the model then reads its result).
+ * stream), provider errors, steering, follow-ups (each in a turn of its own) and limits, `result()`
+ * without reading events, and approvals (an approved call runs once when the run resumes, through
+ * `Orchestrator.resume` if it has one, and the model then reads its result).
  * A run that does not end within its deadline fails its check with "the run did not end within
  * … ms"; each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
  * `testTimeout`. Call it at the top level of a vitest test file; it is the
@@ -177,6 +177,22 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     },
   },
   {
+    name: "honours follow-ups: one queued before the run is answered in a turn of its own",
+    async run(factory, options) {
+      const model = conformanceModel();
+      const agent = newAgent(factory, { model });
+      agent.followUp(FOLLOW_UP);
+      const run = await start(agent, PROMPT, options);
+      const result = await timed(run, RUN_DEADLINE_MS);
+      expect(result.stopReason, ending(result)).toBe("completed");
+      const followUps = result.messages.filter((m) => m.role === "user" && m.content === FOLLOW_UP);
+      expect(followUps, "the follow-ups in the history").toHaveLength(1);
+      const read = model.prompts.some((prompt) => JSON.stringify(prompt).includes(FOLLOW_UP));
+      expect(read, "a model call read the follow-up").toBe(true);
+      expect(eventsOf(run.events, "turn_start").length, "turns opened").toBeGreaterThanOrEqual(2);
+    },
+  },
+  {
     name: "keeps maxCycles, however many cycles the orchestrator wants",
     async run(factory, options) {
       const model = conformanceModel();
@@ -255,6 +271,7 @@ function toolResultIdsOf(prompt: LanguageModelV4Prompt): string[] {
 }
 
 const PROMPT = "Use the probe tool, then answer.";
+const FOLLOW_UP = "Conformance follow-up";
 /** Waits for approval a resumed run may end with again, before the approvals check gives up. */
 const MAX_APPROVAL_ROUNDS = 5;
 
