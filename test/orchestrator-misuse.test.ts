@@ -6,6 +6,7 @@ import {
   AgentError,
   type AgentEvent,
   type AgentRun,
+  type AssistantMessage,
   defineTool,
   InvalidEventError,
   InvalidHistoryError,
@@ -16,6 +17,7 @@ import {
   type StopReason,
   type ToolBatchResult,
   type ToolCall,
+  type ToolResultMessage,
   validateTranscript,
 } from "@agent-core/core";
 import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
@@ -946,6 +948,20 @@ describe("turns the plug-in leaves unbalanced (writing-an-orchestrator.md)", () 
   });
 });
 
+/** An assistant message with a call `m1` of the add tool: made up by the orchestrator, as a worked example. */
+const madeUpCall: AssistantMessage = {
+  role: "assistant",
+  content: [{ type: "toolCall", id: "m1", name: "add", args: { a: 1, b: 2 } }],
+};
+const resultOf = (toolCallId: string): ToolResultMessage => ({
+  role: "toolResult",
+  toolCallId,
+  toolName: "add",
+  content: "3",
+  isError: false,
+  status: "ok",
+});
+
 describe("ctx.decide() and ctx.generateObject() options", () => {
   const refusals: [string, unknown, string][] = [
     ["not an object", 42, "expected an object of options, got number"],
@@ -962,6 +978,16 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
       "a message of the app's own kind",
       { messages: [{ role: "note", text: "x" }] },
       'messages[0] has role "note": the model takes user, assistant and toolResult messages',
+    ],
+    [
+      "a tool call without its result",
+      { messages: [madeUpCall] },
+      'messages must give each tool call its result, and each result its call: message 0: tool call(s) "m1" have no result before the next message',
+    ],
+    [
+      "a result of no call",
+      { messages: [resultOf("m1")] },
+      'messages must give each tool call its result, and each result its call: message 0: tool result "m1" answers no pending tool call',
     ],
   ];
   const generateObjectOnly: [string, unknown, string][] = [
@@ -1046,7 +1072,7 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
           tools: ["add"],
           system: "Be brief.",
           settings: { temperature: 0 },
-          messages: [{ role: "user", content: "Check your answer." }],
+          messages: [madeUpCall, resultOf("m1"), { role: "user", content: "Check your answer." }],
         });
         await ctx.decide({ tools: false });
       }),
