@@ -64,8 +64,12 @@ export type PlanReplySpec = { kind: "plan"; steps: PlanStepSpec[] } | { kind: "g
  * dropped, events emitted after the run. Whatever it does, the framework's guarantees must hold.
  */
 export type ProgramStep =
-  /** `ctx.decide()` (with the tools, or `{ tools: false }`); its tool calls become the pending ones. */
-  | { op: "decide"; tools: boolean; swallow: boolean }
+  /**
+   * `ctx.decide()` (with the tools, or `{ tools: false }`); its tool calls become the pending ones.
+   * `parallel`: two at once, as a careless author might; the calls of the one that settles last are
+   * the pending ones (when the other's reply came after it, `executeTools` refuses them).
+   */
+  | { op: "decide"; tools: boolean; parallel: boolean; swallow: boolean }
   /**
    * `ctx.executeTools(pending)`; `split`: the first call in one batch and the rest in another, at
    * once; `detached`: not awaited (the next step runs beside the batches); `callback`: a
@@ -292,6 +296,7 @@ const programStep: fc.Arbitrary<ProgramStep> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant("decide" as const),
       tools: weighted([4, true], [1, false]),
+      parallel: weighted([5, false], [1, true]),
       swallow,
     }),
   },

@@ -372,9 +372,16 @@ async function toolLoop(ctx: RunContext): Promise<AssistantMessage> {
 async function performStep(ctx: RunContext, step: ProgramStep, run: ProgramRun): Promise<void> {
   switch (step.op) {
     case "decide": {
-      const decision = await ctx.decide(step.tools ? undefined : { tools: false });
-      run.last = decision.message;
-      run.pending = decision.mode === "steer" ? decision.toolCalls : [];
+      const decide = async () => {
+        const decision = await ctx.decide(step.tools ? undefined : { tools: false });
+        run.last = decision.message;
+        run.pending = decision.mode === "steer" ? decision.toolCalls : [];
+      };
+      if (!step.parallel) return decide();
+      // Two model calls at once: each sees the history as it was, and each reply is appended.
+      const settled = await Promise.allSettled([decide(), decide()]);
+      const failed = settled.find((outcome) => outcome.status === "rejected");
+      if (failed) throw failed.reason;
       return;
     }
     case "execute": {
