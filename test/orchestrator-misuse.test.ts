@@ -8,6 +8,7 @@ import {
   type AgentRun,
   type AssistantMessage,
   defineTool,
+  EVENT_SINK,
   InvalidEventError,
   InvalidHistoryError,
   type Orchestrator,
@@ -562,6 +563,37 @@ describe("ctx.emit", () => {
     expect(thinking).toEqual({ type: "thinking", text: "hm", ...envelopeOf(thinking) });
     // What was published serializes, as an HTTP stream and the durable log do.
     expect(() => JSON.stringify(run.events)).not.toThrow();
+  });
+});
+
+describe("an orchestrator that emits from a listener of its own run's events", () => {
+  it("has every consumer hear the run's events in seq order: the one it emits waits its turn", async () => {
+    let context: RunContext | undefined;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("a", "b")]]),
+      orchestrator: plugin(async (ctx) => {
+        context = ctx;
+        ctx.emit({ type: "custom", name: "misuse.first" });
+        await ctx.decide();
+      }),
+    });
+    const sink: number[] = [];
+    agent.container.register(EVENT_SINK, { useValue: { publish: (event) => sink.push(event.seq) } });
+    const first: number[] = [];
+    const second: number[] = [];
+    agent.on("*", (event) => {
+      first.push(event.seq);
+      // Progress of its own, told as the run goes: from inside the delivery of another event.
+      if (event.type === "custom" && event.name === "misuse.first")
+        context?.emit({ type: "custom", name: "misuse.second" });
+      if (event.type === "text_delta") context?.emit({ type: "custom", name: "misuse.text" });
+    });
+    agent.on("*", (event) => second.push(event.seq));
+    const run = agent.prompt("hi");
+    await kept(run);
+    const inOrder = run.events.map((event) => event.seq);
+    expect(inOrder).toHaveLength(9);
+    expect({ first, second, sink }).toEqual({ first: inOrder, second: inOrder, sink: inOrder });
   });
 });
 

@@ -29,6 +29,10 @@ export class EventPublisher {
   #sealed = false;
   /** Ids of calls announced by `tool_call` and not yet answered: a short list, the calls running now. */
   readonly #announced: string[] = [];
+  /** Whether an event is being handed to the consumers (a listener of it may publish another). */
+  #delivering = false;
+  /** Events published while another was being delivered, in `seq` order: they wait their turn. */
+  readonly #waiting: AgentEvent[] = [];
 
   constructor(
     runId: string,
@@ -69,9 +73,30 @@ export class EventPublisher {
     const enveloped = envelope(event, this.runId, this.#seq++, ts);
     if (enveloped.type === "agent_end") this.#sealed = true;
     this.#stream.push(enveloped);
-    this.#listeners.publish(enveloped);
-    this.#sink?.publish(enveloped);
-    if (this.#observer !== undefined) this.#observe(this.#observer, enveloped);
+    // A listener that publishes (an orchestrator's `ctx.emit` in its own `agent.on` handler) would
+    // otherwise hand its event to the consumers after it before the one they are still due.
+    if (this.#delivering) {
+      this.#waiting.push(enveloped);
+      return;
+    }
+    this.#delivering = true;
+    try {
+      this.#deliver(enveloped);
+      for (let next = this.#waiting.shift(); next !== undefined; next = this.#waiting.shift())
+        this.#deliver(next);
+    } finally {
+      this.#delivering = false;
+    }
+  }
+
+  /**
+   * To the consumers after the run's stream. Each is guarded where it is made (a listener or sink
+   * that throws is reported, not rethrown), so a delivery ends; `publish` reopens it regardless.
+   */
+  #deliver(event: AgentEvent): void {
+    this.#listeners.publish(event);
+    this.#sink?.publish(event);
+    if (this.#observer !== undefined) this.#observe(this.#observer, event);
   }
 
   #observe(observer: RunObserver, event: AgentEvent): void {
