@@ -595,6 +595,25 @@ describe("an orchestrator that emits from a listener of its own run's events", (
     expect(inOrder).toHaveLength(9);
     expect({ first, second, sink }).toEqual({ first: inOrder, second: inOrder, sink: inOrder });
   });
+
+  it("cannot put an event between the run's error and agent_end: it is dropped", async () => {
+    let context: RunContext | undefined;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("a")]]),
+      orchestrator: plugin(async (ctx) => {
+        context = ctx;
+        await ctx.decide();
+        throw new Error("the plug-in fails");
+      }),
+    });
+    agent.on("error", () => context?.emit({ type: "custom", name: "misuse.farewell" }));
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.error?.code).toBe("orchestrator_error");
+    expect(run.events.map((event) => event.type).slice(-2)).toEqual(["error", "agent_end"]);
+    expect(eventsOf(run.events, "custom")).toEqual([]);
+    expect(run.droppedEvents).toBe(1);
+  });
 });
 
 const envelopeOf = (event: AgentEvent | undefined) => ({
