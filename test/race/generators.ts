@@ -113,6 +113,11 @@ export interface Program {
   repeat: number;
   end: ProgramEnd;
   resume: ProgramResume;
+  /**
+   * An `agent.on` listener of the program's own that answers some events of the run with a
+   * `custom` event through the run's `ctx` (from inside their delivery, the run's `error` among them).
+   */
+  echo: boolean;
 }
 
 export type Action =
@@ -343,9 +348,10 @@ const program: fc.Arbitrary<Program> = fc.record({
   repeat: fc.integer({ min: 1, max: 3 }),
   end: weighted<ProgramEnd>([8, "return"], [2, "throw"], [1, "hang"], [1, "hangUntilAborted"]),
   resume: weighted<ProgramResume>([2, "none"], [3, "execute"], [1, "leave"]),
+  echo: weighted([3, false], [1, true]),
 });
 
-const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return", resume: "none" };
+const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return", resume: "none", echo: false };
 
 export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
   return fc.record({
