@@ -4,8 +4,11 @@ import {
   AbortedError,
   Agent,
   AgentError,
+  type AgentEvent,
   type AgentRun,
+  type AssistantMessage,
   defineTool,
+  EVENT_SINK,
   InvalidEventError,
   InvalidHistoryError,
   type Orchestrator,
@@ -15,6 +18,7 @@ import {
   type StopReason,
   type ToolBatchResult,
   type ToolCall,
+  type ToolResultMessage,
   validateTranscript,
 } from "@agent-core/core";
 import { assertEventProtocol, eventsOf, script, scriptedModel } from "@agent-core/testing";
@@ -547,6 +551,75 @@ describe("ctx.emit", () => {
     expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
   });
+
+  it("publishes only the fields its type's schema describes: one it does not check cannot break a consumer", async () => {
+    const { refused, run } = await emitting([
+      { type: "custom", name: "misuse.extra", data: { n: 1 }, total: 10n },
+      { type: "thinking", text: "hm", toJSON: () => JSON.parse("not json") },
+    ]);
+    expect(refused).toEqual([]);
+    const [custom, thinking] = run.events.slice(1, 3);
+    expect(custom).toEqual({ type: "custom", name: "misuse.extra", data: { n: 1 }, ...envelopeOf(custom) });
+    expect(thinking).toEqual({ type: "thinking", text: "hm", ...envelopeOf(thinking) });
+    // What was published serializes, as an HTTP stream and the durable log do.
+    expect(() => JSON.stringify(run.events)).not.toThrow();
+  });
+});
+
+describe("an orchestrator that emits from a listener of its own run's events", () => {
+  it("has every consumer hear the run's events in seq order: the one it emits waits its turn", async () => {
+    let context: RunContext | undefined;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("a", "b")]]),
+      orchestrator: plugin(async (ctx) => {
+        context = ctx;
+        ctx.emit({ type: "custom", name: "misuse.first" });
+        await ctx.decide();
+      }),
+    });
+    const sink: number[] = [];
+    agent.container.register(EVENT_SINK, { useValue: { publish: (event) => sink.push(event.seq) } });
+    const first: number[] = [];
+    const second: number[] = [];
+    agent.on("*", (event) => {
+      first.push(event.seq);
+      // Progress of its own, told as the run goes: from inside the delivery of another event.
+      if (event.type === "custom" && event.name === "misuse.first")
+        context?.emit({ type: "custom", name: "misuse.second" });
+      if (event.type === "text_delta") context?.emit({ type: "custom", name: "misuse.text" });
+    });
+    agent.on("*", (event) => second.push(event.seq));
+    const run = agent.prompt("hi");
+    await kept(run);
+    const inOrder = run.events.map((event) => event.seq);
+    expect(inOrder).toHaveLength(9);
+    expect({ first, second, sink }).toEqual({ first: inOrder, second: inOrder, sink: inOrder });
+  });
+
+  it("cannot put an event between the run's error and agent_end: it is dropped", async () => {
+    let context: RunContext | undefined;
+    const agent = new Agent({
+      provider: scriptedModel([[script.text("a")]]),
+      orchestrator: plugin(async (ctx) => {
+        context = ctx;
+        await ctx.decide();
+        throw new Error("the plug-in fails");
+      }),
+    });
+    agent.on("error", () => context?.emit({ type: "custom", name: "misuse.farewell" }));
+    const run = agent.prompt("hi");
+    const result = await kept(run);
+    expect(result.error?.code).toBe("orchestrator_error");
+    expect(run.events.map((event) => event.type).slice(-2)).toEqual(["error", "agent_end"]);
+    expect(eventsOf(run.events, "custom")).toEqual([]);
+    expect(run.droppedEvents).toBe(1);
+  });
+});
+
+const envelopeOf = (event: AgentEvent | undefined) => ({
+  runId: event?.runId,
+  seq: event?.seq,
+  ts: event?.ts,
 });
 
 describe("ctx.emit of a custom event: data must be JSON, checked at emit", () => {
@@ -926,6 +999,20 @@ describe("turns the plug-in leaves unbalanced (writing-an-orchestrator.md)", () 
   });
 });
 
+/** An assistant message with a call `m1` of the add tool: made up by the orchestrator, as a worked example. */
+const madeUpCall: AssistantMessage = {
+  role: "assistant",
+  content: [{ type: "toolCall", id: "m1", name: "add", args: { a: 1, b: 2 } }],
+};
+const resultOf = (toolCallId: string): ToolResultMessage => ({
+  role: "toolResult",
+  toolCallId,
+  toolName: "add",
+  content: "3",
+  isError: false,
+  status: "ok",
+});
+
 describe("ctx.decide() and ctx.generateObject() options", () => {
   const refusals: [string, unknown, string][] = [
     ["not an object", 42, "expected an object of options, got number"],
@@ -942,6 +1029,16 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
       "a message of the app's own kind",
       { messages: [{ role: "note", text: "x" }] },
       'messages[0] has role "note": the model takes user, assistant and toolResult messages',
+    ],
+    [
+      "a tool call without its result",
+      { messages: [madeUpCall] },
+      'messages must give each tool call its result, and each result its call: message 0: tool call(s) "m1" have no result before the next message',
+    ],
+    [
+      "a result of no call",
+      { messages: [resultOf("m1")] },
+      'messages must give each tool call its result, and each result its call: message 0: tool result "m1" answers no pending tool call',
     ],
   ];
   const generateObjectOnly: [string, unknown, string][] = [
@@ -1026,7 +1123,7 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
           tools: ["add"],
           system: "Be brief.",
           settings: { temperature: 0 },
-          messages: [{ role: "user", content: "Check your answer." }],
+          messages: [madeUpCall, resultOf("m1"), { role: "user", content: "Check your answer." }],
         });
         await ctx.decide({ tools: false });
       }),

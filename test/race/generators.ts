@@ -64,8 +64,12 @@ export type PlanReplySpec = { kind: "plan"; steps: PlanStepSpec[] } | { kind: "g
  * dropped, events emitted after the run. Whatever it does, the framework's guarantees must hold.
  */
 export type ProgramStep =
-  /** `ctx.decide()` (with the tools, or `{ tools: false }`); its tool calls become the pending ones. */
-  | { op: "decide"; tools: boolean; swallow: boolean }
+  /**
+   * `ctx.decide()` (with the tools, or `{ tools: false }`); its tool calls become the pending ones.
+   * `parallel`: two at once, as a careless author might; the calls of the one that settles last are
+   * the pending ones (when the other's reply came after it, `executeTools` refuses them).
+   */
+  | { op: "decide"; tools: boolean; parallel: boolean; swallow: boolean }
   /**
    * `ctx.executeTools(pending)`; `split`: the first call in one batch and the rest in another, at
    * once; `detached`: not awaited (the next step runs beside the batches); `callback`: a
@@ -109,6 +113,11 @@ export interface Program {
   repeat: number;
   end: ProgramEnd;
   resume: ProgramResume;
+  /**
+   * An `agent.on` listener of the program's own that answers some events of the run with a
+   * `custom` event through the run's `ctx` (from inside their delivery, the run's `error` among them).
+   */
+  echo: boolean;
 }
 
 export type Action =
@@ -292,6 +301,7 @@ const programStep: fc.Arbitrary<ProgramStep> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant("decide" as const),
       tools: weighted([4, true], [1, false]),
+      parallel: weighted([5, false], [1, true]),
       swallow,
     }),
   },
@@ -338,9 +348,10 @@ const program: fc.Arbitrary<Program> = fc.record({
   repeat: fc.integer({ min: 1, max: 3 }),
   end: weighted<ProgramEnd>([8, "return"], [2, "throw"], [1, "hang"], [1, "hangUntilAborted"]),
   resume: weighted<ProgramResume>([2, "none"], [3, "execute"], [1, "leave"]),
+  echo: weighted([3, false], [1, true]),
 });
 
-const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return", resume: "none" };
+const NO_PROGRAM: Program = { steps: [], repeat: 0, end: "return", resume: "none", echo: false };
 
 export function raceCase(mode: Mode): fc.Arbitrary<RaceCase> {
   return fc.record({

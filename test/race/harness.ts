@@ -151,6 +151,8 @@ class CaseState {
   plansPlayed = 0;
   callsRendered = 0;
   readonly finishedOk = new Set<string>();
+  /** The `ctx` of the program's latest run, for its echo listener. */
+  context: RunContext | undefined;
 }
 
 // ----- the model -----
@@ -332,11 +334,13 @@ class ProgramOrchestrator implements Orchestrator {
 
   /** A batch a run suspended: executed here (or left), then the program runs again. */
   resume? = async (ctx: RunContext, calls: readonly ToolCall[]): Promise<void> => {
+    this.state.context = ctx;
     if (this.program.resume === "execute" || this.state.draining) await ctx.executeTools(calls);
     return this.run(ctx);
   };
 
   async run(ctx: RunContext): Promise<void> {
+    this.state.context = ctx;
     if (this.state.draining) return runTurns(ctx, () => toolLoop(ctx));
     ctx.startTurn();
     const run: ProgramRun = { pending: [], last: undefined };
@@ -372,9 +376,16 @@ async function toolLoop(ctx: RunContext): Promise<AssistantMessage> {
 async function performStep(ctx: RunContext, step: ProgramStep, run: ProgramRun): Promise<void> {
   switch (step.op) {
     case "decide": {
-      const decision = await ctx.decide(step.tools ? undefined : { tools: false });
-      run.last = decision.message;
-      run.pending = decision.mode === "steer" ? decision.toolCalls : [];
+      const decide = async () => {
+        const decision = await ctx.decide(step.tools ? undefined : { tools: false });
+        run.last = decision.message;
+        run.pending = decision.mode === "steer" ? decision.toolCalls : [];
+      };
+      if (!step.parallel) return decide();
+      // Two model calls at once: each sees the history as it was, and each reply is appended.
+      const settled = await Promise.allSettled([decide(), decide()]);
+      const failed = settled.find((outcome) => outcome.status === "rejected");
+      if (failed) throw failed.reason;
       return;
     }
     case "execute": {
@@ -478,6 +489,17 @@ export async function runCase(raceCase: RaceCase): Promise<Observation> {
   }
 }
 
+/** The program's echo: a `custom` event, from inside the delivery of the one it answers. */
+function echo(state: CaseState, event: AgentEvent): void {
+  if (event.type !== "steering_mode" && event.type !== "tool_result" && event.type !== "error") return;
+  if (state.context?.runId !== event.runId) return;
+  try {
+    state.context.emit({ type: "custom", name: "program.echo", data: { seq: event.seq } });
+  } catch {
+    // Refused once the run has ended: nothing to echo.
+  }
+}
+
 async function drive(raceCase: RaceCase): Promise<Observation> {
   const state = new CaseState();
   const model = buildModel(raceCase, state);
@@ -496,6 +518,8 @@ async function drive(raceCase: RaceCase): Promise<Observation> {
     finishedOk: state.finishedOk,
     drained: false,
   };
+  // Before the observer's listener: it must hear the run in seq order all the same.
+  if (raceCase.program.echo) agent.on("*", (event) => echo(state, event));
   agent.on("*", (event) => {
     observation.heard.push(event);
     observation.heardAt.set(event, Date.now());

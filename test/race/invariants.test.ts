@@ -44,7 +44,7 @@ const calmCase: RaceCase = {
     { chunks: [{ text: "Done", pauseMs: 0 }], calls: [], ending: "finish" },
   ],
   plans: [],
-  program: { steps: [], repeat: 0, end: "return", resume: "none" },
+  program: { steps: [], repeat: 0, end: "return", resume: "none", echo: false },
   timeline: [{ kind: "steer", at: 20 }],
 };
 

@@ -111,6 +111,43 @@ describe("conformance checks catch broken orchestrators", () => {
     );
   });
 
+  it("one whose resume runs the approved batch and stops: the model never reads its result", async () => {
+    const stopping = (): Orchestrator => ({
+      name: "broken",
+      run: toolLoop,
+      resume: async (ctx, calls) => {
+        await ctx.executeTools(calls);
+      },
+    });
+    await expect(check("runs an approved call once when the run resumes").run(stopping)).rejects.toThrow(
+      /a model call after the approved call probe-1 read its result: expected false to be true/,
+    );
+  });
+
+  it("one that never looks at the follow-up queue: the follow-up waits there, unanswered", async () => {
+    const oneTurn = orchestrator(async (ctx) => {
+      ctx.startTurn();
+      const decision = await ctx.decide({ tools: false });
+      ctx.endTurn(decision.message);
+    });
+    await expect(check("honours follow-ups").run(oneTurn)).rejects.toThrow(
+      /the follow-ups in the history: expected \[\] to have a length of 1/,
+    );
+  });
+
+  it("one that answers a follow-up in the turn it was taken in", async () => {
+    const sameTurn = orchestrator(async (ctx) => {
+      ctx.startTurn();
+      let decision = await ctx.decide({ tools: false });
+      ctx.messages.append(...(await ctx.followUps.take()));
+      decision = await ctx.decide({ tools: false });
+      ctx.endTurn(decision.message);
+    });
+    await expect(check("honours follow-ups").run(sameTurn)).rejects.toThrow(
+      /turns opened: expected 1 to be greater than or equal to 2/,
+    );
+  });
+
   it("one that throws: the failed check says what it threw", async () => {
     const throwing = orchestrator(async () => {
       throw new Error("the plan is empty");

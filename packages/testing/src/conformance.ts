@@ -6,6 +6,7 @@ import {
   type RunResult,
   type ToolResultMessage,
 } from "@agent-core/core";
+import type { LanguageModelV4Prompt } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { assertEventProtocol, assertValidTranscript, eventsOf } from "./assertions.js";
@@ -49,8 +50,9 @@ const CHECK_TIMEOUT_MS = 60_000;
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
  * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
- * stream), provider errors, steering and limits, `result()` without reading events, and approvals
- * (an approved call runs once when the run resumes, through `Orchestrator.resume` if it has one).
+ * stream), provider errors, steering, follow-ups (each in a turn of its own) and limits, `result()`
+ * without reading events, and approvals (an approved call runs once when the run resumes, through
+ * `Orchestrator.resume` if it has one, and the model then reads its result).
  * A run that does not end within its deadline fails its check with "the run did not end within
  * … ms"; each check has a vitest timeout of 60 s (plus `abortDeadlineMs`), whatever the project's
  * `testTimeout`. Call it at the top level of a vitest test file; it is the
@@ -175,6 +177,22 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     },
   },
   {
+    name: "honours follow-ups: one queued before the run is answered in a turn of its own",
+    async run(factory, options) {
+      const model = conformanceModel();
+      const agent = newAgent(factory, { model });
+      agent.followUp(FOLLOW_UP);
+      const run = await start(agent, PROMPT, options);
+      const result = await timed(run, RUN_DEADLINE_MS);
+      expect(result.stopReason, ending(result)).toBe("completed");
+      const followUps = result.messages.filter((m) => m.role === "user" && m.content === FOLLOW_UP);
+      expect(followUps, "the follow-ups in the history").toHaveLength(1);
+      const read = model.prompts.some((prompt) => JSON.stringify(prompt).includes(FOLLOW_UP));
+      expect(read, "a model call read the follow-up").toBe(true);
+      expect(eventsOf(run.events, "turn_start").length, "turns opened").toBeGreaterThanOrEqual(2);
+    },
+  },
+  {
     name: "keeps maxCycles, however many cycles the orchestrator wants",
     async run(factory, options) {
       const model = conformanceModel();
@@ -188,7 +206,8 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     name: "runs an approved call once when the run resumes: approvals and Orchestrator.resume",
     async run(factory, options) {
       const executed: string[] = [];
-      const agent = newAgent(factory, { approval: { executed } });
+      const model = conformanceModel();
+      const agent = newAgent(factory, { approval: { executed }, model });
       const run = await start(agent, PROMPT, options);
       // Its history ends with the calls that wait, unanswered (by design): no transcript check yet.
       const waiting = await within(run.result(), RUN_DEADLINE_MS);
@@ -233,11 +252,26 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
           status: "ok",
           content: probeOutput(result.toolCallId),
         });
+      // "Then go on as `run` would": the model reads what the approved calls returned. A resume
+      // that runs the batch and stops leaves the user with no answer to the results.
+      const read = new Set(model.prompts.flatMap(toolResultIdsOf));
+      for (const id of approved)
+        expect(read.has(id), `a model call after the approved call ${id} read its result`).toBe(true);
     },
   },
 ];
 
+/** The ids of the tool results a model call's prompt holds. */
+function toolResultIdsOf(prompt: LanguageModelV4Prompt): string[] {
+  return prompt.flatMap((message) =>
+    message.role === "tool"
+      ? message.content.flatMap((part) => (part.type === "tool-result" ? [part.toolCallId] : []))
+      : [],
+  );
+}
+
 const PROMPT = "Use the probe tool, then answer.";
+const FOLLOW_UP = "Conformance follow-up";
 /** Waits for approval a resumed run may end with again, before the approvals check gives up. */
 const MAX_APPROVAL_ROUNDS = 5;
 

@@ -104,4 +104,27 @@ describe("OrchestratorRegistry", () => {
     ).toThrow(InvalidConfigError);
     expect(registry.names()).toEqual([]);
   });
+
+  it("refuses a factory that returns a promise, and leaves no rejection of it unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const registry = new OrchestratorRegistry();
+      const settingUp = async () => {
+        throw new Error("set-up failed");
+      };
+      registry.register("async-loop", settingUp as unknown as OrchestratorFactory<unknown>);
+      expect(() => registry.create("async-loop")).toThrow(
+        new InvalidConfigError(
+          `orchestrator "async-loop"'s factory returned a promise: it must return the orchestrator itself (do async set-up in run).`,
+        ),
+      );
+      // Node reports a rejection left unhandled once the microtasks after it have run.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    expect(unhandled).toEqual([]);
+  });
 });

@@ -1,6 +1,7 @@
 import "reflect-metadata";
 import { container, type DependencyContainer, type InjectionToken } from "tsyringe";
 import { InvalidConfigError, NoOrchestratorError, UnknownOrchestratorError } from "../errors.js";
+import { refusedPromise } from "../run/checked-messages.js";
 import type { Orchestrator, OrchestratorFactory } from "./contract.js";
 
 /**
@@ -40,7 +41,14 @@ export class OrchestratorRegistry {
     if (chosen === undefined) throw new NoOrchestratorError();
     const factory = this.#factory(chosen);
     if (factory === undefined) throw new UnknownOrchestratorError(chosen, this.names());
-    return validateOrchestrator(factory(options), `orchestrator "${chosen}"`);
+    const built: unknown = factory(options);
+    // An async factory: the agent is built synchronously, so its promise would be dropped, and a
+    // rejection of it would go unhandled (which ends a Node process).
+    if (refusedPromise(built))
+      throw new InvalidConfigError(
+        `orchestrator "${chosen}"'s factory returned a promise: it must return the orchestrator itself (do async set-up in run).`,
+      );
+    return validateOrchestrator(built, `orchestrator "${chosen}"`);
   }
 
   #factory(name: string): OrchestratorFactory<unknown> | undefined {

@@ -12,8 +12,9 @@ export interface RunEventStream {
 /**
  * The one place where a run's events get their envelope: `runId`, `seq` (0, 1, 2, … without gaps)
  * and `ts` (the emit time, never decreasing). `agent_end` seals it: whatever a late writer
- * publishes afterwards is dropped and counted, never delivered. It also keeps the tool-call
- * protocol: a `tool_result` only for an announced call, once. Each event goes to the run's own
+ * publishes afterwards is dropped and counted, never delivered (and so is anything but `agent_end`
+ * after the run's own `error`). It also keeps the tool-call protocol: a `tool_result` only for an
+ * announced call, once. Each event goes to the run's own
  * stream, then to the agent's listeners, then to the event sink a runtime registered (if any),
  * then to the run's observer (its traces and log lines), if anything observes the run.
  */
@@ -27,8 +28,14 @@ export class EventPublisher {
   #seq = 0;
   #lastTs = 0;
   #sealed = false;
+  /** The run's own `error` went out (not a call's, which has a `toolCallId`): `agent_end` is next. */
+  #closing = false;
   /** Ids of calls announced by `tool_call` and not yet answered: a short list, the calls running now. */
   readonly #announced: string[] = [];
+  /** Whether an event is being handed to the consumers (a listener of it may publish another). */
+  #delivering = false;
+  /** Events published while another was being delivered, in `seq` order: they wait their turn. */
+  readonly #waiting: AgentEvent[] = [];
 
   constructor(
     runId: string,
@@ -60,7 +67,9 @@ export class EventPublisher {
    * time, when the caller has just read it for the state the event reports (a turn's start).
    */
   publish(event: OrchestratorEvent, now = this.#clock.now()): void {
-    if (this.#sealed || !this.#keepsToolProtocol(event)) {
+    // After the run's `error`, only `agent_end`: a listener of that `error` that publishes (a
+    // plug-in's `ctx.emit`) would otherwise come between the two.
+    if (this.#sealed || (this.#closing && event.type !== "agent_end") || !this.#keepsToolProtocol(event)) {
       this.#stream.dropped(event);
       return;
     }
@@ -68,10 +77,32 @@ export class EventPublisher {
     this.#lastTs = ts;
     const enveloped = envelope(event, this.runId, this.#seq++, ts);
     if (enveloped.type === "agent_end") this.#sealed = true;
+    else if (enveloped.type === "error" && enveloped.toolCallId === undefined) this.#closing = true;
     this.#stream.push(enveloped);
-    this.#listeners.publish(enveloped);
-    this.#sink?.publish(enveloped);
-    if (this.#observer !== undefined) this.#observe(this.#observer, enveloped);
+    // A listener that publishes (an orchestrator's `ctx.emit` in its own `agent.on` handler) would
+    // otherwise hand its event to the consumers after it before the one they are still due.
+    if (this.#delivering) {
+      this.#waiting.push(enveloped);
+      return;
+    }
+    this.#delivering = true;
+    try {
+      this.#deliver(enveloped);
+      for (let next = this.#waiting.shift(); next !== undefined; next = this.#waiting.shift())
+        this.#deliver(next);
+    } finally {
+      this.#delivering = false;
+    }
+  }
+
+  /**
+   * To the consumers after the run's stream. Each is guarded where it is made (a listener or sink
+   * that throws is reported, not rethrown), so a delivery ends; `publish` reopens it regardless.
+   */
+  #deliver(event: AgentEvent): void {
+    this.#listeners.publish(event);
+    this.#sink?.publish(event);
+    if (this.#observer !== undefined) this.#observe(this.#observer, event);
   }
 
   #observe(observer: RunObserver, event: AgentEvent): void {

@@ -6,6 +6,7 @@ import type { AgentMessage, Usage } from "../messages.js";
 import type { ModelStepResult } from "../model/stream-step.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { messagesProblem } from "./checked-messages.js";
+import { validateTranscript } from "./transcript.js";
 
 /**
  * What the model step (`MODEL_STEP`, a runtime's replay or recording) resolved with, checked as far
@@ -30,7 +31,8 @@ export function checkedStep(step: ModelStepResult): ModelStepResult {
  * What `ctx.decide()` and `ctx.generateObject()` were given, checked as `prepareStep`'s result is:
  * a wrong value would otherwise be ignored (a tool name nobody registered, a system prompt that is
  * no string) or fail deep inside the prompt builder. `tools` is checked against `registry` when
- * given (decide's); the messages as the pipeline's are.
+ * given (decide's); the messages as the pipeline's are, and each of their calls must have its
+ * result among them.
  */
 export function callOptionsProblem(options: unknown, registry: ToolRegistry | undefined): string | undefined {
   if (typeof options !== "object" || options === null)
@@ -45,7 +47,16 @@ export function callOptionsProblem(options: unknown, registry: ToolRegistry | un
     const unknown = tools.find((name) => typeof name !== "string" || registry.get(name) === undefined);
     if (unknown !== undefined) return `tools names no registered tool: ${String(unknown)}`;
   }
-  return messages === undefined ? undefined : messagesProblem(messages, NO_MESSAGES, true, "messages");
+  if (messages === undefined) return undefined;
+  const problem = messagesProblem(messages, NO_MESSAGES, true, "messages");
+  if (problem !== undefined) return problem;
+  // They follow a history whose calls all have their results (the call answers any left first), so
+  // they must keep that rule among themselves: a call without its result, or a result of no call,
+  // would reach the model, which a strict provider refuses.
+  const [unpaired] = validateTranscript(messages as AgentMessage[]);
+  return unpaired === undefined
+    ? undefined
+    : `messages must give each tool call its result, and each result its call: ${unpaired}`;
 }
 
 const NO_MESSAGES: readonly AgentMessage[] = [];

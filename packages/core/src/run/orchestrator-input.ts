@@ -10,7 +10,7 @@ import { agentMessageSchema, assistantMessageSchema, type ToolCall } from "../me
 // is refused here with a typed error rather than found later by someone else.
 
 /**
- * `ctx.emit`'s event as the run publishes it: a copy, checked against its type's schema. Refuses
+ * `ctx.emit`'s event as the run publishes it: the fields its type's schema checked. Refuses
  * the framework's own types (`ReservedEventError`), types nobody registered, events that fail
  * their schema and a `custom` event whose `data` is not JSON (`InvalidEventError`).
  */
@@ -27,20 +27,23 @@ export function checkedEvent(event: OrchestratorEvent, runId: string): Orchestra
     throw new InvalidEventError(
       `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
     );
-  const copy = { ...event };
-  const checked = schema.safeParse({ ...copy, runId, seq: 0, ts: 0 });
+  const checked = schema.safeParse({ ...event, runId, seq: 0, ts: 0 });
   if (!checked.success)
     throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
       cause: checked.error,
     });
+  // What the schema read, not the caller's object: a field it does not describe (a BigInt, a
+  // `toJSON` that throws) would reach every consumer unchecked, and break one that serializes the
+  // event. The envelope is the publisher's to add.
+  const { runId: _runId, seq: _seq, ts: _ts, ...payload } = checked.data as Record<string, unknown>;
   // `data` is the one payload no schema describes: a value that is not JSON would break every
   // consumer that serializes the event (an HTTP stream, the durable log), far from its cause.
   if (type === "custom") {
-    const { data } = copy as { data?: unknown };
+    const { data } = payload;
     const problem = data === undefined ? undefined : notJson(data, "data");
     if (problem !== undefined) throw new InvalidEventError(`Invalid "custom" event: ${problem}.`);
   }
-  return copy;
+  return payload as OrchestratorEvent;
 }
 
 /**
