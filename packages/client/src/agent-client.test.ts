@@ -2345,6 +2345,33 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(requests).toEqual([]);
   });
 
+  it("tells a headers() that gives a header fetch cannot send (a line break in a value) as the headers() option's failure, not the network's", async () => {
+    const { baseUrl, requests } = await serve(() => {});
+    const headers = () => ({ authorization: "Bearer a\nb" });
+    const run = new AgentClient({ baseUrl, headers, ...fast, reconnect: { attempts: 1, delayMs: 10 } }).start(
+      "go",
+    );
+    const error = await rejection(run.result());
+    expect(error.code).toBe("network");
+    expect(error.message).toMatch(
+      /^The run could not be started: 2 attempt\(s\) to post it with the same Idempotency-Key got no answer naming the run: the headers\(\) option failed: it gave headers fetch cannot send: .*invalid header value/s,
+    );
+    expect(requests).toEqual([]);
+  });
+
+  it("refuses headers fetch cannot send when the client is made, naming the option", () => {
+    expect(
+      () => new AgentClient({ baseUrl: "http://127.0.0.1:1/api", headers: { authorization: "Bearer a\nb" } }),
+    ).toThrow(/^AgentClient's headers option holds headers fetch cannot send: .*invalid header value/s);
+    expect(
+      () =>
+        new AgentClient({
+          baseUrl: "http://127.0.0.1:1/api",
+          headers: 5 as unknown as Record<string, string>,
+        }),
+    ).toThrow(TypeError);
+  });
+
   it("takes an event whose bytes are exactly maxEventBytes", async () => {
     const start = line(event(0, "agent_start"));
     const end = line(agentEnd(1));

@@ -6,7 +6,7 @@ import type {
   ClientRun,
   StartOptions,
 } from "./client-types.js";
-import { isRunId, LONGEST_TIMER_MS, Transport } from "./transport.js";
+import { isRunId, LONGEST_TIMER_MS, sendableHeaders, Transport } from "./transport.js";
 
 const silentLogger: ClientLogger = { error: () => {} };
 
@@ -36,6 +36,9 @@ export class AgentClient {
       throw new TypeError(
         `AgentClient's baseUrl is the routes' prefix, so it takes no query or fragment, got ${JSON.stringify(options.baseUrl)}: send a key with the headers option.`,
       );
+    // Checked once here: else every request would fail alike, each as a network error.
+    if (typeof options.headers !== "function")
+      sendableHeaders(options.headers, "AgentClient's headers option holds headers fetch cannot send");
     const fetchFn = options.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function")
       throw new TypeError("AgentClient needs fetch: pass options.fetch where there is no global one.");

@@ -43,8 +43,9 @@ export interface AgentClientOptions {
    * request, re-attaches and tool-result posts included, so it can hand out a fresh token; its
    * wait counts toward the request's `idleTimeoutMs`, so one that never settles fails the request
    * as a server that never answers does (`steer()` rejects, `cancel()` resolves), and one that
-   * throws fails it as a network error does (retried alike), saying `the headers() option failed:
-   * <why>`. They only
+   * throws, or returns headers fetch cannot send (a line break in a value), fails it as a network
+   * error does (retried alike), saying `the headers() option failed: <why>`; such headers given as
+   * an object are a `TypeError` when the client is made. They only
    * ever go to `baseUrl`'s server: the client follows no redirect (a 3xx fails the request with a
    * `ClientError` of code `"http"`), so a server cannot send them, or a prompt, to another origin.
    */

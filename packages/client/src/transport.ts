@@ -31,8 +31,7 @@ export class Transport {
     },
   ): Promise<Response> {
     const { headers } = this.config;
-    const base = typeof headers === "function" ? await askHeaders(headers, init.signal) : headers;
-    const all = new Headers(base);
+    const all = typeof headers === "function" ? await askHeaders(headers, init.signal) : new Headers(headers);
     for (const [name, value] of Object.entries(init.headers ?? {})) all.set(name, value);
     if (init.accept !== undefined) all.set("accept", init.accept);
     if (init.json !== undefined) all.set("content-type", "application/json");
@@ -101,13 +100,27 @@ export function ignore(): void {}
 async function askHeaders(
   headers: () => Record<string, string> | Promise<Record<string, string>>,
   signal: AbortSignal | undefined,
-): Promise<Record<string, string>> {
+): Promise<Headers> {
   try {
-    const asked = Promise.resolve().then(headers);
+    const asked = Promise.resolve()
+      .then(headers)
+      .then((given) => sendableHeaders(given, "it gave headers fetch cannot send"));
     return await (signal === undefined ? asked : untilAborted(asked, signal));
   } catch (error) {
     if (signal?.aborted) throw error;
     throw new Error(`the headers() option failed: ${describe(error)}`, { cause: error });
+  }
+}
+
+/**
+ * `given` as fetch sends it. A value it cannot send (a line break in a header, a number for the
+ * whole) is a `TypeError` that says so after `said`, not a network error.
+ */
+export function sendableHeaders(given: Record<string, string> | undefined, said: string): Headers {
+  try {
+    return new Headers(given);
+  } catch (error) {
+    throw new TypeError(`${said}: ${describe(error)}`, { cause: error });
   }
 }
 
