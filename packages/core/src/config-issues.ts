@@ -111,8 +111,12 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 
 const SHOWN_CHARACTERS = 80;
 
-/** JSON where it says the truth; `String()` for NaN, infinities, functions, undefined and the like. */
+/**
+ * JSON where it says the truth; `String()` for NaN, infinities, functions, undefined and the like;
+ * "a promise" for a promise, which JSON shows as `{}`.
+ */
 export function show(value: unknown): string {
+  if (typeof (value as { then?: unknown } | null)?.then === "function") return "a promise";
   let text: string | undefined;
   if (typeof value !== "number" || Number.isFinite(value)) {
     try {

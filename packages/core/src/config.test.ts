@@ -192,6 +192,28 @@ describe("validateAgentConfig", () => {
     expect(long?.message).toBe(`must be a string, got ["${"x".repeat(78)}…`);
   });
 
+  // An async factory's result passed as it is: JSON shows a promise as `{}`, which misleads.
+  it("says an orchestrator that is a promise is one, and leaves no rejection of it unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const settingUp = Promise.reject(new Error("set-up failed"));
+      expect(issuesOf(() => validateAgentConfig({ orchestrator: settingUp }))).toEqual([
+        {
+          path: "orchestrator",
+          message:
+            "must be the orchestrator itself, not a promise of it (await it first, or do async set-up in run), got a promise",
+        },
+      ]);
+      // Node reports a rejection left unhandled once the microtasks after it have run.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
   it("rejects a config that is not an object, and allows none at all", () => {
     expect(issuesOf(() => validateAgentConfig(null))).toEqual([
       { path: "config", message: "must be an object, got null" },

@@ -9,6 +9,7 @@ import {
   toolCallsOf,
 } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
+import { refusedPromise } from "./run/checked-messages.js";
 import { validateTranscript } from "./run/transcript.js";
 import { ToolRegistry } from "./tools/registry.js";
 
@@ -108,12 +109,14 @@ const agentConfigSchema = z.object(
       )
       .optional(),
     orchestrator: z
-      .custom(
-        isOrchestrator,
-        expecting(
-          "a registered orchestrator's name or an Orchestrator object, which needs a run(ctx) method and a string name",
-        ),
-      )
+      .custom(isOrchestrator, {
+        // An async factory's result passed as it is: say so, as the registry does of a factory
+        // that returns one (the agent is built synchronously, it cannot wait for it).
+        error: (issue) =>
+          refusedPromise(issue.input)
+            ? "the orchestrator itself, not a promise of it (await it first, or do async set-up in run)"
+            : "a registered orchestrator's name or an Orchestrator object, which needs a run(ctx) method and a string name",
+      })
       .optional(),
     limits: object({
       maxCycles: wholeAtLeast(1).optional(),

@@ -99,16 +99,6 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
     },
   },
   {
-    name: "reports every model decision: one steering_mode per model call",
-    async run(factory, options) {
-      for (const tools of [false, true]) {
-        const { run, result } = await runScenario(factory, tools ? {} : { tools: false }, options);
-        expect(result.stopReason, ending(result)).toBe("completed");
-        expect(eventsOf(run.events, "steering_mode")).toHaveLength(result.metrics.cycles);
-      }
-    },
-  },
-  {
     name: "resolves result() when nobody reads the events",
     async run(factory, options) {
       const run = await start(newAgent(factory, {}), PROMPT, options);

@@ -45,7 +45,9 @@ export interface Limits {
 /**
  * The history of the agent, shared by its runs: read it, append to it; nothing is ever rewritten.
  * `append` refuses a malformed message with an `InvalidHistoryError` before any message of the call
- * is added, and so is one that breaks the transcript rules.
+ * is added, and so is one that breaks the transcript rules. The history keeps the objects appended,
+ * not copies (as those of `all` are its own): one changed afterwards changes the history, with no
+ * check, so append a copy of a message you will go on changing.
  */
 export interface MessageLog {
   readonly all: readonly AgentMessage[];

@@ -72,6 +72,38 @@ describe("registerOrchestrator on a container", () => {
   });
 });
 
+describe("registering a name again on the same container", () => {
+  it("is refused with another factory, and the registered one stays", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("agentic", loop("agentic"), { container: tenant, default: true });
+    const mine = () => ({ name: "mine", run: async () => {} });
+    expect(() => registerOrchestrator("agentic", mine, { container: tenant })).toThrow(
+      new InvalidConfigError(
+        'registerOrchestrator("agentic"): the name is already registered on this container, with another factory; pass { replace: true } to replace it, or choose another name.',
+      ),
+    );
+    expect(orchestratorOf(tenant)).toBe("agentic");
+    expect(orchestratorOf(tenant, "agentic")).toBe("agentic");
+  });
+
+  it("replaces the registered factory with { replace: true }", () => {
+    const tenant = rootContainer.createChildContainer();
+    registerOrchestrator("agentic", loop("agentic"), { container: tenant, default: true });
+    registerOrchestrator("agentic", loop("mine"), { container: tenant, replace: true });
+    expect(orchestratorOf(tenant)).toBe("mine");
+  });
+
+  // A package loaded twice (two installed copies of it, each importing this core) registers twice.
+  it("is harmless with the same factory, or a copy of it (the same source)", () => {
+    const tenant = rootContainer.createChildContainer();
+    const factory = loop("agentic");
+    registerOrchestrator("agentic", factory, { container: tenant, default: true });
+    registerOrchestrator("agentic", factory, { container: tenant, default: true });
+    registerOrchestrator("agentic", loop("agentic"), { container: tenant, default: true });
+    expect(orchestratorOf(tenant)).toBe("agentic");
+  });
+});
+
 describe("OrchestratorRegistry", () => {
   it("lists the names of every level in an unknown-name error", () => {
     const tenant = rootContainer.createChildContainer();

@@ -17,11 +17,28 @@ export class OrchestratorRegistry {
     this.#parent = parent;
   }
 
-  register(name: string, factory: OrchestratorFactory<unknown>, options: { default?: boolean } = {}): void {
+  register(
+    name: string,
+    factory: OrchestratorFactory<unknown>,
+    options: { default?: boolean; replace?: boolean } = {},
+  ): void {
     if (typeof name !== "string" || name.trim() === "")
       throw new InvalidConfigError("registerOrchestrator() needs a non-empty name.");
     if (typeof factory !== "function")
       throw new InvalidConfigError(`registerOrchestrator("${name}") needs a factory function.`);
+    const registered = this.#factories.get(name);
+    // A package loaded twice (two installed copies, one core) registers its name twice, with two
+    // factories of the same source: harmless. Another factory would silently change what every
+    // agent naming it (or, for the default, every agent) runs: only on request.
+    if (
+      registered !== undefined &&
+      !options.replace &&
+      registered !== factory &&
+      String(registered) !== String(factory)
+    )
+      throw new InvalidConfigError(
+        `registerOrchestrator("${name}"): the name is already registered on this container, with another factory; pass { replace: true } to replace it, or choose another name.`,
+      );
     this.#factories.set(name, factory);
     if (options.default) this.#defaultName = name;
   }
@@ -78,12 +95,15 @@ rootContainer.registerInstance(ORCHESTRATOR_REGISTRY, new OrchestratorRegistry()
 /**
  * Registers an orchestrator plug-in by name, on the root container unless another is given.
  * `{ default: true }` makes it the orchestrator of agents that do not name one. Registering on
- * another container affects only the agents on it and on its descendants.
+ * another container affects only the agents on it and on its descendants (there it may take a name
+ * an ancestor has). A name the container already has is refused with an `InvalidConfigError`,
+ * unless the factory is the registered one or has its source text (a package loaded twice), or
+ * the call passes `{ replace: true }`: then the new factory replaces it.
  */
 export function registerOrchestrator<Options>(
   name: string,
   factory: OrchestratorFactory<Options>,
-  options: { default?: boolean; container?: DependencyContainer } = {},
+  options: { default?: boolean; replace?: boolean; container?: DependencyContainer } = {},
 ): void {
   ownRegistry(options.container ?? rootContainer).register(
     name,
