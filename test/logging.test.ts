@@ -97,6 +97,23 @@ describe("the logger", () => {
     ]);
   });
 
+  it("a run with a logger streams its text and reasoning as one without does", async () => {
+    const reply = () => scriptedModel([[script.reasoning("Adding."), script.text("3")]]);
+    const streamed = async (config: AgentConfig) => {
+      const run = new Agent(config).prompt("1+2?");
+      await run.result();
+      const events = run.events;
+      return events
+        .filter((event) => event.type === "text_delta" || event.type === "thinking")
+        .map((event) => event.type);
+    };
+    expect(await streamed({ provider: reply() })).toEqual(["thinking", "text_delta"]);
+    expect(await streamed({ provider: reply(), logger: recordingLogger() })).toEqual([
+      "thinking",
+      "text_delta",
+    ]);
+  });
+
   it("a logger that throws, and a listener error reported to it, leave the run to end as it would", async () => {
     const fails = () => {
       throw new Error("the log is down");

@@ -339,6 +339,22 @@ describe("the span tree", () => {
     expect(chats[0]?.status.code).toBe(SpanStatusCode.UNSET);
   });
 
+  it("a traced run streams its text and reasoning as an untraced one does", async () => {
+    const reply = () => scriptedModel([[script.reasoning("Adding."), script.text("3")]]);
+    const streamed = async (agent: Agent) => {
+      const run = agent.prompt("1+2?");
+      await run.result();
+      const events = run.events;
+      return events
+        .filter((event) => event.type === "text_delta" || event.type === "thinking")
+        .map((event) => event.type);
+    };
+    const untraced = await streamed(new Agent({ provider: reply() }));
+    expect(untraced).toEqual(["thinking", "text_delta"]);
+    expect(await streamed(tracedAgent({ provider: reply() }))).toEqual(untraced);
+    expect(spansNamed("chat")).toHaveLength(1);
+  });
+
   it("a tool error sets the tool span's status; the run goes on", async () => {
     const agent = tracedAgent({
       provider: scriptedModel([[script.toolCall("failing", {}, { id: "f1" })], [script.text("It failed.")]]),

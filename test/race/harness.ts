@@ -9,10 +9,13 @@ import {
   defineTool,
   FatalToolError,
   type Orchestrator,
+  openTelemetryTracing,
   type RunContext,
   type RunResult,
+  rootContainer,
   runTurns,
   type ToolCall,
+  TRACING,
 } from "@agent-core/core";
 import { planExecute } from "@agent-core/plan-execute";
 import { type ScriptPart, type ScriptStep, script, scriptedModel } from "@agent-core/testing";
@@ -20,6 +23,7 @@ import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { vi } from "vitest";
 import { z } from "zod";
 import type { Action, CallSpec, PlanReplySpec, Program, ProgramStep, RaceCase, Reply } from "./generators.js";
+import { SpanRecorder } from "./span-recorder.js";
 
 /**
  * Drives one agent through a race case on a virtual clock: `setTimeout` and `Date` are faked, the
@@ -80,6 +84,8 @@ export interface Observation {
   finishedOk: Set<string>;
   /** False when some run never settled: the agent is wedged and the drain was not tried. */
   drained: boolean;
+  /** Every span the case's runs started, through the agent's `TRACING` service. */
+  spans: SpanRecorder;
 }
 
 const ACTS = ["ok", "slow", "slowIgnoringAbort", "hang", "hangIgnoringAbort", "throw", "throwLater"] as const;
@@ -442,9 +448,17 @@ async function performStep(ctx: RunContext, step: ProgramStep, run: ProgramRun):
   }
 }
 
-function buildAgent(raceCase: RaceCase, state: CaseState, provider: ReturnType<typeof buildModel>) {
+function buildAgent(
+  raceCase: RaceCase,
+  state: CaseState,
+  provider: ReturnType<typeof buildModel>,
+  spans: SpanRecorder,
+) {
   const { setup, mode } = raceCase;
+  const container = rootContainer.createChildContainer();
+  container.registerInstance(TRACING, openTelemetryTracing({ tracerProvider: spans.tracerProvider }));
   return new Agent({
+    container,
     provider,
     tools: buildTools(raceCase, state),
     limits: { maxCycles: setup.maxCycles, abortGraceMs: setup.abortGraceMs },
@@ -503,7 +517,8 @@ function echo(state: CaseState, event: AgentEvent): void {
 async function drive(raceCase: RaceCase): Promise<Observation> {
   const state = new CaseState();
   const model = buildModel(raceCase, state);
-  const agent = buildAgent(raceCase, state, model);
+  const spans = new SpanRecorder();
+  const agent = buildAgent(raceCase, state, model, spans);
   const observation: Observation = {
     raceCase,
     runs: [],
@@ -517,6 +532,7 @@ async function drive(raceCase: RaceCase): Promise<Observation> {
     modelPrompts: [],
     finishedOk: state.finishedOk,
     drained: false,
+    spans,
   };
   // Before the observer's listener: it must hear the run in seq order all the same.
   if (raceCase.program.echo) agent.on("*", (event) => echo(state, event));

@@ -9,6 +9,7 @@ import {
 import { assertEventProtocol } from "@agent-core/testing";
 import { EPOCH, type Observation, type RunRecord, SETTLE_SLACK_MS } from "./harness.js";
 import { checkOpenAIShape } from "./openai-shape.js";
+import type { RecordedSpan } from "./span-recorder.js";
 
 /**
  * The guarantees every run must keep whatever the timeline did, one named check each. A check
@@ -302,6 +303,46 @@ export const abortedQueuedRunNeverRuns: Check = (observation) =>
     return problems;
   });
 
+/**
+ * The trace (docs/observability.md): every span ended once, and no later than its run's span (a
+ * call the orchestrator did not await may outlive its turn); each with the run id of the
+ * `invoke_agent` span its tree hangs from; one run span per run that started, at the root (the
+ * harness starts runs in no active span).
+ */
+export const spansEndOnceInTheirRun: Check = (observation) => {
+  const { spans } = observation;
+  const byId = new Map(spans.spans.map((span) => [span.spanId, span]));
+  const runSpanOf = (span: RecordedSpan): RecordedSpan | undefined => {
+    const parent = span.parentSpanId === undefined ? undefined : byId.get(span.parentSpanId);
+    return parent === undefined ? undefined : parent.name === "invoke_agent" ? parent : runSpanOf(parent);
+  };
+  const problems: string[] = [];
+  for (const span of spans.spans) {
+    const runId = spans.runIdOf(span);
+    const what = `${span.name} (${String(runId)})`;
+    if (span.ends !== 1) problems.push(`${what}: ended ${span.ends} times`);
+    if (typeof runId !== "string") problems.push(`${what}: no agent_core.run.id`);
+    if (span.name === "invoke_agent") {
+      if (span.parentSpanId !== undefined) problems.push(`${what}: a run span with a parent`);
+      continue;
+    }
+    const runSpan = runSpanOf(span);
+    if (runSpan === undefined) problems.push(`${what}: not under a run span of the case`);
+    else if (spans.runIdOf(runSpan) !== runId)
+      problems.push(`${what}: under the run span of ${String(spans.runIdOf(runSpan))}`);
+    else if ((span.endedOrder ?? 0) > (runSpan.endedOrder ?? Number.POSITIVE_INFINITY))
+      problems.push(`${what}: ended after its run span`);
+  }
+  for (const record of observation.runs) {
+    if (heardOf(observation, record).length === 0) continue;
+    const runSpans = spans.spans.filter(
+      (span) => span.name === "invoke_agent" && spans.runIdOf(span) === record.run.runId,
+    ).length;
+    if (runSpans !== 1) problems.push(`${record.label}: ${runSpans} invoke_agent spans`);
+  }
+  return problems;
+};
+
 /** `prompt`, `abort`, `steer`, `followUp`, `approve` and `deny` never throw here. */
 export const publicCallsDoNotThrow: Check = (observation) => observation.thrown;
 
@@ -320,6 +361,7 @@ export const invariants = {
   endsWithinGrace,
   abortedQueuedRunNeverRuns,
   publicCallsDoNotThrow,
+  spansEndOnceInTheirRun,
 } satisfies Record<string, Check>;
 
 export type InvariantName = keyof typeof invariants;
