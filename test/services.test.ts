@@ -134,6 +134,30 @@ describe("services by token", () => {
     expect(replayed).toBe(4);
   });
 
+  it("streams text and reasoning through a model step of the app's own that passes a copy of the request on, with a field changed", async () => {
+    const inner = rootContainer.resolve(MODEL_STEP);
+    const agent = new Agent({
+      provider: scriptedModel([[script.reasoning("thinking it over"), script.text("Hello there")]]),
+    });
+    // The natural way to change a request: spread it. Its callbacks are the run's events.
+    agent.container.registerInstance(MODEL_STEP, {
+      run: (request) => inner.run({ ...request, settings: { ...request.settings, temperature: 0 } }),
+    });
+    const run = agent.prompt("hi");
+    const streamed: string[] = [];
+    for await (const event of run)
+      if (event.type === "text_delta" || event.type === "thinking")
+        streamed.push(`${event.type}:${event.text}`);
+    expect((await run.result()).text).toBe("Hello there");
+    expect(streamed.join("")).toContain("thinking:");
+    expect(
+      streamed
+        .filter((s) => s.startsWith("text_delta:"))
+        .map((s) => s.slice(11))
+        .join(""),
+    ).toBe("Hello there");
+  });
+
   it("hands every tool a stable idempotency key, runId:toolCallId", async () => {
     const keys: string[] = [];
     const keyed = defineTool({

@@ -3,7 +3,7 @@ import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall } from "../messages.js";
 import type { ModelStep, ToolRunner } from "../run/services.js";
 import { type Logger, rejectionsCaught } from "./logger.js";
-import { type RunObserver, withOnRetry } from "./run-observer.js";
+import type { RunObserver } from "./run-observer.js";
 
 /**
  * A run's log lines, written from its events: the run's start and end at `info`, its failure at
@@ -86,15 +86,16 @@ export class RunLogLines implements RunObserver {
     // Retries happen inside the call, and no event reports them: a line for each.
     return {
       run: (request) =>
-        inner.run(
-          withOnRetry(request, (failure, retry, delayMs) => {
+        inner.run({
+          ...request,
+          onRetry: (failure, retry, delayMs) => {
             try {
               log.warn({ runId, retry, delayMs, error: errorMessage(failure) }, "model call retried");
             } finally {
               request.onRetry?.(failure, retry, delayMs);
             }
-          }),
-        ),
+          },
+        }),
     };
   }
 

@@ -1,5 +1,4 @@
 import type { ToolCall } from "../messages.js";
-import type { ModelStepRequest } from "../model/stream-step.js";
 import type { EventSink, ModelStep, ToolRunner } from "../run/services.js";
 
 /**
@@ -44,24 +43,5 @@ export function bothObservers(
     // The first observer's decorator is the outer one: its span encloses the second's work.
     modelStep: (inner) => first.modelStep(second.modelStep(inner)),
     toolRunner: (inner) => first.toolRunner(second.toolRunner(inner)),
-  };
-}
-
-/**
- * The model step's request with its `onRetry` replaced, for an observer's decorator. The run's
- * request is a class instance whose callbacks are methods of its prototype, which a spread leaves
- * behind (and with `onText` the run's `text_delta` events): each is called through the request.
- */
-export function withOnRetry<T>(
-  request: ModelStepRequest<T>,
-  onRetry: NonNullable<ModelStepRequest<T>["onRetry"]>,
-): ModelStepRequest<T> {
-  return {
-    ...request,
-    onText: request.onText && ((text) => request.onText?.(text)),
-    onReasoning: request.onReasoning && ((text) => request.onReasoning?.(text)),
-    finish: request.finish && ((result) => request.finish?.(result) as T),
-    onSettled: request.onSettled && (() => request.onSettled?.()),
-    onRetry,
   };
 }

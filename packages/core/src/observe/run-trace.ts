@@ -13,7 +13,7 @@ import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
 import type { ModelStep, ToolRunner, ToolRunRequest } from "../run/services.js";
-import { type RunObserver, withOnRetry } from "./run-observer.js";
+import type { RunObserver } from "./run-observer.js";
 import {
   endToolSpan,
   isTimeout,
@@ -140,10 +140,13 @@ export class RunTrace implements RunObserver {
     // A span that could not start: the call runs untraced, as it would with no observer.
     if (span === undefined) return inner.run(request);
     // Retries happen inside the call: each is an event of its span.
-    const traced = withOnRetry(request, (failure, retry, delayMs) => {
-      quietly(() => recordRetry(span, failure, retry, delayMs));
-      request.onRetry?.(failure, retry, delayMs);
-    });
+    const traced: ModelStepRequest = {
+      ...request,
+      onRetry: (failure, retry, delayMs) => {
+        quietly(() => recordRetry(span, failure, retry, delayMs));
+        request.onRetry?.(failure, retry, delayMs);
+      },
+    };
     let step: Promise<ModelStepResult>;
     try {
       step = context.with(trace.setSpan(parent, span), () => inner.run(traced));

@@ -51,13 +51,15 @@ export class ModelCall implements ModelStepRequest {
     setup.activity.inFlight++;
   }
 
-  onText(text: string): void {
+  // Own properties, not methods: a model step of the app's own that passes on a copy of the request
+  // (`{ ...request, settings }`) keeps them, and with them the run's streamed events.
+  readonly onText = (text: string): void => {
     if (this.#streamsText) this.#setup.events.publish({ type: "text_delta", text, index: this.#textIndex++ });
-  }
+  };
 
-  onReasoning(text: string): void {
+  readonly onReasoning = (text: string): void => {
     this.#setup.events.publish({ type: "thinking", text });
-  }
+  };
 
   /** The call is over, whichever way: its time goes to the run's metrics. */
   settled(): void {
