@@ -693,6 +693,50 @@ describe("enabling tracing", () => {
     expect(spansNamed("invoke_agent")[0]?.attributes["agent_core.stop_reason"]).toBe("aborted");
   });
 
+  /** A tracer provider whose spans' `methods` throw, over the test's own provider. */
+  function throwingSpans(...methods: string[]): TracerProvider {
+    const tracer = provider.getTracer("hostile");
+    const throwing = Object.fromEntries(
+      methods.map((method) => [
+        method,
+        (): never => {
+          throw new Error("span down");
+        },
+      ]),
+    );
+    return {
+      getTracer: () => ({
+        startSpan: (name, options, parent) =>
+          Object.assign(tracer.startSpan(name, options, parent), throwing),
+        startActiveSpan: tracer.startActiveSpan.bind(tracer) as Tracer["startActiveSpan"],
+      }),
+    };
+  }
+
+  it("a run span whose setAttributes throws as the run starts is ended: the run goes on untraced", async () => {
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(
+      TRACING,
+      openTelemetryTracing({ tracerProvider: throwingSpans("setAttributes") }),
+    );
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]), container });
+    expect((await agent.prompt("hi").result()).stopReason).toBe("completed");
+    expect(outline(spanTree())).toEqual(["invoke_agent"]);
+  });
+
+  it("a run span whose recordException throws still gets the failure's error.type and status", async () => {
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(
+      TRACING,
+      openTelemetryTracing({ tracerProvider: throwingSpans("recordException") }),
+    );
+    const agent = new Agent({ provider: scriptedModel([[script.error("boom")]]), container });
+    expect((await agent.prompt("hi").result()).stopReason).toBe("error");
+    const [run] = spansNamed("invoke_agent");
+    expect(run?.attributes["error.type"]).toBe("provider_error");
+    expect(run?.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
   it("a run under an active span (an HTTP request's) is its child", async () => {
     const agent = tracedAgent({ provider: scriptedModel([[script.text("hi")]]) });
     const request = provider.getTracer("app").startSpan("POST /runs");

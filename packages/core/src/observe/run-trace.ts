@@ -49,8 +49,14 @@ export class RunTrace implements RunObserver {
     const parent = context.active();
     // No attributes before we know the span records: with no provider this is the run's only cost.
     const span = tracer.startSpan(names.RUN_SPAN, { kind: SpanKind.INTERNAL }, parent);
-    if (!span.isRecording()) return undefined;
-    return new RunTrace(tracer, run, span, parent);
+    try {
+      if (!span.isRecording()) return undefined;
+      return new RunTrace(tracer, run, span, parent);
+    } catch (error) {
+      // The run goes on untraced (the caller's catch): the span it started must not stay open.
+      quietly(() => span.end());
+      throw error;
+    }
   }
 
   private constructor(tracer: Tracer, run: TracedRun, span: Span, parent: Context) {
@@ -276,11 +282,12 @@ export class RunTrace implements RunObserver {
       this.#addEvent(isTimeout(code) ? names.TIMEOUT_EVENT : "exception", attributes);
       return;
     }
+    // Each on its own: a span method that throws loses only what it records.
     const span = this.#runSpan;
-    if (isTimeout(code)) span.addEvent(names.TIMEOUT_EVENT, attributes);
-    span.recordException({ name: code, message });
-    span.setAttribute(names.ERROR_TYPE, code);
-    span.setStatus({ code: SpanStatusCode.ERROR, message });
+    if (isTimeout(code)) quietly(() => span.addEvent(names.TIMEOUT_EVENT, attributes));
+    quietly(() => span.recordException({ name: code, message }));
+    quietly(() => span.setAttribute(names.ERROR_TYPE, code));
+    quietly(() => span.setStatus({ code: SpanStatusCode.ERROR, message }));
   }
 
   #end(event: AgentEvent & { type: "agent_end" }): void {
