@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setFlagsFromString } from "node:v8";
@@ -1094,6 +1095,38 @@ describe("AgentClient: cancel", () => {
     expect((await rejection(run.result())).code).toBe("cancelled");
     await until(() => requests.length === 2, "the cancel post");
     expect(requests[1]).toMatchObject({ method: "POST", path: `/runs/${RUN}/cancel` });
+  });
+
+  it("one signal given to many start()s adds one listener to it (no MaxListenersExceededWarning), removed once they settled, and cancels them all", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return;
+      }
+      res.writeHead(202).end();
+    });
+    const controller = new AbortController();
+    // One client each: a client's new start() would cancel its run in flight.
+    const runs = Array.from({ length: 20 }, () =>
+      new AgentClient({ baseUrl, ...fast }).start("go", { signal: controller.signal }),
+    );
+    await Promise.all(runs.map((run) => run.runId));
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    controller.abort();
+    for (const run of runs) expect((await rejection(run.result())).code).toBe("cancelled");
+
+    // Runs that settle without an abort let go of the signal too.
+    const { baseUrl: endingUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(event(0, "agent_start")) + line(agentEnd(1)));
+    });
+    const kept = new AbortController();
+    const ended = Array.from({ length: 20 }, () =>
+      new AgentClient({ baseUrl: endingUrl, ...fast }).start("go", { signal: kept.signal }),
+    );
+    await Promise.all(ended.map((run) => run.result()));
+    expect(getEventListeners(kept.signal, "abort")).toHaveLength(0);
   });
 
   it("a signal already aborted sends nothing at all", async () => {
