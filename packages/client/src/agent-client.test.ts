@@ -2479,6 +2479,49 @@ describe("AgentClient against the real @agent-core/http server", () => {
     expect([seen[0]?.type, seen.at(-1)?.type]).toEqual(["agent_start", "agent_end"]);
   });
 
+  it("runs a batch of 12 client tool calls at once without a MaxListenersExceededWarning (one listener on the run's signal for them all)", async () => {
+    const calls = 12;
+    const server = createAgentServer({
+      agent: () =>
+        new Agent({
+          provider: scriptedModel([
+            Array.from({ length: calls }, (_, n) => model.toolCall("read_page", { selector: `s${n}` })),
+            [model.text("done")],
+          ]),
+          tools: [readPage],
+          toolExecution: "parallel",
+          maxConcurrency: calls,
+        }),
+      authorize: () => ({ userId: "u" }),
+      hookSecret: "x".repeat(32),
+    });
+    const node = await serveNode(server.fetch);
+    servers.push({ close: () => server.close().then(() => node.close()) });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      // Every call waits until all have started: the 12 are running at once.
+      let started = 0;
+      let allStarted!: () => void;
+      const together = new Promise<void>((resolve) => (allStarted = resolve));
+      const tools = {
+        read_page: async (args: unknown) => {
+          if (++started === calls) allStarted();
+          await together;
+          return (args as { selector: string }).selector;
+        },
+      };
+      const run = new AgentClient({ baseUrl: node.url, tools, ...fast }).start("go");
+      await expect(run.result()).resolves.toMatchObject({ stopReason: "completed" });
+      await delay(10); // a warning is emitted on a later tick
+      expect(started).toBe(calls);
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   for (const mode of ["suspend", undefined] as const)
     it(`runs a client tool once and completes, with clientTools: ${mode === undefined ? "the default (wait)" : `"${mode}"`}`, async () => {
       const baseUrl = await realServer(mode);
