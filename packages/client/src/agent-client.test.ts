@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setFlagsFromString } from "node:v8";
@@ -1094,6 +1095,38 @@ describe("AgentClient: cancel", () => {
     expect((await rejection(run.result())).code).toBe("cancelled");
     await until(() => requests.length === 2, "the cancel post");
     expect(requests[1]).toMatchObject({ method: "POST", path: `/runs/${RUN}/cancel` });
+  });
+
+  it("one signal given to many start()s adds one listener to it (no MaxListenersExceededWarning), removed once they settled, and cancels them all", async () => {
+    const { baseUrl } = await serve(async (req, res) => {
+      if (req.path === "/runs") {
+        openStream(res);
+        res.write(line(event(0, "agent_start")));
+        return;
+      }
+      res.writeHead(202).end();
+    });
+    const controller = new AbortController();
+    // One client each: a client's new start() would cancel its run in flight.
+    const runs = Array.from({ length: 20 }, () =>
+      new AgentClient({ baseUrl, ...fast }).start("go", { signal: controller.signal }),
+    );
+    await Promise.all(runs.map((run) => run.runId));
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    controller.abort();
+    for (const run of runs) expect((await rejection(run.result())).code).toBe("cancelled");
+
+    // Runs that settle without an abort let go of the signal too.
+    const { baseUrl: endingUrl } = await serve(async (_req, res) => {
+      openStream(res);
+      res.end(line(event(0, "agent_start")) + line(agentEnd(1)));
+    });
+    const kept = new AbortController();
+    const ended = Array.from({ length: 20 }, () =>
+      new AgentClient({ baseUrl: endingUrl, ...fast }).start("go", { signal: kept.signal }),
+    );
+    await Promise.all(ended.map((run) => run.result()));
+    expect(getEventListeners(kept.signal, "abort")).toHaveLength(0);
   });
 
   it("a signal already aborted sends nothing at all", async () => {
@@ -2444,6 +2477,49 @@ describe("AgentClient against the real @agent-core/http server", () => {
     // Each event once, from the run's first.
     expect(seqs(seen)).toEqual(seen.map((_, seq) => seq));
     expect([seen[0]?.type, seen.at(-1)?.type]).toEqual(["agent_start", "agent_end"]);
+  });
+
+  it("runs a batch of 12 client tool calls at once without a MaxListenersExceededWarning (one listener on the run's signal for them all)", async () => {
+    const calls = 12;
+    const server = createAgentServer({
+      agent: () =>
+        new Agent({
+          provider: scriptedModel([
+            Array.from({ length: calls }, (_, n) => model.toolCall("read_page", { selector: `s${n}` })),
+            [model.text("done")],
+          ]),
+          tools: [readPage],
+          toolExecution: "parallel",
+          maxConcurrency: calls,
+        }),
+      authorize: () => ({ userId: "u" }),
+      hookSecret: "x".repeat(32),
+    });
+    const node = await serveNode(server.fetch);
+    servers.push({ close: () => server.close().then(() => node.close()) });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      // Every call waits until all have started: the 12 are running at once.
+      let started = 0;
+      let allStarted!: () => void;
+      const together = new Promise<void>((resolve) => (allStarted = resolve));
+      const tools = {
+        read_page: async (args: unknown) => {
+          if (++started === calls) allStarted();
+          await together;
+          return (args as { selector: string }).selector;
+        },
+      };
+      const run = new AgentClient({ baseUrl: node.url, tools, ...fast }).start("go");
+      await expect(run.result()).resolves.toMatchObject({ stopReason: "completed" });
+      await delay(10); // a warning is emitted on a later tick
+      expect(started).toBe(calls);
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   for (const mode of ["suspend", undefined] as const)

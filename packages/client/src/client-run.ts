@@ -4,6 +4,7 @@ import { ClientError, type ClientEvent, describe } from "./errors.js";
 import { EventQueue } from "./event-queue.js";
 import { postCancel, postMessage } from "./run-commands.js";
 import { RunConnection, type StartRequest } from "./run-connection.js";
+import { onAbortShared } from "./shared-abort.js";
 import { type Config, ignore, type Transport } from "./transport.js";
 
 type Plan =
@@ -86,10 +87,7 @@ export class Run implements ClientRun {
     if (signal !== undefined) {
       const onAbort = () => void this.cancel();
       if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener("abort", onAbort, { once: true });
-        this.whenSettled(() => signal.removeEventListener("abort", onAbort));
-      }
+      else this.whenSettled(onAbortShared(signal, onAbort));
     }
     if (!this.#settled) void this.#follow(plan);
   }

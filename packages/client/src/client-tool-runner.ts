@@ -1,6 +1,7 @@
 import type { AgentEvent } from "@agent-core/core";
 import type { AgentEndEvent } from "./client-types.js";
 import { type ClientErrorEvent, describe } from "./errors.js";
+import { onAbortShared } from "./shared-abort.js";
 import { type Config, deadline, discard, httpError, isRunId, readText, type Transport } from "./transport.js";
 
 /** A client tool call to run and answer: from a `tool_call` event, or listed by a suspended run's `agent_end`. */
@@ -140,8 +141,8 @@ export class ClientToolRunner {
     const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
     // The tool's own signal: the run's, and the end of its call (see `endCall`).
     const toolAbort = new AbortController();
-    const followRun = () => toolAbort.abort(this.#signal.reason);
-    this.#signal.addEventListener("abort", followRun, { once: true });
+    // Shared: a batch of many calls at once would otherwise add a listener each to the run's signal.
+    const stopFollowingRun = onAbortShared(this.#signal, () => toolAbort.abort(this.#signal.reason));
     this.#running.set(toolCallId, toolAbort);
     let outcome: { result: unknown } | { error: string };
     if (tool === undefined) outcome = { error: `no handler for client tool ${toolName}` };
@@ -159,7 +160,7 @@ export class ClientToolRunner {
       }
     }
     this.#running.delete(toolCallId);
-    this.#signal.removeEventListener("abort", followRun);
+    stopFollowingRun();
     // Cancelled, failed, ended, or the call ended on the server: nobody waits for the outcome.
     if (toolAbort.signal.aborted) return undefined;
     const posted = this.#postResult(call, { toolCallId, token: hookToken, ...outcome }, suspended);

@@ -1,5 +1,6 @@
 import type { AgentClientOptions, ClientLogger, ClientTool } from "./client-types.js";
 import { ClientError, describe } from "./errors.js";
+import { onAbortShared } from "./shared-abort.js";
 
 export interface Config {
   baseUrl: string;
@@ -269,14 +270,16 @@ export function retryAfterMs(response: Response): number | undefined {
 export function deadline(ms: number, signal?: AbortSignal): { signal: AbortSignal; clear(): void } {
   const controller = new AbortController();
   const follow = () => controller.abort(signal?.reason);
+  let stopFollowing = () => {};
   if (signal?.aborted) follow();
-  else signal?.addEventListener("abort", follow, { once: true });
+  // Shared: the posts of a batch of client tool calls run at once, each with a deadline on the run's signal.
+  else if (signal !== undefined) stopFollowing = onAbortShared(signal, follow);
   const timer = setTimeout(() => controller.abort(new Error(`no answer came for ${ms} ms`)), ms);
   return {
     signal: controller.signal,
     clear() {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", follow);
+      stopFollowing();
     },
   };
 }
@@ -293,9 +296,8 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
     return Promise.reject(signal.reason);
   }
   return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(signal.reason);
-    signal.addEventListener("abort", abort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+    const stopWaiting = onAbortShared(signal, () => reject(signal.reason));
+    promise.then(resolve, reject).finally(stopWaiting);
   });
 }
 
