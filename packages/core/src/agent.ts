@@ -9,16 +9,15 @@ import {
   type Timeouts,
 } from "./agent-config.js";
 import type { AgentRun } from "./agent-run.js";
-import {
-  validateAgentConfig,
-  validateMessageInput,
-  validatePromptOptions,
-  validatePromptToolResults,
-  validateQueuedMessage,
-} from "./config.js";
+import { validateAgentConfig, validatePromptOptions } from "./config.js";
 import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import { deliver, ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
+import {
+  validateMessageInput,
+  validatePromptToolResults,
+  validateQueuedMessage,
+} from "./message-input-checks.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "./messages.js";
 import { defaultRetry } from "./model/retry.js";
 import { isLogger, type Logger, rejectionsCaught } from "./observe/logger.js";

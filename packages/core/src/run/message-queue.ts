@@ -1,4 +1,4 @@
-import { validateCallbackMessages } from "../config.js";
+import { validateCallbackMessages } from "../message-input-checks.js";
 import { type AgentMessage, type MessageInput, toMessageAt } from "../messages.js";
 import type { MessageSource } from "../orchestrator/contract.js";
 import { systemClock } from "./default-services.js";
