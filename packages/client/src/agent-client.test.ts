@@ -150,6 +150,15 @@ async function rejection(promise: Promise<unknown>): Promise<ClientError> {
   return error as ClientError;
 }
 
+/** A promise the test settles when it chooses (`resolve`), to hold a server's answer or a tool. */
+function latch(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
+
 const fast = { reconnect: { delayMs: 10 }, postRetry: { delayMs: 10 } };
 
 // --- the tests -----------------------------------------------------------------------------------
@@ -688,10 +697,7 @@ describe("AgentClient: client tools", () => {
 
   it("runs the tool once and retries its post on 503 twice, then 204", async () => {
     let posts = 0;
-    let accepted!: () => void;
-    const resultsPosted = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
+    const { promise: resultsPosted, resolve: accepted } = latch();
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs")
         return toolRun([{ toolCallId: "c1", toolName: "add", args: { a: 2, b: 3 } }], resultsPosted)(res);
@@ -718,10 +724,7 @@ describe("AgentClient: client tools", () => {
 
   it("honours Retry-After on a 429", async () => {
     const times: number[] = [];
-    let accepted!: () => void;
-    const resultsPosted = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
+    const { promise: resultsPosted, resolve: accepted } = latch();
     const { baseUrl } = await serve(async (req, res) => {
       if (req.path === "/runs")
         return toolRun([{ toolCallId: "c1", toolName: "t", args: null }], resultsPosted)(res);
@@ -738,10 +741,7 @@ describe("AgentClient: client tools", () => {
 
   it("posts a thrown error's message, and an error for a tool with no handler", async () => {
     const bodies: unknown[] = [];
-    let accepted!: () => void;
-    const resultsPosted = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
+    const { promise: resultsPosted, resolve: accepted } = latch();
     const calls = [
       { toolCallId: "c1", toolName: "boom", args: {} },
       { toolCallId: "c2", toolName: "missing", args: {} },
@@ -771,10 +771,7 @@ describe("AgentClient: client tools", () => {
 
   it("posts a result JSON cannot carry as an error saying so, once", async () => {
     const bodies: unknown[] = [];
-    let accepted!: () => void;
-    const resultsPosted = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
+    const { promise: resultsPosted, resolve: accepted } = latch();
     const calls = [
       { toolCallId: "c1", toolName: "big", args: {} },
       { toolCallId: "c2", toolName: "loop", args: {} },
@@ -810,10 +807,7 @@ describe("AgentClient: client tools", () => {
 
   it("posts a result JSON has no value for (a function, a symbol) as an error saying so, not a body without its result", async () => {
     const bodies: unknown[] = [];
-    let accepted!: () => void;
-    const resultsPosted = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
+    const { promise: resultsPosted, resolve: accepted } = latch();
     const calls = [
       { toolCallId: "c1", toolName: "fn", args: {} },
       { toolCallId: "c2", toolName: "sym", args: {} },
@@ -866,10 +860,7 @@ describe("AgentClient: client tools", () => {
 
   it("reports a 410 as a tool-result-rejected client_error, without retrying", async () => {
     let posts = 0;
-    let answered!: () => void;
-    const rejected = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
+    const { promise: rejected, resolve: answered } = latch();
     const { baseUrl } = await serve(async (req, res) => {
       if (req.path === "/runs") return toolRun([{ toolCallId: "c1", toolName: "t", args: 1 }], rejected)(res);
       posts++;
@@ -893,10 +884,7 @@ describe("AgentClient: client tools", () => {
 
   it("posts an error in place of a result the server refuses as too large (413), so the call ends now, and reports it", async () => {
     const bodies: unknown[] = [];
-    let answered!: () => void;
-    const errorPosted = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
+    const { promise: errorPosted, resolve: answered } = latch();
     const { baseUrl } = await serve(async (req, res) => {
       if (req.path === "/runs")
         return toolRun([{ toolCallId: "c1", toolName: "dump", args: {} }], errorPosted)(res);
@@ -1779,10 +1767,7 @@ describe('AgentClient: suspended runs (clientTools: "suspend")', () => {
   });
 
   it("cancel() while the last result's post is under way cancels the run that post resumed", async () => {
-    let posted!: () => void;
-    const postArrived = new Promise<void>((resolve) => {
-      posted = resolve;
-    });
+    const { promise: postArrived, resolve: posted } = latch();
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") return streamRun(res, "r1", suspendedRun("r1", [call("c1")]));
       if (req.path === "/runs/r1/tool-results") {
