@@ -5,7 +5,7 @@ import { Agent, defineTool, InvalidConfigError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { approvingNotes, DurableWorker } from "./harness.js";
+import { approvingNotes, DurableWorker, gateTool } from "./harness.js";
 import { untilLockWaiters } from "./lock-waiters.js";
 import { untilEvent } from "./until-event.js";
 
@@ -22,14 +22,6 @@ const notes = approvingNotes();
  */
 const gated = (() => {
   const noted: string[] = [];
-  let entered!: () => void;
-  let open!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
   const note = defineTool({
     name: "note",
     description: "Takes a note",
@@ -41,16 +33,7 @@ const gated = (() => {
       return "noted";
     },
   });
-  const gate = defineTool({
-    name: "gate",
-    description: "Waits until the test opens it",
-    inputSchema: z.object({}),
-    execute: async () => {
-      entered();
-      await opened;
-      return "open";
-    },
-  });
+  const { gate, reached, open } = gateTool();
   const agent = () =>
     new Agent({
       provider: scriptedModel([

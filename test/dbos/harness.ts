@@ -13,7 +13,7 @@ import { SECRET } from "../http/harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // What the durable tests share: this process as a worker on a throwaway database, an HTTP server
-// on a durable backend, an agent whose tool needs approval, a tool that hangs until its run is cancelled, and a lock that keeps a
+// on a durable backend, an agent whose tool needs approval, a tool that hangs until its run is cancelled, a gate the test opens, and a lock that keeps a
 // table from being written.
 
 /**
@@ -106,6 +106,36 @@ export function approvingNotes(): { agent: () => Agent; runs: () => number } {
       }),
     runs: () => runs,
   };
+}
+
+/**
+ * A `gate` tool that waits until the test opens it: `reached` settles when a run enters it, `open()`
+ * lets it return "open". Holds a run at a known point without sleeping.
+ */
+export function gateTool(): {
+  gate: ReturnType<typeof defineTool>;
+  reached: Promise<void>;
+  open: () => void;
+} {
+  let entered!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const gate = defineTool({
+    name: "gate",
+    description: "Waits until the test opens it",
+    inputSchema: z.object({}),
+    execute: async () => {
+      entered();
+      await opened;
+      return "open";
+    },
+  });
+  return { gate, reached, open };
 }
 
 /** Waits until its signal aborts (a cancelled run). */

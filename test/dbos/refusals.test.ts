@@ -13,7 +13,7 @@ import { Agent, ClientToolError, defineTool, InvalidConfigError } from "agent-co
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { approvingNotes, DurableWorker, durableServer } from "./harness.js";
+import { approvingNotes, DurableWorker, durableServer, gateTool } from "./harness.js";
 import type { ThrowawayPostgres } from "./throwaway-postgres.js";
 import { untilEvent } from "./until-event.js";
 
@@ -29,14 +29,7 @@ const worker = new DurableWorker();
 const notes = approvingNotes();
 /** An agent that calls a note that needs approval (n1), then a gate (g1) that waits until the test opens it. */
 const gated = (() => {
-  let entered!: () => void;
-  let open!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
+  const { gate, reached, open } = gateTool();
   const tools = [
     defineTool({
       name: "note",
@@ -45,16 +38,7 @@ const gated = (() => {
       needsApproval: true,
       execute: () => "noted",
     }),
-    defineTool({
-      name: "gate",
-      description: "Waits until the test opens it",
-      inputSchema: z.object({}),
-      execute: async () => {
-        entered();
-        await opened;
-        return "open";
-      },
-    }),
+    gate,
   ];
   const agent = () =>
     new Agent({
