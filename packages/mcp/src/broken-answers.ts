@@ -36,6 +36,12 @@ const UNADDRESSED = "agent-core/unaddressed-error";
 const STREAM_ENDED = "agent-core/stream-ended";
 
 /**
+ * The key of an error answer's `data` that holds why the event stream of a request's answer,
+ * which ended without it after an event id, was not resumed: a name, as `BROKEN_ANSWER` is.
+ */
+const NOT_RESUMED = "agent-core/not-resumed";
+
+/**
  * The schema error (its `issues`) of the answer a server sent broken, from the `McpError` its
  * request failed with; undefined for any other error.
  */
@@ -56,6 +62,18 @@ export function isUnaddressedError(error: unknown): boolean {
 /** Whether `error` (a request's `McpError`) says the event stream of the request's answer ended without it. */
 export function isStreamEndedError(error: unknown): boolean {
   return isMarked(error, STREAM_ENDED);
+}
+
+/**
+ * Why the event stream of a request's answer, which ended without it after an event id, was not
+ * resumed, from the `McpError` the request failed with (see `notResumedAnswer`); undefined for any
+ * other error.
+ */
+export function notResumedReasonOf(error: unknown): string | undefined {
+  const data =
+    error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
+  const reason = data?.[NOT_RESUMED];
+  return typeof reason === "string" ? reason : undefined;
 }
 
 /** Whether `error` is an `McpError` from an error answer made here, whose `data` has `key`. */
@@ -150,6 +168,22 @@ export function streamEndedAnswer(id: RequestId): JSONRPCMessage {
       code: ErrorCode.InternalError,
       message: "the event stream of its answer ended without it",
       data: { [STREAM_ENDED]: true },
+    },
+  };
+}
+
+/**
+ * The error answer to request `id` whose event stream ended without its answer after an event id,
+ * and was not resumed from it, for the `reason` given (see `notResumedReasonOf`).
+ */
+export function notResumedAnswer(id: RequestId, reason: string): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ErrorCode.InternalError,
+      message: `the event stream of its answer ended without it, and was not resumed: ${reason}`,
+      data: { [NOT_RESUMED]: reason },
     },
   };
 }
