@@ -324,6 +324,38 @@ describe("a Streamable HTTP server that ends a call's event stream without its a
   });
 });
 
+describe("a Streamable HTTP server that sends a call's answer as an event of a type of its own (event: result)", () => {
+  it("fails the call at once, as a stream that ended without the answer: the SDK reads only message events", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const type = message.params?.name === "null" ? "event: message\n" : "event: result\n";
+      response.end(`${message.method === "tools/call" ? type : ""}data: ${JSON.stringify(answer)}\n\n`);
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 5_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("ok", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" ended the event stream of its answer to "ok" without the answer.',
+      ),
+    );
+    // "event: message" is what no event type means.
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      /answered "null" with a result that breaks/,
+    );
+  });
+});
+
 /**
  * A server that ends a call's event stream after a first event (an id, a retry time, no data), and
  * answers the GET that resumes it (`Last-Event-ID`) with `resume`; a GET with no `Last-Event-ID`

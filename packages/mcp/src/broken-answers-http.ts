@@ -220,9 +220,11 @@ function eventsWithErrorAnswers(
           event.push(complete);
           continue;
         }
+        // The SDK reads the messages of message events only: an answer in another is none.
+        const isMessage = isMessageEvent(event);
         for (const read of eventsReadFrom(event, posted)) {
           out += `${read.lines.join("\n")}${read.lines.length > 0 ? "\n" : ""}\n`;
-          seen.unanswered.delete(answeredIdOf(read.message) as RequestId);
+          if (isMessage) seen.unanswered.delete(answeredIdOf(read.message) as RequestId);
         }
         seen.lastEventId = eventIdOf(event) ?? seen.lastEventId;
         event = [];
@@ -272,4 +274,13 @@ function eventIdOf(event: string[]): string | undefined {
     .filter((id) => !id.includes("\0"));
   const id = ids.at(-1);
   return id === "" ? undefined : id;
+}
+
+/** Whether the SDK's parser gives the event as a message event: its last `event:` line, if any, names none or `message`. */
+function isMessageEvent(event: string[]): boolean {
+  const type = event
+    .filter((line) => line === "event" || line.startsWith("event:"))
+    .map((line) => line.slice(6).replace(/^ /, ""))
+    .at(-1);
+  return type === undefined || type === "" || type === "message";
 }
