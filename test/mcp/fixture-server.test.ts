@@ -1,4 +1,5 @@
 import "@agent-core/agentic";
+import { once } from "node:events";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent, type ToolResultMessage } from "@agent-core/core";
@@ -354,6 +355,36 @@ describe("a Streamable HTTP server that sends a call's answer as an event of a t
       /answered "null" with a result that breaks/,
     );
   });
+});
+
+describe("a Streamable HTTP server that sends a long answer on an event stream, a little at a time", () => {
+  it("is read whole within the default callTimeoutMs, as the SDK alone reads it (each piece is read once, not the line so far again)", async () => {
+    const text = "x".repeat(40_000_000);
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer =
+        message.method === "tools/call"
+          ? { jsonrpc: "2.0", id: message.id, result: { content: [{ type: "text", text }] } }
+          : brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const events = `data: ${JSON.stringify(answer)}\n\n`;
+      // 16 KiB at a time, as a network gives it.
+      for (let at = 0; at < events.length; at += 16_384)
+        if (!response.write(events.slice(at, at + 16_384))) await once(response, "drain");
+      response.end();
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp({
+      url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    });
+    const result = await mcp.callTool("ok", {}, new AbortController().signal);
+    expect((result.content[0] as { text: string }).text.length).toBe(text.length);
+  }, 90_000);
 });
 
 /**

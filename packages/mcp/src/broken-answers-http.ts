@@ -212,7 +212,10 @@ function eventsWithErrorAnswers(
       let text = chunk;
       if (afterCR && text.startsWith("\n")) text = text.slice(1);
       afterCR = text.endsWith("\r");
-      const lines = (line + text).split(/\r\n|\r|\n/);
+      // Only the new text is split: splitting the line so far again with each chunk would read a
+      // long answer's line once per chunk (a 40 MB one, in 16 KiB chunks, for minutes).
+      const lines = text.split(/\r\n|\r|\n/);
+      lines[0] = line + lines[0];
       line = lines.pop() ?? "";
       let out = "";
       for (const complete of lines) {
