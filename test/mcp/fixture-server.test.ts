@@ -161,7 +161,10 @@ async function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfi
     if (request.method !== "POST") return void response.writeHead(405).end();
     let body = "";
     for await (const chunk of request) body += chunk;
-    const answer = brokenAnswerTo(JSON.parse(body));
+    const message = JSON.parse(body);
+    // A call of hang: its POST waits for an answer that never comes.
+    if (message.params?.name === "hang") return;
+    const answer = brokenAnswerTo(message);
     if (answer === undefined) return void response.writeHead(202).end();
     if (as === "json") {
       response.writeHead(200, { "content-type": "application/json" });
@@ -385,6 +388,41 @@ describe("a Streamable HTTP server that sends a long answer on an event stream, 
     const result = await mcp.callTool("ok", {}, new AbortController().signal);
     expect((result.content[0] as { text: string }).text.length).toBe(text.length);
   }, 90_000);
+});
+
+describe("a Streamable HTTP server that answers a call's POST without its answer", () => {
+  it("fails the call at once, saying how, where the SDK would wait for callTimeoutMs: 202, or JSON that answers another request", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined || message.params?.name === "hang") return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json" });
+      const other =
+        message.params?.name === "null" ? { ...(answer as object), id: 1_000, result: {} } : answer;
+      response.end(JSON.stringify(other));
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 5_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered the POST of its call of "hang" without the answer: 202 Accepted.',
+      ),
+    );
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered the POST of its call of "null" without the answer: its JSON answers another request.',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
 });
 
 /**

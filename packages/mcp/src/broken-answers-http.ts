@@ -6,6 +6,7 @@ import {
   messagesReadFrom,
   notResumedAnswer,
   parsedOrUndefined,
+  postUnansweredAnswer,
   streamEndedAnswer,
 } from "./broken-answers.js";
 import { reportBreak } from "./broken-stream-fetch.js";
@@ -57,9 +58,12 @@ export function brokenAnswerFetch(
       resumptions.refused(resumedFrom, `answered ${response.status} ${response.statusText}`.trimEnd(), {
         final: response.status === 405,
       });
-    if ((method !== "POST" && method !== "GET") || !response.ok || response.body === null) return response;
     // The requests this POST carried: what it is answered is theirs, named or not.
-    const posted = method === "POST" ? requestIdsIn(init?.body) : [];
+    const posted = method === "POST" && response.ok ? requestIdsIn(init?.body) : [];
+    // 202 answers a POST of notifications or answers only: a request's answer comes on the POST's
+    // own answer (or the stream that resumes it), never later on another.
+    if (response.status === 202) for (const id of posted) answer(postUnansweredAnswer(id, "202 Accepted"));
+    if ((method !== "POST" && method !== "GET") || !response.ok || response.body === null) return response;
     // The requests whose answers are to come on this GET, which resumes their stream.
     const awaited = resumedFrom === null ? [] : resumptions.resumed(resumedFrom);
     const type = response.headers.get("content-type") ?? "";
@@ -180,12 +184,19 @@ function withBody(response: Response, body: BodyInit): Response {
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
 
-/** A JSON answer (one message, or a batch) as `messagesReadFrom` reads each of its messages. */
+/**
+ * A JSON answer (one message, or a batch) as `messagesReadFrom` reads each of its messages, with
+ * an error answer to each request of the POST it does not answer (its answer cannot come later).
+ */
 function jsonWithErrorAnswers(text: string, posted: readonly RequestId[]): string {
   const value = parsedOrUndefined(text);
   if (value === undefined) return text; // the SDK says it is no JSON
   const messages: unknown[] = Array.isArray(value) ? value : [value];
   const read = messages.flatMap((message) => messagesReadFrom(message, () => posted));
+  // The SDK matches an answer's id to its request's as a number ("1" answers 1).
+  const answered = new Set(read.map((message) => String(answeredIdOf(message))));
+  for (const id of posted)
+    if (!answered.has(String(id))) read.push(postUnansweredAnswer(id, "its JSON answers another request"));
   if (read.length === messages.length && read.every((message, i) => message === messages[i])) return text;
   return JSON.stringify(Array.isArray(value) || read.length > 1 ? read : read[0]);
 }

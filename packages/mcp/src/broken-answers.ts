@@ -42,6 +42,12 @@ const STREAM_ENDED = "agent-core/stream-ended";
 const NOT_RESUMED = "agent-core/not-resumed";
 
 /**
+ * The key of an error answer's `data` that holds how the POST of a request was answered without
+ * its answer (202, JSON that answers another request): a name, as `BROKEN_ANSWER` is.
+ */
+const POST_UNANSWERED = "agent-core/post-unanswered";
+
+/**
  * The schema error (its `issues`) of the answer a server sent broken, from the `McpError` its
  * request failed with; undefined for any other error.
  */
@@ -70,9 +76,22 @@ export function isStreamEndedError(error: unknown): boolean {
  * other error.
  */
 export function notResumedReasonOf(error: unknown): string | undefined {
+  return reasonOf(error, NOT_RESUMED);
+}
+
+/**
+ * How the POST of a request was answered without its answer, from the `McpError` the request
+ * failed with (see `postUnansweredAnswer`); undefined for any other error.
+ */
+export function postUnansweredReasonOf(error: unknown): string | undefined {
+  return reasonOf(error, POST_UNANSWERED);
+}
+
+/** The string under `key` of the `data` of `error`, an `McpError` from an error answer made here. */
+function reasonOf(error: unknown, key: string): string | undefined {
   const data =
     error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
-  const reason = data?.[NOT_RESUMED];
+  const reason = data?.[key];
   return typeof reason === "string" ? reason : undefined;
 }
 
@@ -184,6 +203,22 @@ export function notResumedAnswer(id: RequestId, reason: string): JSONRPCMessage 
       code: ErrorCode.InternalError,
       message: `the event stream of its answer ended without it, and was not resumed: ${reason}`,
       data: { [NOT_RESUMED]: reason },
+    },
+  };
+}
+
+/**
+ * The error answer to request `id` whose POST was answered without its answer, `how` (see
+ * `postUnansweredReasonOf`).
+ */
+export function postUnansweredAnswer(id: RequestId, how: string): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ErrorCode.InternalError,
+      message: `its POST was answered without its answer: ${how}`,
+      data: { [POST_UNANSWERED]: how },
     },
   };
 }

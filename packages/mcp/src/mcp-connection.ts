@@ -11,6 +11,7 @@ import {
   isStreamEndedError,
   isUnaddressedError,
   notResumedReasonOf,
+  postUnansweredReasonOf,
 } from "./broken-answers.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
@@ -115,6 +116,11 @@ export class McpConnection implements AsyncDisposable {
    * connection did close, or the call's time did run out; otherwise the server's own message says it.
    */
   #callError(name: string, error: unknown, elapsedMs: number): Error {
+    const postUnanswered = postUnansweredReasonOf(error);
+    if (postUnanswered !== undefined)
+      return new Error(
+        `The MCP server "${this.name}" answered the POST of its call of "${name}" without the answer: ${postUnanswered}.`,
+      );
     const notResumed = notResumedReasonOf(error);
     if (notResumed !== undefined)
       return new Error(
