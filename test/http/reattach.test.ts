@@ -77,6 +77,29 @@ describe("re-attaching", () => {
     expect(stranger.status).toBe(404);
   });
 
+  it("names a seq beyond 2^53-1 in its 416 as the client sent it, not rounded", async () => {
+    const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("hi")]]) }));
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as AgentEvent;
+    // 9007199254740993 is 2^53 + 1: as a number it would read 9007199254740992.
+    const cases = [
+      ["?after=9007199254740993", {}, "9007199254740993"],
+      ["", { "last-event-id": "9007199254740993" }, "9007199254740993"],
+      ["?after=9007199254740992", { "last-event-id": "9007199254740993" }, "9007199254740993"],
+      ["?after=123456789012345678901234567890", {}, "123456789012345678901234567890"],
+    ] as const;
+    for (const [query, extra, sent] of cases) {
+      const beyond = await fetch(`${url}/runs/${end.runId}/events${query}`, {
+        headers: headers("alice", extra),
+      });
+      const { error } = await beyond.json();
+      expect([beyond.status, error.code, error.message]).toEqual([
+        416,
+        "after-out-of-range",
+        `The run has no event ${sent} yet (its last is ${end.seq}).`,
+      ]);
+    }
+  });
+
   it("answers 204 to a re-attach after an ended run's last event, so that an EventSource stops reconnecting", async () => {
     const { url } = await startServer(() => ({ provider: scriptedModel([[script.text("hi")]]) }));
     const text = await (await post(`${url}/runs`, { prompt: "go" })).text();

@@ -1,5 +1,6 @@
 import "@agent-core/agentic";
-import { createServer, type Server } from "node:http";
+import { once } from "node:events";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent, type ToolResultMessage } from "@agent-core/core";
 import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
@@ -160,7 +161,10 @@ async function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfi
     if (request.method !== "POST") return void response.writeHead(405).end();
     let body = "";
     for await (const chunk of request) body += chunk;
-    const answer = brokenAnswerTo(JSON.parse(body));
+    const message = JSON.parse(body);
+    // A call of hang: its POST waits for an answer that never comes.
+    if (message.params?.name === "hang") return;
+    const answer = brokenAnswerTo(message);
     if (answer === undefined) return void response.writeHead(202).end();
     if (as === "json") {
       response.writeHead(200, { "content-type": "application/json" });
@@ -323,3 +327,187 @@ describe("a Streamable HTTP server that ends a call's event stream without its a
     expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
   });
 });
+
+describe("a Streamable HTTP server that sends a call's answer as an event of a type of its own (event: result)", () => {
+  it("fails the call at once, as a stream that ended without the answer: the SDK reads only message events", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const type = message.params?.name === "null" ? "event: message\n" : "event: result\n";
+      response.end(`${message.method === "tools/call" ? type : ""}data: ${JSON.stringify(answer)}\n\n`);
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 5_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("ok", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" ended the event stream of its answer to "ok" without the answer.',
+      ),
+    );
+    // "event: message" is what no event type means.
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      /answered "null" with a result that breaks/,
+    );
+  });
+});
+
+describe("a Streamable HTTP server that sends a long answer on an event stream, a little at a time", () => {
+  it("is read whole within the default callTimeoutMs, as the SDK alone reads it (each piece is read once, not the line so far again)", async () => {
+    const text = "x".repeat(40_000_000);
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer =
+        message.method === "tools/call"
+          ? { jsonrpc: "2.0", id: message.id, result: { content: [{ type: "text", text }] } }
+          : brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const events = `data: ${JSON.stringify(answer)}\n\n`;
+      // 16 KiB at a time, as a network gives it.
+      for (let at = 0; at < events.length; at += 16_384)
+        if (!response.write(events.slice(at, at + 16_384))) await once(response, "drain");
+      response.end();
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp({
+      url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    });
+    const result = await mcp.callTool("ok", {}, new AbortController().signal);
+    expect((result.content[0] as { text: string }).text.length).toBe(text.length);
+  }, 90_000);
+});
+
+describe("a Streamable HTTP server that answers a call's POST without its answer", () => {
+  it("fails the call at once, saying how, where the SDK would wait for callTimeoutMs: 202, or JSON that answers another request", async () => {
+    const http = createServer(async (request, response) => {
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      const message = JSON.parse(body);
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined || message.params?.name === "hang") return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json" });
+      const other =
+        message.params?.name === "null" ? { ...(answer as object), id: 1_000, result: {} } : answer;
+      response.end(JSON.stringify(other));
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    httpServers.push(http);
+    await using mcp = await connectMcp(
+      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      { callTimeoutMs: 5_000 },
+    );
+    const never = new AbortController().signal;
+    await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered the POST of its call of "hang" without the answer: 202 Accepted.',
+      ),
+    );
+    await expect(mcp.callTool("null", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" answered the POST of its call of "null" without the answer: its JSON answers another request.',
+      ),
+    );
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+  });
+});
+
+/**
+ * A server that ends a call's event stream after a first event (an id, a retry time, no data), and
+ * answers the GET that resumes it (`Last-Event-ID`) with `resume`; a GET with no `Last-Event-ID`
+ * (the client's own stream for the server's requests) gets 405.
+ */
+async function resumeFailingServer(
+  resume: (response: ServerResponse, lastEventId: string) => void,
+): Promise<McpServerConfig> {
+  const http = createServer(async (request, response) => {
+    const lastEventId = request.headers["last-event-id"];
+    if (request.method === "GET" && typeof lastEventId === "string") return resume(response, lastEventId);
+    if (request.method !== "POST") return void response.writeHead(405).end();
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    const message = JSON.parse(body);
+    const answer = brokenAnswerTo(message);
+    const hang = message.params?.name === "hang";
+    if (answer === undefined && !hang) return void response.writeHead(202).end();
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.end(
+      hang ? `id: call-${message.id}\nretry: 10\ndata: \n\n` : `data: ${JSON.stringify(answer)}\n\n`,
+    );
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  httpServers.push(http);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+}
+
+const failedResumes: [string, (response: ServerResponse, lastEventId: string) => void, string][] = [
+  [
+    "refuses it with 405",
+    (response) => void response.writeHead(405).end(),
+    "its GET with Last-Event-ID was answered 405 Method Not Allowed",
+  ],
+  [
+    "answers it with 500, every time the client tries",
+    (response) => void response.writeHead(500).end(),
+    "its GET with Last-Event-ID was tried 2 times, the last answered 500 Internal Server Error",
+  ],
+  [
+    "drops the connection of every try without an answer",
+    (response) => void response.socket?.destroy(),
+    "its GET with Last-Event-ID was tried 2 times, the last failed: fetch failed",
+  ],
+  [
+    "resumes it with a stream that ends without the answer, or any event id",
+    (response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end(": still working\n\n");
+    },
+    "the stream that resumed it ended without it, and gave no event id to resume it from",
+  ],
+  [
+    "resumes it with a stream that breaks off before the answer, or any event id",
+    (response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write(": still working\n\n", () => response.socket?.destroy());
+    },
+    "the stream that resumed it broke off without it, and gave no event id to resume it from",
+  ],
+  [
+    "resumes it with a stream that gives a new event id and breaks off, then refuses to resume that one",
+    (response, lastEventId) => {
+      if (lastEventId.endsWith("-again")) return void response.writeHead(405).end();
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write(`id: ${lastEventId}-again\ndata: \n\n`, () => response.socket?.destroy());
+    },
+    "its GET with Last-Event-ID was answered 405 Method Not Allowed",
+  ],
+];
+
+describe.each(failedResumes)(
+  "a Streamable HTTP server that ends a call's event stream without its answer after an event id, and %s",
+  (_server, resume, what) => {
+    it("fails the call at once, saying so, where the SDK would wait for callTimeoutMs; the connection goes on", async () => {
+      await using mcp = await connectMcp(await resumeFailingServer(resume), { callTimeoutMs: 5_000 });
+      const never = new AbortController().signal;
+      await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
+        new Error(
+          `The MCP server "broken-answer" ended the event stream of its answer to "hang" without the answer, and it was not resumed: ${what}.`,
+        ),
+      );
+      expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+    });
+  },
+);

@@ -140,13 +140,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function reattach(request: Request, principal: Principal, runId: string): Promise<Response> {
     const run = await ownRun(runId, principal);
-    const after = afterOf(request);
-    if (after > run.log.end - 1)
+    const asked = afterOf(request);
+    if (asked > BigInt(run.log.end - 1))
       throw new HttpError(
         416,
         "after-out-of-range",
-        `The run has no event ${after} yet (its last is ${run.log.end - 1}).`,
+        `The run has no event ${asked} yet (its last is ${run.log.end - 1}).`,
       );
+    const after = Number(asked); // at most the last seq, so exact
     // Nothing will ever follow: an empty 200 stream would have an EventSource reconnect every few
     // seconds until the run is forgotten; 204 is what tells it to stop.
     if (run.log.closed && after === run.log.end - 1)

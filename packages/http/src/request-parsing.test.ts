@@ -38,13 +38,13 @@ describe("runIdOf", () => {
 
 describe("afterOf", () => {
   it("takes the later of ?after= and Last-Event-ID, else -1", () => {
-    expect(afterOf(events(""))).toBe(-1);
-    expect(afterOf(events("?after=0"))).toBe(0);
-    expect(afterOf(events("?after=12"))).toBe(12);
-    expect(afterOf(events("", { "last-event-id": "7" }))).toBe(7);
+    expect(afterOf(events(""))).toBe(-1n);
+    expect(afterOf(events("?after=0"))).toBe(0n);
+    expect(afterOf(events("?after=12"))).toBe(12n);
+    expect(afterOf(events("", { "last-event-id": "7" }))).toBe(7n);
     // An EventSource opened on ?after=3 reconnects with the same URL and the last id it saw.
-    expect(afterOf(events("?after=3", { "last-event-id": "7" }))).toBe(7);
-    expect(afterOf(events("?after=9", { "last-event-id": "7" }))).toBe(9);
+    expect(afterOf(events("?after=3", { "last-event-id": "7" }))).toBe(7n);
+    expect(afterOf(events("?after=9", { "last-event-id": "7" }))).toBe(9n);
   });
 
   it("refuses anything but a seq in canonical decimal digits with 400 invalid-after, from either source", async () => {

@@ -8,8 +8,11 @@ import { HttpError } from "./http-error.js";
  * The later of `?after=seq` and `Last-Event-ID`, or -1 (from the start) without either. The later:
  * an `EventSource` opened on `…/events?after=N` reconnects with the same URL and the id of the
  * last event it got, and must not get the events in between twice.
+ *
+ * A bigint: a seq past 2^53-1 (which no run has) is compared, and named in the refusal, as the
+ * client sent it, where a number would round it (9007199254740993 to …992).
  */
-export function afterOf(request: Request): number {
+export function afterOf(request: Request): bigint {
   const given = new URL(request.url).searchParams.getAll("after");
   // Which one the client meant cannot be told: taking either could skip events or send some twice.
   if (given.length > 1)
@@ -20,11 +23,12 @@ export function afterOf(request: Request): number {
     );
   const query = seqOf(given[0] ?? null);
   const header = seqOf(request.headers.get("last-event-id"));
-  return Math.max(query, header);
+  // biome-ignore lint/complexity/useMathMinMax: Math.max throws on bigints.
+  return query > header ? query : header;
 }
 
-function seqOf(raw: string | null): number {
-  if (raw === null) return -1;
+function seqOf(raw: string | null): bigint {
+  if (raw === null) return -1n;
   // Decimal digits only: Number() reads "" and " " as 0 (skipping agent_start), "0x2" as 2.
   if (!/^(0|[1-9][0-9]*)$/.test(raw))
     throw new HttpError(
@@ -32,7 +36,7 @@ function seqOf(raw: string | null): number {
       "invalid-after",
       `after must be a seq in decimal digits (0, 1, …), got "${raw}".`,
     );
-  return Number(raw);
+  return BigInt(raw);
 }
 
 /** The run id a path segment names: a malformed %-escape (`%ZZ`) is the client's mistake, not a 500. */

@@ -36,6 +36,18 @@ const UNADDRESSED = "agent-core/unaddressed-error";
 const STREAM_ENDED = "agent-core/stream-ended";
 
 /**
+ * The key of an error answer's `data` that holds why the event stream of a request's answer,
+ * which ended without it after an event id, was not resumed: a name, as `BROKEN_ANSWER` is.
+ */
+const NOT_RESUMED = "agent-core/not-resumed";
+
+/**
+ * The key of an error answer's `data` that holds how the POST of a request was answered without
+ * its answer (202, JSON that answers another request): a name, as `BROKEN_ANSWER` is.
+ */
+const POST_UNANSWERED = "agent-core/post-unanswered";
+
+/**
  * The schema error (its `issues`) of the answer a server sent broken, from the `McpError` its
  * request failed with; undefined for any other error.
  */
@@ -56,6 +68,31 @@ export function isUnaddressedError(error: unknown): boolean {
 /** Whether `error` (a request's `McpError`) says the event stream of the request's answer ended without it. */
 export function isStreamEndedError(error: unknown): boolean {
   return isMarked(error, STREAM_ENDED);
+}
+
+/**
+ * Why the event stream of a request's answer, which ended without it after an event id, was not
+ * resumed, from the `McpError` the request failed with (see `notResumedAnswer`); undefined for any
+ * other error.
+ */
+export function notResumedReasonOf(error: unknown): string | undefined {
+  return reasonOf(error, NOT_RESUMED);
+}
+
+/**
+ * How the POST of a request was answered without its answer, from the `McpError` the request
+ * failed with (see `postUnansweredAnswer`); undefined for any other error.
+ */
+export function postUnansweredReasonOf(error: unknown): string | undefined {
+  return reasonOf(error, POST_UNANSWERED);
+}
+
+/** The string under `key` of the `data` of `error`, an `McpError` from an error answer made here. */
+function reasonOf(error: unknown, key: string): string | undefined {
+  const data =
+    error instanceof McpError ? (error.data as Record<string, unknown> | null | undefined) : undefined;
+  const reason = data?.[key];
+  return typeof reason === "string" ? reason : undefined;
 }
 
 /** Whether `error` is an `McpError` from an error answer made here, whose `data` has `key`. */
@@ -150,6 +187,38 @@ export function streamEndedAnswer(id: RequestId): JSONRPCMessage {
       code: ErrorCode.InternalError,
       message: "the event stream of its answer ended without it",
       data: { [STREAM_ENDED]: true },
+    },
+  };
+}
+
+/**
+ * The error answer to request `id` whose event stream ended without its answer after an event id,
+ * and was not resumed from it, for the `reason` given (see `notResumedReasonOf`).
+ */
+export function notResumedAnswer(id: RequestId, reason: string): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ErrorCode.InternalError,
+      message: `the event stream of its answer ended without it, and was not resumed: ${reason}`,
+      data: { [NOT_RESUMED]: reason },
+    },
+  };
+}
+
+/**
+ * The error answer to request `id` whose POST was answered without its answer, `how` (see
+ * `postUnansweredReasonOf`).
+ */
+export function postUnansweredAnswer(id: RequestId, how: string): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ErrorCode.InternalError,
+      message: `its POST was answered without its answer: ${how}`,
+      data: { [POST_UNANSWERED]: how },
     },
   };
 }

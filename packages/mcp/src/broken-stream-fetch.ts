@@ -23,7 +23,7 @@ export function brokenStreamFetch(onBroken: (error: unknown) => void, base: Fetc
  * The same bytes; an error reading them goes on to the reader and to `onBroken`, unless `signal`
  * aborted: the transport ends its own fetches with it when it closes, which is no break.
  */
-function reportBreak(
+export function reportBreak(
   body: ReadableStream<Uint8Array>,
   onBroken: (error: unknown) => void,
   signal: AbortSignal | null | undefined,

@@ -5,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { brokenAnswerFetch } from "./broken-answers-http.js";
+import { brokenAnswerFetch, RESUME_TRIES } from "./broken-answers-http.js";
 import { readBrokenAnswers } from "./broken-answers-stdio.js";
 import { brokenStreamFetch } from "./broken-stream-fetch.js";
 import { McpConnection } from "./mcp-connection.js";
@@ -67,8 +67,19 @@ function transportFor(server: McpServerConfig): Transport {
     const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(server.url), {
       requestInit: { headers: server.headers ?? {} },
       // A stream that breaks off mid-answer means the server is gone: close, so the calls waiting end now.
-      // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it.
-      fetch: brokenStreamFetch(() => void transport.close(), brokenAnswerFetch()),
+      // An answer such as `"result": null` fails its call at once, where the SDK alone would drop it,
+      // and so does an answer whose stream the server does not resume.
+      fetch: brokenStreamFetch(
+        () => void transport.close(),
+        brokenAnswerFetch((message) => transport.onmessage?.(message)),
+      ),
+      // The SDK's own, said here as brokenAnswerFetch counts the tries of a resume.
+      reconnectionOptions: {
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 30_000,
+        reconnectionDelayGrowFactor: 1.5,
+        maxRetries: RESUME_TRIES,
+      },
     });
     return transport;
   }

@@ -6,7 +6,13 @@ import {
   McpError,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { brokenAnswerOf, isStreamEndedError, isUnaddressedError } from "./broken-answers.js";
+import {
+  brokenAnswerOf,
+  isStreamEndedError,
+  isUnaddressedError,
+  notResumedReasonOf,
+  postUnansweredReasonOf,
+} from "./broken-answers.js";
 import { McpServerError } from "./mcp-server-error.js";
 import { agentToolsOf, type McpToolsOptions } from "./mcp-tools.js";
 import { schemaIssuesOf } from "./schema-issues.js";
@@ -110,6 +116,16 @@ export class McpConnection implements AsyncDisposable {
    * connection did close, or the call's time did run out; otherwise the server's own message says it.
    */
   #callError(name: string, error: unknown, elapsedMs: number): Error {
+    const postUnanswered = postUnansweredReasonOf(error);
+    if (postUnanswered !== undefined)
+      return new Error(
+        `The MCP server "${this.name}" answered the POST of its call of "${name}" without the answer: ${postUnanswered}.`,
+      );
+    const notResumed = notResumedReasonOf(error);
+    if (notResumed !== undefined)
+      return new Error(
+        `The MCP server "${this.name}" ended the event stream of its answer to "${name}" without the answer, and it was not resumed: ${notResumed}.`,
+      );
     if (isStreamEndedError(error))
       return new Error(
         `The MCP server "${this.name}" ended the event stream of its answer to "${name}" without the answer.`,
