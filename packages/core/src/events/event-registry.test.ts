@@ -52,6 +52,41 @@ describe("the event registry", () => {
     expect(eventSchemaFor(type)).toBe(verdict);
   });
 
+  it("accepts a schema of the same definition (a package installed twice: each copy builds its own)", () => {
+    const type = "reflect_score";
+    // What each copy of the plug-in's module runs on import: the same source, new schema objects.
+    const loadPlugin = () => {
+      const score = defineEventSchema(type, {
+        score: z.number().min(0).max(1),
+        reasons: z.array(z.string().regex(/^\w/)).optional(),
+        verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict !== "revise", "no revisions"),
+      });
+      registerEventSchema(type, score);
+      return score;
+    };
+    const first = loadPlugin();
+    expect(() => loadPlugin()).not.toThrow();
+    expect(eventSchemaFor(type)).toBe(first);
+
+    const otherBound = defineEventSchema(type, {
+      score: z.number().min(0).max(10),
+      reasons: z.array(z.string().regex(/^\w/)).optional(),
+      verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict !== "revise", "no revisions"),
+    });
+    const otherCheck = defineEventSchema(type, {
+      score: z.number().min(0).max(1),
+      reasons: z.array(z.string().regex(/^\w/)).optional(),
+      verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict === "revise", "no revisions"),
+    });
+    for (const other of [otherBound, otherCheck])
+      expect(() => registerEventSchema(type, other)).toThrow(
+        new InvalidConfigError(
+          `The event type "${type}" is already registered with another schema: two plug-ins cannot share a type, so namespace yours.`,
+        ),
+      );
+    expect(eventSchemaFor(type)).toBe(first);
+  });
+
   it("refuses a core type, an empty type and a schema that is not one", () => {
     const toolCall = defineEventSchema("tool_call", { anything: z.unknown() });
     expect(() => registerEventSchema("tool_call", toolCall)).toThrow(
