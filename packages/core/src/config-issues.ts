@@ -1,5 +1,6 @@
 import type { core, z } from "zod";
 import { InvalidConfigError } from "./errors.js";
+import { hasThenMethod } from "./run/checked-messages.js";
 
 // How a refused setting is reported: each bad field's path, the domain it must be in and the value
 // it has, whichever schema (the agent's config, a prompt's options, a plug-in's options) refused it.
@@ -116,7 +117,7 @@ const SHOWN_CHARACTERS = 80;
  * "a promise" for a promise, which JSON shows as `{}`.
  */
 export function show(value: unknown): string {
-  if (typeof (value as { then?: unknown } | null)?.then === "function") return "a promise";
+  if (hasThenMethod(value)) return "a promise";
   let text: string | undefined;
   if (typeof value !== "number" || Number.isFinite(value)) {
     try {

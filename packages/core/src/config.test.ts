@@ -214,6 +214,28 @@ describe("validateAgentConfig", () => {
     expect(unhandled).toEqual([]);
   });
 
+  // Asking whether a value is a promise reads its `then`: a getter that throws (or a proxy refusing
+  // properties it does not know) must not turn a bad setting into that getter's error.
+  it("names a bad setting whose then throws when read, as any other bad setting", () => {
+    const throwingThen = () => ({
+      // biome-ignore lint/suspicious/noThenProperty: a value whose then throws is what is tested.
+      get then(): never {
+        throw new Error("then is not readable");
+      },
+    });
+    expect(issuesOf(() => validateAgentConfig({ systemPrompt: throwingThen() }))).toEqual([
+      { path: "systemPrompt", message: "must be a string, got [object Object]" },
+    ]);
+    const [orchestrator] = issuesOf(() => validateAgentConfig({ orchestrator: throwingThen() }));
+    expect(orchestrator?.message).toMatch(
+      /^must be a registered orchestrator's name or an Orchestrator object/,
+    );
+    const options = z.object({ rounds: z.number().optional() });
+    expect(issuesOf(() => validateOptions(options, { rounds: throwingThen() }, "reflect options"))).toEqual([
+      { path: "rounds", message: "must be a number, got [object Object]" },
+    ]);
+  });
+
   it("rejects a config that is not an object, and allows none at all", () => {
     expect(issuesOf(() => validateAgentConfig(null))).toEqual([
       { path: "config", message: "must be an object, got null" },

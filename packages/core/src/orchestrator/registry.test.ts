@@ -137,6 +137,35 @@ describe("OrchestratorRegistry", () => {
     expect(registry.names()).toEqual([]);
   });
 
+  // Whether the factory returned a promise is asked by reading `then`: a proxy that refuses
+  // properties it does not know is still the orchestrator it is, and a bad result is said to be one
+  // whatever its `then` does.
+  it("judges a result whose then throws when read by what it is, not by that error", () => {
+    const refusingUnknown = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        get: (object, key) => {
+          if (!(key in object)) throw new Error(`no property ${String(key)}`);
+          return Reflect.get(object, key);
+        },
+      });
+    const registry = new OrchestratorRegistry();
+    registry.register("strict-loop", () =>
+      refusingUnknown({ name: "strict-loop", run: async () => {}, resume: undefined }),
+    );
+    expect(registry.create("strict-loop").name).toBe("strict-loop");
+    const noLoop = () => ({
+      name: "no-loop",
+      // biome-ignore lint/suspicious/noThenProperty: a value whose then throws is what is tested.
+      get then(): never {
+        throw new Error("then is not readable");
+      },
+    });
+    registry.register("no-loop", noLoop as unknown as OrchestratorFactory<unknown>);
+    expect(() => registry.create("no-loop")).toThrow(
+      new InvalidConfigError(`orchestrator "no-loop" is not an Orchestrator: it needs a run(ctx) method.`),
+    );
+  });
+
   it("refuses a factory that returns a promise, and leaves no rejection of it unhandled", async () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown) => unhandled.push(reason);
