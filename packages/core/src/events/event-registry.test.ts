@@ -101,6 +101,28 @@ describe("the event registry", () => {
     );
   });
 
+  // A plug-in's schema may throw, or need an async parse (an async refinement): a consumer reading
+  // a stream of events must still get its answer, not that schema's exception.
+  it("says so, without throwing, when a registered schema throws or cannot parse synchronously", () => {
+    const throwing = defineEventSchema("probe_throwing", {}).refine(() => {
+      throw new Error("the check broke");
+    });
+    const asynchronous = defineEventSchema("probe_async", {}).refine(async () => true);
+    registerEventSchema("probe_throwing", throwing);
+    registerEventSchema("probe_async", asynchronous);
+    for (const type of ["probe_throwing", "probe_async"]) {
+      const result = safeParseAgentEvent({ type, ...envelope });
+      expect(result.success).toBe(false);
+      if (result.success) return;
+      expect(result.error).toBeInstanceOf(InvalidEventError);
+      expect(result.error.message).toMatch(
+        new RegExp(`^The schema registered for "${type}" failed instead of judging the event: .+`),
+      );
+      expect(result.error.cause).toBeInstanceOf(Error);
+      expect(() => parseAgentEvent({ type, ...envelope })).toThrow(InvalidEventError);
+    }
+  });
+
   it("says why a core event fails its schema, naming the field", () => {
     const result = safeParseAgentEvent({ type: "tool_result", ...envelope, toolCallId: "c1", toolName: "x" });
     expect(result.success).toBe(false);

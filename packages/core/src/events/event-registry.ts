@@ -106,7 +106,16 @@ export function safeParseAgentEvent(
     const message = `Unknown event type "${type}". Known types: ${known}. A plug-in's events are known once its package is imported.`;
     return { success: false, error: new InvalidEventError(message) };
   }
-  const parsed = schema.safeParse(value);
+  let parsed: ReturnType<EventSchema["safeParse"]>;
+  try {
+    parsed = schema.safeParse(value);
+  } catch (error) {
+    // A plug-in's schema can throw (a refinement that does, an async one zod cannot run here): the
+    // consumer reading a stream of events still gets an answer, which says whose fault it is.
+    const reason = error instanceof Error ? error.message : String(error);
+    const message = `The schema registered for "${type}" failed instead of judging the event: ${reason}`;
+    return { success: false, error: new InvalidEventError(message, { cause: error }) };
+  }
   if (parsed.success) return { success: true, data: parsed.data as AgentEvent };
   const message = `Invalid "${type}" event:\n${z.prettifyError(parsed.error)}`;
   return { success: false, error: new InvalidEventError(message, { cause: parsed.error }) };
