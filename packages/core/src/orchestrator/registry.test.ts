@@ -137,6 +137,24 @@ describe("OrchestratorRegistry", () => {
     expect(registry.names()).toEqual([]);
   });
 
+  // A class is a function too, but one that throws when called without `new`: refused where it is
+  // registered, rather than as a TypeError from every `new Agent()` naming it.
+  it("refuses a class in place of a factory, saying how to pass it", () => {
+    class ReflectLoop {
+      readonly name = "reflect";
+      async run(): Promise<void> {}
+    }
+    const registry = new OrchestratorRegistry();
+    expect(() =>
+      registry.register("reflect", ReflectLoop as unknown as OrchestratorFactory<unknown>),
+    ).toThrow(
+      new InvalidConfigError(
+        'registerOrchestrator("reflect") needs a factory function, got a class: pass () => new ReflectLoop() instead.',
+      ),
+    );
+    expect(registry.names()).toEqual([]);
+  });
+
   // Whether the factory returned a promise is asked by reading `then`: a proxy that refuses
   // properties it does not know is still the orchestrator it is, and a bad result is said to be one
   // whatever its `then` does.

@@ -26,6 +26,12 @@ export class OrchestratorRegistry {
       throw new InvalidConfigError("registerOrchestrator() needs a non-empty name.");
     if (typeof factory !== "function")
       throw new InvalidConfigError(`registerOrchestrator("${name}") needs a factory function.`);
+    // A class is a function too, but calling it without `new` throws: said here, where the mistake
+    // is, rather than by a TypeError from every agent that names it.
+    if (/^class\b/.test(Function.prototype.toString.call(factory)))
+      throw new InvalidConfigError(
+        `registerOrchestrator("${name}") needs a factory function, got a class: pass () => new ${factory.name || "YourClass"}() instead.`,
+      );
     const registered = this.#factories.get(name);
     // A package loaded twice (two installed copies, one core) registers its name twice, with two
     // factories of the same source: harmless. Another factory would silently change what every
