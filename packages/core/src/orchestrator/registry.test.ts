@@ -137,6 +137,21 @@ describe("OrchestratorRegistry", () => {
     expect(registry.names()).toEqual([]);
   });
 
+  it("refuses a container that is not one, and takes null options as none", () => {
+    for (const container of [{}, null, "root"])
+      expect(() =>
+        registerOrchestrator("elsewhere", loop("elsewhere"), {
+          container: container as unknown as DependencyContainer,
+        }),
+      ).toThrow(
+        new InvalidConfigError(
+          'registerOrchestrator("elsewhere"): container must be a tsyringe DependencyContainer.',
+        ),
+      );
+    registerOrchestrator("no-options", loop("no-options"), null as unknown as undefined);
+    expect(orchestratorOf(rootContainer, "no-options")).toBe("no-options");
+  });
+
   // A class is a function too, but one that throws when called without `new`: refused where it is
   // registered, rather than as a TypeError from every `new Agent()` naming it.
   it("refuses a class in place of a factory, saying how to pass it", () => {

@@ -111,11 +111,13 @@ export function registerOrchestrator<Options>(
   factory: OrchestratorFactory<Options>,
   options: { default?: boolean; replace?: boolean; container?: DependencyContainer } = {},
 ): void {
-  ownRegistry(options.container ?? rootContainer).register(
-    name,
-    factory as OrchestratorFactory<unknown>,
-    options,
-  );
+  const { container = rootContainer } = options ?? {};
+  // tsyringe would answer a container of another kind with a TypeError of its own.
+  if (typeof (container as Partial<DependencyContainer> | null)?.isRegistered !== "function")
+    throw new InvalidConfigError(
+      `registerOrchestrator("${String(name)}"): container must be a tsyringe DependencyContainer.`,
+    );
+  ownRegistry(container).register(name, factory as OrchestratorFactory<unknown>, options ?? {});
 }
 
 /**
