@@ -94,9 +94,7 @@ export function eventSchemaFor(type: string): EventSchema | undefined {
 }
 
 /** Validates any event of the protocol (core's and the registered plug-ins'), or says why it is not one. */
-export function safeParseAgentEvent(
-  value: unknown,
-): { success: true; data: AgentEvent } | { success: false; error: InvalidEventError } {
+export function safeParseAgentEvent(value: unknown): ParsedEvent {
   const type = (value as { type?: unknown } | null)?.type;
   if (typeof value !== "object" || typeof type !== "string")
     return { success: false, error: new InvalidEventError('An event is an object with a string "type".') };
@@ -106,6 +104,16 @@ export function safeParseAgentEvent(
     const message = `Unknown event type "${type}". Known types: ${known}. A plug-in's events are known once its package is imported.`;
     return { success: false, error: new InvalidEventError(message) };
   }
+  return safeParseEventOfType(schema, type, value);
+}
+
+type ParsedEvent = { success: true; data: AgentEvent } | { success: false; error: InvalidEventError };
+
+/**
+ * `value` checked against `schema`, the schema of its `type`: the event, or an `InvalidEventError`
+ * naming the fields that fail it. Never throws, also for a schema that does.
+ */
+export function safeParseEventOfType(schema: EventSchema, type: string, value: unknown): ParsedEvent {
   let parsed: ReturnType<EventSchema["safeParse"]>;
   try {
     parsed = schema.safeParse(value);
