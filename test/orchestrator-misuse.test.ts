@@ -7,6 +7,7 @@ import {
   type AgentEvent,
   type AgentRun,
   type AssistantMessage,
+  defineEventSchema,
   defineTool,
   EVENT_SINK,
   InvalidEventError,
@@ -15,6 +16,7 @@ import {
   ReservedEventError,
   type RunContext,
   type RunResult,
+  registerEventSchema,
   type StopReason,
   type ToolBatchResult,
   type ToolCall,
@@ -550,6 +552,26 @@ describe("ctx.emit", () => {
     expect(refused.slice(0, 5).every((error) => error instanceof InvalidEventError)).toBe(true);
     expect((refused[3] as Error).message).toMatch(/Unknown event type "toString"/);
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
+  });
+
+  it("refuses, with InvalidEventError, an event whose registered schema throws or cannot parse synchronously", async () => {
+    registerEventSchema(
+      "misuse_throwing",
+      defineEventSchema("misuse_throwing", {}).refine(() => {
+        throw new Error("the check broke");
+      }),
+    );
+    registerEventSchema(
+      "misuse_async",
+      defineEventSchema("misuse_async", {}).refine(async () => true),
+    );
+    const { refused, run } = await emitting([{ type: "misuse_throwing" }, { type: "misuse_async" }]);
+    expect(refused).toHaveLength(2);
+    for (const error of refused) expect(error).toBeInstanceOf(InvalidEventError);
+    expect((refused[0] as Error).message).toBe(
+      'The schema registered for "misuse_throwing" failed instead of judging the event: the check broke',
+    );
+    expect(run.events.map((event) => event.type)).toEqual(["agent_start", "custom", "agent_end"]);
   });
 
   it("publishes only the fields its type's schema describes: one it does not check cannot break a consumer", async () => {

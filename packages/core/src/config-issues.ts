@@ -1,5 +1,6 @@
 import type { core, z } from "zod";
 import { InvalidConfigError } from "./errors.js";
+import { hasThenMethod, refusedPromise } from "./run/checked-messages.js";
 
 // How a refused setting is reported: each bad field's path, the domain it must be in and the value
 // it has, whichever schema (the agent's config, a prompt's options, a plug-in's options) refused it.
@@ -60,6 +61,12 @@ function isEmptyObject(value: unknown): boolean {
 }
 
 export function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
+  // zod takes a promise for an object whose fields are all optional: settings an async function
+  // built, passed without `await`, would silently be none at all.
+  if (refusedPromise(input))
+    throw new AgentConfigError(what, [
+      { path: root, message: `must be ${SETTINGS_NOT_PROMISED}, got a promise` },
+    ]);
   const result = schema.safeParse(input, PARSE_PARAMS);
   if (result.success) return;
   const issues = result.error.issues
@@ -70,6 +77,8 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
     }));
   throw new AgentConfigError(what, issues);
 }
+
+const SETTINGS_NOT_PROMISED = "the settings themselves, not a promise of them (await it first)";
 
 /** Domains zod's type names do not read as: its `int` is what the checks elsewhere call a whole number. */
 const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", nan: "NaN", null: "null" };
@@ -116,7 +125,7 @@ const SHOWN_CHARACTERS = 80;
  * "a promise" for a promise, which JSON shows as `{}`.
  */
 export function show(value: unknown): string {
-  if (typeof (value as { then?: unknown } | null)?.then === "function") return "a promise";
+  if (hasThenMethod(value)) return "a promise";
   let text: string | undefined;
   if (typeof value !== "number" || Number.isFinite(value)) {
     try {

@@ -214,6 +214,58 @@ describe("validateAgentConfig", () => {
     expect(unhandled).toEqual([]);
   });
 
+  // Asking whether a value is a promise reads its `then`: a getter that throws (or a proxy refusing
+  // properties it does not know) must not turn a bad setting into that getter's error.
+  it("names a bad setting whose then throws when read, as any other bad setting", () => {
+    const throwingThen = () => ({
+      // biome-ignore lint/suspicious/noThenProperty: a value whose then throws is what is tested.
+      get then(): never {
+        throw new Error("then is not readable");
+      },
+    });
+    expect(issuesOf(() => validateAgentConfig({ systemPrompt: throwingThen() }))).toEqual([
+      { path: "systemPrompt", message: "must be a string, got [object Object]" },
+    ]);
+    const [orchestrator] = issuesOf(() => validateAgentConfig({ orchestrator: throwingThen() }));
+    expect(orchestrator?.message).toMatch(
+      /^must be a registered orchestrator's name or an Orchestrator object/,
+    );
+    const options = z.object({ rounds: z.number().optional() });
+    expect(issuesOf(() => validateOptions(options, { rounds: throwingThen() }, "reflect options"))).toEqual([
+      { path: "rounds", message: "must be a number, got [object Object]" },
+    ]);
+  });
+
+  // zod takes a promise for an object whose fields are all optional: settings an async function
+  // built, passed without `await`, would silently be none at all (no limits, no abort signal).
+  it("refuses a promise of settings, at the root and in place of an object of settings", () => {
+    const awaitIt = "must be the settings themselves, not a promise of them (await it first), got a promise";
+    expect(issuesOf(() => validateAgentConfig(Promise.resolve({ systemPrompt: "Be brief." })))).toEqual([
+      { path: "config", message: awaitIt },
+    ]);
+    for (const path of ["timeouts", "limits", "retry", "contextBudget", "modelSettings"])
+      expect(issuesOf(() => validateAgentConfig({ [path]: Promise.resolve({}) }))).toEqual([
+        { path, message: "must be an object, got a promise" },
+      ]);
+    expect(issuesOf(() => validateAgentConfig({ stall: Promise.resolve({}) }))).toEqual([
+      {
+        path: "stall",
+        message: "must be false or an object { repeatedCalls?, repeatedResults? }, got a promise",
+      },
+    ]);
+    const signal = new AbortController().signal;
+    expect(issuesOf(() => validatePromptOptions(Promise.resolve({ signal })))).toEqual([
+      { path: "options", message: awaitIt },
+    ]);
+    expect(issuesOf(() => validatePromptOptions({ timeouts: Promise.resolve({ totalMs: 5 }) }))).toEqual([
+      { path: "timeouts", message: "must be an object, got a promise" },
+    ]);
+    const options = z.object({ rounds: z.number().optional() });
+    expect(
+      issuesOf(() => validateOptions(options, Promise.resolve({ rounds: 2 }), "reflect options")),
+    ).toEqual([{ path: "options", message: awaitIt }]);
+  });
+
   it("rejects a config that is not an object, and allows none at all", () => {
     expect(issuesOf(() => validateAgentConfig(null))).toEqual([
       { path: "config", message: "must be an object, got null" },

@@ -3,7 +3,7 @@ import { expecting, validate } from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
-import { refusedPromise } from "./run/checked-messages.js";
+import { hasThenMethod, refusedPromise } from "./run/checked-messages.js";
 import { validateTranscript } from "./run/transcript.js";
 import { ToolRegistry } from "./tools/registry.js";
 
@@ -21,7 +21,16 @@ function wholeAtLeast(minimum: number) {
 }
 
 function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an object") {
-  return z.object(shape, expecting(domain)).optional();
+  return settings(z.object(shape, expecting(domain)), domain).optional();
+}
+
+/**
+ * zod takes a promise for an object whose fields are all optional: settings an async function
+ * built, passed without `await`, would silently be none at all. Checked before the object's
+ * schema, whose refinements only see the copy it made.
+ */
+function settings<Schema extends z.ZodType>(schema: Schema, domain: string) {
+  return z.custom((value) => !refusedPromise(value), expecting(domain)).pipe(schema);
 }
 
 const isFunction = (value: unknown) => typeof value === "function";
@@ -124,10 +133,13 @@ const agentConfigSchema = z.object(
       .union(
         [
           z.literal(false),
-          z.object({
-            repeatedCalls: wholeAtLeast(2).optional(),
-            repeatedResults: wholeAtLeast(2).optional(),
-          }),
+          settings(
+            z.object({
+              repeatedCalls: wholeAtLeast(2).optional(),
+              repeatedResults: wholeAtLeast(2).optional(),
+            }),
+            "false or an object { repeatedCalls?, repeatedResults? }",
+          ),
         ],
         expecting("false or an object { repeatedCalls?, repeatedResults? }"),
       )
@@ -175,7 +187,7 @@ export function validateAgentConfig(config: unknown): void {
   if (config === undefined) return;
   // The fast path, run by every `new Agent()`: only the settings present are checked, each by its
   // own schema (the whole object's schema visits all of them); a failure reports them all.
-  if (typeof config === "object" && config !== null && !Array.isArray(config)) {
+  if (typeof config === "object" && config !== null && !Array.isArray(config) && !hasThenMethod(config)) {
     let valid = true;
     for (const key of Object.keys(config)) {
       const value = (config as Record<string, unknown>)[key];
@@ -241,7 +253,8 @@ export function validatePromptOptions(options: unknown): void {
     if (
       timeouts === undefined &&
       clientTools === undefined &&
-      (signal === undefined || signal instanceof AbortSignal)
+      (signal === undefined || signal instanceof AbortSignal) &&
+      !hasThenMethod(options)
     )
       return;
   }

@@ -52,6 +52,41 @@ describe("the event registry", () => {
     expect(eventSchemaFor(type)).toBe(verdict);
   });
 
+  it("accepts a schema of the same definition (a package installed twice: each copy builds its own)", () => {
+    const type = "reflect_score";
+    // What each copy of the plug-in's module runs on import: the same source, new schema objects.
+    const loadPlugin = () => {
+      const score = defineEventSchema(type, {
+        score: z.number().min(0).max(1),
+        reasons: z.array(z.string().regex(/^\w/)).optional(),
+        verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict !== "revise", "no revisions"),
+      });
+      registerEventSchema(type, score);
+      return score;
+    };
+    const first = loadPlugin();
+    expect(() => loadPlugin()).not.toThrow();
+    expect(eventSchemaFor(type)).toBe(first);
+
+    const otherBound = defineEventSchema(type, {
+      score: z.number().min(0).max(10),
+      reasons: z.array(z.string().regex(/^\w/)).optional(),
+      verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict !== "revise", "no revisions"),
+    });
+    const otherCheck = defineEventSchema(type, {
+      score: z.number().min(0).max(1),
+      reasons: z.array(z.string().regex(/^\w/)).optional(),
+      verdict: z.enum(["accept", "revise"]).refine((verdict) => verdict === "revise", "no revisions"),
+    });
+    for (const other of [otherBound, otherCheck])
+      expect(() => registerEventSchema(type, other)).toThrow(
+        new InvalidConfigError(
+          `The event type "${type}" is already registered with another schema: two plug-ins cannot share a type, so namespace yours.`,
+        ),
+      );
+    expect(eventSchemaFor(type)).toBe(first);
+  });
+
   it("refuses a core type, an empty type and a schema that is not one", () => {
     const toolCall = defineEventSchema("tool_call", { anything: z.unknown() });
     expect(() => registerEventSchema("tool_call", toolCall)).toThrow(
@@ -64,6 +99,28 @@ describe("the event registry", () => {
     expect(() => registerEventSchema("loose", {} as EventSchema<"loose">)).toThrow(
       /registerEventSchema\("loose"\) needs a zod schema/,
     );
+  });
+
+  // A plug-in's schema may throw, or need an async parse (an async refinement): a consumer reading
+  // a stream of events must still get its answer, not that schema's exception.
+  it("says so, without throwing, when a registered schema throws or cannot parse synchronously", () => {
+    const throwing = defineEventSchema("probe_throwing", {}).refine(() => {
+      throw new Error("the check broke");
+    });
+    const asynchronous = defineEventSchema("probe_async", {}).refine(async () => true);
+    registerEventSchema("probe_throwing", throwing);
+    registerEventSchema("probe_async", asynchronous);
+    for (const type of ["probe_throwing", "probe_async"]) {
+      const result = safeParseAgentEvent({ type, ...envelope });
+      expect(result.success).toBe(false);
+      if (result.success) return;
+      expect(result.error).toBeInstanceOf(InvalidEventError);
+      expect(result.error.message).toMatch(
+        new RegExp(`^The schema registered for "${type}" failed instead of judging the event: .+`),
+      );
+      expect(result.error.cause).toBeInstanceOf(Error);
+      expect(() => parseAgentEvent({ type, ...envelope })).toThrow(InvalidEventError);
+    }
   });
 
   it("says why a core event fails its schema, naming the field", () => {

@@ -17,7 +17,8 @@ const schemas = new Map<string, EventSchema>(Object.entries(eventSchemas));
 
 /**
  * Adds a plug-in's event type to the protocol, so that every consumer (`parseAgentEvent`, the
- * conformance kit, the CLI) validates it. Registering the same schema again does nothing; a type of
+ * conformance kit, the CLI) validates it. Registering the same schema again, or one defined alike (a
+ * package installed twice, each copy building its own), does nothing and the first stays; a type of
  * core's, or one registered with another schema, throws an `InvalidConfigError`.
  */
 export function registerEventSchema<T extends string>(type: T, schema: EventSchema<T>): void {
@@ -31,10 +32,60 @@ export function registerEventSchema<T extends string>(type: T, schema: EventSche
     throw new InvalidConfigError(`"${type}" is a core event type: a plug-in cannot register it.`);
   const registered = schemas.get(type);
   if (registered === undefined) schemas.set(type, schema);
-  else if (registered !== schema)
+  else if (registered !== schema && !definedAlike(registered, schema))
     throw new InvalidConfigError(
       `The event type "${type}" is already registered with another schema: two plug-ins cannot share a type, so namespace yours.`,
     );
+}
+
+function definedAlike(registered: EventSchema, schema: EventSchema): boolean {
+  try {
+    return sameDefinition(registered, schema);
+  } catch {
+    return false; // a definition that throws when read (a getter) cannot be shown to be the same
+  }
+}
+
+/**
+ * Whether two zod schemas were defined alike: the same kinds, fields, checks and values, their
+ * functions (refinements, transforms) by source text. A package installed twice registers its
+ * schemas once per copy, each copy building its own objects: those match; another plug-in's rarely
+ * would. Asked only when a type is registered again, so it may walk the whole definition.
+ */
+function sameDefinition(a: unknown, b: unknown, compared = new Map<object, Set<object>>()): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a === "function" && typeof b === "function") return String(a) === String(b);
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  // A zod schema or check is compared by its definition, not by its methods and caches.
+  const left = zodDefinition(a) ?? a;
+  const right = zodDefinition(b) ?? b;
+  const prototype = Object.getPrototypeOf(left);
+  if (prototype !== Object.getPrototypeOf(right)) return false;
+  // A RegExp, a Date: what they print is what they are.
+  if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null)
+    return String(left) === String(right);
+  // A recursive schema meets this pair again: it is equal unless some other part differs.
+  const seen = compared.get(left) ?? new Set<object>();
+  if (seen.has(right)) return true;
+  compared.set(left, seen.add(right));
+  const keys = Object.keys(left);
+  return (
+    keys.length === Object.keys(right).length &&
+    keys.every(
+      (key) =>
+        Object.hasOwn(right, key) &&
+        sameDefinition(
+          (left as Record<string, unknown>)[key],
+          (right as Record<string, unknown>)[key],
+          compared,
+        ),
+    )
+  );
+}
+
+function zodDefinition(value: object): object | undefined {
+  const definition = (value as { _zod?: { def?: unknown } })._zod?.def;
+  return typeof definition === "object" && definition !== null ? definition : undefined;
 }
 
 /** The schema of a core or registered event type, or undefined for a type no one registered. */
@@ -43,9 +94,7 @@ export function eventSchemaFor(type: string): EventSchema | undefined {
 }
 
 /** Validates any event of the protocol (core's and the registered plug-ins'), or says why it is not one. */
-export function safeParseAgentEvent(
-  value: unknown,
-): { success: true; data: AgentEvent } | { success: false; error: InvalidEventError } {
+export function safeParseAgentEvent(value: unknown): ParsedEvent {
   const type = (value as { type?: unknown } | null)?.type;
   if (typeof value !== "object" || typeof type !== "string")
     return { success: false, error: new InvalidEventError('An event is an object with a string "type".') };
@@ -55,7 +104,26 @@ export function safeParseAgentEvent(
     const message = `Unknown event type "${type}". Known types: ${known}. A plug-in's events are known once its package is imported.`;
     return { success: false, error: new InvalidEventError(message) };
   }
-  const parsed = schema.safeParse(value);
+  return safeParseEventOfType(schema, type, value);
+}
+
+type ParsedEvent = { success: true; data: AgentEvent } | { success: false; error: InvalidEventError };
+
+/**
+ * `value` checked against `schema`, the schema of its `type`: the event, or an `InvalidEventError`
+ * naming the fields that fail it. Never throws, also for a schema that does.
+ */
+export function safeParseEventOfType(schema: EventSchema, type: string, value: unknown): ParsedEvent {
+  let parsed: ReturnType<EventSchema["safeParse"]>;
+  try {
+    parsed = schema.safeParse(value);
+  } catch (error) {
+    // A plug-in's schema can throw (a refinement that does, an async one zod cannot run here): the
+    // consumer reading a stream of events still gets an answer, which says whose fault it is.
+    const reason = error instanceof Error ? error.message : String(error);
+    const message = `The schema registered for "${type}" failed instead of judging the event: ${reason}`;
+    return { success: false, error: new InvalidEventError(message, { cause: error }) };
+  }
   if (parsed.success) return { success: true, data: parsed.data as AgentEvent };
   const message = `Invalid "${type}" event:\n${z.prettifyError(parsed.error)}`;
   return { success: false, error: new InvalidEventError(message, { cause: parsed.error }) };

@@ -137,6 +137,68 @@ describe("OrchestratorRegistry", () => {
     expect(registry.names()).toEqual([]);
   });
 
+  it("refuses a container that is not one, and takes null options as none", () => {
+    for (const container of [{}, null, "root"])
+      expect(() =>
+        registerOrchestrator("elsewhere", loop("elsewhere"), {
+          container: container as unknown as DependencyContainer,
+        }),
+      ).toThrow(
+        new InvalidConfigError(
+          'registerOrchestrator("elsewhere"): container must be a tsyringe DependencyContainer.',
+        ),
+      );
+    registerOrchestrator("no-options", loop("no-options"), null as unknown as undefined);
+    expect(orchestratorOf(rootContainer, "no-options")).toBe("no-options");
+  });
+
+  // A class is a function too, but one that throws when called without `new`: refused where it is
+  // registered, rather than as a TypeError from every `new Agent()` naming it.
+  it("refuses a class in place of a factory, saying how to pass it", () => {
+    class ReflectLoop {
+      readonly name = "reflect";
+      async run(): Promise<void> {}
+    }
+    const registry = new OrchestratorRegistry();
+    expect(() =>
+      registry.register("reflect", ReflectLoop as unknown as OrchestratorFactory<unknown>),
+    ).toThrow(
+      new InvalidConfigError(
+        'registerOrchestrator("reflect") needs a factory function, got a class: pass () => new ReflectLoop() instead.',
+      ),
+    );
+    expect(registry.names()).toEqual([]);
+  });
+
+  // Whether the factory returned a promise is asked by reading `then`: a proxy that refuses
+  // properties it does not know is still the orchestrator it is, and a bad result is said to be one
+  // whatever its `then` does.
+  it("judges a result whose then throws when read by what it is, not by that error", () => {
+    const refusingUnknown = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        get: (object, key) => {
+          if (!(key in object)) throw new Error(`no property ${String(key)}`);
+          return Reflect.get(object, key);
+        },
+      });
+    const registry = new OrchestratorRegistry();
+    registry.register("strict-loop", () =>
+      refusingUnknown({ name: "strict-loop", run: async () => {}, resume: undefined }),
+    );
+    expect(registry.create("strict-loop").name).toBe("strict-loop");
+    const noLoop = () => ({
+      name: "no-loop",
+      // biome-ignore lint/suspicious/noThenProperty: a value whose then throws is what is tested.
+      get then(): never {
+        throw new Error("then is not readable");
+      },
+    });
+    registry.register("no-loop", noLoop as unknown as OrchestratorFactory<unknown>);
+    expect(() => registry.create("no-loop")).toThrow(
+      new InvalidConfigError(`orchestrator "no-loop" is not an Orchestrator: it needs a run(ctx) method.`),
+    );
+  });
+
   it("refuses a factory that returns a promise, and leaves no rejection of it unhandled", async () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown) => unhandled.push(reason);

@@ -26,6 +26,12 @@ export class OrchestratorRegistry {
       throw new InvalidConfigError("registerOrchestrator() needs a non-empty name.");
     if (typeof factory !== "function")
       throw new InvalidConfigError(`registerOrchestrator("${name}") needs a factory function.`);
+    // A class is a function too, but calling it without `new` throws: said here, where the mistake
+    // is, rather than by a TypeError from every agent that names it.
+    if (/^class\b/.test(Function.prototype.toString.call(factory)))
+      throw new InvalidConfigError(
+        `registerOrchestrator("${name}") needs a factory function, got a class: pass () => new ${factory.name || "YourClass"}() instead.`,
+      );
     const registered = this.#factories.get(name);
     // A package loaded twice (two installed copies, one core) registers its name twice, with two
     // factories of the same source: harmless. Another factory would silently change what every
@@ -105,11 +111,13 @@ export function registerOrchestrator<Options>(
   factory: OrchestratorFactory<Options>,
   options: { default?: boolean; replace?: boolean; container?: DependencyContainer } = {},
 ): void {
-  ownRegistry(options.container ?? rootContainer).register(
-    name,
-    factory as OrchestratorFactory<unknown>,
-    options,
-  );
+  const { container = rootContainer } = options ?? {};
+  // tsyringe would answer a container of another kind with a TypeError of its own.
+  if (typeof (container as Partial<DependencyContainer> | null)?.isRegistered !== "function")
+    throw new InvalidConfigError(
+      `registerOrchestrator("${String(name)}"): container must be a tsyringe DependencyContainer.`,
+    );
+  ownRegistry(container).register(name, factory as OrchestratorFactory<unknown>, options ?? {});
 }
 
 /**

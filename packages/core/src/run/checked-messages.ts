@@ -68,10 +68,23 @@ function elementAt(index: number, field: string | undefined): string {
  * rejection (an async hook that throws) is caught here, as unhandled it would end the process.
  */
 export function refusedPromise(value: unknown): boolean {
-  if (typeof (value as { then?: unknown } | null)?.then !== "function") return false;
+  if (!hasThenMethod(value)) return false;
   // `Promise.resolve` calls a thenable's `then` later, and turns a `then` that throws into a rejection.
   Promise.resolve(value).catch(ignore);
   return true;
+}
+
+/**
+ * Whether `value` has a `then` method, as every promise has. A `then` that throws when read (a
+ * getter, a proxy refusing properties it does not know) makes no promise: asking must not throw
+ * the value's own error at whoever checks it, so it reads as "no".
+ */
+export function hasThenMethod(value: unknown): value is PromiseLike<unknown> {
+  try {
+    return typeof (value as { then?: unknown } | null)?.then === "function";
+  } catch {
+    return false;
+  }
 }
 
 function ignore(): void {}

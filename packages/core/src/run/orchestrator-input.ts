@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidHistoryError, ReservedEventError } from "../errors.js";
-import { eventSchemaFor, InvalidEventError } from "../events/event-registry.js";
+import { eventSchemaFor, InvalidEventError, safeParseEventOfType } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import { agentMessageSchema, assistantMessageSchema, type ToolCall } from "../messages.js";
 
@@ -27,11 +27,8 @@ export function checkedEvent(event: OrchestratorEvent, runId: string): Orchestra
     throw new InvalidEventError(
       `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
     );
-  const checked = schema.safeParse({ ...event, runId, seq: 0, ts: 0 });
-  if (!checked.success)
-    throw new InvalidEventError(`Invalid "${type}" event:\n${z.prettifyError(checked.error)}`, {
-      cause: checked.error,
-    });
+  const checked = safeParseEventOfType(schema, type, { ...event, runId, seq: 0, ts: 0 });
+  if (!checked.success) throw checked.error;
   // What the schema read, not the caller's object: a field it does not describe (a BigInt, a
   // `toJSON` that throws) would reach every consumer unchecked, and break one that serializes the
   // event. The envelope is the publisher's to add.
