@@ -830,6 +830,23 @@ describe("the agent", () => {
   });
 });
 
+describe("agent.on() given what is no listener", () => {
+  it("throws an InvalidConfigError at once, not an error at each event that the silent logger hides", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("a")]]) });
+    for (const [type, handler] of [
+      ["*", 42],
+      ["turn_start", undefined],
+      [undefined, () => {}],
+    ] as const) {
+      const error = thrown(() => agent.on(type as never, handler as never));
+      expect(error, `${String(type)}, ${String(handler)}`).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toMatch(
+        /^agent\.on\(type, handler\) takes an event type .* and a function, got /,
+      );
+    }
+  });
+});
+
 describe("reading a run (events.md: any number of for await loops)", () => {
   it("gives every loop every event, at once or late; a loop left early stops neither the run nor the others", async () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("hello there")]]) });

@@ -10,6 +10,7 @@ import {
 } from "./agent-config.js";
 import type { AgentRun } from "./agent-run.js";
 import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import { show } from "./config-issues.js";
 import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import { deliver, ListenerBus } from "./events/listener-bus.js";
 import type { AgentEvent, AgentEventOf, AgentEventType } from "./events/schemas.js";
@@ -233,6 +234,12 @@ export class Agent {
   on<T extends AgentEventType>(type: T, handler: (event: AgentEventOf<T>) => void): () => void;
   on(type: "*", handler: (event: AgentEvent) => void): () => void;
   on(type: AgentEventType | "*", handler: (event: never) => void): () => void {
+    // Checked here, at once: wrapped and called later, a handler that is no function would only
+    // fail at each event, reported to onListenerError (the silent logger by default).
+    if (typeof type !== "string" || typeof handler !== "function")
+      throw new InvalidConfigError(
+        `agent.on(type, handler) takes an event type ("*" for every event) and a function, got ${show(type)} and ${show(handler)}.`,
+      );
     return this.#listeners.on(type, handler);
   }
 

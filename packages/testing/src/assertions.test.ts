@@ -67,6 +67,30 @@ describe("assertEventProtocol", () => {
       /event 1: Unknown event type "mystery_event"\. Known types: agent_start, /,
     ],
     [
+      "a failed run without its error event",
+      () => run(start, { ...end, stopReason: "aborted" }),
+      /ended "aborted" without an error event before agent_end/,
+    ],
+    [
+      "a completed run with an error event",
+      () => run(start, { type: "error", code: "x", message: "m" }, end),
+      /ended "completed" after an error event/,
+    ],
+    ["a ts that goes back", () => run(start, end).map((e, i) => ({ ...e, ts: 10 - i })), /event 1 has ts 9/],
+    [
+      "a turn inside a turn",
+      () =>
+        run(
+          start,
+          { type: "turn_start", turn: 1 },
+          { type: "turn_start", turn: 2 },
+          { type: "turn_end", message: { role: "assistant", content: [] }, durationMs: 1 },
+          { type: "turn_end", message: { role: "assistant", content: [] }, durationMs: 1 },
+          end,
+        ),
+      /turn_start at 2 while a turn is open/,
+    ],
+    [
       "two runIds",
       () => [...run(start), { ...run(end)[0], seq: 1, runId: "other" } as AgentEvent],
       /runId other/,

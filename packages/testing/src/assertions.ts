@@ -32,12 +32,20 @@ export function assertValidTranscript(messages: readonly AgentMessage[]): void {
   if (problems.length > 0) throw new Error(`Invalid transcript:\n- ${problems.join("\n- ")}`);
 }
 
+/** The stop reasons a run ends with without an `error` event (docs/events.md, ordering rule 2). */
+const ENDINGS_WITHOUT_ERROR: ReadonlySet<string> = new Set([
+  "completed",
+  "awaiting_approval",
+  "awaiting_client_tool",
+]);
+
 /**
  * Throws unless the events of one run keep the protocol: each matches its schema (core's, or the one
  * its plug-in registered: an unknown type fails); one runId;
- * `seq` 0, 1, 2… without gaps; `agent_start` first and `agent_end` last, once each; `error` only
- * right before `agent_end`; every `tool_call` answered by exactly one later `tool_result`;
- * `turn_start`/`turn_end` balanced.
+ * `seq` 0, 1, 2… without gaps; `ts` never decreasing; `agent_start` first and `agent_end` last, once
+ * each; `error` only right before `agent_end`, and there exactly when the run failed (any
+ * `stopReason` but `completed`, `awaiting_approval` and `awaiting_client_tool`); every `tool_call`
+ * answered by exactly one later `tool_result`; `turn_start`/`turn_end` in pairs, one turn at a time.
  */
 export function assertEventProtocol(events: readonly AgentEvent[]): void {
   if (!Array.isArray(events))
@@ -54,12 +62,16 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
     if (!parsed.success) problems.push(`event ${index}: ${parsed.error.message}`);
     if (event.runId !== runId) problems.push(`event ${index} has runId ${event.runId}, expected ${runId}`);
     if (event.seq !== index) problems.push(`event ${index} has seq ${event.seq}`);
+    const previous = events[index - 1];
+    if (previous !== undefined && event.ts < previous.ts)
+      problems.push(`event ${index} has ts ${event.ts}, earlier than the event before it (${previous.ts})`);
     if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);
     if (event.type === "agent_end" && index !== events.length - 1)
       problems.push(`agent_end at ${index}, not last`);
     if (event.type === "error" && event.toolCallId === undefined && index !== events.length - 2)
       problems.push(`error at ${index}, not before agent_end`);
-    if (event.type === "turn_start") openTurns++;
+    if (event.type === "turn_start" && ++openTurns > 1)
+      problems.push(`turn_start at ${index} while a turn is open`);
     if (event.type === "turn_end" && --openTurns < 0)
       problems.push(`turn_end at ${index} without turn_start`);
     if (event.type === "tool_call") {
@@ -74,7 +86,16 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
     }
   });
   if (events[0]?.type !== "agent_start") problems.push("the first event is not agent_start");
-  if (events.at(-1)?.type !== "agent_end") problems.push("the last event is not agent_end");
+  const last = events.at(-1);
+  if (last?.type !== "agent_end") problems.push("the last event is not agent_end");
+  else {
+    const beforeEnd = events.at(-2);
+    const failed = !ENDINGS_WITHOUT_ERROR.has(last.stopReason);
+    const runError = beforeEnd?.type === "error" && beforeEnd.toolCallId === undefined;
+    if (failed && !runError)
+      problems.push(`the run ended "${last.stopReason}" without an error event before agent_end`);
+    if (!failed && runError) problems.push(`the run ended "${last.stopReason}" after an error event`);
+  }
   if (open.size > 0) problems.push(`tool calls without tool_result: ${[...open].join(", ")}`);
   if (openTurns !== 0) problems.push(`${openTurns} turn(s) without turn_end`);
   if (problems.length > 0) throw new Error(`Event protocol violated:\n- ${problems.join("\n- ")}`);

@@ -386,6 +386,19 @@ describe("executeToolCall: returned values", () => {
       { ratio: Number.POSITIVE_INFINITY },
       'Infinity at "ratio", which JSON writes as null.',
     ],
+    [
+      "a function in an array",
+      { checks: [() => true] },
+      'a function at "0" in an array, which JSON writes as null.',
+    ],
+    ["a symbol in an array", [Symbol("s")], 'a symbol at "0" in an array, which JSON writes as null.'],
+    [
+      "undefined in an array",
+      { scores: [1, undefined] },
+      'undefined at "1" in an array, which JSON writes as null.',
+    ],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested.
+    ["a hole in an array", [1, , 3], 'undefined at "1" in an array, which JSON writes as null.'],
   ])("%s, which JSON writes as {} or null, is an error result saying so", (_label, value, reason) => {
     const result = run(toolWith(() => value)) as ToolResultMessage;
     expect(result).toMatchObject({
@@ -403,6 +416,11 @@ describe("executeToolCall: returned values", () => {
     }
     const value = { empty: {}, none: null, at: new Date(0), point: new Point(1, 2), list: [null, {}] };
     expect(run(toolWith(() => value))).toMatchObject({ status: "ok", content: JSON.stringify(value) });
+  });
+
+  it("a property whose value is undefined, a function or a symbol is left out, as JSON leaves it out", () => {
+    const value = { total: 3, note: undefined, format: () => "3", tag: Symbol("t"), list: [] };
+    expect(run(toolWith(() => value))).toMatchObject({ status: "ok", content: '{"total":3,"list":[]}' });
   });
 });
 

@@ -278,14 +278,23 @@ function successResult(call: ToolCall, value: unknown): ToolResultMessage {
 
 /**
  * A `JSON.stringify` replacer that throws for a value JSON writes as something else, which the
- * model would read as the tool's answer: NaN and ±Infinity (written `null`), and an object that is
- * neither plain nor an array and has no property of its own (written `{}`: a Map, a Set, an Error,
- * a class instance whose data is in private fields or getters). A `toJSON` has already run.
+ * model would read as the tool's answer: NaN and ±Infinity (written `null`), an array's
+ * `undefined`, hole, function or symbol (written `null`; as an object's property JSON leaves
+ * such a value out, and the rest reads true), and an object that is neither plain nor an array
+ * and has no property of its own (written `{}`: a Map, a Set, an Error, a class instance whose
+ * data is in private fields or getters). A `toJSON` has already run.
  */
-function refuseWrittenAsOther(key: string, value: unknown): unknown {
+function refuseWrittenAsOther(this: unknown, key: string, value: unknown): unknown {
   const at = key === "" ? "" : ` at ${JSON.stringify(key)}`;
   if (typeof value === "number" && !Number.isFinite(value))
     throw new TypeError(`${value}${at}, which JSON writes as null.`);
+  if (
+    Array.isArray(this) &&
+    (value === undefined || typeof value === "function" || typeof value === "symbol")
+  )
+    throw new TypeError(
+      `${value === undefined ? "undefined" : `a ${typeof value}`}${at} in an array, which JSON writes as null.`,
+    );
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype === Object.prototype || prototype === null || Object.keys(value).length > 0) return value;
