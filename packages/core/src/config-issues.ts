@@ -69,12 +69,23 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
     ]);
   const result = schema.safeParse(input, PARSE_PARAMS);
   if (result.success) return;
+  const pathOf = (path: readonly PropertyKey[]) => (path.length === 0 ? root : path.map(String).join("."));
   const issues = result.error.issues
     .flatMap((issue) => leafIssues(issue, []))
-    .map((issue) => ({
-      path: issue.path.length === 0 ? root : issue.path.map(String).join("."),
-      message: `must be ${issue.message}, got ${show(valueAt(input, issue.path))}`,
-    }));
+    .flatMap((issue) =>
+      // A key a group of settings does not know: named, with the ones it knows (the message).
+      issue.unknownKeys !== undefined
+        ? issue.unknownKeys.map((key) => ({
+            path: pathOf([...issue.path, key]),
+            message: `is not a setting (${issue.message})`,
+          }))
+        : [
+            {
+              path: pathOf(issue.path),
+              message: `must be ${issue.message}, got ${show(valueAt(input, issue.path))}`,
+            },
+          ],
+    );
   throw new AgentConfigError(what, issues);
 }
 
@@ -103,12 +114,15 @@ const PARSE_PARAMS = { error: expectedType };
 function leafIssues(
   issue: core.$ZodIssue,
   prefix: PropertyKey[],
-): { path: PropertyKey[]; message: string }[] {
+): { path: PropertyKey[]; message: string; unknownKeys?: string[] }[] {
   const path = [...prefix, ...issue.path];
   if (issue.code === "invalid_union") {
-    const typeMatched = issue.errors.filter((branch) => branch.every((inner) => inner.path.length > 0));
+    const typeMatched = issue.errors.filter((branch) =>
+      branch.every((inner) => inner.path.length > 0 || inner.code === "unrecognized_keys"),
+    );
     if (typeMatched.length === 1) return (typeMatched[0] ?? []).flatMap((inner) => leafIssues(inner, path));
   }
+  if (issue.code === "unrecognized_keys") return [{ path, message: issue.message, unknownKeys: issue.keys }];
   return [{ path, message: issue.message }];
 }
 

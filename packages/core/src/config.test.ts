@@ -266,6 +266,40 @@ describe("validateAgentConfig", () => {
     ).toEqual([{ path: "options", message: awaitIt }]);
   });
 
+  // A key a group of settings does not know can only be a misspelt setting, which would silently
+  // not apply: `maxCycle` left the default 10 cycles in place.
+  it("refuses a key a group of settings does not know, naming it and the known ones", () => {
+    expect(issuesOf(() => validateAgentConfig({ limits: { maxCycle: 3 } }))).toEqual([
+      { path: "limits.maxCycle", message: "is not a setting (known: maxCycles, abortGraceMs)" },
+    ]);
+    expect(issuesOf(() => validateAgentConfig({ limits: { maxCycles: 0, foo: 1 } }))).toEqual([
+      { path: "limits.maxCycles", message: "must be a whole number >= 1, got 0" },
+      { path: "limits.foo", message: "is not a setting (known: maxCycles, abortGraceMs)" },
+    ]);
+    for (const [group, key] of [
+      ["timeouts", "toolMS"],
+      ["retry", "maxRetry"],
+      ["stall", "repeatedCall"],
+      ["contextBudget", "maxToken"],
+    ] as const) {
+      const [issue] = issuesOf(() => validateAgentConfig({ [group]: { [key]: 3 } }));
+      expect(issue?.path).toBe(`${group}.${key}`);
+      expect(issue?.message).toMatch(/^is not a setting \(known: /);
+    }
+    expect(issuesOf(() => validatePromptOptions({ timeouts: { toolMS: 5 } }))).toEqual([
+      {
+        path: "timeouts.toolMS",
+        message:
+          "is not a setting (known: totalMs, stepMs, firstChunkMs, chunkMs, toolMs, clientToolMs, tools)",
+      },
+    ]);
+    // The model's settings go to the provider as they are, and the config itself may carry an
+    // app's own: neither is a closed group.
+    expect(() =>
+      validateAgentConfig({ modelSettings: { temperature: 0, topK: 3 }, appSetting: 1 }),
+    ).not.toThrow();
+  });
+
   it("rejects a config that is not an object, and allows none at all", () => {
     expect(issuesOf(() => validateAgentConfig(null))).toEqual([
       { path: "config", message: "must be an object, got null" },

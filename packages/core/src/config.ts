@@ -20,8 +20,20 @@ function wholeAtLeast(minimum: number) {
   return z.int(expecting(domain)).gte(minimum, expecting(domain));
 }
 
+/**
+ * A group of settings (`limits`, `timeouts`, …). A key it does not know is refused: it can only be
+ * a misspelt setting (`maxCycle`), which would otherwise silently not apply.
+ */
 function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an object") {
-  return settings(z.object(shape, expecting(domain)), domain).optional();
+  return settings(closedObject(shape, domain), domain).optional();
+}
+
+function closedObject<Shape extends core.$ZodLooseShape>(shape: Shape, domain: string) {
+  const known = `known: ${Object.keys(shape).join(", ")}`;
+  // The message of a key it does not know lists the known ones; `validate` names the key.
+  return z.strictObject(shape, {
+    error: (issue) => (issue.code === "unrecognized_keys" ? known : domain),
+  });
 }
 
 /**
@@ -134,10 +146,13 @@ const agentConfigSchema = z.object(
         [
           z.literal(false),
           settings(
-            z.object({
-              repeatedCalls: wholeAtLeast(2).optional(),
-              repeatedResults: wholeAtLeast(2).optional(),
-            }),
+            closedObject(
+              {
+                repeatedCalls: wholeAtLeast(2).optional(),
+                repeatedResults: wholeAtLeast(2).optional(),
+              },
+              "false or an object { repeatedCalls?, repeatedResults? }",
+            ),
             "false or an object { repeatedCalls?, repeatedResults? }",
           ),
         ],
@@ -158,7 +173,8 @@ const agentConfigSchema = z.object(
       estimate: fn,
       onTruncate: fn,
     }),
-    modelSettings: object({}),
+    // Passed on to the model call as they are: the provider's settings are open-ended.
+    modelSettings: settings(z.object({}, expecting("an object")), "an object").optional(),
     container: z
       .custom(isContainer, expecting("a tsyringe DependencyContainer (an object with createChildContainer)"))
       .optional(),
