@@ -512,6 +512,25 @@ describe("context budget defaults", () => {
     expect((await finished(agent.prompt("hi"))).stopReason).toBe("completed");
   });
 
+  it("a budget the orchestrator's instructions fill ends the run with an InvalidConfigError saying so, before any model call", async () => {
+    // The agent's own prompt (some 990 tokens) fits the budget, so new Agent() takes it; agentic
+    // adds its tool instructions to every call, and the prompt it sends does not fit.
+    const model = scriptedModel([[script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      systemPrompt: "x".repeat(3900),
+      contextBudget: { maxTokens: 1000 },
+    });
+    const result = await finished(agent.prompt("hi"));
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(InvalidConfigError);
+    expect(result.error?.message).toBe(
+      "contextBudget must leave tokens for the messages beside the system prompt this call sends (1046 tokens, with what the orchestrator adds to the agent's), got a budget of 1000.",
+    );
+    expect(model.prompts).toHaveLength(0);
+  });
+
   it("fails the model call when a custom estimate returns no token count, never publishing an invalid context_truncated", async () => {
     for (const [count, shown] of [
       [Number.NaN, "NaN"],
