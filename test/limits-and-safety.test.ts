@@ -425,6 +425,26 @@ describe("context budget", () => {
     expect(lastPrompt).toContain(`3:${"x".repeat(100)}`);
     expect(toolResults(result.messages).every((r) => r.content.length > 4000)).toBe(true);
   });
+
+  it("sends the latest reply's results whole, over the budget, when they alone do not fit it", async () => {
+    const page = defineTool({
+      name: "page",
+      description: "d",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n} ${"text ".repeat(2000)}`,
+    });
+    const model = scriptedModel([
+      [script.toolCall("page", { n: 1 }), script.toolCall("page", { n: 2 })],
+      [script.text("done")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [page], contextBudget: { maxTokens: 3000 } });
+    const run = agent.prompt("Read two pages");
+    await finished(run);
+    expect(eventsOf(run.events, "context_truncated")).toEqual([]);
+    const sent = JSON.stringify(model.prompts[1]);
+    expect(sent).toContain(`1 ${"text ".repeat(2000)}`);
+    expect(sent).toContain(`2 ${"text ".repeat(2000)}`);
+  });
 });
 
 describe("context budget defaults", () => {
