@@ -188,6 +188,21 @@ describe("timeouts", () => {
     });
     expect(toolResults((await finished(agent.prompt("x"))).messages)[0]?.status).toBe("ok");
   });
+
+  it("timeouts.tools reads only its own keys: a tool named like an Object method gets toolMs", async () => {
+    for (const name of ["constructor", "toString", "__proto__"]) {
+      const tool = defineTool({
+        name,
+        description: "d",
+        inputSchema: z.object({}),
+        execute: () => sleep(20).then(() => "done"),
+      });
+      const model = scriptedModel([[script.toolCall(name)], [script.text("ok")]]);
+      const agent = new Agent({ provider: model, tools: [tool], timeouts: { toolMs: 1000, tools: {} } });
+      const [result] = toolResults((await finished(agent.prompt("x"))).messages);
+      expect([result?.status, result?.content], name).toEqual(["ok", "done"]);
+    }
+  });
 });
 
 describe("parallel tool execution", () => {
