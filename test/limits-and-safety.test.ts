@@ -524,6 +524,24 @@ describe("context budget defaults", () => {
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
   });
 
+  it("context_truncated estimates the messages the request sends, the system prompt apart", async () => {
+    const { page, model } = twoPages((n) => `${n}${"x".repeat(1400)}`);
+    const sent: number[] = [];
+    const agent = new Agent({
+      provider: model,
+      tools: [page],
+      systemPrompt: "s".repeat(2000),
+      contextBudget: { maxTokens: 1200 },
+      prepareStep: ({ messages }) => {
+        sent.push(messages.reduce((sum, message) => sum + estimateTokens(message), 0));
+        return undefined;
+      },
+    });
+    const run = agent.prompt("Read the page");
+    await finished(run);
+    expect(eventsOf(run.events, "context_truncated").map((e) => e.estimatedTokens)).toEqual([sent[2]]);
+  });
+
   it("refuses at new Agent() a budget the system prompt fills, instead of wedging the agent at its first prompt", async () => {
     const model = scriptedModel([[script.text("ok")]]);
     const filled = { provider: model, systemPrompt: "x".repeat(4000), contextBudget: { maxTokens: 1000 } };
