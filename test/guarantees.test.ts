@@ -930,4 +930,12 @@ describe("the settings new Agent() checked are the agent's own", () => {
     const [system] = (config.provider as ReturnType<typeof scriptedModel>).prompts[0] ?? [];
     expect(system).toMatchObject({ role: "system", content: expect.stringMatching(/^first agent\n/) });
   });
+
+  it("a contextBudget object changed afterwards changes nothing of the agent's budget", async () => {
+    const contextBudget = { maxTokens: 5000 };
+    const agent = new Agent({ provider: scriptedModel([[script.text("ok")]]), contextBudget });
+    // A value new Agent() would refuse: it must not reach the agent's model calls.
+    contextBudget.maxTokens = -5;
+    expect((await finished(agent.prompt("x"))).stopReason).toBe("completed");
+  });
 });

@@ -188,6 +188,21 @@ describe("timeouts", () => {
     });
     expect(toolResults((await finished(agent.prompt("x"))).messages)[0]?.status).toBe("ok");
   });
+
+  it("timeouts.tools reads only its own keys: a tool named like an Object method gets toolMs", async () => {
+    for (const name of ["constructor", "toString", "__proto__"]) {
+      const tool = defineTool({
+        name,
+        description: "d",
+        inputSchema: z.object({}),
+        execute: () => sleep(20).then(() => "done"),
+      });
+      const model = scriptedModel([[script.toolCall(name)], [script.text("ok")]]);
+      const agent = new Agent({ provider: model, tools: [tool], timeouts: { toolMs: 1000, tools: {} } });
+      const [result] = toolResults((await finished(agent.prompt("x"))).messages);
+      expect([result?.status, result?.content], name).toEqual(["ok", "done"]);
+    }
+  });
 });
 
 describe("parallel tool execution", () => {
@@ -425,6 +440,26 @@ describe("context budget", () => {
     expect(lastPrompt).toContain(`3:${"x".repeat(100)}`);
     expect(toolResults(result.messages).every((r) => r.content.length > 4000)).toBe(true);
   });
+
+  it("sends the latest reply's results whole, over the budget, when they alone do not fit it", async () => {
+    const page = defineTool({
+      name: "page",
+      description: "d",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => `${n} ${"text ".repeat(2000)}`,
+    });
+    const model = scriptedModel([
+      [script.toolCall("page", { n: 1 }), script.toolCall("page", { n: 2 })],
+      [script.text("done")],
+    ]);
+    const agent = new Agent({ provider: model, tools: [page], contextBudget: { maxTokens: 3000 } });
+    const run = agent.prompt("Read two pages");
+    await finished(run);
+    expect(eventsOf(run.events, "context_truncated")).toEqual([]);
+    const sent = JSON.stringify(model.prompts[1]);
+    expect(sent).toContain(`1 ${"text ".repeat(2000)}`);
+    expect(sent).toContain(`2 ${"text ".repeat(2000)}`);
+  });
 });
 
 describe("context budget defaults", () => {
@@ -489,6 +524,24 @@ describe("context budget defaults", () => {
     expect(eventsOf(run.events, "context_truncated")).toHaveLength(1);
   });
 
+  it("context_truncated estimates the messages the request sends, the system prompt apart", async () => {
+    const { page, model } = twoPages((n) => `${n}${"x".repeat(1400)}`);
+    const sent: number[] = [];
+    const agent = new Agent({
+      provider: model,
+      tools: [page],
+      systemPrompt: "s".repeat(2000),
+      contextBudget: { maxTokens: 1200 },
+      prepareStep: ({ messages }) => {
+        sent.push(messages.reduce((sum, message) => sum + estimateTokens(message), 0));
+        return undefined;
+      },
+    });
+    const run = agent.prompt("Read the page");
+    await finished(run);
+    expect(eventsOf(run.events, "context_truncated").map((e) => e.estimatedTokens)).toEqual([sent[2]]);
+  });
+
   it("refuses at new Agent() a budget the system prompt fills, instead of wedging the agent at its first prompt", async () => {
     const model = scriptedModel([[script.text("ok")]]);
     const filled = { provider: model, systemPrompt: "x".repeat(4000), contextBudget: { maxTokens: 1000 } };
@@ -510,6 +563,25 @@ describe("context budget defaults", () => {
       contextBudget: { maxTokens: 1100 },
     });
     expect((await finished(agent.prompt("hi"))).stopReason).toBe("completed");
+  });
+
+  it("a budget the orchestrator's instructions fill ends the run with an InvalidConfigError saying so, before any model call", async () => {
+    // The agent's own prompt (some 990 tokens) fits the budget, so new Agent() takes it; agentic
+    // adds its tool instructions to every call, and the prompt it sends does not fit.
+    const model = scriptedModel([[script.text("ok")]]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      systemPrompt: "x".repeat(3900),
+      contextBudget: { maxTokens: 1000 },
+    });
+    const result = await finished(agent.prompt("hi"));
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(InvalidConfigError);
+    expect(result.error?.message).toBe(
+      "contextBudget must leave tokens for the messages beside the system prompt this call sends (1046 tokens, with what the orchestrator adds to the agent's), got a budget of 1000.",
+    );
+    expect(model.prompts).toHaveLength(0);
   });
 
   it("fails the model call when a custom estimate returns no token count, never publishing an invalid context_truncated", async () => {

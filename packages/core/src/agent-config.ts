@@ -128,7 +128,9 @@ export function resolveContextBudget(
   systemPrompt: string,
 ): ContextBudgetOptions | undefined {
   if (budget === undefined) return undefined;
-  const sized = withContextWindow(budget, provider);
+  // A copy, as ownConfig() takes of the other settings: the caller's object changed afterwards must
+  // not slip a budget past this check into the agent's model calls.
+  const sized = withContextWindow({ ...budget }, provider);
   const systemTokens = sized.systemTokens ?? estimateSystemTokens(systemPrompt);
   const total = budgetTokens(sized) as number;
   if (systemTokens >= total)

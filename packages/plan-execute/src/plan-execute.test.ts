@@ -686,6 +686,34 @@ describe("options", () => {
     throw new Error(`planExecute(${JSON.stringify(options)}) was accepted`);
   };
 
+  it("runs a wave with its own maxConcurrency, not the agent's toolExecution and maxConcurrency", async () => {
+    let running = 0;
+    let most = 0;
+    const slow = defineTool({
+      name: "slow",
+      description: "d",
+      inputSchema: z.object({ n: z.number() }),
+      execute: async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        running--;
+        return "ok";
+      },
+    });
+    const steps = Array.from({ length: 6 }, (_, n) => ({ id: `s${n}`, tool: "slow", args: { n } }));
+    for (const [settings, expected] of [
+      [{ toolExecution: "sequential" }, 4],
+      [{ toolExecution: "parallel", maxConcurrency: 2 }, 4],
+      [{ toolExecution: "parallel", maxConcurrency: 8, orchestrator: planExecute({ maxConcurrency: 3 }) }, 3],
+    ] as const) {
+      most = 0;
+      const model = scriptedModel([plan(steps), answer("done")]);
+      const agent = new Agent({ orchestrator: "plan-execute", ...settings, provider: model, tools: [slow] });
+      expect((await agent.prompt("go").result()).stopReason).toBe("completed");
+      expect(most, JSON.stringify(settings)).toBe(expected);
+    }
+  });
+
   it("refuses each value outside its field's domain, naming the field, never clamping it", () => {
     for (const value of [0, -1, 2.5, Number.NaN, Number.POSITIVE_INFINITY, "4", null])
       expect(messageOf({ maxConcurrency: value })).toBe(

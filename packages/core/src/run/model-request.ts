@@ -1,6 +1,11 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Prompt } from "@ai-sdk/provider";
-import { InvalidHistoryError, NoProviderError } from "../errors.js";
-import { type ContextBudgetOptions, contextBudget, estimateSystemTokens } from "../history/context-budget.js";
+import { InvalidConfigError, InvalidHistoryError, NoProviderError } from "../errors.js";
+import {
+  budgetTokens,
+  type ContextBudgetOptions,
+  contextBudget,
+  estimateSystemTokens,
+} from "../history/context-budget.js";
 import { type ConvertToLlm, defaultConvertToLlm, type HistoryTransform } from "../history/pipeline.js";
 import type { AgentMessage, LlmMessage } from "../messages.js";
 import { PromptBuilder, toModelPrompt } from "../model/prompt.js";
@@ -75,9 +80,18 @@ export class ModelRequestBuilder {
     if (options === undefined) return undefined;
     let budget = this.#budgets.get(system);
     if (budget === undefined) {
+      const systemTokens = options.systemTokens ?? estimateSystemTokens(system);
+      // new Agent() checked the agent's own prompt; what an orchestrator adds to it is known only
+      // now. Said as a setting to change, not as contextBudget()'s RangeError about `systemTokens`,
+      // an option the app may never have set.
+      const total = budgetTokens(options) as number;
+      if (systemTokens >= total)
+        throw new InvalidConfigError(
+          `contextBudget must leave tokens for the messages beside the system prompt this call sends (${systemTokens} tokens, with what the orchestrator adds to the agent's), got a budget of ${total}.`,
+        );
       budget = contextBudget({
         ...options,
-        systemTokens: options.systemTokens ?? estimateSystemTokens(system),
+        systemTokens,
         onTruncate: (info) => this.#events.publish({ type: "context_truncated", ...info }),
       });
       this.#budgets.set(system, budget);

@@ -201,7 +201,8 @@ export class ToolBatch implements FatalToolSink {
     const { timeouts, tools, graceMs, runner, runId, clientTools } = this.#setup;
     const client = tool?.execution === "client";
     const timeoutMs =
-      timeouts.tools?.[call.name] ?? (client ? (timeouts.clientToolMs ?? CLIENT_TOOL_MS) : timeouts.toolMs);
+      toolLimit(timeouts.tools, call.name) ??
+      (client ? (timeouts.clientToolMs ?? CLIENT_TOOL_MS) : timeouts.toolMs);
     const running = runner.run({
       runId,
       call,
@@ -343,4 +344,12 @@ export class ToolBatch implements FatalToolSink {
     if (stop.reason === "fatal" && this.#scope !== this.#setup.scope)
       this.#scope.abort(new FatalToolError(stop.message));
   }
+}
+
+/**
+ * The limit `timeouts.tools` sets for one tool: its own key only, so that a tool named like an
+ * Object method ("constructor", "toString") is not given the inherited function as its limit.
+ */
+function toolLimit(limits: Readonly<Record<string, number>> | undefined, name: string): number | undefined {
+  return limits !== undefined && Object.hasOwn(limits, name) ? limits[name] : undefined;
 }

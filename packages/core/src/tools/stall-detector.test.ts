@@ -247,5 +247,9 @@ describe("StallDetector", () => {
     expect(() => new StallDetector({ repeatedResults: 2.5 })).toThrow(
       "stall.repeatedResults must be a whole number >= 2, got 2.5.",
     );
+    // A number given as text is shown as text: "got 2" would read as a valid value.
+    expect(() => new StallDetector({ repeatedCalls: "2" as never })).toThrow(
+      'stall.repeatedCalls must be a whole number >= 2, got "2".',
+    );
   });
 });

@@ -244,7 +244,9 @@ function canonicalOf(args: unknown): string {
 }
 
 function atLeast(minimum: number, value: number, name: string): number {
-  if (!Number.isInteger(value) || value < minimum)
-    throw new RangeError(`stall.${name} must be a whole number >= ${minimum}, got ${value}.`);
+  if (!Number.isInteger(value) || value < minimum) {
+    const shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+    throw new RangeError(`stall.${name} must be a whole number >= ${minimum}, got ${shown}.`);
+  }
   return value;
 }
