@@ -371,6 +371,28 @@ describe("the span tree", () => {
     expect(spansNamed("invoke_agent")[0]?.status.code).toBe(SpanStatusCode.UNSET);
   });
 
+  it("a tool span ends with the result the model sees, after afterToolCall changed it", async () => {
+    const agent = tracedAgent({
+      provider: scriptedModel([
+        [script.toolCall("failing", {}, { id: "f1" }), script.toolCall("add", { a: 1, b: 2 }, { id: "a1" })],
+        [script.text("done")],
+      ]),
+      tools: [failing, add],
+      afterToolCall: ({ call }) =>
+        call.name === "failing"
+          ? { status: "ok", content: "recovered" }
+          : { status: "error", content: "refused by policy" },
+    });
+    await agent.prompt("try").result();
+
+    const [failed] = spansNamed("execute_tool failing");
+    expect(failed?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(failed?.attributes["agent_core.tool.status"]).toBe("ok");
+    const [added] = spansNamed("execute_tool add");
+    expect(added?.status).toEqual({ code: SpanStatusCode.ERROR, message: "refused by policy" });
+    expect(added?.attributes).toMatchObject({ "agent_core.tool.status": "error", "error.type": "error" });
+  });
+
   it("a tool past its time limit: status error and a timeout span event", async () => {
     const agent = tracedAgent({
       provider: scriptedModel([

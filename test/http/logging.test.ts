@@ -1,4 +1,4 @@
-import type { Logger } from "@agent-core/core";
+import { InvalidConfigError, type Logger } from "@agent-core/core";
 import { createAgentServer, createUseChatHandler, serveNode } from "@agent-core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { unhandledRejectionsOf } from "../unhandled-rejections.js";
@@ -81,6 +81,13 @@ describe("the server's logger", () => {
       "TypeError: agent() must return an Agent (or a promise of one), got undefined.",
       "TypeError: agent() must return an Agent (or a promise of one), got undefined.",
     ]);
+  });
+
+  it("serveNode refuses a logger without the four levels, as createAgentServer does", async () => {
+    const handler = async () => new Response("ok");
+    await expect(serveNode(handler, { logger: {} as Logger })).rejects.toThrow(InvalidConfigError);
+    const noDebug = { error: () => {}, warn: () => {}, info: () => {} } as unknown as Logger;
+    await expect(serveNode(handler, { logger: noDebug })).rejects.toThrow(InvalidConfigError);
   });
 
   it("serveNode logs a handler that threw", async () => {

@@ -2190,6 +2190,15 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(new AgentClient({ baseUrl, ...edges })).toBeInstanceOf(AgentClient);
   });
 
+  it("throws a TypeError when made with a logger that has no error method, which would lose every line", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    for (const logger of [{}, "console", { error: "no" }])
+      expect(() => new AgentClient({ baseUrl, logger: logger as never }), JSON.stringify(logger)).toThrow(
+        /logger as an object with an error\(fields, message\) method/,
+      );
+    expect(new AgentClient({ baseUrl, logger: { error: () => {} } })).toBeInstanceOf(AgentClient);
+  });
+
   it("throws a TypeError when baseUrl carries a query or a fragment, which the routes would follow", () => {
     for (const baseUrl of ["http://127.0.0.1:9/api?key=1", "/api#top", "/api?"])
       expect(() => new AgentClient({ baseUrl }), baseUrl).toThrow(

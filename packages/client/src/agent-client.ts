@@ -59,7 +59,7 @@ export class AgentClient {
       },
       idleTimeoutMs: duration("idleTimeoutMs", options.idleTimeoutMs, 45_000, 1),
       maxEventBytes: whole("maxEventBytes", options.maxEventBytes, 16 * 1024 * 1024, 1),
-      logger: options.logger ?? silentLogger,
+      logger: clientLogger(options.logger),
     });
   }
 
@@ -122,6 +122,20 @@ export class AgentClient {
  * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would
  * never be reached, so the retries would never end.
  */
+/**
+ * The client's logger (silent when not given). One without an `error` function is refused here:
+ * taken, it would lose every line without a word, when a listener throws.
+ */
+function clientLogger(logger: ClientLogger | null | undefined): ClientLogger {
+  // null, as `??` took it before: no logger.
+  if (logger === undefined || logger === null) return silentLogger;
+  if (typeof logger !== "object" || typeof logger.error !== "function")
+    throw new TypeError(
+      "AgentClient needs logger as an object with an error(fields, message) method (pino's shape).",
+    );
+  return logger;
+}
+
 function whole(name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < min)

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
-import { InvalidConfigError, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
+import { InvalidConfigError, isLogger, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
 import { logError } from "./log-error.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
@@ -41,6 +41,9 @@ export async function serveNode(
   handler: (request: Request) => Promise<Response>,
   options: ServeNodeOptions = {},
 ): Promise<NodeServer> {
+  // Refused as createAgentServer refuses it: a logger without its levels would lose every line.
+  if (options.logger !== undefined && !isLogger(options.logger))
+    throw new InvalidConfigError("serveNode(): logger must have error, warn, info and debug methods.");
   const logger = options.logger ?? silentLogger;
   const stalledWriteMs = options.stalledWriteMs ?? 60_000;
   if (!Number.isInteger(stalledWriteMs) || stalledWriteMs < 1 || stalledWriteMs > LONGEST_TIMER_MS)

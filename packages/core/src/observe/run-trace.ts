@@ -39,8 +39,12 @@ export class RunTrace implements RunObserver {
   readonly #runSpan: Span;
   readonly #runContext: Context;
   readonly #signal: AbortSignal;
-  /** The spans of tool calls whose tool is still running, by call id. */
-  readonly #runningTools = new Map<string, Span>();
+  /**
+   * The spans of tool calls that ran, by call id, until the run publishes the call's result: the
+   * span ends with that result (after `afterToolCall` and the stall detector, what the model sees),
+   * not with what the tool gave.
+   */
+  readonly #toolSpans = new Map<string, ToolSpan>();
   #turnSpan: Span | undefined;
   #turnContext: Context | undefined;
 
@@ -93,8 +97,8 @@ export class RunTrace implements RunObserver {
         });
         break;
       case "tool_result": {
-        const span = this.#runningTools.get(event.toolCallId);
-        if (span !== undefined) this.#abandoned(span, event);
+        const open = this.#toolSpans.get(event.toolCallId);
+        if (open !== undefined) this.#answered(open, event);
         break;
       }
       case "error":
@@ -203,21 +207,23 @@ export class RunTrace implements RunObserver {
       quietly(() => span.end());
       throw error;
     }
-    // A synchronous tool stays synchronous: its span ends now.
+    // A synchronous tool stays synchronous; its span waits for the call's result all the same.
     if (!(result instanceof Promise)) {
-      endToolSpan(span, result.status, result.content, this.#timedOut());
+      this.#toolSpans.set(call.id, { span, produced: result });
       return result;
     }
-    this.#runningTools.set(call.id, span);
+    const open: ToolSpan = { span, produced: undefined };
+    this.#toolSpans.set(call.id, open);
     return result.then(
       (message) => {
-        // Not when the run abandoned the call (its span has ended): the tool settled too late.
-        if (this.#runningTools.delete(call.id))
-          endToolSpan(span, message.status, message.content, this.#timedOut());
+        // Kept for the result (or the run's end); if the run abandoned the call, nothing to do.
+        open.produced = message;
         return message;
       },
       (error: unknown) => {
-        if (this.#runningTools.delete(call.id)) {
+        // Not when the run abandoned the call (its span has ended): the tool failed too late.
+        if (this.#toolSpans.get(call.id) === open) {
+          this.#toolSpans.delete(call.id);
           quietly(() => recordFailure(span, error));
           quietly(() => span.end());
         }
@@ -227,14 +233,14 @@ export class RunTrace implements RunObserver {
   }
 
   /**
-   * A `tool_result` the run published while the call's tool still ran: the run gave up waiting
-   * for a tool that ignored the abort, and answered the call itself. The span ends now, inside
-   * the run's (whatever the tool does later is not the run's).
+   * The run published a call's result: its span ends with it. When the tool still runs, the run
+   * gave up waiting for a tool that ignored the abort and answered the call itself: the span ends
+   * now all the same, inside the run's (whatever the tool does later is not the run's).
    */
-  #abandoned(span: Span, event: AgentEvent & { type: "tool_result" }): void {
-    this.#runningTools.delete(event.toolCallId);
-    quietly(() => span.addEvent(names.ABANDONED_EVENT));
-    endToolSpan(span, event.status, event.error ?? "", this.#timedOut());
+  #answered(open: ToolSpan, event: AgentEvent & { type: "tool_result" }): void {
+    this.#toolSpans.delete(event.toolCallId);
+    if (open.produced === undefined) quietly(() => open.span.addEvent(names.ABANDONED_EVENT));
+    endToolSpan(open.span, event.status, event.error ?? "", this.#timedOut());
   }
 
   /** Whether the run was aborted by its own time limit (`timeouts.totalMs`). */
@@ -291,6 +297,13 @@ export class RunTrace implements RunObserver {
   }
 
   #end(event: AgentEvent & { type: "agent_end" }): void {
+    // A call whose result the run did not take (it ended first) ends with what its tool gave, or,
+    // its tool still running, as abandoned.
+    for (const { span, produced } of this.#toolSpans.values()) {
+      if (produced === undefined) quietly(() => span.addEvent(names.ABANDONED_EVENT));
+      endToolSpan(span, produced?.status ?? "aborted", produced?.content ?? "", this.#timedOut());
+    }
+    this.#toolSpans.clear();
     this.#endTurn();
     this.#signal.removeEventListener("abort", this.#aborted);
     const span = this.#runSpan;
@@ -319,6 +332,12 @@ export class RunTrace implements RunObserver {
       }),
     );
   };
+}
+
+/** A tool call's span, and what its tool gave once it has (undefined while it runs). */
+interface ToolSpan {
+  readonly span: Span;
+  produced: ToolResultMessage | undefined;
 }
 
 /**
