@@ -270,6 +270,24 @@ describe("useChat against createUseChatHandler", () => {
     expect(textOf(await page.send("and now?"))).toBe("Still midnight.");
   });
 
+  it("a server tool that returns nothing gives its part the output null, which the AI SDK accepts", async () => {
+    const ring = defineTool({
+      name: "ring",
+      description: "Rings a bell",
+      inputSchema: z.object({}),
+      execute: () => undefined,
+    });
+    const model = scriptedModel([
+      [script.toolCall("ring", {}, { id: "r1" })],
+      [script.text("Rung.")],
+      [script.text("Rung again.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [ring] })));
+    const answer = await page.send("ring the bell");
+    expect(toolParts(answer)[0]).toMatchObject({ state: "output-available", output: null });
+    expect(textOf(answer)).toBe("Rung.");
+    expect(textOf(await page.send("again"))).toBe("Rung again.");
+  });
   it("runs a client tool in the page: its output, posted with the chat, resumes the run", async () => {
     const model = scriptedModel([
       [script.text("Let me look."), script.toolCall("get_location", {}, { id: "loc1" })],
