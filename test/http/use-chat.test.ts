@@ -270,6 +270,20 @@ describe("useChat against createUseChatHandler", () => {
     expect(textOf(await page.send("and now?"))).toBe("Still midnight.");
   });
 
+  it("takes back the tool-call ids it streamed, whatever the provider made them: empty, or long", async () => {
+    for (const id of ["", "c".repeat(300)]) {
+      const model = scriptedModel([
+        [script.toolCall("add", { a: 2, b: 3 }, { id })],
+        [script.text("5")],
+        [script.text("Still 5.")],
+      ]);
+      const page = new Page(chatHandler(() => ({ provider: model, tools: [addNumbers] })));
+      const answer = await page.send("2+3?");
+      expect(toolParts(answer)[0]).toMatchObject({ state: "output-available", output: 5 });
+      expect(textOf(await page.send("and now?"))).toBe("Still 5.");
+    }
+  });
+
   it("a server tool that returns nothing gives its part the output null, which the AI SDK accepts", async () => {
     const ring = defineTool({
       name: "ring",
