@@ -903,6 +903,42 @@ describe("maxMessages", () => {
   });
 });
 
+describe("a long answer", () => {
+  it("takes back an answer of more than 1,000 parts: the server streamed it, so the chat goes on", async () => {
+    const calls = Array.from({ length: 1_001 }, (_, index) =>
+      script.toolCall("add", { a: index, b: 1 }, { id: `c${index}` }),
+    );
+    const model = scriptedModel([calls, [script.text("Added.")], [script.text("Nothing more.")]]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [addNumbers] })));
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "add them all" }] });
+    // The answer as useChat keeps it, built from its chunks (readUIMessageStream copies the whole
+    // message at every chunk: seconds for this one).
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of uiChunks(await page.post())) chunks.push(chunk);
+    const start = chunks.find((chunk) => chunk.type === "start");
+    const parts = chunks.flatMap((chunk): UIMessage["parts"] =>
+      chunk.type === "tool-input-available"
+        ? [
+            {
+              type: `tool-${chunk.toolName}`,
+              toolCallId: chunk.toolCallId,
+              state: "output-available",
+              input: chunk.input,
+              output: (chunk.input as { a: number; b: number }).a + 1,
+            },
+          ]
+        : [],
+    );
+    expect(parts).toHaveLength(1_001);
+    page.messages.push({
+      id: start?.type === "start" ? (start.messageId as string) : "",
+      role: "assistant",
+      parts: [{ type: "step-start" }, ...parts, { type: "step-start" }, { type: "text", text: "Added." }],
+    });
+    expect(textOf(await page.send("anything else?"))).toBe("Nothing more.");
+  });
+});
+
 describe("run time", () => {
   it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
     const handler = chatHandler(

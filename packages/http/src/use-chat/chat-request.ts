@@ -51,7 +51,9 @@ const uiMessage = z.looseObject({
   id: z.string().min(1).max(200),
   // System messages are the server's (the agent's system prompt): a page cannot send one.
   role: z.enum(["user", "assistant"]),
-  parts: z.array(uiPart).max(1_000),
+  // No count of its own: an answer has as many parts as its run made (a reply of many tool calls,
+  // a long plan), and the page must be able to send it back. maxBodyBytes bounds it.
+  parts: z.array(uiPart),
 });
 
 /**
