@@ -826,6 +826,30 @@ describe("an agent factory that gives no agent", () => {
   });
 });
 
+describe("an agent factory that gives one agent to every chat", () => {
+  it("refuses the second chat with a 500, so no chat reads another's history; the first goes on", async () => {
+    const lines: unknown[] = [];
+    const log = (fields: Record<string, unknown>) => lines.push(String(fields.err));
+    const shared = new Agent({
+      provider: scriptedModel([[script.text("Alice's secret is 42.")], [script.text("Noted.")]]),
+    });
+    const handler = chatHandler(() => ({}), {
+      agent: () => shared,
+      logger: { error: log, warn: log, info: log, debug: log },
+    });
+    const alice = new Page(handler, "chat-a", "alice");
+    expect(textOf(await alice.send("my secret is 42"))).toBe("Alice's secret is 42.");
+    const bob = new Page(handler, "chat-b", "bob");
+    bob.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "what was said?" }] });
+    expect((await bob.post()).status).toBe(500);
+    expect(lines).toEqual([
+      "TypeError: agent() returned an agent that another chat has: return a new Agent for each (user, chat id).",
+    ]);
+    expect(handler.chatCount).toBe(1);
+    expect(textOf(await alice.send("thanks"))).toBe("Noted.");
+  });
+});
+
 describe("chatTtlMs", () => {
   /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
   function clockedPage(toolMs: number) {
