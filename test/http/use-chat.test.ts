@@ -270,6 +270,38 @@ describe("useChat against createUseChatHandler", () => {
     expect(textOf(await page.send("and now?"))).toBe("Still midnight.");
   });
 
+  it("takes back the tool-call ids it streamed, whatever the provider made them: empty, or long", async () => {
+    for (const id of ["", "c".repeat(300)]) {
+      const model = scriptedModel([
+        [script.toolCall("add", { a: 2, b: 3 }, { id })],
+        [script.text("5")],
+        [script.text("Still 5.")],
+      ]);
+      const page = new Page(chatHandler(() => ({ provider: model, tools: [addNumbers] })));
+      const answer = await page.send("2+3?");
+      expect(toolParts(answer)[0]).toMatchObject({ state: "output-available", output: 5 });
+      expect(textOf(await page.send("and now?"))).toBe("Still 5.");
+    }
+  });
+
+  it("a server tool that returns nothing gives its part the output null, which the AI SDK accepts", async () => {
+    const ring = defineTool({
+      name: "ring",
+      description: "Rings a bell",
+      inputSchema: z.object({}),
+      execute: () => undefined,
+    });
+    const model = scriptedModel([
+      [script.toolCall("ring", {}, { id: "r1" })],
+      [script.text("Rung.")],
+      [script.text("Rung again.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [ring] })));
+    const answer = await page.send("ring the bell");
+    expect(toolParts(answer)[0]).toMatchObject({ state: "output-available", output: null });
+    expect(textOf(answer)).toBe("Rung.");
+    expect(textOf(await page.send("again"))).toBe("Rung again.");
+  });
   it("runs a client tool in the page: its output, posted with the chat, resumes the run", async () => {
     const model = scriptedModel([
       [script.text("Let me look."), script.toolCall("get_location", {}, { id: "loc1" })],
@@ -794,6 +826,30 @@ describe("an agent factory that gives no agent", () => {
   });
 });
 
+describe("an agent factory that gives one agent to every chat", () => {
+  it("refuses the second chat with a 500, so no chat reads another's history; the first goes on", async () => {
+    const lines: unknown[] = [];
+    const log = (fields: Record<string, unknown>) => lines.push(String(fields.err));
+    const shared = new Agent({
+      provider: scriptedModel([[script.text("Alice's secret is 42.")], [script.text("Noted.")]]),
+    });
+    const handler = chatHandler(() => ({}), {
+      agent: () => shared,
+      logger: { error: log, warn: log, info: log, debug: log },
+    });
+    const alice = new Page(handler, "chat-a", "alice");
+    expect(textOf(await alice.send("my secret is 42"))).toBe("Alice's secret is 42.");
+    const bob = new Page(handler, "chat-b", "bob");
+    bob.messages.push({ id: "user-1", role: "user", parts: [{ type: "text", text: "what was said?" }] });
+    expect((await bob.post()).status).toBe(500);
+    expect(lines).toEqual([
+      "TypeError: agent() returned an agent that another chat has: return a new Agent for each (user, chat id).",
+    ]);
+    expect(handler.chatCount).toBe(1);
+    expect(textOf(await alice.send("thanks"))).toBe("Noted.");
+  });
+});
+
 describe("chatTtlMs", () => {
   /** A chat on a clock the test moves; its tool takes `toolMs` of that clock. */
   function clockedPage(toolMs: number) {
@@ -868,6 +924,42 @@ describe("maxMessages", () => {
         issues: [{ path: "messages", message: "Too big: expected array to have <=2 items" }],
       },
     });
+  });
+});
+
+describe("a long answer", () => {
+  it("takes back an answer of more than 1,000 parts: the server streamed it, so the chat goes on", async () => {
+    const calls = Array.from({ length: 1_001 }, (_, index) =>
+      script.toolCall("add", { a: index, b: 1 }, { id: `c${index}` }),
+    );
+    const model = scriptedModel([calls, [script.text("Added.")], [script.text("Nothing more.")]]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [addNumbers] })));
+    page.messages.push({ id: "u1", role: "user", parts: [{ type: "text", text: "add them all" }] });
+    // The answer as useChat keeps it, built from its chunks (readUIMessageStream copies the whole
+    // message at every chunk: seconds for this one).
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of uiChunks(await page.post())) chunks.push(chunk);
+    const start = chunks.find((chunk) => chunk.type === "start");
+    const parts = chunks.flatMap((chunk): UIMessage["parts"] =>
+      chunk.type === "tool-input-available"
+        ? [
+            {
+              type: `tool-${chunk.toolName}`,
+              toolCallId: chunk.toolCallId,
+              state: "output-available",
+              input: chunk.input,
+              output: (chunk.input as { a: number; b: number }).a + 1,
+            },
+          ]
+        : [],
+    );
+    expect(parts).toHaveLength(1_001);
+    page.messages.push({
+      id: start?.type === "start" ? (start.messageId as string) : "",
+      role: "assistant",
+      parts: [{ type: "step-start" }, ...parts, { type: "step-start" }, { type: "text", text: "Added." }],
+    });
+    expect(textOf(await page.send("anything else?"))).toBe("Nothing more.");
   });
 });
 

@@ -16,7 +16,10 @@ const isToolType = (type: string) => type.startsWith("tool-") || type === "dynam
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const toolPart = z.looseObject({
   type: z.string().refine(isToolType),
-  toolCallId: z.string().min(1).max(200),
+  // Any string: the id is the provider's, streamed as it came (empty, or long), and the page must
+  // be able to send it back. It is only looked up in the server's transcript; the body's size
+  // (maxBodyBytes) bounds it.
+  toolCallId: z.string(),
   /** Only on `dynamic-tool` parts; a static part names its tool in its type, `tool-<name>`. */
   toolName: z.string().optional(),
   state: z.enum(toolStates),
@@ -48,7 +51,9 @@ const uiMessage = z.looseObject({
   id: z.string().min(1).max(200),
   // System messages are the server's (the agent's system prompt): a page cannot send one.
   role: z.enum(["user", "assistant"]),
-  parts: z.array(uiPart).max(1_000),
+  // No count of its own: an answer has as many parts as its run made (a reply of many tool calls,
+  // a long plan), and the page must be able to send it back. maxBodyBytes bounds it.
+  parts: z.array(uiPart),
 });
 
 /**

@@ -16,6 +16,8 @@ export interface ChatSession {
 /** The chats of this process, one per `(user, chat id)`; idle ones are forgotten after `ttlMs`. */
 export class ChatSessions {
   readonly #sessions = new Map<string, ChatSession>();
+  /** The agents of the chats kept: an agent has one chat's history, so it serves one chat. */
+  readonly #agents = new Set<Agent>();
   readonly #ttlMs: number;
   readonly #now: () => number;
 
@@ -36,6 +38,12 @@ export class ChatSessions {
   }
 
   add(userId: string, chatId: string, agent: Agent): ChatSession {
+    // The same agent for two chats (a factory that returns one shared agent) would give each chat
+    // the other's history, another user's too, and mix their waiting calls.
+    if (this.#agents.has(agent))
+      throw new TypeError(
+        "agent() returned an agent that another chat has: return a new Agent for each (user, chat id).",
+      );
     const session: ChatSession = {
       agent,
       transcript: new ChatTranscript(),
@@ -45,13 +53,14 @@ export class ChatSessions {
     };
     const name = key(userId, chatId);
     this.#sessions.set(name, session);
+    this.#agents.add(agent);
     // Forgotten once idle whether or not another post comes, never while its agent runs.
     session.stopWatching = forgetOnceIdle(
       {
         busy: () => agent.busy,
         idleFor: () => this.#now() - session.usedAt,
         ttlMs: () => this.#ttlMs,
-        forget: () => this.#sessions.delete(name),
+        forget: () => this.#forget(name, session),
       },
       this.#ttlMs,
     );
@@ -65,6 +74,7 @@ export class ChatSessions {
       session.agent.abort(new Error("the server is closing"));
     }
     this.#sessions.clear();
+    this.#agents.clear();
   }
 
   #forgetIdle(): void {
@@ -72,8 +82,13 @@ export class ChatSessions {
     for (const [name, session] of this.#sessions)
       if (!session.agent.busy && now - session.usedAt > this.#ttlMs) {
         session.stopWatching();
-        this.#sessions.delete(name);
+        this.#forget(name, session);
       }
+  }
+
+  #forget(name: string, session: ChatSession): void {
+    this.#sessions.delete(name);
+    this.#agents.delete(session.agent);
   }
 }
 

@@ -166,10 +166,12 @@ export class RunChunks {
 /**
  * A tool's result as the page reads it once it went through JSON (a `Date` is its ISO string, a
  * `toJSON` its value): the transcript records the chunk, and a resent output is compared with it.
+ * A result JSON has no text for (`undefined`, a tool that returns nothing) is `null`: a chunk
+ * without `output` breaks the AI SDK's chunk schema, and useChat would drop the whole answer.
  */
 function asPageReadsIt(result: unknown): unknown {
   const json = JSON.stringify(result);
-  return json === undefined ? undefined : JSON.parse(json);
+  return json === undefined ? null : JSON.parse(json);
 }
 
 function finishReasonOf(stopReason: StopReason): "stop" | "tool-calls" | "error" {
