@@ -133,7 +133,7 @@ export class RunTrace implements RunObserver {
       [names.GEN_AI_REQUEST_MODEL]: model.modelId,
       [names.RUN_ID]: this.#runId,
     };
-    const provider = providerName(model.provider);
+    const provider = names.providerName(model.provider);
     if (provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = provider;
     if (settings?.temperature !== undefined)
       attributes[names.GEN_AI_REQUEST_TEMPERATURE] = settings.temperature;
@@ -338,14 +338,4 @@ export class RunTrace implements RunObserver {
 interface ToolSpan {
   readonly span: Span;
   produced: ToolResultMessage | undefined;
-}
-
-/**
- * `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". A model of the app's
- * own may have no id, and runs all the same: then there is no name, and the trace leaves it out.
- */
-function providerName(provider: unknown): string | undefined {
-  if (typeof provider !== "string") return undefined;
-  const dot = provider.indexOf(".");
-  return dot < 0 ? provider : provider.slice(0, dot);
 }

@@ -1,7 +1,8 @@
 /**
- * The attribute and span names of a run's traces. The `gen_ai.*` names are the OpenTelemetry GenAI
- * semantic conventions (copied: the library depends on `@opentelemetry/api` only, not on the
- * conventions package); `agent_core.*` names what the conventions have no name for.
+ * The attribute and span names of a run's traces, and the provider's name as they write it. The
+ * `gen_ai.*` names are the OpenTelemetry GenAI semantic conventions (copied: the library depends on
+ * `@opentelemetry/api` only, not on the conventions package); `agent_core.*` names what the
+ * conventions have no name for.
  */
 
 export const GEN_AI_OPERATION_NAME = "gen_ai.operation.name";
@@ -56,3 +57,13 @@ export const TRUNCATION_EVENT = "agent_core.context_truncated";
 export const TIMEOUT_EVENT = "agent_core.timeout";
 export const RETRY_EVENT = "agent_core.retry";
 export const ABANDONED_EVENT = "agent_core.abandoned";
+
+/**
+ * `gen_ai.provider.name` from an AI SDK provider id: "openai.chat" → "openai". A model of the app's
+ * own may have no id, and runs all the same: then there is no name, and the trace leaves it out.
+ */
+export function providerName(provider: unknown): string | undefined {
+  if (typeof provider !== "string") return undefined;
+  const dot = provider.indexOf(".");
+  return dot < 0 ? provider : provider.slice(0, dot);
+}

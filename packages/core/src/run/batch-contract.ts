@@ -24,7 +24,17 @@ export interface ToolTimeouts {
 }
 
 /** `clientToolMs` when it is not set. */
-export const CLIENT_TOOL_MS = 60_000;
+const CLIENT_TOOL_MS = 60_000;
+
+/**
+ * The time limit of one call of the tool `name`. `tools` is read by its own keys only: a tool named
+ * like an Object method ("constructor", "toString") must not get the inherited function as its limit.
+ */
+export function toolTimeoutMs(timeouts: ToolTimeouts, name: string, client: boolean): number | undefined {
+  const { tools } = timeouts;
+  if (tools !== undefined && Object.hasOwn(tools, name)) return tools[name];
+  return client ? (timeouts.clientToolMs ?? CLIENT_TOOL_MS) : timeouts.toolMs;
+}
 
 /** What every batch of a run works with; built once per run. */
 export interface BatchSetup {

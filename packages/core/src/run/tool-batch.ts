@@ -14,10 +14,10 @@ import {
   type BatchOutcome,
   type BatchSetup,
   type BatchStop,
-  CLIENT_TOOL_MS,
   CUT_OFF,
   callContext,
   checkedResult,
+  toolTimeoutMs,
 } from "./batch-contract.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
@@ -200,9 +200,7 @@ export class ToolBatch implements FatalToolSink {
   #execute(index: number, call: ToolCall, tool: Tool | undefined): void | Promise<void> {
     const { timeouts, tools, graceMs, runner, runId, clientTools } = this.#setup;
     const client = tool?.execution === "client";
-    const timeoutMs =
-      toolLimit(timeouts.tools, call.name) ??
-      (client ? (timeouts.clientToolMs ?? CLIENT_TOOL_MS) : timeouts.toolMs);
+    const timeoutMs = toolTimeoutMs(timeouts, call.name, client);
     const running = runner.run({
       runId,
       call,
@@ -344,12 +342,4 @@ export class ToolBatch implements FatalToolSink {
     if (stop.reason === "fatal" && this.#scope !== this.#setup.scope)
       this.#scope.abort(new FatalToolError(stop.message));
   }
-}
-
-/**
- * The limit `timeouts.tools` sets for one tool: its own key only, so that a tool named like an
- * Object method ("constructor", "toString") is not given the inherited function as its limit.
- */
-function toolLimit(limits: Readonly<Record<string, number>> | undefined, name: string): number | undefined {
-  return limits !== undefined && Object.hasOwn(limits, name) ? limits[name] : undefined;
 }
