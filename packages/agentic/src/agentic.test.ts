@@ -36,9 +36,11 @@ describe("agentic options", () => {
     );
   });
 
-  it("accepts good values, and ignores keys it does not know as new Agent() does", () => {
+  it("accepts good values, and refuses a key it does not know as new Agent() does", () => {
     expect(agentic({ name: "mine", steeringInstruction: "" }).name).toBe("mine");
-    expect(agentic({ other: 1 } as never).name).toBe("agentic");
     expect(agentic().name).toBe("agentic");
+    expect(messageOf({ nmae: "mine" })).toBe(
+      "Invalid agentic options: nmae is not a setting (known: name, steeringInstruction).",
+    );
   });
 });

@@ -19,17 +19,15 @@ export interface AgenticOptions {
 const nonBlank = { error: "a non-blank string" };
 
 // Each message is the field's domain: `validateOptions` reports "must be <domain>, got <value>".
-// Other keys are ignored, as `new Agent()` ignores settings it does not know.
-const optionsSchema = z.object(
-  {
-    name: z
-      .string(nonBlank)
-      .refine((name) => name.trim() !== "", nonBlank)
-      .optional(),
-    steeringInstruction: z.string({ error: "a string" }).optional(),
-  },
-  { error: "an object" },
-);
+// A key it does not know is refused, naming the known ones, as `new Agent()` refuses a setting it
+// does not know: a misspelt option would otherwise silently not apply.
+const optionsSchema = z.strictObject({
+  name: z
+    .string(nonBlank)
+    .refine((name) => name.trim() !== "", nonBlank)
+    .optional(),
+  steeringInstruction: z.string({ error: "a string" }).optional(),
+});
 
 /**
  * The default turn loop. Each model call is a steering decision: respond with text, or steer with

@@ -91,6 +91,14 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
 
 const SETTINGS_NOT_PROMISED = "the settings themselves, not a promise of them (await it first)";
 
+/**
+ * The error of a `z.strictObject` of settings: `domain` when its value is of the wrong kind; a key
+ * it does not know is named by `validate`, with the keys the object knows.
+ */
+export function settingsError(domain: string): { error: (issue: core.$ZodRawIssue) => string | undefined } {
+  return { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : domain) };
+}
+
 /** Domains zod's type names do not read as: its `int` is what the checks elsewhere call a whole number. */
 const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", nan: "NaN", null: "null" };
 
@@ -100,12 +108,19 @@ const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", 
  * object, received number". Other checks keep zod's message.
  */
 function expectedType(issue: core.$ZodRawIssue): string | undefined {
+  if (issue.code === "unrecognized_keys") return knownKeys(issue.inst);
   if (issue.code !== "invalid_type") return undefined;
   const type = String(issue.expected);
   return TYPE_DOMAINS[type] ?? `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
 }
 
 const PARSE_PARAMS = { error: expectedType };
+
+/** "known: a, b" for the object schema that met a key it does not know (any strict one: a plug-in's too). */
+function knownKeys(schema: unknown): string | undefined {
+  const shape = (schema as { _zod?: { def?: { shape?: unknown } } } | undefined)?._zod?.def?.shape;
+  return typeof shape === "object" && shape !== null ? `known: ${Object.keys(shape).join(", ")}` : undefined;
+}
 
 /**
  * A union (`stall`) reports only "no option matched"; when the value is of one option's type and

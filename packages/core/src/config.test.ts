@@ -293,11 +293,8 @@ describe("validateAgentConfig", () => {
           "is not a setting (known: totalMs, stepMs, firstChunkMs, chunkMs, toolMs, clientToolMs, tools)",
       },
     ]);
-    // The model's settings go to the provider as they are, and the config itself may carry an
-    // app's own: neither is a closed group.
-    expect(() =>
-      validateAgentConfig({ modelSettings: { temperature: 0, topK: 3 }, appSetting: 1 }),
-    ).not.toThrow();
+    // The model's settings go to the provider as they are: not a closed group.
+    expect(() => validateAgentConfig({ modelSettings: { temperature: 0, topK: 3 } })).not.toThrow();
   });
 
   it("rejects a config that is not an object, and allows none at all", () => {
@@ -334,8 +331,16 @@ describe("validateAgentConfig", () => {
     );
   });
 
-  it("allows keys it does not know", () => {
-    expect(() => validateAgentConfig({ provider: model, futureSetting: { anything: true } })).not.toThrow();
+  // TypeScript flags a misspelt key in an object literal only; elsewhere it would silently not apply.
+  it("refuses a key it does not know, naming it and the known ones", () => {
+    const [issue] = issuesOf(() => validateAgentConfig({ provider: model, sytemPrompt: "Be brief." }));
+    expect(issue?.path).toBe("sytemPrompt");
+    expect(issue?.message).toMatch(/^is not a setting \(known: systemPrompt, messages, provider, /);
+    // An Object method's name is no setting either (the fast path reads its tables' own keys).
+    expect(issuesOf(() => validateAgentConfig({ toString: 5 }))[0]?.path).toBe("toString");
+    expect(issuesOf(() => validatePromptOptions({ sgnal: new AbortController().signal }))).toEqual([
+      { path: "sgnal", message: "is not a setting (known: signal, timeouts, clientTools)" },
+    ]);
   });
 
   // The shapes the tests, examples and docs of the repository build agents with.

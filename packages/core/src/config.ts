@@ -1,5 +1,5 @@
 import { type core, z } from "zod";
-import { expecting, validate } from "./config-issues.js";
+import { expecting, settingsError, validate } from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
@@ -29,11 +29,7 @@ function object<Shape extends core.$ZodLooseShape>(shape: Shape, domain = "an ob
 }
 
 function closedObject<Shape extends core.$ZodLooseShape>(shape: Shape, domain: string) {
-  const known = `known: ${Object.keys(shape).join(", ")}`;
-  // The message of a key it does not know lists the known ones; `validate` names the key.
-  return z.strictObject(shape, {
-    error: (issue) => (issue.code === "unrecognized_keys" ? known : domain),
-  });
+  return z.strictObject(shape, settingsError(domain));
 }
 
 /**
@@ -100,9 +96,10 @@ const timeouts = object({
 
 const clientTools = z.enum(["wait", "suspend"], expecting('"wait" or "suspend"')).optional();
 
-// Unknown keys are allowed: a config may come from a newer version or carry an app's own settings,
-// and TypeScript already flags a misspelt key in a literal.
-const agentConfigSchema = z.object(
+// A key it does not know is refused, as in each group of settings: TypeScript flags a misspelt key
+// only in an object literal, and a setting misspelt elsewhere (`sytemPrompt`, `maxCycles` outside
+// `limits`) would silently not apply.
+const agentConfigSchema = closedObject(
   {
     systemPrompt: string,
     messages: z
@@ -190,12 +187,12 @@ const agentConfigSchema = z.object(
     onListenerError: fn,
     logger: z.custom(isLogger, expecting("a logger (an object with error, warn, info and debug)")).optional(),
   },
-  expecting("an object"),
+  "an object",
 );
 
-const promptOptionsSchema = z.object(
+const promptOptionsSchema = closedObject(
   { signal: z.instanceof(AbortSignal, expecting("an AbortSignal")).optional(), timeouts, clientTools },
-  expecting("an object"),
+  "an object",
 );
 
 /** Checks every setting of an `AgentConfig`; throws an `AgentConfigError` naming each bad one. */
@@ -206,13 +203,19 @@ export function validateAgentConfig(config: unknown): void {
   if (typeof config === "object" && config !== null && !Array.isArray(config) && !hasThenMethod(config)) {
     let valid = true;
     for (const key of Object.keys(config)) {
+      // A key it does not know (`toString` included: the tables' own keys only) goes to the schema,
+      // which names it.
+      if (!Object.hasOwn(AGENT_CONFIG_FIELDS, key)) {
+        valid = false;
+        break;
+      }
       const value = (config as Record<string, unknown>)[key];
       if (value === undefined) continue;
       // A value its predicate accepts skips zod; the schema decides the others (for most settings
       // it uses the same predicate, for `limits` it takes more shapes than the usual one).
       const ok =
-        FIELD_PREDICATES[key]?.(value) === true ||
-        (AGENT_CONFIG_FIELDS[key]?.safeParse(value).success ?? true);
+        (Object.hasOwn(FIELD_PREDICATES, key) && FIELD_PREDICATES[key]?.(value) === true) ||
+        AGENT_CONFIG_FIELDS[key]?.safeParse(value).success === true;
       if (!ok) {
         valid = false;
         break;
@@ -270,9 +273,17 @@ export function validatePromptOptions(options: unknown): void {
       timeouts === undefined &&
       clientTools === undefined &&
       (signal === undefined || signal instanceof AbortSignal) &&
-      !hasThenMethod(options)
+      !hasThenMethod(options) &&
+      hasOnlyPromptOptionKeys(options)
     )
       return;
   }
   validate(promptOptionsSchema, options, "prompt options", "options");
+}
+
+/** No key but the options' own (any other goes to the schema, which names it). */
+function hasOnlyPromptOptionKeys(options: object): boolean {
+  for (const key of Object.keys(options))
+    if (key !== "signal" && key !== "timeouts" && key !== "clientTools") return false;
+  return true;
 }

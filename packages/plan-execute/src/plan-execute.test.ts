@@ -741,9 +741,12 @@ describe("options", () => {
     );
   });
 
-  it("accepts the edges of each domain, and ignores keys it does not know as new Agent() does", () => {
-    const orchestrator = planExecute({ maxReplans: 0, maxConcurrency: 1, name: "p", other: 1 } as never);
+  it("accepts the edges of each domain, and refuses a key it does not know as new Agent() does", () => {
+    const orchestrator = planExecute({ maxReplans: 0, maxConcurrency: 1, name: "p" });
     expect(orchestrator.name).toBe("p");
+    expect(messageOf({ maxReplan: 1 })).toBe(
+      "Invalid plan-execute options: maxReplan is not a setting (known: maxReplans, maxConcurrency, name).",
+    );
     expect(new Agent({ orchestrator: "plan-execute" }).orchestrator.name).toBe("plan-execute");
   });
 });

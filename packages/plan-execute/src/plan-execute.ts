@@ -27,18 +27,16 @@ const wholeAtLeast = (minimum: number) => {
 };
 const nonBlank = { error: "a non-blank string" };
 
-// Other keys are ignored, as `new Agent()` ignores settings it does not know.
-const optionsSchema = z.object(
-  {
-    maxReplans: wholeAtLeast(0),
-    maxConcurrency: wholeAtLeast(1),
-    name: z
-      .string(nonBlank)
-      .refine((name) => name.trim() !== "", nonBlank)
-      .optional(),
-  },
-  { error: "an object" },
-);
+// A key it does not know is refused, naming the known ones, as `new Agent()` refuses a setting it
+// does not know: a misspelt option would otherwise silently not apply.
+const optionsSchema = z.strictObject({
+  maxReplans: wholeAtLeast(0),
+  maxConcurrency: wholeAtLeast(1),
+  name: z
+    .string(nonBlank)
+    .refine((name) => name.trim() !== "", nonBlank)
+    .optional(),
+});
 
 /**
  * Plan, then execute, then answer. One model call makes a structured plan of tool steps (checked
