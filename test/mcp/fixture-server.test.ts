@@ -1,6 +1,6 @@
 import "@agent-core/agentic";
 import { once } from "node:events";
-import { createServer, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent, type ToolResultMessage } from "@agent-core/core";
 import { connectMcp, type McpConnection, type McpServerConfig, McpServerError } from "@agent-core/mcp";
@@ -151,17 +151,36 @@ afterEach(() => {
   }
 });
 
+/** A JSON-RPC message the client posted, as the test servers read it. */
+type Posted = Parameters<typeof brokenAnswerTo>[0];
+
+/**
+ * A Streamable HTTP server of the test's own, on a free port, closed after the test: `post` answers
+ * each POST, given the message it carried; `other` every other request (405 when not given).
+ */
+async function httpServer(
+  post: (message: Posted, response: ServerResponse) => void | Promise<void>,
+  other: (request: IncomingMessage, response: ServerResponse) => void = (_request, response) =>
+    void response.writeHead(405).end(),
+): Promise<McpServerConfig> {
+  const http = createServer(async (request, response) => {
+    if (request.method !== "POST") return other(request, response);
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    await post(JSON.parse(body), response);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  httpServers.push(http);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+}
+
 /**
  * The answers of `broken-answers-http.ts` over Streamable HTTP, in this process: as a POST's JSON answer,
  * or as its event stream (with `\r\n` line breaks, each event cut in two chunks, one between its
  * `\r` and its `\n`).
  */
-async function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfig> {
-  const http = createServer(async (request, response) => {
-    if (request.method !== "POST") return void response.writeHead(405).end();
-    let body = "";
-    for await (const chunk of request) body += chunk;
-    const message = JSON.parse(body);
+function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfig> {
+  return httpServer(async (message, response) => {
     // A call of hang: its POST waits for an answer that never comes.
     if (message.params?.name === "hang") return;
     const answer = brokenAnswerTo(message);
@@ -176,9 +195,6 @@ async function brokenAnswersOverHttp(as: "json" | "sse"): Promise<McpServerConfi
     await new Promise((resolve) => setTimeout(resolve, 10));
     response.end(event.slice(-3));
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  httpServers.push(http);
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
 }
 
 const brokenAnswerServers: [string, () => Promise<McpServerConfig>][] = [
@@ -252,22 +268,19 @@ describe("a stdio server that answers a notification with an error that names no
  * time, no data), as MCP's servers may do (2025-11-25): the client resumes it with a GET naming
  * that event (`Last-Event-ID`), and the answer comes on that GET's stream.
  */
-async function resumedAnswersOverHttp(): Promise<McpServerConfig> {
-  const calls = new Map<string, unknown>();
-  const http = createServer(async (request, response) => {
+function resumedAnswersOverHttp(): Promise<McpServerConfig> {
+  const calls = new Map<string, Posted>();
+  // The answer, once: the client resumes its GET stream too (from the answer's id), and is refused.
+  const resume = (request: IncomingMessage, response: ServerResponse) => {
     const resumed = calls.get(String(request.headers["last-event-id"]));
-    // The answer, once: the client resumes its GET stream too (from the answer's id), and is refused.
-    if (request.method === "GET" && resumed !== undefined) {
-      calls.delete(String(request.headers["last-event-id"]));
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      return void response.end(
-        `id: ${request.headers["last-event-id"]}-answer\ndata: ${JSON.stringify(brokenAnswerTo(resumed as never))}\n\n`,
-      );
-    }
-    if (request.method !== "POST") return void response.writeHead(405).end();
-    let body = "";
-    for await (const chunk of request) body += chunk;
-    const message = JSON.parse(body);
+    if (request.method !== "GET" || resumed === undefined) return void response.writeHead(405).end();
+    calls.delete(String(request.headers["last-event-id"]));
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.end(
+      `id: ${request.headers["last-event-id"]}-answer\ndata: ${JSON.stringify(brokenAnswerTo(resumed))}\n\n`,
+    );
+  };
+  return httpServer((message, response) => {
     if (message.method !== "tools/call") {
       const answer = brokenAnswerTo(message);
       if (answer === undefined) return void response.writeHead(202).end();
@@ -278,10 +291,7 @@ async function resumedAnswersOverHttp(): Promise<McpServerConfig> {
     calls.set(event, message);
     response.writeHead(200, { "content-type": "text/event-stream" });
     response.end(`id: ${event}\nretry: 10\ndata: \n\n`);
-  });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  httpServers.push(http);
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+  }, resume);
 }
 
 describe("a Streamable HTTP server that answers on the stream the client resumes (GET with Last-Event-ID)", () => {
@@ -299,11 +309,7 @@ describe("a Streamable HTTP server that answers on the stream the client resumes
 
 describe("a Streamable HTTP server that ends a call's event stream without its answer, and with no event id to resume it by", () => {
   it("fails the call at once, where the SDK would wait for callTimeoutMs; the connection goes on", async () => {
-    const http = createServer(async (request, response) => {
-      if (request.method !== "POST") return void response.writeHead(405).end();
-      let body = "";
-      for await (const chunk of request) body += chunk;
-      const message = JSON.parse(body);
+    const server = await httpServer(async (message, response) => {
       const answer = brokenAnswerTo(message);
       const hang = message.params?.name === "hang";
       if (answer === undefined && !hang) return void response.writeHead(202).end();
@@ -312,12 +318,7 @@ describe("a Streamable HTTP server that ends a call's event stream without its a
       if (hang) return void response.end(": working on it\n\n");
       response.end(`data: ${JSON.stringify(answer)}\n\n`);
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    httpServers.push(http);
-    await using mcp = await connectMcp(
-      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
-      { callTimeoutMs: 2_000 },
-    );
+    await using mcp = await connectMcp(server, { callTimeoutMs: 2_000 });
     const never = new AbortController().signal;
     await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
       new Error(
@@ -330,23 +331,14 @@ describe("a Streamable HTTP server that ends a call's event stream without its a
 
 describe("a Streamable HTTP server that sends a call's answer as an event of a type of its own (event: result)", () => {
   it("fails the call at once, as a stream that ended without the answer: the SDK reads only message events", async () => {
-    const http = createServer(async (request, response) => {
-      if (request.method !== "POST") return void response.writeHead(405).end();
-      let body = "";
-      for await (const chunk of request) body += chunk;
-      const message = JSON.parse(body);
+    const server = await httpServer(async (message, response) => {
       const answer = brokenAnswerTo(message);
       if (answer === undefined) return void response.writeHead(202).end();
       response.writeHead(200, { "content-type": "text/event-stream" });
       const type = message.params?.name === "null" ? "event: message\n" : "event: result\n";
       response.end(`${message.method === "tools/call" ? type : ""}data: ${JSON.stringify(answer)}\n\n`);
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    httpServers.push(http);
-    await using mcp = await connectMcp(
-      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
-      { callTimeoutMs: 5_000 },
-    );
+    await using mcp = await connectMcp(server, { callTimeoutMs: 5_000 });
     const never = new AbortController().signal;
     await expect(mcp.callTool("ok", {}, never)).rejects.toThrow(
       new Error(
@@ -363,11 +355,7 @@ describe("a Streamable HTTP server that sends a call's answer as an event of a t
 describe("a Streamable HTTP server that sends a long answer on an event stream, a little at a time", () => {
   it("is read whole within the default callTimeoutMs, as the SDK alone reads it (each piece is read once, not the line so far again)", async () => {
     const text = "x".repeat(40_000_000);
-    const http = createServer(async (request, response) => {
-      if (request.method !== "POST") return void response.writeHead(405).end();
-      let body = "";
-      for await (const chunk of request) body += chunk;
-      const message = JSON.parse(body);
+    const server = await httpServer(async (message, response) => {
       const answer =
         message.method === "tools/call"
           ? { jsonrpc: "2.0", id: message.id, result: { content: [{ type: "text", text }] } }
@@ -380,11 +368,7 @@ describe("a Streamable HTTP server that sends a long answer on an event stream, 
         if (!response.write(events.slice(at, at + 16_384))) await once(response, "drain");
       response.end();
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    httpServers.push(http);
-    await using mcp = await connectMcp({
-      url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    });
+    await using mcp = await connectMcp(server);
     const result = await mcp.callTool("ok", {}, new AbortController().signal);
     expect((result.content[0] as { text: string }).text.length).toBe(text.length);
   }, 90_000);
@@ -392,11 +376,7 @@ describe("a Streamable HTTP server that sends a long answer on an event stream, 
 
 describe("a Streamable HTTP server that answers a call's POST without its answer", () => {
   it("fails the call at once, saying how, where the SDK would wait for callTimeoutMs: 202, or JSON that answers another request", async () => {
-    const http = createServer(async (request, response) => {
-      if (request.method !== "POST") return void response.writeHead(405).end();
-      let body = "";
-      for await (const chunk of request) body += chunk;
-      const message = JSON.parse(body);
+    const server = await httpServer(async (message, response) => {
       const answer = brokenAnswerTo(message);
       if (answer === undefined || message.params?.name === "hang") return void response.writeHead(202).end();
       response.writeHead(200, { "content-type": "application/json" });
@@ -404,12 +384,7 @@ describe("a Streamable HTTP server that answers a call's POST without its answer
         message.params?.name === "null" ? { ...(answer as object), id: 1_000, result: {} } : answer;
       response.end(JSON.stringify(other));
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    httpServers.push(http);
-    await using mcp = await connectMcp(
-      { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
-      { callTimeoutMs: 5_000 },
-    );
+    await using mcp = await connectMcp(server, { callTimeoutMs: 5_000 });
     const never = new AbortController().signal;
     await expect(mcp.callTool("hang", {}, never)).rejects.toThrow(
       new Error(
@@ -430,16 +405,15 @@ describe("a Streamable HTTP server that answers a call's POST without its answer
  * answers the GET that resumes it (`Last-Event-ID`) with `resume`; a GET with no `Last-Event-ID`
  * (the client's own stream for the server's requests) gets 405.
  */
-async function resumeFailingServer(
+function resumeFailingServer(
   resume: (response: ServerResponse, lastEventId: string) => void,
 ): Promise<McpServerConfig> {
-  const http = createServer(async (request, response) => {
+  const resuming = (request: IncomingMessage, response: ServerResponse) => {
     const lastEventId = request.headers["last-event-id"];
     if (request.method === "GET" && typeof lastEventId === "string") return resume(response, lastEventId);
-    if (request.method !== "POST") return void response.writeHead(405).end();
-    let body = "";
-    for await (const chunk of request) body += chunk;
-    const message = JSON.parse(body);
+    response.writeHead(405).end();
+  };
+  return httpServer((message, response) => {
     const answer = brokenAnswerTo(message);
     const hang = message.params?.name === "hang";
     if (answer === undefined && !hang) return void response.writeHead(202).end();
@@ -447,10 +421,7 @@ async function resumeFailingServer(
     response.end(
       hang ? `id: call-${message.id}\nretry: 10\ndata: \n\n` : `data: ${JSON.stringify(answer)}\n\n`,
     );
-  });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  httpServers.push(http);
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` };
+  }, resuming);
 }
 
 const failedResumes: [string, (response: ServerResponse, lastEventId: string) => void, string][] = [
