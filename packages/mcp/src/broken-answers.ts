@@ -167,28 +167,23 @@ function errorAnswerFor(message: unknown): JSONRPCMessage | undefined {
   const schema = "result" in message ? JSONRPCResultResponseSchema : JSONRPCErrorResponseSchema;
   const parsed = schema.safeParse(message);
   if (parsed.success) return undefined;
-  return {
-    jsonrpc: "2.0",
-    id: id as string | number,
-    error: {
-      code: ErrorCode.InternalError,
-      message: `its answer breaks the MCP schema: ${schemaIssuesOf(parsed.error)}`,
-      data: { [BROKEN_ANSWER]: parsed.error.issues },
+  return errorAnswer(
+    id as string | number,
+    `its answer breaks the MCP schema: ${schemaIssuesOf(parsed.error)}`,
+    {
+      [BROKEN_ANSWER]: parsed.error.issues,
     },
-  };
+  );
+}
+
+/** An InternalError answer to request `id`; `data` holds the key that says which case it is. */
+function errorAnswer(id: RequestId, message: string, data: Record<string, unknown>): JSONRPCMessage {
+  return { jsonrpc: "2.0", id, error: { code: ErrorCode.InternalError, message, data } };
 }
 
 /** The error answer to request `id` whose event stream ended without its answer (see `isStreamEndedError`). */
 export function streamEndedAnswer(id: RequestId): JSONRPCMessage {
-  return {
-    jsonrpc: "2.0",
-    id,
-    error: {
-      code: ErrorCode.InternalError,
-      message: "the event stream of its answer ended without it",
-      data: { [STREAM_ENDED]: true },
-    },
-  };
+  return errorAnswer(id, "the event stream of its answer ended without it", { [STREAM_ENDED]: true });
 }
 
 /**
@@ -196,15 +191,9 @@ export function streamEndedAnswer(id: RequestId): JSONRPCMessage {
  * and was not resumed from it, for the `reason` given (see `notResumedReasonOf`).
  */
 export function notResumedAnswer(id: RequestId, reason: string): JSONRPCMessage {
-  return {
-    jsonrpc: "2.0",
-    id,
-    error: {
-      code: ErrorCode.InternalError,
-      message: `the event stream of its answer ended without it, and was not resumed: ${reason}`,
-      data: { [NOT_RESUMED]: reason },
-    },
-  };
+  return errorAnswer(id, `the event stream of its answer ended without it, and was not resumed: ${reason}`, {
+    [NOT_RESUMED]: reason,
+  });
 }
 
 /**
@@ -212,13 +201,5 @@ export function notResumedAnswer(id: RequestId, reason: string): JSONRPCMessage 
  * `postUnansweredReasonOf`).
  */
 export function postUnansweredAnswer(id: RequestId, how: string): JSONRPCMessage {
-  return {
-    jsonrpc: "2.0",
-    id,
-    error: {
-      code: ErrorCode.InternalError,
-      message: `its POST was answered without its answer: ${how}`,
-      data: { [POST_UNANSWERED]: how },
-    },
-  };
+  return errorAnswer(id, `its POST was answered without its answer: ${how}`, { [POST_UNANSWERED]: how });
 }
