@@ -119,10 +119,6 @@ export class AgentClient {
 }
 
 /**
- * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would
- * never be reached, so the retries would never end.
- */
-/**
  * The client's logger (silent when not given). One without an `error` function is refused here:
  * taken, it would lose every line without a word, when a listener throws.
  */
@@ -136,6 +132,10 @@ function clientLogger(logger: ClientLogger | null | undefined): ClientLogger {
   return logger;
 }
 
+/**
+ * A count option (`fallback` when not given): a whole number from `min`. A NaN attempts count would
+ * never be reached, so the retries would never end.
+ */
 function whole(name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < min)
