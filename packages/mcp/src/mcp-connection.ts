@@ -1,5 +1,6 @@
 import { errorMessage, onAbortShared, type Tool } from "@agent-core/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   type CallToolResult,
   ErrorCode,
@@ -104,10 +105,32 @@ export class McpConnection implements AsyncDisposable {
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
+      if (this.#sessionEndedBy(error)) {
+        // The SDK would send every later call with the forgotten session id, to be refused again.
+        this.#ended ??= "it ended the session; call connectMcp() again";
+        void this.client.close().catch(() => {});
+        throw new Error(
+          `The MCP server "${this.name}" ended the session (it answered 404 Not Found to a request of the session): the connection is closed; call connectMcp() again.`,
+        );
+      }
       throw this.#callError(name, error, performance.now() - started);
     } finally {
       call.dispose();
     }
+  }
+
+  /**
+   * Whether `error` is the server forgetting the session: MCP's Streamable HTTP answers 404 to a
+   * request whose `Mcp-Session-Id` it no longer knows, and the client must start a new session.
+   */
+  #sessionEndedBy(error: unknown): boolean {
+    const { transport } = this.client;
+    return (
+      error instanceof StreamableHTTPError &&
+      error.code === 404 &&
+      transport !== undefined &&
+      transport.sessionId !== undefined
+    );
   }
 
   /**
