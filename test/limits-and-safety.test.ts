@@ -69,6 +69,29 @@ describe("timeouts", () => {
     expect(eventsOf(run.events, "tool_result").map((e) => e.status)).toEqual(["aborted", "aborted"]);
   });
 
+  it("totalMs: a queued call it kept from running says the run timed out, not that it was aborted", async () => {
+    const polite = defineTool({
+      name: "polite",
+      description: "Stops when its signal aborts",
+      inputSchema: z.object({}),
+      execute: (_args, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    });
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("polite", {}, { id: "c1" }), script.toolCall("polite", {}, { id: "c2" })],
+      ]),
+      tools: [polite],
+      timeouts: { totalMs: 40 },
+    });
+    const result = await finished(agent.prompt("x"));
+    expect(result.stopReason).toBe("timeout");
+    expect(toolResults(result.messages).map((m) => [m.toolCallId, m.status, m.content])).toEqual([
+      ["c1", "aborted", "The run took longer than 40 ms (timeouts.totalMs)."],
+      ["c2", "aborted", "not run: The run took longer than 40 ms (timeouts.totalMs)."],
+    ]);
+  });
+
   it("stepMs, firstChunkMs and chunkMs each end a slow model call", async () => {
     const chunksEvery = (ms: number, count: number) =>
       Array.from({ length: count }, () => [script.delay(ms), script.text("b")]).flat();

@@ -135,7 +135,7 @@ describe.each(transports)("the fixture server over %s", (_transport, server) => 
         ["error", 'The MCP server "doomed" is not connected: its connection closed.'],
       ]);
       await expect(mcp.tools()).rejects.toThrow(
-        new McpServerError("doomed", "could not list its tools: Not connected"),
+        new McpServerError("doomed", "could not list its tools: it is not connected: its connection closed"),
       );
     } finally {
       own?.stop();
@@ -482,3 +482,56 @@ describe.each(failedResumes)(
     });
   },
 );
+
+describe("a Streamable HTTP server that forgets the client's session (404 to a request that names it)", () => {
+  it("fails the call saying the server ended the session and connectMcp() is to be called again, and every later call too", async () => {
+    let forgotten = false;
+    const server = await httpServer(async (message, response) => {
+      if (forgotten) {
+        response.writeHead(404, { "content-type": "application/json" });
+        const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
+        return void response.end(JSON.stringify(notFound));
+      }
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json", "mcp-session-id": "session-1" });
+      response.end(JSON.stringify(answer));
+    });
+    await using mcp = await connectMcp(server, { callTimeoutMs: 5_000 });
+    const never = new AbortController().signal;
+    expect(await mcp.callTool("ok", {}, never)).toEqual({ content: [{ type: "text", text: "ok" }] });
+    forgotten = true;
+    const ended =
+      'The MCP server "broken-answer" ended the session (it answered 404 Not Found to a request of the session): the connection is closed; call connectMcp() again.';
+    await expect(mcp.callTool("ok", {}, never)).rejects.toThrow(new Error(ended));
+    await expect(mcp.callTool("ok", {}, never)).rejects.toThrow(
+      new Error(
+        'The MCP server "broken-answer" is not connected: it ended the session; call connectMcp() again.',
+      ),
+    );
+  });
+
+  it("fails tools() saying the server ended the session, and a later tools() too", async () => {
+    let forgotten = false;
+    const server = await httpServer(async (message, response) => {
+      if (forgotten) return void response.writeHead(404).end();
+      const answer = brokenAnswerTo(message);
+      if (answer === undefined) return void response.writeHead(202).end();
+      response.writeHead(200, { "content-type": "application/json", "mcp-session-id": "session-1" });
+      response.end(JSON.stringify(answer));
+    });
+    await using mcp = await connectMcp(server, { callTimeoutMs: 5_000 });
+    forgotten = true;
+    const ended = new McpServerError(
+      "broken-answer",
+      "could not list its tools: it ended the session (it answered 404 Not Found to a request of the session): the connection is closed; call connectMcp() again",
+    );
+    await expect(mcp.tools()).rejects.toThrow(ended);
+    await expect(mcp.tools()).rejects.toThrow(
+      new McpServerError(
+        "broken-answer",
+        "could not list its tools: it is not connected: it ended the session; call connectMcp() again",
+      ),
+    );
+  });
+});

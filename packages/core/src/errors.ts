@@ -143,10 +143,13 @@ export class UnknownOrchestratorError extends AgentError {
   readonly orchestrator: string;
   constructor(name: string, registered: readonly string[]) {
     const known = registered.length > 0 ? registered.map((n) => `"${n}"`).join(", ") : "none";
-    super(
-      "unknown_orchestrator",
-      `Unknown orchestrator "${name}". Registered orchestrators: ${known}. Did you import its package (for example \`import "@agent-core/${name}"\`)?`,
-    );
+    const trimmed = name.trim();
+    // " agentic " for "agentic": the name is registered, and no package import would help.
+    const message =
+      trimmed !== name && registered.includes(trimmed)
+        ? `Unknown orchestrator "${name}": names are matched exactly, and "${trimmed}" (without the whitespace) is registered. Registered orchestrators: ${known}.`
+        : `Unknown orchestrator "${name}". Registered orchestrators: ${known}. Did you import its package (for example \`import "@agent-core/${trimmed}"\`)?`;
+    super("unknown_orchestrator", message);
     this.orchestrator = name;
   }
 }

@@ -1,5 +1,6 @@
 import { errorMessage, onAbortShared, type Tool } from "@agent-core/core";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   type CallToolResult,
   ErrorCode,
@@ -62,6 +63,8 @@ export class McpConnection implements AsyncDisposable {
     const cursors = new Set<string>();
     let cursor: string | undefined;
     let pages = 1;
+    if (this.#ended !== undefined)
+      throw new McpServerError(this.name, `could not list its tools: it is not connected: ${this.#ended}`);
     try {
       // A server whose pages never end would have tools() read, and grow, forever.
       for (; ; pages++) {
@@ -75,7 +78,8 @@ export class McpConnection implements AsyncDisposable {
         cursors.add(cursor);
       }
     } catch (error) {
-      throw new McpServerError(this.name, `could not list its tools: ${listingProblem(error, pages)}`, {
+      const problem = this.#sessionEndedBy(error) ? `it ${this.#endSession()}` : listingProblem(error, pages);
+      throw new McpServerError(this.name, `could not list its tools: ${problem}`, {
         cause: error,
       });
     }
@@ -104,10 +108,34 @@ export class McpConnection implements AsyncDisposable {
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
+      if (this.#sessionEndedBy(error))
+        throw new Error(`The MCP server "${this.name}" ${this.#endSession()}.`);
       throw this.#callError(name, error, performance.now() - started);
     } finally {
       call.dispose();
     }
+  }
+
+  /**
+   * Whether `error` is the server forgetting the session: MCP's Streamable HTTP answers 404 to a
+   * request whose `Mcp-Session-Id` it no longer knows, and the client must start a new session.
+   */
+  #sessionEndedBy(error: unknown): boolean {
+    const { transport } = this.client;
+    return (
+      error instanceof StreamableHTTPError &&
+      error.code === 404 &&
+      transport !== undefined &&
+      transport.sessionId !== undefined
+    );
+  }
+
+  /** Closes the connection the server ended the session of, and says so. */
+  #endSession(): string {
+    // The SDK would send every later request with the forgotten session id, to be refused again.
+    this.#ended ??= "it ended the session; call connectMcp() again";
+    void this.client.close().catch(() => {});
+    return "ended the session (it answered 404 Not Found to a request of the session): the connection is closed; call connectMcp() again";
   }
 
   /**

@@ -115,6 +115,26 @@ describe("OrchestratorRegistry", () => {
     );
   });
 
+  it("refuses a name with leading or trailing whitespace, and says which name to register", () => {
+    const registry = new OrchestratorRegistry();
+    for (const name of [" spaced ", "spaced\n", "\tspaced"])
+      expect(() => registry.register(name, loop("x"))).toThrow(
+        new InvalidConfigError(
+          `registerOrchestrator(${JSON.stringify(name)}): a name cannot begin or end with whitespace; register "spaced" instead.`,
+        ),
+      );
+    expect(registry.names()).toEqual([]);
+  });
+
+  it("says an unknown name that is a registered one once trimmed: names are matched exactly", () => {
+    const registry = new OrchestratorRegistry();
+    registry.register("agentic", loop("agentic"));
+    expect(() => registry.create(" agentic ")).toThrow(UnknownOrchestratorError);
+    expect(() => registry.create(" agentic ")).toThrow(
+      'Unknown orchestrator " agentic ": names are matched exactly, and "agentic" (without the whitespace) is registered. Registered orchestrators: "agentic".',
+    );
+  });
+
   it("without a default anywhere, asks for one", () => {
     const registry = new OrchestratorRegistry(new OrchestratorRegistry());
     registry.register("named", loop("named"));

@@ -24,6 +24,12 @@ export class OrchestratorRegistry {
   ): void {
     if (typeof name !== "string" || name.trim() === "")
       throw new InvalidConfigError("registerOrchestrator() needs a non-empty name.");
+    // Agents name an orchestrator exactly: one registered as " agentic " no agent would find by
+    // "agentic", and whitespace at either end is a slip, not a name.
+    if (name !== name.trim())
+      throw new InvalidConfigError(
+        `registerOrchestrator(${JSON.stringify(name)}): a name cannot begin or end with whitespace; register "${name.trim()}" instead.`,
+      );
     if (typeof factory !== "function")
       throw new InvalidConfigError(`registerOrchestrator("${name}") needs a factory function.`);
     // A class is a function too, but calling it without `new` throws: said here, where the mistake
@@ -104,7 +110,8 @@ rootContainer.registerInstance(ORCHESTRATOR_REGISTRY, new OrchestratorRegistry()
  * another container affects only the agents on it and on its descendants (there it may take a name
  * an ancestor has). A name the container already has is refused with an `InvalidConfigError`,
  * unless the factory is the registered one or has its source text (a package loaded twice), or
- * the call passes `{ replace: true }`: then the new factory replaces it.
+ * the call passes `{ replace: true }`: then the new factory replaces it. A name that begins or ends
+ * with whitespace is refused too: agents name an orchestrator exactly.
  */
 export function registerOrchestrator<Options>(
   name: string,

@@ -3,12 +3,7 @@ import type { AgentMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { AbortScope } from "../model/abortable.js";
 import type { ExecuteToolsOptions } from "../orchestrator/contract.js";
 import type { Tool } from "../tools/define-tool.js";
-import {
-  type FatalToolSink,
-  NOT_RUN_ABORTED,
-  SKIPPED_BY_STEERING,
-  toolResult,
-} from "../tools/execute-tool.js";
+import { type FatalToolSink, notRunResult, SKIPPED_BY_STEERING, toolResult } from "../tools/execute-tool.js";
 import { askBeforeToolCall, mayNeedApproval, refusedResult, refuses, type Verdict } from "./approvals.js";
 import {
   type BatchOutcome,
@@ -248,7 +243,7 @@ export class ToolBatch implements FatalToolSink {
   }
 
   #resultWithoutRunning(call: ToolCall, tool: Tool | undefined): ToolResultMessage | undefined {
-    if (this.#setup.scope.aborted) return toolResult(call, "aborted", NOT_RUN_ABORTED);
+    if (this.#setup.scope.aborted) return notRunResult(call, this.#setup.scope);
     if (this.#stopped?.reason === "stall") return toolResult(call, "skipped", "not run: the run stalled");
     if (this.#stopped?.reason === "fatal")
       return toolResult(call, "skipped", `not run: ${this.#stopped.message}`);

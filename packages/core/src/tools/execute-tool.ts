@@ -10,6 +10,20 @@ import { jsonAsWritten } from "./result-json.js";
 export const SKIPPED_BY_STEERING = "skipped (steering interrupt)";
 export const NOT_RUN_ABORTED = "not run: the run was aborted";
 
+/**
+ * The `aborted` result of a call the run's abort kept from running. A run ended by its own time
+ * limit (`timeouts.totalMs`) says so, as the calls it stopped mid-run do: a model reading this
+ * history later must not think someone aborted the run.
+ */
+export function notRunResult(call: ToolCall, scope: AbortScope): ToolResultMessage {
+  const reason: unknown = scope.signal.reason;
+  return toolResult(
+    call,
+    "aborted",
+    reason instanceof TimeoutError ? `not run: ${reason.message}` : NOT_RUN_ABORTED,
+  );
+}
+
 /** Told when a tool throws a `FatalToolError`, so its batch can stop. */
 export interface FatalToolSink {
   toolFailedFatally(call: ToolCall): void;
@@ -50,7 +64,7 @@ export function executeToolCall(
   return settleOrAbandon(parsed, parsed.then, scope, 0, deadline).then((outcome) => {
     if (outcome.kind === "abandoned") {
       deadline?.dispose();
-      return deadline?.expired ? timedOut(call, deadline) : toolResult(call, "aborted", NOT_RUN_ABORTED);
+      return deadline?.expired ? timedOut(call, deadline) : notRunResult(call, scope);
     }
     // parseArgs settles without rejecting: the outcome is the check's result.
     const checked = (outcome as { value: ParsedArgs }).value;
@@ -96,7 +110,7 @@ function runTool(
 ): ToolResultMessage | Promise<ToolResultMessage> {
   if (scope.aborted) {
     deadline?.dispose();
-    return toolResult(call, "aborted", NOT_RUN_ABORTED);
+    return notRunResult(call, scope);
   }
 
   const signal = deadline?.signal ?? scope.signal;
