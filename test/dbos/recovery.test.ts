@@ -411,6 +411,22 @@ describe("a durable run's timeouts.totalMs", () => {
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
   });
 
+  it("recovered after its time ran out, right before a tool call: the call is not run, and says the run timed out", async () => {
+    const startedAt = Date.now();
+    const original = await (await runtime.start("timed-note", "Note it.", { runId: "timed-tool" })).result();
+    expect(original.stopReason).toBe("completed");
+    await sleep(startedAt + 1700 - Date.now());
+    const resumed = await (
+      await resumeBefore("timed-tool", "agent-core.tool.note", 1, "timed-tool-late")
+    ).result();
+    expect(resumed.stopReason).toBe("timeout");
+    // What a model reading this history later is told: the run's time limit, not an abort.
+    expect(results(resumed.messages)).toEqual([
+      ["n4", "aborted", "not run: The run took longer than 1500 ms (timeouts.totalMs)."],
+    ]);
+    assertEventProtocol(await runtime.events("timed-tool-late"));
+  });
+
   it("gives a recovered run what was left of its time, not all of it again", async () => {
     waitMs = 0;
     const startedAt = Date.now();

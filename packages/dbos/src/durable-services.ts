@@ -5,6 +5,7 @@ import {
   type ModelStep,
   type ModelStepResult,
   type StopReason,
+  TimeoutError,
   type ToolCall,
   type ToolResultMessage,
   type ToolRunner,
@@ -229,9 +230,20 @@ export function durableToolRunner(
           // could take another step's place.)
           if (inbox?.firstLive?.()) {
             const expired = inbox.expired?.();
-            if (expired !== undefined) return { message: notRun(request.call, Date.now()), expired };
+            if (expired !== undefined)
+              return {
+                message: notRun(
+                  request.call,
+                  Date.now(),
+                  `not run: ${new TimeoutError("total", expired).message}`,
+                ),
+                expired,
+              };
             if (await inbox.cancelWaiting?.())
-              return { message: notRun(request.call, Date.now()), cancelled: true };
+              return {
+                message: notRun(request.call, Date.now(), "not run: the run was aborted"),
+                cancelled: true,
+              };
           }
           let fatal = false;
           const message = await inner.run({
@@ -280,13 +292,16 @@ export function durableToolRunner(
   };
 }
 
-/** The result of a call the run's abort kept from running (as the tool runner makes it). */
-function notRun(call: ToolCall, timestamp: number): ToolResultMessage {
+/**
+ * The result of a call the run's abort kept from running, saying why (as the tool runner says it:
+ * the run's time limit, or an abort).
+ */
+function notRun(call: ToolCall, timestamp: number, content: string): ToolResultMessage {
   return {
     role: "toolResult",
     toolCallId: call.id,
     toolName: call.name,
-    content: "not run: the run was aborted",
+    content,
     isError: true,
     status: "aborted",
     timestamp,
