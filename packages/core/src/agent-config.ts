@@ -13,6 +13,7 @@ import type { ModelCallSettings } from "./model/stream-step.js";
 import type { Logger } from "./observe/logger.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import type { ToolTimeouts } from "./run/batch-contract.js";
+import { hasThenMethod } from "./run/checked-messages.js";
 import type { AgentHooks } from "./run/hooks.js";
 import type { AiSdkToolSet } from "./tools/ai-sdk-tools.js";
 import type { ToolInput, ToolRegistry } from "./tools/registry.js";
@@ -101,20 +102,62 @@ export interface PromptOptions {
 export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
 
 /**
- * The agent's own copy of the settings `new Agent()` checked: a caller's config object changed
- * afterwards (one shared by two agents and changed between them, say) must change neither the
- * agent's settings nor slip a value past the check. The data settings are copied; functions,
- * the provider, the tools and the container are the caller's own objects, used as they are.
+ * The agent's own copy of the settings `new Agent()` is given, taken before they are checked: the
+ * copy is what is checked and used. A caller's config object changed afterwards (one shared by two
+ * agents and changed between them, say) must change neither the agent's settings nor slip a value
+ * past the check, and each setting is read once, so a getter cannot show the check one value and
+ * the agent another. The config, its groups of settings and a ToolSet are copied; functions, the
+ * provider, the tools themselves and the container are the caller's own objects, used as they are.
+ * What is no object of settings (a number, an array, a promise) is kept as it is, for the check to
+ * refuse.
  */
 export function ownConfig(config: AgentConfig): AgentConfig {
-  const own = { ...config };
-  const { timeouts, stall, modelSettings } = config;
-  if (timeouts !== undefined)
-    own.timeouts =
-      timeouts.tools === undefined ? { ...timeouts } : { ...timeouts, tools: { ...timeouts.tools } };
-  if (stall) own.stall = { ...stall };
-  if (modelSettings !== undefined) own.modelSettings = { ...modelSettings };
+  const own = copySettings(config);
+  if (own === config) return own;
+  for (const group of SETTINGS_GROUPS)
+    if (own[group] !== undefined) own[group] = copySettings(own[group]) as never;
+  ownTimeouts(own.timeouts);
+  if (isToolSet(own.tools)) own.tools = copySettings(own.tools);
   return own;
+}
+
+const SETTINGS_GROUPS = ["limits", "timeouts", "retry", "stall", "contextBudget", "modelSettings"] as const;
+
+/** A prompt's own options, as `ownConfig` takes the agent's: copied before they are checked. */
+export function ownPromptOptions(options: PromptOptions): PromptOptions {
+  const own = copySettings(options);
+  if (own !== options && own.timeouts !== undefined) {
+    own.timeouts = copySettings(own.timeouts);
+    ownTimeouts(own.timeouts);
+  }
+  return own;
+}
+
+/** Gives timeouts (already a copy) a copy of their per-tool limits. */
+function ownTimeouts(timeouts: Timeouts | undefined): void {
+  if (typeof timeouts === "object" && timeouts !== null && timeouts.tools !== undefined)
+    timeouts.tools = copySettings(timeouts.tools);
+}
+
+/** A plain object whose values are the tools (an AI SDK ToolSet), not a registry or an array. */
+function isToolSet(tools: unknown): tools is AiSdkToolSet {
+  return (
+    typeof tools === "object" &&
+    tools !== null &&
+    [Object.prototype, null].includes(Object.getPrototypeOf(tools))
+  );
+}
+
+/**
+ * A copy of an object of settings, each read once; anything else (undefined, a number, an array,
+ * a promise) is returned as it is.
+ */
+function copySettings<Settings>(settings: Settings): Settings {
+  if (typeof settings !== "object" || settings === null || Array.isArray(settings) || hasThenMethod(settings))
+    return settings;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(settings)) copy[key] = (settings as Record<string, unknown>)[key];
+  return copy as Settings;
 }
 
 /**
@@ -128,9 +171,9 @@ export function resolveContextBudget(
   systemPrompt: string,
 ): ContextBudgetOptions | undefined {
   if (budget === undefined) return undefined;
-  // A copy, as ownConfig() takes of the other settings: the caller's object changed afterwards must
-  // not slip a budget past this check into the agent's model calls.
-  const sized = withContextWindow({ ...budget }, provider);
+  // The agent's own copy (ownConfig): the caller's object changed afterwards cannot slip a budget
+  // past this check into the agent's model calls.
+  const sized = withContextWindow(budget, provider);
   const systemTokens = sized.systemTokens ?? estimateSystemTokens(systemPrompt);
   const total = budgetTokens(sized) as number;
   if (systemTokens >= total)
