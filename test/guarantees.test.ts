@@ -982,6 +982,37 @@ describe("the settings new Agent() checked are the agent's own", () => {
     });
   });
 
+  it("a setting whose getter throws (config, settings group, ToolSet, prompt options) is an InvalidConfigError naming it, with the getter's error as cause", () => {
+    const failure = new Error("getter");
+    /** An object whose `key` cannot be read (typed as any settings object, the check's to refuse). */
+    const unreadable = (key: string): Record<string, never> =>
+      Object.defineProperty({}, key, {
+        enumerable: true,
+        get() {
+          throw failure;
+        },
+      });
+    const refusals = [
+      [() => new Agent(unreadable("systemPrompt")), "systemPrompt"],
+      [() => new Agent({ timeouts: unreadable("totalMs") }), "timeouts.totalMs"],
+      [() => new Agent({ timeouts: { tools: unreadable("add") } }), "timeouts.tools.add"],
+      [() => new Agent({ limits: unreadable("maxCycles") }), "limits.maxCycles"],
+      [() => new Agent({ retry: unreadable("maxRetries") }), "retry.maxRetries"],
+      [() => new Agent({ stall: unreadable("repeatedCalls") }), "stall.repeatedCalls"],
+      [() => new Agent({ contextBudget: unreadable("maxTokens") }), "contextBudget.maxTokens"],
+      [() => new Agent({ modelSettings: unreadable("temperature") }), "modelSettings.temperature"],
+      [() => new Agent({ tools: unreadable("t") }), "tools.t"],
+      [() => new Agent().prompt("x", unreadable("signal")), "signal"],
+      [() => new Agent().prompt("x", { timeouts: unreadable("stepMs") }), "timeouts.stepMs"],
+    ] as const;
+    for (const [make, setting] of refusals) {
+      const error = thrown(make);
+      expect(error, setting).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toContain(`${setting} could not be read: getter.`);
+      expect(error?.cause).toBe(failure);
+    }
+  });
+
   it("a contextBudget object changed afterwards changes nothing of the agent's budget", async () => {
     const contextBudget = { maxTokens: 5000 };
     const agent = new Agent({ provider: scriptedModel([[script.text("ok")]]), contextBudget });

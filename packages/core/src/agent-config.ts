@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { DependencyContainer } from "tsyringe";
 import { AgentConfigError } from "./config-issues.js";
-import { InvalidConfigError } from "./errors.js";
+import { errorMessage, InvalidConfigError } from "./errors.js";
 import type { AgentEvent } from "./events/schemas.js";
 import { budgetTokens, type ContextBudgetOptions, estimateSystemTokens } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
@@ -112,12 +112,12 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, ab
  * refuse.
  */
 export function ownConfig(config: AgentConfig): AgentConfig {
-  const own = copySettings(config);
+  const own = copySettings(config, AGENT_CONFIG);
   if (own === config) return own;
   for (const group of SETTINGS_GROUPS)
-    if (own[group] !== undefined) own[group] = copySettings(own[group]) as never;
-  ownTimeouts(own.timeouts);
-  if (isToolSet(own.tools)) own.tools = copySettings(own.tools);
+    if (own[group] !== undefined) own[group] = copySettings(own[group], AGENT_CONFIG, group) as never;
+  ownTimeouts(own.timeouts, AGENT_CONFIG);
+  if (isToolSet(own.tools)) own.tools = copySettings(own.tools, AGENT_CONFIG, "tools");
   return own;
 }
 
@@ -125,18 +125,27 @@ const SETTINGS_GROUPS = ["limits", "timeouts", "retry", "stall", "contextBudget"
 
 /** A prompt's own options, as `ownConfig` takes the agent's: copied before they are checked. */
 export function ownPromptOptions(options: PromptOptions): PromptOptions {
-  const own = copySettings(options);
+  const own = copySettings(options, PROMPT_OPTIONS);
   if (own !== options && own.timeouts !== undefined) {
-    own.timeouts = copySettings(own.timeouts);
-    ownTimeouts(own.timeouts);
+    own.timeouts = copySettings(own.timeouts, PROMPT_OPTIONS, "timeouts");
+    ownTimeouts(own.timeouts, PROMPT_OPTIONS);
   }
   return own;
 }
 
+/** Whose settings are copied, as a refusal names them: what and the name of the whole. */
+interface SettingsOwner {
+  what: string;
+  root: string;
+}
+
+const AGENT_CONFIG: SettingsOwner = { what: "agent config", root: "config" };
+const PROMPT_OPTIONS: SettingsOwner = { what: "prompt options", root: "options" };
+
 /** Gives timeouts (already a copy) a copy of their per-tool limits. */
-function ownTimeouts(timeouts: Timeouts | undefined): void {
+function ownTimeouts(timeouts: Timeouts | undefined, owner: SettingsOwner): void {
   if (typeof timeouts === "object" && timeouts !== null && timeouts.tools !== undefined)
-    timeouts.tools = copySettings(timeouts.tools);
+    timeouts.tools = copySettings(timeouts.tools, owner, "timeouts.tools");
 }
 
 /** A plain object whose values are the tools (an AI SDK ToolSet), not a registry or an array. */
@@ -149,14 +158,27 @@ function isToolSet(tools: unknown): tools is AiSdkToolSet {
 }
 
 /**
- * A copy of an object of settings, each read once; anything else (undefined, a number, an array,
- * a promise) is returned as it is.
+ * A copy of an object of settings (at `path`; the whole when there is none), each read once;
+ * anything else (undefined, a number, an array, a promise) is returned as it is. A setting that
+ * cannot be read (a getter or a proxy that throws) is refused by name, as a bad value would be.
  */
-function copySettings<Settings>(settings: Settings): Settings {
+function copySettings<Settings>(settings: Settings, owner: SettingsOwner, path?: string): Settings {
   if (typeof settings !== "object" || settings === null || Array.isArray(settings) || hasThenMethod(settings))
     return settings;
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(settings)) copy[key] = (settings as Record<string, unknown>)[key];
+  let key: string | undefined;
+  try {
+    for (key of Object.keys(settings)) copy[key] = (settings as Record<string, unknown>)[key];
+  } catch (cause) {
+    const name = [path, key].filter((part) => part !== undefined).join(".") || owner.root;
+    throw new AgentConfigError(
+      owner.what,
+      [{ path: name, message: `could not be read: ${errorMessage(cause)}` }],
+      {
+        cause,
+      },
+    );
+  }
   return copy as Settings;
 }
 
