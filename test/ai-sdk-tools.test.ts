@@ -126,6 +126,21 @@ describe("a ToolSet in new Agent({ tools })", () => {
     expect(() => new Agent({ tools: { web_search: webSearch } })).toThrow(InvalidConfigError);
     expect(() => new Agent({ tools: { web_search: webSearch } })).toThrow(/^Tool "web_search": /);
   });
+
+  it("refuses a tool whose getter throws, in an array or given to ToolRegistry, naming it, with the getter's error as cause", () => {
+    const failure = new Error("getter");
+    const toolSet = Object.defineProperty({}, "broken", {
+      enumerable: true,
+      get() {
+        throw failure;
+      },
+    });
+    for (const make of [() => new Agent({ tools: [toolSet] }), () => new ToolRegistry(toolSet)]) {
+      expect(make).toThrow(InvalidConfigError);
+      expect(make).toThrow('Tool "broken": could not be read: getter.');
+      expect(() => make()).toThrow(expect.objectContaining({ cause: failure }));
+    }
+  });
 });
 
 describe("an AI SDK tool's abortSignal", () => {

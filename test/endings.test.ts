@@ -533,6 +533,40 @@ describe("repeated tool-call ids", () => {
   });
 });
 
+describe("empty tool-call ids", () => {
+  it("gives an empty id a fresh one, as a repeated id gets, so no empty id reaches the history or the provider", async () => {
+    const echo = defineTool({
+      name: "echo",
+      description: "e",
+      inputSchema: z.object({ n: z.number() }),
+      execute: ({ n }) => n,
+    });
+    const provider = scriptedModel([
+      [script.toolCall("echo", { n: 1 }, { id: "" }), script.toolCall("echo", { n: 2 }, { id: "" })],
+      [script.toolCall("echo", { n: 3 }, { id: "" })],
+      [script.text("ok")],
+    ]);
+    const agent = new Agent({ provider, tools: [echo] });
+    const run = agent.prompt("go");
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    const calls = run.events.filter((e) => e.type === "tool_call");
+    expect(calls.map((e) => [e.toolCallId, e.originalToolCallId])).toEqual([
+      ["call_1", ""],
+      ["call_2", ""],
+      ["call_3", ""],
+    ]);
+    expect(validateTranscript(result.messages)).toEqual([]);
+    const sentIds = (provider.prompts[2] ?? []).flatMap((message) =>
+      Array.isArray(message.content)
+        ? message.content.flatMap((part) => ("toolCallId" in part ? [part.toolCallId] : []))
+        : [],
+    );
+    expect(sentIds).toEqual(["call_1", "call_2", "call_1", "call_2", "call_3", "call_3"]);
+    assertEventProtocol(run.events);
+  });
+});
+
 describe("ts", () => {
   it("is the emit time and never goes backwards against seq", async () => {
     const hooked = defineTool({

@@ -931,6 +931,88 @@ describe("the settings new Agent() checked are the agent's own", () => {
     expect(system).toMatchObject({ role: "system", content: expect.stringMatching(/^first agent\n/) });
   });
 
+  it("each setting is read once, by a getter too: the value checked is the value the agent keeps", async () => {
+    const reads = new Map<string, number>();
+    /** `settings` with `key` a getter that gives `checked` first and `refused` after (reads counted). */
+    function changing<T extends object>(settings: T, key: string, checked: unknown, refused: unknown): T {
+      return Object.defineProperty(settings, key, {
+        enumerable: true,
+        get: () => {
+          const count = reads.get(key) ?? 0;
+          reads.set(key, count + 1);
+          return count === 0 ? checked : refused;
+        },
+      });
+    }
+    const agent = new Agent(
+      changing(
+        {
+          provider: scriptedModel([[script.text("ok")]]),
+          timeouts: changing({}, "totalMs", 60_000, -5),
+          limits: changing({}, "maxCycles", 1, 0),
+          retry: changing({}, "maxRetries", 0, -1),
+          stall: changing({}, "repeatedCalls", 2, 1),
+          contextBudget: changing({}, "maxTokens", 5000, -5),
+          modelSettings: changing({}, "temperature", 0, "hot"),
+        },
+        "systemPrompt",
+        "checked",
+        5,
+      ),
+    );
+    expect(agent.timeouts).toEqual({ totalMs: 60_000 });
+    const options = changing(
+      { timeouts: changing({}, "stepMs", 60_000, -5) },
+      "clientTools",
+      "wait",
+      "never",
+    );
+    const result = await finished(agent.prompt("x", options));
+    expect(result.stopReason).toBe("completed");
+    expect(Object.fromEntries(reads)).toEqual({
+      systemPrompt: 1,
+      totalMs: 1,
+      maxCycles: 1,
+      maxRetries: 1,
+      repeatedCalls: 1,
+      maxTokens: 1,
+      temperature: 1,
+      stepMs: 1,
+      clientTools: 1,
+    });
+  });
+
+  it("a setting whose getter throws (config, settings group, ToolSet, prompt options) is an InvalidConfigError naming it, with the getter's error as cause", () => {
+    const failure = new Error("getter");
+    /** An object whose `key` cannot be read (typed as any settings object, the check's to refuse). */
+    const unreadable = (key: string): Record<string, never> =>
+      Object.defineProperty({}, key, {
+        enumerable: true,
+        get() {
+          throw failure;
+        },
+      });
+    const refusals = [
+      [() => new Agent(unreadable("systemPrompt")), "systemPrompt"],
+      [() => new Agent({ timeouts: unreadable("totalMs") }), "timeouts.totalMs"],
+      [() => new Agent({ timeouts: { tools: unreadable("add") } }), "timeouts.tools.add"],
+      [() => new Agent({ limits: unreadable("maxCycles") }), "limits.maxCycles"],
+      [() => new Agent({ retry: unreadable("maxRetries") }), "retry.maxRetries"],
+      [() => new Agent({ stall: unreadable("repeatedCalls") }), "stall.repeatedCalls"],
+      [() => new Agent({ contextBudget: unreadable("maxTokens") }), "contextBudget.maxTokens"],
+      [() => new Agent({ modelSettings: unreadable("temperature") }), "modelSettings.temperature"],
+      [() => new Agent({ tools: unreadable("t") }), "tools.t"],
+      [() => new Agent().prompt("x", unreadable("signal")), "signal"],
+      [() => new Agent().prompt("x", { timeouts: unreadable("stepMs") }), "timeouts.stepMs"],
+    ] as const;
+    for (const [make, setting] of refusals) {
+      const error = thrown(make);
+      expect(error, setting).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toContain(`${setting} could not be read: getter.`);
+      expect(error?.cause).toBe(failure);
+    }
+  });
+
   it("a contextBudget object changed afterwards changes nothing of the agent's budget", async () => {
     const contextBudget = { maxTokens: 5000 };
     const agent = new Agent({ provider: scriptedModel([[script.text("ok")]]), contextBudget });

@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { DependencyContainer } from "tsyringe";
 import { AgentConfigError } from "./config-issues.js";
-import { InvalidConfigError } from "./errors.js";
+import { errorMessage, InvalidConfigError } from "./errors.js";
 import type { AgentEvent } from "./events/schemas.js";
 import { budgetTokens, type ContextBudgetOptions, estimateSystemTokens } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
@@ -13,6 +13,7 @@ import type { ModelCallSettings } from "./model/stream-step.js";
 import type { Logger } from "./observe/logger.js";
 import type { Limits, Orchestrator } from "./orchestrator/contract.js";
 import type { ToolTimeouts } from "./run/batch-contract.js";
+import { hasThenMethod } from "./run/checked-messages.js";
 import type { AgentHooks } from "./run/hooks.js";
 import type { AiSdkToolSet } from "./tools/ai-sdk-tools.js";
 import type { ToolInput, ToolRegistry } from "./tools/registry.js";
@@ -101,20 +102,84 @@ export interface PromptOptions {
 export const defaultLimits: Readonly<Limits> = Object.freeze({ maxCycles: 10, abortGraceMs: 250 });
 
 /**
- * The agent's own copy of the settings `new Agent()` checked: a caller's config object changed
- * afterwards (one shared by two agents and changed between them, say) must change neither the
- * agent's settings nor slip a value past the check. The data settings are copied; functions,
- * the provider, the tools and the container are the caller's own objects, used as they are.
+ * The agent's own copy of the settings `new Agent()` is given, taken before they are checked: the
+ * copy is what is checked and used. A caller's config object changed afterwards (one shared by two
+ * agents and changed between them, say) must change neither the agent's settings nor slip a value
+ * past the check, and each setting is read once, so a getter cannot show the check one value and
+ * the agent another. The config, its groups of settings and a ToolSet are copied; functions, the
+ * provider, the tools themselves and the container are the caller's own objects, used as they are.
+ * What is no object of settings (a number, an array, a promise) is kept as it is, for the check to
+ * refuse.
  */
 export function ownConfig(config: AgentConfig): AgentConfig {
-  const own = { ...config };
-  const { timeouts, stall, modelSettings } = config;
-  if (timeouts !== undefined)
-    own.timeouts =
-      timeouts.tools === undefined ? { ...timeouts } : { ...timeouts, tools: { ...timeouts.tools } };
-  if (stall) own.stall = { ...stall };
-  if (modelSettings !== undefined) own.modelSettings = { ...modelSettings };
+  const own = copySettings(config, AGENT_CONFIG);
+  if (own === config) return own;
+  for (const group of SETTINGS_GROUPS)
+    if (own[group] !== undefined) own[group] = copySettings(own[group], AGENT_CONFIG, group) as never;
+  ownTimeouts(own.timeouts, AGENT_CONFIG);
+  if (isToolSet(own.tools)) own.tools = copySettings(own.tools, AGENT_CONFIG, "tools");
   return own;
+}
+
+const SETTINGS_GROUPS = ["limits", "timeouts", "retry", "stall", "contextBudget", "modelSettings"] as const;
+
+/** A prompt's own options, as `ownConfig` takes the agent's: copied before they are checked. */
+export function ownPromptOptions(options: PromptOptions): PromptOptions {
+  const own = copySettings(options, PROMPT_OPTIONS);
+  if (own !== options && own.timeouts !== undefined) {
+    own.timeouts = copySettings(own.timeouts, PROMPT_OPTIONS, "timeouts");
+    ownTimeouts(own.timeouts, PROMPT_OPTIONS);
+  }
+  return own;
+}
+
+/** Whose settings are copied, as a refusal names them: what and the name of the whole. */
+interface SettingsOwner {
+  what: string;
+  root: string;
+}
+
+const AGENT_CONFIG: SettingsOwner = { what: "agent config", root: "config" };
+const PROMPT_OPTIONS: SettingsOwner = { what: "prompt options", root: "options" };
+
+/** Gives timeouts (already a copy) a copy of their per-tool limits. */
+function ownTimeouts(timeouts: Timeouts | undefined, owner: SettingsOwner): void {
+  if (typeof timeouts === "object" && timeouts !== null && timeouts.tools !== undefined)
+    timeouts.tools = copySettings(timeouts.tools, owner, "timeouts.tools");
+}
+
+/** A plain object whose values are the tools (an AI SDK ToolSet), not a registry or an array. */
+function isToolSet(tools: unknown): tools is AiSdkToolSet {
+  return (
+    typeof tools === "object" &&
+    tools !== null &&
+    [Object.prototype, null].includes(Object.getPrototypeOf(tools))
+  );
+}
+
+/**
+ * A copy of an object of settings (at `path`; the whole when there is none), each read once;
+ * anything else (undefined, a number, an array, a promise) is returned as it is. A setting that
+ * cannot be read (a getter or a proxy that throws) is refused by name, as a bad value would be.
+ */
+function copySettings<Settings>(settings: Settings, owner: SettingsOwner, path?: string): Settings {
+  if (typeof settings !== "object" || settings === null || Array.isArray(settings) || hasThenMethod(settings))
+    return settings;
+  const copy: Record<string, unknown> = {};
+  let key: string | undefined;
+  try {
+    for (key of Object.keys(settings)) copy[key] = (settings as Record<string, unknown>)[key];
+  } catch (cause) {
+    const name = [path, key].filter((part) => part !== undefined).join(".") || owner.root;
+    throw new AgentConfigError(
+      owner.what,
+      [{ path: name, message: `could not be read: ${errorMessage(cause)}` }],
+      {
+        cause,
+      },
+    );
+  }
+  return copy as Settings;
 }
 
 /**
@@ -128,9 +193,9 @@ export function resolveContextBudget(
   systemPrompt: string,
 ): ContextBudgetOptions | undefined {
   if (budget === undefined) return undefined;
-  // A copy, as ownConfig() takes of the other settings: the caller's object changed afterwards must
-  // not slip a budget past this check into the agent's model calls.
-  const sized = withContextWindow({ ...budget }, provider);
+  // The agent's own copy (ownConfig): the caller's object changed afterwards cannot slip a budget
+  // past this check into the agent's model calls.
+  const sized = withContextWindow(budget, provider);
   const systemTokens = sized.systemTokens ?? estimateSystemTokens(systemPrompt);
   const total = budgetTokens(sized) as number;
   if (systemTokens >= total)

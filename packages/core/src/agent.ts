@@ -4,6 +4,7 @@ import {
   type AgentConfig,
   defaultLimits,
   ownConfig,
+  ownPromptOptions,
   type PromptOptions,
   resolveContextBudget,
   type Timeouts,
@@ -63,29 +64,27 @@ export class Agent {
   #guard: { clock: Clock; guarded: Clock } | undefined;
 
   constructor(config: AgentConfig = {}) {
-    validateAgentConfig(config);
-    this.#config = ownConfig(config);
+    // The copy is checked, not the caller's object: what is checked is what the agent keeps.
+    const own = ownConfig(config);
+    validateAgentConfig(own);
+    this.#config = own;
     // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
-    const limits = config.limits ? Object.freeze({ ...defaultLimits, ...config.limits }) : defaultLimits;
-    const retry = { ...defaultRetry, ...config.retry };
-    this.tools = config.tools instanceof ToolRegistry ? config.tools : new ToolRegistry(config.tools ?? []);
-    const contextBudget = resolveContextBudget(
-      config.contextBudget,
-      config.provider,
-      config.systemPrompt ?? "",
-    );
+    const limits = own.limits ? Object.freeze({ ...defaultLimits, ...own.limits }) : defaultLimits;
+    const retry = { ...defaultRetry, ...own.retry };
+    this.tools = own.tools instanceof ToolRegistry ? own.tools : new ToolRegistry(own.tools ?? []);
+    const contextBudget = resolveContextBudget(own.contextBudget, own.provider, own.systemPrompt ?? "");
     this.#listeners = new ListenerBus(
-      config.onListenerError ?? ((error, event) => this.#logListenerError(error, event)),
+      own.onListenerError ?? ((error, event) => this.#logListenerError(error, event)),
     );
     // Through the keeper, which learns the tool-call ids and checks them as a run's writes are checked.
-    for (const message of config.messages ?? []) this.#transcript.append(message);
-    this.#parent = config.container ?? rootContainer;
+    for (const message of own.messages ?? []) this.#transcript.append(message);
+    this.#parent = own.container ?? rootContainer;
     // The root container has the default services; a container of the app's own may not.
-    if (config.container) registerDefaultServices(config.container);
+    if (own.container) registerDefaultServices(own.container);
     this.#orchestrator =
-      typeof config.orchestrator === "object"
-        ? validateOrchestrator(config.orchestrator, "config.orchestrator")
-        : this.#parent.resolve(ORCHESTRATOR_REGISTRY).create(config.orchestrator);
+      typeof own.orchestrator === "object"
+        ? validateOrchestrator(own.orchestrator, "config.orchestrator")
+        : this.#parent.resolve(ORCHESTRATOR_REGISTRY).create(own.orchestrator);
     this.#runs = new RunQueue({
       config: this.#config,
       owner: this,
@@ -137,7 +136,9 @@ export class Agent {
 
   /** Starts a run at once (or as soon as the previous one ends) and returns it. */
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
-    validatePromptOptions(options);
+    // As the config: the copy is checked and used.
+    const own = ownPromptOptions(options);
+    validatePromptOptions(own);
     const inputs = Array.isArray(input) ? input : [input];
     for (const message of inputs) validateMessageInput(message, "prompt");
     validatePromptToolResults(inputs);
@@ -145,7 +146,7 @@ export class Agent {
     const now = services.clock.now();
     return this.#runs.start(
       inputs.map((message: MessageInput) => toMessageAt(message, now)),
-      options,
+      own,
       services,
     );
   }

@@ -14,12 +14,13 @@ export interface ConfigIssue {
 /** An `InvalidConfigError` that lists every bad setting of a config, one line each. */
 export class AgentConfigError extends InvalidConfigError {
   readonly issues: readonly ConfigIssue[];
-  constructor(what: string, issues: readonly ConfigIssue[]) {
+  constructor(what: string, issues: readonly ConfigIssue[], options?: { cause?: unknown }) {
     const lines = issues.map((issue) => `${issue.path} ${issue.message}.`);
     super(
       lines.length === 1
         ? `Invalid ${what}: ${lines[0]}`
         : `Invalid ${what}:\n${lines.map((line) => `- ${line}`).join("\n")}`,
+      options,
     );
     this.issues = issues;
   }

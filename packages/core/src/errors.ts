@@ -170,8 +170,8 @@ export class DuplicateToolError extends AgentError {
 }
 
 export class InvalidConfigError extends AgentError {
-  constructor(message: string) {
-    super("invalid_config", message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("invalid_config", message, options);
   }
 }
 

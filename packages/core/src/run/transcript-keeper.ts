@@ -91,16 +91,20 @@ export class TranscriptKeeper {
 
   /**
    * The calls of a model reply with ids unique in the history and among themselves: a call whose
-   * id is taken gets a fresh one (`id_2`, `id_3`, …) and keeps the model's as `originalId`.
-   * Returns `calls` itself when no id was taken.
+   * id is taken gets a fresh one (`id_2`, `id_3`, …) and keeps the model's as `originalId`. So
+   * does an empty id (`call_1`, `call_2`, …), which names no call: sent back, a provider may refuse
+   * it, and a client could not address it. Returns `calls` itself when no id changed.
    */
   withUniqueIds(calls: ToolCall[]): ToolCall[] {
     let renamed: ToolCall[] | undefined;
     let seen: Set<string> | undefined;
     for (let i = 0; i < calls.length; i++) {
       const call = calls[i] as ToolCall;
+      const empty = call.id === "";
+      const base = empty ? "call" : call.id;
       let id = call.id;
-      for (let n = 2; this.#callIds.has(id) || seen?.has(id); n++) id = `${call.id}_${n}`;
+      for (let n = empty ? 1 : 2; id === "" || this.#callIds.has(id) || seen?.has(id); n++)
+        id = `${base}_${n}`;
       if (calls.length > 1) {
         seen ??= new Set();
         seen.add(id);

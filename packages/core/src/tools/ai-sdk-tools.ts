@@ -5,7 +5,7 @@ import type {
   ToolNeedsApprovalFunction,
   ToolSet,
 } from "@ai-sdk/provider-utils";
-import { InvalidConfigError } from "../errors.js";
+import { errorMessage, InvalidConfigError } from "../errors.js";
 import { isLlmMessage } from "../messages.js";
 import { toModelPrompt } from "../model/prompt.js";
 import { aiSdkInput } from "./ai-sdk-input-schema.js";
@@ -31,7 +31,16 @@ export type AiSdkToolSet = ToolSet;
 export function fromAiSdkTools(toolSet: AiSdkToolSet): Tool[] {
   if (toolSet === null || typeof toolSet !== "object" || Array.isArray(toolSet))
     throw new InvalidConfigError("fromAiSdkTools() takes an AI SDK ToolSet: { name: tool({ … }) }.");
-  return Object.entries(toolSet).map(([name, tool]) => fromAiSdkTool(name, tool));
+  return Object.keys(toolSet).map((name) => fromAiSdkTool(name, readTool(toolSet, name)));
+}
+
+/** A ToolSet's tool, read once; one that cannot be read (a getter that throws) is refused by name. */
+function readTool(toolSet: AiSdkToolSet, name: string): AiSdkTool {
+  try {
+    return toolSet[name] as AiSdkTool;
+  } catch (cause) {
+    throw new InvalidConfigError(`Tool "${name}": could not be read: ${errorMessage(cause)}.`, { cause });
+  }
 }
 
 function fromAiSdkTool(name: string, tool: AiSdkTool): Tool {
