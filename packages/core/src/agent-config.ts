@@ -153,7 +153,7 @@ function isToolSet(tools: unknown): tools is AiSdkToolSet {
   return (
     typeof tools === "object" &&
     tools !== null &&
-    [Object.prototype, null].includes(Object.getPrototypeOf(tools))
+    (Object.getPrototypeOf(tools) === Object.prototype || Object.getPrototypeOf(tools) === null)
   );
 }
 
@@ -165,12 +165,10 @@ function isToolSet(tools: unknown): tools is AiSdkToolSet {
 function copySettings<Settings>(settings: Settings, owner: SettingsOwner, path?: string): Settings {
   if (typeof settings !== "object" || settings === null || Array.isArray(settings) || hasThenMethod(settings))
     return settings;
-  const copy: Record<string, unknown> = {};
-  let key: string | undefined;
   try {
-    for (key of Object.keys(settings)) copy[key] = (settings as Record<string, unknown>)[key];
+    return { ...settings };
   } catch (cause) {
-    const name = [path, key].filter((part) => part !== undefined).join(".") || owner.root;
+    const name = [path, unreadableKey(settings)].filter((part) => part !== undefined).join(".") || owner.root;
     throw new AgentConfigError(
       owner.what,
       [{ path: name, message: `could not be read: ${errorMessage(cause)}` }],
@@ -179,7 +177,17 @@ function copySettings<Settings>(settings: Settings, owner: SettingsOwner, path?:
       },
     );
   }
-  return copy as Settings;
+}
+
+/** The key of `settings` that cannot be read, read once more to name it (undefined if it now can be). */
+function unreadableKey(settings: object): string | undefined {
+  let key: string | undefined;
+  try {
+    for (key of Object.keys(settings)) (settings as Record<string, unknown>)[key];
+    return undefined;
+  } catch {
+    return key;
+  }
 }
 
 /**

@@ -203,9 +203,10 @@ export function validateAgentConfig(config: unknown): void {
   if (typeof config === "object" && config !== null && !Array.isArray(config) && !hasThenMethod(config)) {
     let valid = true;
     for (const key of Object.keys(config)) {
-      // A key it does not know (`toString` included: the tables' own keys only) goes to the schema,
-      // which names it.
-      if (!Object.hasOwn(AGENT_CONFIG_FIELDS, key)) {
+      // A key it does not know (`toString` included: the tables have no prototype) goes to the
+      // schema, which names it.
+      const schema = AGENT_CONFIG_FIELDS[key];
+      if (schema === undefined) {
         valid = false;
         break;
       }
@@ -213,9 +214,7 @@ export function validateAgentConfig(config: unknown): void {
       if (value === undefined) continue;
       // A value its predicate accepts skips zod; the schema decides the others (for most settings
       // it uses the same predicate, for `limits` it takes more shapes than the usual one).
-      const ok =
-        (Object.hasOwn(FIELD_PREDICATES, key) && FIELD_PREDICATES[key]?.(value) === true) ||
-        AGENT_CONFIG_FIELDS[key]?.safeParse(value).success === true;
+      const ok = FIELD_PREDICATES[key]?.(value) === true || schema.safeParse(value).success;
       if (!ok) {
         valid = false;
         break;
@@ -226,28 +225,34 @@ export function validateAgentConfig(config: unknown): void {
   validate(agentConfigSchema, config, "agent config", "config");
 }
 
-const AGENT_CONFIG_FIELDS: Record<string, z.ZodType | undefined> = agentConfigSchema.shape;
+const AGENT_CONFIG_FIELDS: Record<string, z.ZodType | undefined> = Object.assign(
+  Object.create(null),
+  agentConfigSchema.shape,
+);
 
-const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined> = {
-  systemPrompt: (value) => typeof value === "string",
-  messages: isHistory,
-  provider: isProvider,
-  tools: isTools,
-  orchestrator: isOrchestrator,
-  container: isContainer,
-  beforeToolCall: isFunction,
-  afterToolCall: isFunction,
-  prepareStep: isFunction,
-  shouldStop: isFunction,
-  repairToolCall: isFunction,
-  transformContext: isFunction,
-  convertToLlm: isFunction,
-  getSteeringMessages: isFunction,
-  getFollowUpMessages: isFunction,
-  onListenerError: isFunction,
-  logger: isLogger,
-  limits: isUsualLimits,
-};
+const FIELD_PREDICATES: Record<string, ((value: unknown) => boolean) | undefined> = Object.assign(
+  Object.create(null),
+  {
+    systemPrompt: (value: unknown) => typeof value === "string",
+    messages: isHistory,
+    provider: isProvider,
+    tools: isTools,
+    orchestrator: isOrchestrator,
+    container: isContainer,
+    beforeToolCall: isFunction,
+    afterToolCall: isFunction,
+    prepareStep: isFunction,
+    shouldStop: isFunction,
+    repairToolCall: isFunction,
+    transformContext: isFunction,
+    convertToLlm: isFunction,
+    getSteeringMessages: isFunction,
+    getFollowUpMessages: isFunction,
+    onListenerError: isFunction,
+    logger: isLogger,
+    limits: isUsualLimits,
+  },
+);
 
 /** `{ maxCycles }` alone, a whole number >= 1 (as `wholeAtLeast(1)` takes it): how most agents set limits. */
 function isUsualLimits(value: unknown): boolean {

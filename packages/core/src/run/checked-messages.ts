@@ -80,6 +80,7 @@ export function refusedPromise(value: unknown): boolean {
  * the value's own error at whoever checks it, so it reads as "no".
  */
 export function hasThenMethod(value: unknown): value is PromiseLike<unknown> {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
   try {
     return typeof (value as { then?: unknown } | null)?.then === "function";
   } catch {
