@@ -1,9 +1,9 @@
 import { DurableRuntime } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
-import { Agent, defineTool, InvalidConfigError } from "agent-core";
+import { Agent, InvalidConfigError } from "agent-core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import { gateTool } from "./harness.js";
 import { startPostgres, type ThrowawayPostgres } from "./throwaway-postgres.js";
 
 // A runtime that shuts down while a run executes in it stops the run where it is, as a crash
@@ -21,41 +21,24 @@ afterAll(() => postgres?.stop());
 describe("a durable runtime shut down while a run executes in it", () => {
   it("leaves the run to the next worker: its log is not ended as a failed run's, its result() says the runtime shut down", async () => {
     const databaseUrl = await postgres.createDatabase("agent_core_shut_mid_run");
-    let running!: () => void;
-    const toolRuns = new Promise<void>((resolve) => {
-      running = resolve;
-    });
-    let finish!: () => void;
-    const finished = new Promise<void>((resolve) => {
-      finish = resolve;
-    });
-    const wait = defineTool({
-      name: "wait",
-      description: "Waits until the test lets it end",
-      inputSchema: z.object({}),
-      execute: async () => {
-        running();
-        await finished;
-        return "waited";
-      },
-    });
+    const { gate, reached, open } = gateTool();
     const runtime = new DurableRuntime({
       databaseUrl,
       agents: {
         waiter: () =>
           new Agent({
-            provider: scriptedModel([[script.toolCall("wait", {}, { id: "w1" })], [script.text("Done.")]]),
-            tools: [wait],
+            provider: scriptedModel([[script.toolCall("gate", {}, { id: "w1" })], [script.text("Done.")]]),
+            tools: [gate],
           }),
       },
     });
     await runtime.launch();
     const run = await runtime.start("waiter", "Wait", { runId: "shut-mid-run" });
     const result = run.result();
-    await toolRuns;
+    await reached;
     // The tool ends while DBOS shuts down: its step can no longer be recorded.
     const stopped = runtime.shutdown();
-    finish();
+    open();
     await stopped;
     await expect(result).rejects.toThrow(
       new InvalidConfigError(
