@@ -113,6 +113,16 @@ function openStream(res: ServerResponse, contentType = "application/x-ndjson", r
   res.flushHeaders();
 }
 
+/** A server whose run starts and stays open (its stream says agent_start only); any other post is taken (202). */
+const startedRunServer: Handler = async (req, res) => {
+  if (req.path === "/runs") {
+    openStream(res);
+    res.write(line(event(0, "agent_start")));
+    return;
+  }
+  res.writeHead(202).end();
+};
+
 async function writeSlowly(res: ServerResponse, events: Record<string, unknown>[], ms = 3): Promise<void> {
   for (const value of events) {
     res.write(line(value));
@@ -1068,14 +1078,7 @@ describe("AgentClient: cancel", () => {
   });
 
   it("aborting the signal given to start() cancels the run", async () => {
-    const { baseUrl, requests } = await serve(async (req, res) => {
-      if (req.path === "/runs") {
-        openStream(res);
-        res.write(line(event(0, "agent_start")));
-        return;
-      }
-      res.writeHead(202).end();
-    });
+    const { baseUrl, requests } = await serve(startedRunServer);
     const controller = new AbortController();
     const run = new AgentClient({ baseUrl, ...fast }).start("go", { signal: controller.signal });
     await run.runId;
@@ -1086,14 +1089,7 @@ describe("AgentClient: cancel", () => {
   });
 
   it("one signal given to many start()s adds one listener to it (no MaxListenersExceededWarning), removed once they settled, and cancels them all", async () => {
-    const { baseUrl } = await serve(async (req, res) => {
-      if (req.path === "/runs") {
-        openStream(res);
-        res.write(line(event(0, "agent_start")));
-        return;
-      }
-      res.writeHead(202).end();
-    });
+    const { baseUrl } = await serve(startedRunServer);
     const controller = new AbortController();
     // One client each: a client's new start() would cancel its run in flight.
     const runs = Array.from({ length: 20 }, () =>
