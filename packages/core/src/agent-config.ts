@@ -1,5 +1,6 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { DependencyContainer } from "tsyringe";
+import { checkOwnAgentConfig, checkOwnPromptOptions } from "./config.js";
 import { AgentConfigError } from "./config-issues.js";
 import { errorMessage, InvalidConfigError } from "./errors.js";
 import type { AgentEvent } from "./events/schemas.js";
@@ -122,6 +123,19 @@ export function ownConfig(config: AgentConfig): AgentConfig {
 }
 
 const SETTINGS_GROUPS = ["limits", "timeouts", "retry", "stall", "contextBudget", "modelSettings"] as const;
+
+/**
+ * Checks an agent's settings as `new Agent()` does, each read once: a getter that throws is an
+ * `AgentConfigError` naming the setting, as a bad value is.
+ */
+export function validateAgentConfig(config: unknown): void {
+  checkOwnAgentConfig(ownConfig(config as AgentConfig));
+}
+
+/** Checks a prompt's options as `prompt()` does, each read once. */
+export function validatePromptOptions(options: unknown): void {
+  checkOwnPromptOptions(ownPromptOptions(options as PromptOptions));
+}
 
 /** A prompt's own options, as `ownConfig` takes the agent's: copied before they are checked. */
 export function ownPromptOptions(options: PromptOptions): PromptOptions {

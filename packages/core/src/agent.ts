@@ -10,7 +10,7 @@ import {
   type Timeouts,
 } from "./agent-config.js";
 import type { AgentRun } from "./agent-run.js";
-import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import { checkOwnAgentConfig, checkOwnPromptOptions } from "./config.js";
 import { show } from "./config-issues.js";
 import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import { deliver, ListenerBus } from "./events/listener-bus.js";
@@ -66,7 +66,7 @@ export class Agent {
   constructor(config: AgentConfig = {}) {
     // The copy is checked, not the caller's object: what is checked is what the agent keeps.
     const own = ownConfig(config);
-    validateAgentConfig(own);
+    checkOwnAgentConfig(own);
     this.#config = own;
     // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
     const limits = own.limits ? Object.freeze({ ...defaultLimits, ...own.limits }) : defaultLimits;
@@ -138,7 +138,7 @@ export class Agent {
   prompt(input: MessageInput | readonly MessageInput[], options: PromptOptions = {}): AgentRun {
     // As the config: the copy is checked and used.
     const own = ownPromptOptions(options);
-    validatePromptOptions(own);
+    checkOwnPromptOptions(own);
     const inputs = Array.isArray(input) ? input : [input];
     for (const message of inputs) validateMessageInput(message, "prompt");
     validatePromptToolResults(inputs);

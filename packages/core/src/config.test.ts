@@ -2,7 +2,7 @@ import type { LanguageModelV4 } from "@ai-sdk/provider";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { validateAgentConfig, validatePromptOptions } from "./config.js";
+import { validateAgentConfig, validatePromptOptions } from "./agent-config.js";
 import { type AgentConfigError, validateOptions } from "./config-issues.js";
 import { InvalidConfigError } from "./errors.js";
 import { contextBudget } from "./history/context-budget.js";
@@ -183,6 +183,29 @@ describe("validateAgentConfig", () => {
       "maxConcurrency",
       "stall.repeatedCalls",
     ]);
+  });
+
+  // Exported for apps that check a config before building agents: it must answer as `new Agent()`.
+  it("names a setting whose getter throws, with the getter's error as cause", () => {
+    const boom = new Error("getter");
+    const config = {
+      limits: {
+        get maxCycles(): number {
+          throw boom;
+        },
+      },
+    };
+    let error: unknown;
+    try {
+      validateAgentConfig(config);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toBe(
+      "Invalid agent config: limits.maxCycles could not be read: getter.",
+    );
+    expect((error as Error).cause).toBe(boom);
   });
 
   it("shows functions with String() and cuts long values short", () => {
@@ -399,6 +422,18 @@ describe("validatePromptOptions", () => {
     { timeouts: { stepMs: 500, tools: { echo: 1 } } },
   ])("accepts %o", (options) => {
     expect(() => validatePromptOptions(options)).not.toThrow();
+  });
+
+  it("names an option whose getter throws, as prompt() does", () => {
+    const options = {
+      get signal(): AbortSignal {
+        throw new Error("getter");
+      },
+    };
+    expect(() => validatePromptOptions(options)).toThrow(InvalidConfigError);
+    expect(() => validatePromptOptions(options)).toThrow(
+      "Invalid prompt options: signal could not be read: getter.",
+    );
   });
 
   it("rejects a signal that is not an AbortSignal", () => {

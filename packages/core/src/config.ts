@@ -195,8 +195,11 @@ const promptOptionsSchema = closedObject(
   "an object",
 );
 
-/** Checks every setting of an `AgentConfig`; throws an `AgentConfigError` naming each bad one. */
-export function validateAgentConfig(config: unknown): void {
+/**
+ * Checks every setting of an `AgentConfig` read once already (the agent's own copy, `ownConfig`);
+ * throws an `AgentConfigError` naming each bad one.
+ */
+export function checkOwnAgentConfig(config: unknown): void {
   if (config === undefined) return;
   // The fast path, run by every `new Agent()`: only the settings present are checked, each by its
   // own schema (the whole object's schema visits all of them); a failure reports them all.
@@ -263,10 +266,10 @@ function isUsualLimits(value: unknown): boolean {
 }
 
 /**
- * Checks the options of one `prompt()`. It runs on every prompt, so the common cases (no options,
- * or only a signal) return before zod is involved.
+ * Checks the options of one `prompt()`, read once already (`ownPromptOptions`). It runs on every
+ * prompt, so the common cases (no options, or only a signal) return before zod is involved.
  */
-export function validatePromptOptions(options: unknown): void {
+export function checkOwnPromptOptions(options: unknown): void {
   if (options === undefined) return;
   if (typeof options === "object" && options !== null) {
     const { signal, timeouts, clientTools } = options as {

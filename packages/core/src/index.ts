@@ -8,9 +8,10 @@ export {
   type PromptOptions,
   type QueueCallbackContext,
   type Timeouts,
+  validateAgentConfig,
+  validatePromptOptions,
 } from "./agent-config.js";
 export { AgentRun } from "./agent-run.js";
-export { validateAgentConfig, validatePromptOptions } from "./config.js";
 export { AgentConfigError, type ConfigIssue, validateOptions } from "./config-issues.js";
 export * from "./errors.js";
 export {
