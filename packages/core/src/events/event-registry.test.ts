@@ -101,6 +101,37 @@ describe("the event registry", () => {
     );
   });
 
+  // Either would pass every check and be wrong for every event: a type no event has, a parse that
+  // strips `runId`, `seq` and `ts`, a type field that takes no event of the type.
+  it("refuses a padded type and a schema that would get the type's events wrong", () => {
+    expect(() =>
+      registerEventSchema(
+        " probe_padded",
+        defineEventSchema(" probe_padded", {}) as EventSchema<" probe_padded">,
+      ),
+    ).toThrow(
+      new InvalidConfigError(
+        'registerEventSchema(" probe_padded"): an event type has no surrounding whitespace.',
+      ),
+    );
+    const noEnvelope = z.object({ type: z.literal("probe_bare"), n: z.number() });
+    expect(() =>
+      registerEventSchema("probe_bare", noEnvelope as unknown as EventSchema<"probe_bare">),
+    ).toThrow(
+      new InvalidConfigError(
+        'registerEventSchema("probe_bare"): the schema has no runId, seq, ts (the envelope every event carries); build it with defineEventSchema("probe_bare", { … }).',
+      ),
+    );
+    const otherType = defineEventSchema("probe_other", {});
+    expect(() =>
+      registerEventSchema("probe_named", otherType as unknown as EventSchema<"probe_named">),
+    ).toThrow(
+      'registerEventSchema("probe_named"): the schema has a "type" field that does not take "probe_named"',
+    );
+    for (const type of [" probe_padded", "probe_bare", "probe_named"])
+      expect(eventSchemaFor(type)).toBeUndefined();
+  });
+
   // A plug-in's schema may throw, or need an async parse (an async refinement): a consumer reading
   // a stream of events must still get its answer, not that schema's exception.
   it("says so, without throwing, when a registered schema throws or cannot parse synchronously", () => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AgentError, InvalidConfigError } from "../errors.js";
-import { type AgentEvent, type Envelope, eventSchemas } from "./schemas.js";
+import { type AgentEvent, type Envelope, envelopeSchema, eventSchemas } from "./schemas.js";
 
 /** The schema of one event type, envelope included: what `defineEventSchema(type, shape)` returns. */
 export type EventSchema<T extends string = string> = z.ZodType<Envelope & { type: T }>;
@@ -24,9 +24,19 @@ const schemas = new Map<string, EventSchema>(Object.entries(eventSchemas));
 export function registerEventSchema<T extends string>(type: T, schema: EventSchema<T>): void {
   if (typeof type !== "string" || type.trim() === "")
     throw new InvalidConfigError("registerEventSchema() needs a non-empty event type.");
+  // An event's type is matched exactly: " tool_call" would be a type of its own, no one's events.
+  if (type.trim() !== type)
+    throw new InvalidConfigError(
+      `registerEventSchema(${JSON.stringify(type)}): an event type has no surrounding whitespace.`,
+    );
   if (typeof (schema as Partial<EventSchema> | null)?.safeParse !== "function")
     throw new InvalidConfigError(
       `registerEventSchema("${type}") needs a zod schema (see defineEventSchema).`,
+    );
+  const mismatch = fieldsMismatch(type, schema);
+  if (mismatch !== undefined)
+    throw new InvalidConfigError(
+      `registerEventSchema("${type}"): the schema ${mismatch}; build it with defineEventSchema("${type}", { … }).`,
     );
   if (Object.hasOwn(eventSchemas, type))
     throw new InvalidConfigError(`"${type}" is a core event type: a plug-in cannot register it.`);
@@ -36,6 +46,25 @@ export function registerEventSchema<T extends string>(type: T, schema: EventSche
     throw new InvalidConfigError(
       `The event type "${type}" is already registered with another schema: two plug-ins cannot share a type, so namespace yours.`,
     );
+}
+
+/**
+ * What an object schema's fields show it would get wrong about the events of `type`: a schema without
+ * the envelope strips `runId`, `seq` and `ts` from every event it parses, one whose `type` field
+ * takes another type fails them all. A schema that is no object (a union, a pipe) shows nothing.
+ */
+function fieldsMismatch(type: string, schema: EventSchema): string | undefined {
+  try {
+    const shape = (schema as { shape?: Record<string, Partial<z.ZodType> | undefined> }).shape;
+    if (typeof shape !== "object" || shape === null) return undefined;
+    const missing = Object.keys(envelopeSchema.shape).filter((key) => !Object.hasOwn(shape, key));
+    if (missing.length > 0) return `has no ${missing.join(", ")} (the envelope every event carries)`;
+    if (shape.type?.safeParse?.(type).success !== true)
+      return `has a "type" field that does not take "${type}"`;
+    return undefined;
+  } catch {
+    return undefined; // a schema that throws when read: its parse says so (safeParseEventOfType)
+  }
 }
 
 function definedAlike(registered: EventSchema, schema: EventSchema): boolean {
