@@ -340,6 +340,11 @@ describe("fromAiSdkTools, tools agent-core cannot take", () => {
       /^Tool "bad": its JSON Schema cannot be compiled: /,
     ],
     [
+      "a JSON Schema whose root is no object (as defineTool refuses)",
+      { word: tool({ inputSchema: jsonSchema<string>({ type: "string" }), execute: () => 1 }) },
+      /^Tool "word": inputSchema must describe an object of arguments/,
+    ],
+    [
       "a JSON Schema that is a promise",
       { later: tool({ inputSchema: jsonSchema(Promise.resolve(weatherSchema)), execute: () => 1 }) },
       /^Tool "later": its JSON Schema is a promise/,

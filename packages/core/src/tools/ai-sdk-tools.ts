@@ -10,6 +10,7 @@ import { isLlmMessage } from "../messages.js";
 import { toModelPrompt } from "../model/prompt.js";
 import { aiSdkInput } from "./ai-sdk-input-schema.js";
 import {
+  checkArgumentsObject,
   checkToolDefinition,
   defineTool,
   type ServerToolDefinition,
@@ -83,6 +84,7 @@ function fromAiSdkTool(name: string, tool: AiSdkTool): Tool {
   // A zod schema is converted as defineTool converts any; other schemas bring their own JSON Schema.
   if (jsonSchema === undefined) return defineTool(definition);
   checkToolDefinition(definition);
+  checkArgumentsObject(name, jsonSchema);
   return { ...definition, jsonSchema };
 }
 

@@ -124,13 +124,19 @@ export function defineTool<Schema extends z.ZodType, Result>(
     );
   }
   delete jsonSchema.$schema;
-  // Model APIs take a tool's arguments as one JSON object (OpenAI and Anthropic refuse any other
-  // root): a tool of `z.string()` would fail every model call that offers it, far from the cause.
+  checkArgumentsObject(definition.name, jsonSchema);
+  return { ...definition, jsonSchema };
+}
+
+/**
+ * Model APIs take a tool's arguments as one JSON object (OpenAI and Anthropic refuse any other
+ * root): a tool of `z.string()` would fail every model call that offers it, far from the cause.
+ */
+export function checkArgumentsObject(toolName: string, jsonSchema: JSONSchema7): void {
   if (jsonSchema.type !== "object")
     throw new InvalidConfigError(
-      `Tool "${definition.name}": inputSchema must describe an object of arguments (z.object({ … })): model APIs send a tool's arguments as one JSON object.`,
+      `Tool "${toolName}": inputSchema must describe an object of arguments (z.object({ … })): model APIs send a tool's arguments as one JSON object.`,
     );
-  return { ...definition, jsonSchema };
 }
 
 /**
