@@ -982,7 +982,7 @@ describe("the settings new Agent() checked are the agent's own", () => {
     });
   });
 
-  it("a setting whose getter throws (config, settings group, ToolSet, prompt options) is an InvalidConfigError naming it, with the getter's error as cause", () => {
+  it("a setting whose getter throws (config, settings group, ToolSet, prompt options, provider, logger, message) is an InvalidConfigError naming it, with the getter's error as cause", () => {
     const failure = new Error("getter");
     /** An object whose `key` cannot be read (typed as any settings object, the check's to refuse). */
     const unreadable = (key: string): Record<string, never> =>
@@ -1004,6 +1004,12 @@ describe("the settings new Agent() checked are the agent's own", () => {
       [() => new Agent({ tools: unreadable("t") }), "tools.t"],
       [() => new Agent().prompt("x", unreadable("signal")), "signal"],
       [() => new Agent().prompt("x", { timeouts: unreadable("stepMs") }), "timeouts.stepMs"],
+      // Read by the checks, not copied: the provider, the logger, the messages.
+      [() => new Agent({ provider: unreadable("doStream") as never }), "provider"],
+      [() => new Agent({ logger: unreadable("error") as never }), "logger"],
+      [() => new Agent({ messages: [unreadable("content") as never] }), "messages"],
+      [() => new Agent().prompt(unreadable("role") as never), "message"],
+      [() => new Agent().steer(unreadable("content") as never), "message"],
     ] as const;
     for (const [make, setting] of refusals) {
       const error = thrown(make);

@@ -1,8 +1,8 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { DependencyContainer } from "tsyringe";
 import { checkOwnAgentConfig, checkOwnPromptOptions } from "./config.js";
-import { AgentConfigError } from "./config-issues.js";
-import { errorMessage, InvalidConfigError } from "./errors.js";
+import { AgentConfigError, unreadableError } from "./config-issues.js";
+import { InvalidConfigError } from "./errors.js";
 import type { AgentEvent } from "./events/schemas.js";
 import { budgetTokens, type ContextBudgetOptions, estimateSystemTokens } from "./history/context-budget.js";
 import { knownContextWindow } from "./history/context-windows.js";
@@ -183,13 +183,7 @@ function copySettings<Settings>(settings: Settings, owner: SettingsOwner, path?:
     return { ...settings };
   } catch (cause) {
     const name = [path, unreadableKey(settings)].filter((part) => part !== undefined).join(".") || owner.root;
-    throw new AgentConfigError(
-      owner.what,
-      [{ path: name, message: `could not be read: ${errorMessage(cause)}` }],
-      {
-        cause,
-      },
-    );
+    throw unreadableError(owner.what, name, cause);
   }
 }
 

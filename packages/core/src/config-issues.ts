@@ -1,5 +1,5 @@
 import type { core, z } from "zod";
-import { InvalidConfigError } from "./errors.js";
+import { errorMessage, InvalidConfigError } from "./errors.js";
 import { hasThenMethod, refusedPromise } from "./run/checked-messages.js";
 
 // How a refused setting is reported: each bad field's path, the domain it must be in and the value
@@ -24,6 +24,16 @@ export class AgentConfigError extends InvalidConfigError {
     );
     this.issues = issues;
   }
+}
+
+/**
+ * A setting (or a message) at `path` that could not be read, a getter or a proxy that throws:
+ * refused as a bad value is, the getter's error as the cause.
+ */
+export function unreadableError(what: string, path: string, cause: unknown): AgentConfigError {
+  return new AgentConfigError(what, [{ path, message: `could not be read: ${errorMessage(cause)}` }], {
+    cause,
+  });
 }
 
 /**
@@ -68,7 +78,12 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
     throw new AgentConfigError(what, [
       { path: root, message: `must be ${SETTINGS_NOT_PROMISED}, got a promise` },
     ]);
-  const result = schema.safeParse(input, PARSE_PARAMS);
+  let result: ReturnType<z.ZodType["safeParse"]>;
+  try {
+    result = schema.safeParse(input, PARSE_PARAMS);
+  } catch (cause) {
+    throw unreadableError(what, root, cause);
+  }
   if (result.success) return;
   const pathOf = (path: readonly PropertyKey[]) => (path.length === 0 ? root : path.map(String).join("."));
   const issues = result.error.issues

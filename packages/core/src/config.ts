@@ -1,5 +1,5 @@
 import { type core, z } from "zod";
-import { expecting, settingsError, validate } from "./config-issues.js";
+import { expecting, settingsError, unreadableError, validate } from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
@@ -216,8 +216,14 @@ export function checkOwnAgentConfig(config: unknown): void {
       const value = (config as Record<string, unknown>)[key];
       if (value === undefined) continue;
       // A value its predicate accepts skips zod; the schema decides the others (for most settings
-      // it uses the same predicate, for `limits` it takes more shapes than the usual one).
-      const ok = FIELD_PREDICATES[key]?.(value) === true || schema.safeParse(value).success;
+      // it uses the same predicate, for `limits` it takes more shapes than the usual one). Either
+      // may read what throws (a provider's or a message's getter): that setting is refused.
+      let ok: boolean;
+      try {
+        ok = FIELD_PREDICATES[key]?.(value) === true || schema.safeParse(value).success;
+      } catch (cause) {
+        throw unreadableError("agent config", key, cause);
+      }
       if (!ok) {
         valid = false;
         break;
