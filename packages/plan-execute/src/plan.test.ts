@@ -219,6 +219,33 @@ describe("duplicate step ids", () => {
     ]);
   });
 
+  it("are reported when the id has no usable character, rather than a dependency silently meaning the last such step", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "!!", tool: "add", args: { a: 1, b: 2 } },
+        { id: "!!", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: 5, b: 6 }, dependsOn: ["!!"] },
+      ],
+    });
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "s1"; give every step its own id',
+    ]);
+  });
+
+  it("do not count a blank id, which is no id: a dependency on it is on no step", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "", tool: "add", args: { a: 1, b: 2 } },
+        { id: " ", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: 5, b: 6 }, dependsOn: [""] },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["s1", "s2", "sum"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'step sum: depends on "", which is not a step of the plan',
+    ]);
+  });
+
   it("are told apart from ids that only become equal once cleaned or cut, which are renamed", () => {
     const steps = normalizePlan({
       steps: [

@@ -72,12 +72,15 @@ export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new
       ?.trim()
       .replace(/[^a-zA-Z0-9_-]/g, "")
       .slice(0, 16);
-    const earlier = step.id !== undefined && wanted ? idOf.get(step.id) : undefined;
+    // What the model wrote is the id its `dependsOn` use, also when no character of it is kept
+    // ("!!"); a blank one is no id at all.
+    const given = step.id?.trim() ? step.id : undefined;
+    const earlier = given === undefined ? undefined : idOf.get(given);
     if (earlier !== undefined) return { id: earlier, ...rest };
     let id = wanted && !used.has(wanted) ? wanted : undefined;
     for (let n = index + 1; id === undefined; n++) if (!used.has(`s${n}`)) id = `s${n}`;
     used.add(id);
-    if (step.id !== undefined) idOf.set(step.id, id);
+    if (given !== undefined) idOf.set(given, id);
     return { id, ...rest };
   });
   const rename = (id: string) => idOf.get(id) ?? id;
