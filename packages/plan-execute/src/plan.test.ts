@@ -246,6 +246,27 @@ describe("duplicate step ids", () => {
     ]);
   });
 
+  it("include the id of a step that already succeeded, rather than its $refs silently meaning the new step", () => {
+    const completed = new Set(["a"]);
+    const steps = normalizePlan(
+      {
+        steps: [
+          { id: "a", tool: "add", args: { a: 1, b: 2 } },
+          { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+        ],
+      },
+      completed,
+      completed,
+    );
+    expect(steps.map((s) => s.args)).toEqual([
+      { a: 1, b: 2 },
+      { a: { $ref: "steps.a.result" }, b: 1 },
+    ]);
+    expect(validatePlan(steps, tools, completed)).toEqual([
+      'a step of an earlier plan has the id "a"; give every new step a new id',
+    ]);
+  });
+
   it("are told apart from ids that only become equal once cleaned or cut, which are renamed", () => {
     const steps = normalizePlan({
       steps: [
