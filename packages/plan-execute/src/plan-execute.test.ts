@@ -313,6 +313,25 @@ describe("execution", () => {
     expect(result.stopReason).toBe("completed");
   });
 
+  it("sends back a revised plan that gives a new step the id of a step that succeeded, rather than guess which one a $ref means", async () => {
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "add", args: { a: 1, b: 2 } },
+        { id: "f", tool: "lookup", args: { city: "Atlantis" }, dependsOn: ["a"] },
+      ]),
+      plan([
+        { id: "a", tool: "add", args: { a: 10, b: 20 } },
+        { id: "c", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+      ]),
+      plan([{ id: "c", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } }]),
+      answer("4"),
+    ]);
+    const { events, result } = await run(model);
+    expect(JSON.stringify(model.prompts[2])).toContain('a step of an earlier plan has the id \\"a\\"');
+    expect(eventsOf(events, "plan_step_end").map((e) => e.result ?? e.error)).toEqual([3, "no such city", 4]);
+    expect(result.text).toBe("4");
+  });
+
   it("after maxReplans it goes on without replanning and never runs steps whose dependency failed", async () => {
     const model = scriptedModel([
       plan([

@@ -154,8 +154,9 @@ export class PlanRun {
   #read(reply: PlanReply, taken: ReadonlySet<string>): { steps: PlanStep[]; problems: string[] } {
     const beyondLimits = planLimitProblems(reply);
     if (beyondLimits.length > 0) return { steps: [], problems: beyondLimits };
-    const steps = normalizePlan(reply, taken);
-    return { steps, problems: validatePlan(steps, this.ctx.tools, new Set(this.#results.keys())) };
+    const completed = new Set(this.#results.keys());
+    const steps = normalizePlan(reply, taken, completed);
+    return { steps, problems: validatePlan(steps, this.ctx.tools, completed) };
   }
 
   async #generate(system: string, messages: readonly LlmMessage[]) {

@@ -219,6 +219,54 @@ describe("duplicate step ids", () => {
     ]);
   });
 
+  it("are reported when the id has no usable character, rather than a dependency silently meaning the last such step", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "!!", tool: "add", args: { a: 1, b: 2 } },
+        { id: "!!", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: 5, b: 6 }, dependsOn: ["!!"] },
+      ],
+    });
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'more than one step has the id "s1"; give every step its own id',
+    ]);
+  });
+
+  it("do not count a blank id, which is no id: a dependency on it is on no step", () => {
+    const steps = normalizePlan({
+      steps: [
+        { id: "", tool: "add", args: { a: 1, b: 2 } },
+        { id: " ", tool: "add", args: { a: 3, b: 4 } },
+        { id: "sum", tool: "add", args: { a: 5, b: 6 }, dependsOn: [""] },
+      ],
+    });
+    expect(steps.map((s) => s.id)).toEqual(["s1", "s2", "sum"]);
+    expect(validatePlan(steps, tools, new Set())).toEqual([
+      'step sum: depends on "", which is not a step of the plan',
+    ]);
+  });
+
+  it("include the id of a step that already succeeded, rather than its $refs silently meaning the new step", () => {
+    const completed = new Set(["a"]);
+    const steps = normalizePlan(
+      {
+        steps: [
+          { id: "a", tool: "add", args: { a: 1, b: 2 } },
+          { id: "b", tool: "add", args: { a: { $ref: "steps.a.result" }, b: 1 } },
+        ],
+      },
+      completed,
+      completed,
+    );
+    expect(steps.map((s) => s.args)).toEqual([
+      { a: 1, b: 2 },
+      { a: { $ref: "steps.a.result" }, b: 1 },
+    ]);
+    expect(validatePlan(steps, tools, completed)).toEqual([
+      'a step of an earlier plan has the id "a"; give every new step a new id',
+    ]);
+  });
+
   it("are told apart from ids that only become equal once cleaned or cut, which are renamed", () => {
     const steps = normalizePlan({
       steps: [

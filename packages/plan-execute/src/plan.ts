@@ -60,10 +60,15 @@ export interface PlanStep {
  * Gives every step a usable id (the model's when it is one, else s1, s2, …) and adds the steps
  * that `$ref`s point to as dependencies. `taken` holds ids of steps that already ran. A step whose
  * id the model already gave an earlier step keeps that step's id, for `validatePlan` to report:
- * renaming it would silently change which step the `$ref`s to that id mean. (Ids that differ but
+ * renaming it would silently change which step the `$ref`s to that id mean; so does one that gives
+ * a new step the id of a step that succeeded (`completed`). (Ids that differ but
  * are the same once cleaned and cut are renamed: the `$ref`s name each by what the model wrote.)
  */
-export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new Set()): PlanStep[] {
+export function normalizePlan(
+  reply: PlanReply,
+  taken: ReadonlySet<string> = new Set(),
+  completed: ReadonlySet<string> = new Set(),
+): PlanStep[] {
   const used = new Set(taken);
   const idOf = new Map<string, string>();
   const steps = reply.steps.map((step, index) => {
@@ -72,12 +77,17 @@ export function normalizePlan(reply: PlanReply, taken: ReadonlySet<string> = new
       ?.trim()
       .replace(/[^a-zA-Z0-9_-]/g, "")
       .slice(0, 16);
-    const earlier = step.id !== undefined && wanted ? idOf.get(step.id) : undefined;
+    // What the model wrote is the id its `dependsOn` use, also when no character of it is kept
+    // ("!!"); a blank one is no id at all.
+    const given = step.id?.trim() ? step.id : undefined;
+    const earlier = given === undefined ? undefined : idOf.get(given);
     if (earlier !== undefined) return { id: earlier, ...rest };
-    let id = wanted && !used.has(wanted) ? wanted : undefined;
+    // The id of a step that succeeded (one of `completed`, which `taken` holds) is kept too, for
+    // `validatePlan` to report: the $refs to it could mean that step's result or the new step's.
+    let id = wanted && (completed.has(wanted) || !used.has(wanted)) ? wanted : undefined;
     for (let n = index + 1; id === undefined; n++) if (!used.has(`s${n}`)) id = `s${n}`;
     used.add(id);
-    if (step.id !== undefined) idOf.set(step.id, id);
+    if (given !== undefined) idOf.set(given, id);
     return { id, ...rest };
   });
   const rename = (id: string) => idOf.get(id) ?? id;
@@ -105,6 +115,9 @@ export function validatePlan(
   const shared = new Set<string>();
   for (const step of steps) (seen.has(step.id) ? shared : seen).add(step.id);
   for (const id of shared) problems.push(`more than one step has the id "${id}"; give every step its own id`);
+  const reused = [...ids].filter((id) => completed.has(id));
+  for (const id of reused)
+    problems.push(`a step of an earlier plan has the id "${id}"; give every new step a new id`);
   for (const step of steps) {
     const tool = tools.get(step.tool);
     if (tool === undefined) {
@@ -128,8 +141,8 @@ export function validatePlan(
           .join("; ")}`,
       );
   }
-  // Which step an id means is unknown while it is shared, so a cycle through it would be made up.
-  const cycle = shared.size === 0 ? findCycle(steps) : undefined;
+  // Which step an id means is unknown while it is shared or reused, so a cycle through it would be made up.
+  const cycle = shared.size === 0 && reused.length === 0 ? findCycle(steps) : undefined;
   if (cycle) problems.push(`steps ${cycle.join(", ")} depend on each other`);
   return problems;
 }
