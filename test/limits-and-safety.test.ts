@@ -742,6 +742,27 @@ describe("hooks", () => {
     expect(() => agent.approve("pay")).toThrow('No tool call "pay" is waiting for approval.');
   });
 
+  // An approval screen that lets a person edit what it shows, in place: the model asked for
+  // "pay $10", and that is what the history keeps and the tool runs with.
+  it("the calls listed for approval are copies: changing their args changes neither the history nor the call", async () => {
+    const model = scriptedModel([
+      [script.toolCall("echo", { text: "pay $10" }, { id: "pay" })],
+      [script.text("Paid.")],
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [echo],
+      beforeToolCall: () => ({ requireApproval: true }),
+    });
+    const suspended = await finished(agent.prompt("pay"), { valid: false });
+    for (const listed of [suspended.pendingApprovals?.[0], agent.pendingApprovals[0]])
+      (listed?.args as { text: string }).text = "pay $10,000";
+    const result = await finished(agent.approve("pay") as AgentRun);
+    expect(toolResults(result.messages)[0]?.content).toBe("pay $10");
+    expect(JSON.stringify(result.messages)).not.toContain("10,000");
+    expect(agent.pendingApprovals).toEqual([]);
+  });
+
   it("approve() and deny() throw an InvalidConfigError for a call not waiting or decided already", async () => {
     const model = scriptedModel([
       [

@@ -2,6 +2,7 @@ import { AbortedError, type AgentError, abortError, endsRunAsItSays, Orchestrato
 import type { RunMetrics, StopReason } from "../events/schemas.js";
 import { type AgentMessage, type AssistantStopReason, textOf, type Usage } from "../messages.js";
 import type { Orchestrator } from "../orchestrator/contract.js";
+import { ownArgs } from "../tools/own-args.js";
 import { BodyWait } from "./body-wait.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { MetricsRecorder } from "./metrics.js";
@@ -286,14 +287,19 @@ function pendingCalls(suspension: Suspension): Pick<RunResult, "pendingApprovals
       pendingClientTools: waiting.map((call) => ({
         toolCallId: call.id,
         toolName: call.name,
-        args: call.args,
+        args: ownArgs(call.args),
       })),
     };
   return {
     pendingApprovals: waiting.map((call) => {
       const wait = suspension.waits.get(call.id);
       const reason = wait?.kind === "approval" ? wait.reason : undefined;
-      return { toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) };
+      return {
+        toolCallId: call.id,
+        toolName: call.name,
+        args: ownArgs(call.args),
+        ...(reason ? { reason } : {}),
+      };
     }),
   };
 }

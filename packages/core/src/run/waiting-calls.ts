@@ -1,4 +1,5 @@
 import { ClientToolError, InvalidConfigError } from "../errors.js";
+import { ownArgs } from "../tools/own-args.js";
 import { ClientToolCalls, type ClientToolOutcome, checkClientToolOutcome } from "./client-tools.js";
 import type { ApprovalDecision, PendingDecisions, Suspension } from "./suspension.js";
 
@@ -35,7 +36,9 @@ export class WaitingCalls<ResumeOptions> {
       const wait = waits.get(call.id);
       if (wait?.kind !== "approval" || pending.decisions.has(call.id)) return [];
       const { reason } = wait;
-      return [{ toolCallId: call.id, toolName: call.name, args: call.args, ...(reason ? { reason } : {}) }];
+      return [
+        { toolCallId: call.id, toolName: call.name, args: ownArgs(call.args), ...(reason ? { reason } : {}) },
+      ];
     });
   }
 
@@ -46,7 +49,7 @@ export class WaitingCalls<ResumeOptions> {
     const { calls, waits } = pending.suspension;
     return calls
       .filter((call) => waits.get(call.id)?.kind === "client" && !pending.results.has(call.id))
-      .map((call) => ({ toolCallId: call.id, toolName: call.name, args: call.args }));
+      .map((call) => ({ toolCallId: call.id, toolName: call.name, args: ownArgs(call.args) }));
   }
 
   /**
