@@ -157,6 +157,38 @@ describe("an AgentError that cannot end the run as it says", () => {
     expect(result.error).toBeUndefined();
     expect(eventsOf(run.events, "error")).toEqual([]);
   });
+
+  /** An AgentError whose `field` answers `first` when read first, and throws on every later read. */
+  function changingOnRead(field: "code" | "message" | "stopReason", first: string): AgentError {
+    const error = new AgentError("mine", "made up");
+    let reads = 0;
+    Object.defineProperty(error, field, {
+      get() {
+        if (++reads === 1) return first;
+        throw new Error(`${field} read again`);
+      },
+    });
+    return error;
+  }
+
+  for (const field of ["code", "message", "stopReason"] as const)
+    it(`one whose ${field} changes after its first read still ends the run, as that first read said`, async () => {
+      const first = field === "stopReason" ? "error" : `first ${field}`;
+      const agent = new Agent({
+        orchestrator: plugin(async () => {
+          throw changingOnRead(field, first);
+        }),
+      });
+      const run = agent.prompt("hi");
+      const result = await kept(run);
+      expect(result.stopReason).toBe("error");
+      const reported = { code: "mine", message: "made up", [field]: first };
+      expect(eventsOf(run.events, "error")).toMatchObject([
+        { code: reported.code, message: reported.message },
+      ]);
+      // The agent takes the next prompt (which fails the same way).
+      expect((await settled(agent.prompt("again"))).stopReason).toBe("error");
+    });
 });
 
 describe("executeTools runs only the calls of the history still waiting for their result, each once", () => {

@@ -235,19 +235,37 @@ const FAILURE_ENDINGS: ReadonlySet<string> = new Set(
  * an `awaiting_approval` ending with nothing to approve: the run takes it as any other value thrown.
  */
 export function endsRunAsItSays(value: unknown): value is AgentError {
-  if (!isAgentError(value)) return false;
+  return runEndingOf(value) !== undefined;
+}
+
+/** How an error ends a run: the error, and its fields as they were read, once. */
+export interface RunEnding {
+  readonly error: AgentError;
+  readonly code: string;
+  readonly message: string;
+  readonly stopReason: StopReason;
+}
+
+/**
+ * The ending `value` gives a run when it ends the run as it says (see `endsRunAsItSays`), else
+ * `undefined`. Its fields are read once: a getter that answers otherwise on a later read (or
+ * throws then) cannot make the run report one ending and end with another, or fail as it ends.
+ */
+export function runEndingOf(value: unknown): RunEnding | undefined {
+  if (!isAgentError(value)) return undefined;
   try {
     const { code, message, stopReason } = value;
-    return (
+    if (
       typeof code === "string" &&
       code !== "" &&
       typeof message === "string" &&
       FAILURE_ENDINGS.has(stopReason)
-    );
+    )
+      return { error: value, code, message, stopReason };
   } catch {
     // A getter that throws: nothing the run can report as it is.
-    return false;
   }
+  return undefined;
 }
 
 /**

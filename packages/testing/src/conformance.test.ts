@@ -157,6 +157,37 @@ describe("conformance checks catch broken orchestrators", () => {
     );
   });
 
+  it("one that runs the tools itself, past ctx.executeTools(): no tool_call, and no approval asked", async () => {
+    // It answers each call with what the tool returned: the transcript is valid, the events quiet.
+    const bypassing = orchestrator((ctx) =>
+      runTurns(ctx, async (): Promise<AssistantMessage> => {
+        for (;;) {
+          const decision = await ctx.decide();
+          if (decision.mode === "respond") return decision.message;
+          for (const call of decision.toolCalls) {
+            const tool = ctx.tools.get(call.name) as { execute(args: unknown, options: unknown): unknown };
+            const output = await tool.execute(call.args, { toolCallId: call.id, signal: ctx.signal });
+            ctx.messages.append({
+              role: "toolResult",
+              toolCallId: call.id,
+              toolName: call.name,
+              content: JSON.stringify(output),
+              status: "ok",
+              isError: false,
+              timestamp: 1,
+            });
+          }
+        }
+      }),
+    );
+    await expect(check("uses tools").run(bypassing)).rejects.toThrow(
+      /the calls the probe ran, each announced by tool_call: expected \[ 'probe-1' \] to deeply equal \[\]/,
+    );
+    await expect(check("runs an approved call once when the run resumes").run(bypassing)).rejects.toThrow(
+      /the calls the probe ran without an approval: expected \[ 'probe-1' \] to deeply equal \[\]/,
+    );
+  });
+
   it("one that never ends, even when nobody reads the events: the result() check says so", async () => {
     const endless = orchestrator(() => new Promise(() => {}));
     await expect(check("resolves result() when nobody reads the events").run(endless)).rejects.toThrow(

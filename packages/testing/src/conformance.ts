@@ -48,7 +48,7 @@ const CHECK_TIMEOUT_MS = 60_000;
 /**
  * Checks every guarantee an orchestrator can break, against the orchestrator `factory` builds
  * (a fresh one per test): the event envelope and order, `agent_start`/`agent_end` once, every
- * `tool_call` answered by one `tool_result`, a valid transcript after completion, abort (in a
+ * `tool_call` answered by one `tool_result` and every tool run announced by one, a valid transcript after completion, abort (in a
  * tool that ignores its signal, or a completed run from a loop that calls none, and in a model
  * stream), provider errors, steering, follow-ups (each in a turn of its own) and limits, `result()`
  * without reading events, and approvals (an approved call runs once when the run resumes, through
@@ -89,9 +89,14 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
   {
     name: "uses tools: every tool_call has one tool_result and the history has one result per call",
     async run(factory, options) {
-      const { run, result } = await runScenario(factory, {}, options);
+      const ran: string[] = [];
+      const { run, result } = await runScenario(factory, { ran }, options);
       expect(result.stopReason, ending(result)).toBe("completed");
       const calls = eventsOf(run.events, "tool_call").map((e) => e.toolCallId);
+      // A tool run past ctx.executeTools() (validation, hooks, approvals, events) breaks them all.
+      expect([...ran].sort(), "the calls the probe ran, each announced by tool_call").toEqual(
+        [...calls].sort(),
+      );
       const resultsInHistory = result.messages.flatMap((m) =>
         m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
       );
@@ -205,6 +210,7 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       if (waiting.stopReason === "completed") {
         // Every call waits for approval: it answered without the tool, so there is nothing to approve.
         assertValidTranscript(waiting.messages);
+        expect(executed, "the calls the probe ran without an approval").toEqual([]);
         return;
       }
       expect(waiting.stopReason, ending(waiting)).toBe("awaiting_approval");
@@ -229,6 +235,10 @@ export const conformanceChecks: readonly ConformanceCheck[] = [
       assertValidTranscript(history);
       for (const id of approved)
         expect(executed.filter((ran) => ran === id).length, `times the approved call ${id} ran`).toBe(1);
+      expect(
+        executed.filter((id) => !approved.includes(id)),
+        "the calls the probe ran without an approval",
+      ).toEqual([]);
       const results = history.filter((m): m is ToolResultMessage => m.role === "toolResult");
       // One result per approved call, the tool's output: none "not completed", none made up.
       expect(results.map((r) => r.toolCallId).sort(), "the calls the history has results of").toEqual(
@@ -272,6 +282,8 @@ interface Scenario {
   maxCycles?: number;
   /** Every probe call waits for approval; `executed` gets the id of each call the probe ran. */
   approval?: { executed: string[] };
+  /** Gets the id of each call the probe ran. */
+  ran?: string[];
 }
 
 function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
@@ -280,6 +292,7 @@ function newAgent(factory: () => Orchestrator, scenario: Scenario): Agent {
     description: PROBE_DESCRIPTION,
     inputSchema: z.object({ n: z.number() }),
     execute: ({ n }, { toolCallId }) => {
+      scenario.ran?.push(toolCallId);
       if (scenario.hangingTool) return new Promise(() => {});
       if (!scenario.approval) return { n };
       scenario.approval.executed.push(toolCallId);

@@ -1,4 +1,4 @@
-import { AbortedError, type AgentError, abortError, endsRunAsItSays, OrchestratorError } from "../errors.js";
+import { AbortedError, type AgentError, OrchestratorError, type RunEnding, runEndingOf } from "../errors.js";
 import type { RunMetrics, StopReason } from "../events/schemas.js";
 import { type AgentMessage, type AssistantStopReason, textOf, type Usage } from "../messages.js";
 import type { Orchestrator } from "../orchestrator/contract.js";
@@ -134,10 +134,10 @@ export class RunSession {
 
   /** @internal The body ended (`failed`: with `error`), the run suspended, or the grace period ran out. */
   bodyEnded(failed: boolean, error: unknown): RunResult {
-    let failure: AgentError | undefined;
+    let failure: RunEnding | undefined;
     if (this.#suspension === undefined)
-      if (failed) failure = this.#toAgentError(error);
-      else if (this.#abortedFromOutside()) failure = abortError(this.#setup.abortScope.signal.reason);
+      if (failed) failure = this.#endingOf(error);
+      else if (this.#abortedFromOutside()) failure = this.#abortEnding();
     return this.#finish(failure);
   }
 
@@ -199,7 +199,7 @@ export class RunSession {
     );
   }
 
-  #finish(failure: AgentError | undefined): RunResult {
+  #finish(failure: RunEnding | undefined): RunResult {
     const services = this.#services;
     const suspension = this.#suspension;
     const stopReason: StopReason = suspension ? awaitingOf(suspension) : (failure?.stopReason ?? "completed");
@@ -262,17 +262,29 @@ export class RunSession {
       text: last ? textOf(last) : "",
       metrics,
     };
-    if (reported) result.error = reported;
+    if (reported) result.error = reported.error;
     if (requeued.length > 0) result.requeued = requeued;
     if (pending) Object.assign(result, pending);
     return result;
   }
 
-  #toAgentError(error: unknown): AgentError {
-    if (endsRunAsItSays(error)) return error;
-    if (this.#abortedFromOutside()) return abortError(this.#setup.abortScope.signal.reason);
-    return new OrchestratorError(this.#start.orchestrator.name, error);
+  #endingOf(error: unknown): RunEnding {
+    const ending = runEndingOf(error);
+    if (ending) return ending;
+    if (this.#abortedFromOutside()) return this.#abortEnding();
+    return endingOfOwn(new OrchestratorError(this.#start.orchestrator.name, error));
   }
+
+  /** The abort's reason when it ends a run as it says (a timeout), else an `AbortedError`. */
+  #abortEnding(): RunEnding {
+    const { reason } = this.#setup.abortScope.signal;
+    return runEndingOf(reason) ?? endingOfOwn(new AbortedError(reason));
+  }
+}
+
+/** The ending of an error the framework made: its fields are plain text it set itself. */
+function endingOfOwn(error: AgentError): RunEnding {
+  return { error, code: error.code, message: error.message, stopReason: error.stopReason };
 }
 
 function assistantStop(stopReason: StopReason): AssistantStopReason {
