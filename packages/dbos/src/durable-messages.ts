@@ -222,10 +222,25 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
  * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
  * whose events it would share.
  */
-/** Throws unless `start()`'s options are an object (its `runId` is checked by `checkRunId`). */
+/**
+ * Throws unless `start()`'s options are an object of no other option than `runId` (checked by
+ * `checkRunId`): a misspelled `runid` would start a new run on every call, not the same one.
+ */
 export function checkStartOptions(options: unknown): asserts options is { runId?: unknown } {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`start()'s options must be an object ({ runId? }), got ${shown(options)}.`);
+  checkKnownKeys("start() options", options, ["runId"]);
+}
+
+/**
+ * Throws `InvalidConfigError` for a key of `options` that is none of `known`, as `new Agent()` does
+ * for its config: a misspelled option would otherwise be dropped without a word and its default
+ * used instead (an `executorID` leaves two workers on the one default id, which runs their runs twice).
+ */
+export function checkKnownKeys(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options))
+    if (!known.includes(key))
+      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
 }
 
 /** Throws unless `after` is absent or a seq a read may start after: a whole number from -1. */
