@@ -96,6 +96,28 @@ describe("options of new DurableRuntime() that no runtime could use", () => {
     );
   });
 
+  it.each([
+    [
+      "a U+0000 (PostgreSQL's text holds none)",
+      "a\u0000b",
+      'runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got "a\\u0000b".',
+    ],
+    [
+      "a lone surrogate (stored as U+FFFD: two ids would be one run)",
+      "a\ud800",
+      'runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got "a\\ud800".',
+    ],
+    [
+      "past 2048 bytes (the workflow would fail at its first event)",
+      "é".repeat(1025),
+      "runId must be at most 2048 bytes (UTF-8), got one of 2050.",
+    ],
+  ])("refuses a start()'s runId with %s: InvalidConfigError", async (_, runId, message) => {
+    await expect(runtime().start("helper", "Hi.", { runId })).rejects.toThrow(
+      new InvalidConfigError(message),
+    );
+  });
+
   it("refuses them before anything is made: a runtime of good options is made afterwards", () => {
     expect(() => new DurableRuntime({ databaseUrl, agents, queue: { workerConcurrency: 0 } })).toThrow(
       InvalidConfigError,
