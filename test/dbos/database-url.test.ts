@@ -51,6 +51,32 @@ describe("a database URL", () => {
     );
   });
 
+  it.each([
+    ["a port that is not a number", "postgres://u:secret@127.0.0.1:abc/db"],
+    ["a port past 65535", "postgres://u:secret@127.0.0.1:99999/db"],
+    ["a host that is not one", "postgres://u:secret@[bad/db"],
+  ])(
+    "with %s is refused by the runtime and the client alike, its password not shown: InvalidConfigError",
+    async (_, databaseUrl) => {
+      const message = "databaseUrl is not a URL (new URL() cannot read it: a bad port or host?).";
+      expect(() => new DurableRuntime({ databaseUrl, agents: {} })).toThrow(new InvalidConfigError(message));
+      await expect(DurableRunClient.connect({ databaseUrl })).rejects.toThrow(
+        new InvalidConfigError(message),
+      );
+    },
+  );
+
+  it("that names no database is refused by the runtime and the client alike (DBOS addresses it by name): InvalidConfigError", async () => {
+    const message =
+      "databaseUrl must name a database (a path such as /mydb), got none in postgres://127.0.0.1:5432/.";
+    expect(
+      () => new DurableRuntime({ databaseUrl: "postgres://u:secret@127.0.0.1:5432/", agents: {} }),
+    ).toThrow(new InvalidConfigError(message));
+    await expect(DurableRunClient.connect({ databaseUrl: "postgres://127.0.0.1:5432" })).rejects.toThrow(
+      new InvalidConfigError(message.replace("5432/.", "5432.")),
+    );
+  });
+
   it("whose scheme is upper-case is taken, as pg takes it: the runtime launches, a client connects", async () => {
     const upper = postgres.url("agent_core_upper").replace(/^postgres:/, "POSTGRES:");
     expect(upper.startsWith("POSTGRES://")).toBe(true);

@@ -71,6 +71,53 @@ describe("options of new DurableRuntime() that no runtime could use", () => {
     );
   });
 
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      "a misspelled executorId (the worker would take the default id another worker has)",
+      { executorID: "worker-1" },
+      "Invalid DurableRuntime options: executorID is not an option (known: databaseUrl, name, agents, queue, executorId, answerTimeoutMs, databaseTimeoutMs).",
+    ],
+    [
+      "a misspelled queue option",
+      { queue: { workerconcurrency: 8 } },
+      "Invalid queue options: workerconcurrency is not an option (known: name, workerConcurrency, globalConcurrency).",
+    ],
+  ])("refuses %s: InvalidConfigError naming the key", (_, options, message) => {
+    expect(() => new DurableRuntime({ databaseUrl, agents, ...options } as DurableRuntimeOptions)).toThrow(
+      new InvalidConfigError(message),
+    );
+  });
+
+  it("refuses a start() option it does not know (a misspelled runId would start a new run each time)", async () => {
+    await expect(
+      runtime().start("helper", "Hi.", { runid: "order-42" } as { runId?: string }),
+    ).rejects.toThrow(
+      new InvalidConfigError("Invalid start() options: runid is not an option (known: runId)."),
+    );
+  });
+
+  it.each([
+    [
+      "a U+0000 (PostgreSQL's text holds none)",
+      "a\u0000b",
+      'runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got "a\\u0000b".',
+    ],
+    [
+      "a lone surrogate (stored as U+FFFD: two ids would be one run)",
+      "a\ud800",
+      'runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got "a\\ud800".',
+    ],
+    [
+      "past 2048 bytes (the workflow would fail at its first event)",
+      "é".repeat(1025),
+      "runId must be at most 2048 bytes (UTF-8), got one of 2050.",
+    ],
+  ])("refuses a start()'s runId with %s: InvalidConfigError", async (_, runId, message) => {
+    await expect(runtime().start("helper", "Hi.", { runId })).rejects.toThrow(
+      new InvalidConfigError(message),
+    );
+  });
+
   it("refuses them before anything is made: a runtime of good options is made afterwards", () => {
     expect(() => new DurableRuntime({ databaseUrl, agents, queue: { workerConcurrency: 0 } })).toThrow(
       InvalidConfigError,
@@ -88,6 +135,13 @@ describe("options of DurableRunClient.connect() that no client could use", () =>
     );
     await expect(DurableRunClient.connect({ databaseUrl, queue: "" })).rejects.toThrow(
       new InvalidConfigError('queue must be a non-empty string, got "".'),
+    );
+    await expect(
+      DurableRunClient.connect({ databaseUrl, databseTimeoutMs: 5 } as { databaseUrl: string }),
+    ).rejects.toThrow(
+      new InvalidConfigError(
+        "Invalid connect() options: databseTimeoutMs is not an option (known: databaseUrl, name, queue, databaseTimeoutMs).",
+      ),
     );
   });
 });
@@ -115,6 +169,11 @@ describe("options of durableBackend() that no backend could use", () => {
       "a pollMs of 0 (every followed run's log read without pause)",
       { pollMs: 0 },
       "pollMs must be a number of milliseconds above 0, at most 2147483647, got 0.",
+    ],
+    [
+      "an option it does not know",
+      { pollMS: 50 } as Record<string, unknown>,
+      "Invalid durableBackend() options: pollMS is not an option (known: databaseUrl, runs, agentName, pollMs).",
     ],
   ])("refuses %s: InvalidConfigError", async (_, options, message) => {
     await expect(

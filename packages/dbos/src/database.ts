@@ -10,13 +10,27 @@ import pg from "pg";
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
- * Throws `InvalidConfigError` unless `databaseUrl` is a PostgreSQL URL. A URL's scheme is
- * case-insensitive (RFC 3986), as pg's parser takes it: `POSTGRES://…` is one too.
+ * Throws `InvalidConfigError` unless `databaseUrl` is a PostgreSQL URL of a database. A URL's
+ * scheme is case-insensitive (RFC 3986), as pg's parser takes it: `POSTGRES://…` is one too. DBOS
+ * reads the URL with `new URL()` and addresses the database by its path: one `new URL()` cannot
+ * read (a port `abc` or past 65535) would reach the caller as a bare `TypeError`, and one without
+ * a database name fail halfway through a launch or a connect.
  */
 export function checkDatabaseUrl(databaseUrl: unknown): asserts databaseUrl is string {
   if (typeof databaseUrl !== "string" || !/^postgres(ql)?:\/\//i.test(databaseUrl))
     throw new InvalidConfigError(
       `databaseUrl must be a postgres:// URL, got ${JSON.stringify(databaseUrl)}.`,
+    );
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    // Not shown: the URL may hold a password.
+    throw new InvalidConfigError("databaseUrl is not a URL (new URL() cannot read it: a bad port or host?).");
+  }
+  if (url.pathname.replace(/^\//, "") === "")
+    throw new InvalidConfigError(
+      `databaseUrl must name a database (a path such as /mydb), got none in ${url.protocol}//${url.host}${url.pathname}.`,
     );
 }
 

@@ -19,7 +19,7 @@ import {
   isConnectionError,
   unreachable,
 } from "./database.js";
-import { queuedMessages, RunEndedError, shown } from "./durable-messages.js";
+import { checkKnownKeys, queuedMessages, RunEndedError, shown } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
@@ -259,6 +259,9 @@ async function ended(send: () => Promise<void>): Promise<void> {
  * without pause).
  */
 function checkBackendOptions(options: DurableBackendOptions): void {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidConfigError(`durableBackend()'s options must be an object, got ${shown(options)}.`);
+  checkKnownKeys("durableBackend() options", options, ["databaseUrl", "runs", "agentName", "pollMs"]);
   checkDatabaseUrl(options.databaseUrl);
   const { runs, agentName, pollMs } = options;
   for (const call of ["start", "answer", "steer", "followUp", "cancel"] as const)

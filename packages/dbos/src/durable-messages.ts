@@ -218,14 +218,35 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
 }
 
 /**
+ * The longest run id, in UTF-8 bytes: below what a btree index entry holds (about 2700 bytes, the
+ * key of every table of runs) and a `NOTIFY` payload (under 8000).
+ */
+const LONGEST_RUN_ID_BYTES = 2048;
+
+/**
  * Throws unless `runId` can name a workflow: a non-empty string (an empty one would be no id, and
  * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
  * whose events it would share.
  */
-/** Throws unless `start()`'s options are an object (its `runId` is checked by `checkRunId`). */
+/**
+ * Throws unless `start()`'s options are an object of no other option than `runId` (checked by
+ * `checkRunId`): a misspelled `runid` would start a new run on every call, not the same one.
+ */
 export function checkStartOptions(options: unknown): asserts options is { runId?: unknown } {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`start()'s options must be an object ({ runId? }), got ${shown(options)}.`);
+  checkKnownKeys("start() options", options, ["runId"]);
+}
+
+/**
+ * Throws `InvalidConfigError` for a key of `options` that is none of `known`, as `new Agent()` does
+ * for its config: a misspelled option would otherwise be dropped without a word and its default
+ * used instead (an `executorID` leaves two workers on the one default id, which runs their runs twice).
+ */
+export function checkKnownKeys(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options))
+    if (!known.includes(key))
+      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
 }
 
 /** Throws unless `after` is absent or a seq a read may start after: a whole number from -1. */
@@ -240,6 +261,19 @@ export function checkRunId(runId: unknown): void {
   if (runId === undefined) return;
   if (typeof runId !== "string" || runId === "")
     throw new InvalidConfigError(`runId must be a non-empty string, got ${shown(runId)}.`);
+  // PostgreSQL's text holds no U+0000 (the start would fail with its bare `DatabaseError`), and
+  // pg writes a lone surrogate as U+FFFD: "a\ud800" and "a\udc00" would be the one run.
+  if (runId.includes("\u0000") || /\p{Cs}/u.test(runId))
+    throw new InvalidConfigError(
+      `runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got ${shown(runId)}.`,
+    );
+  // Every table keys a run by its id, and each event's `NOTIFY` carries it (with a later run's
+  // `.<n>`): past these bounds, a workflow would start, call the model, and fail at its first event.
+  const bytes = Buffer.byteLength(runId);
+  if (bytes > LONGEST_RUN_ID_BYTES)
+    throw new InvalidConfigError(
+      `runId must be at most ${LONGEST_RUN_ID_BYTES} bytes (UTF-8), got one of ${bytes}.`,
+    );
   if (/\.\d+$/.test(runId))
     throw new InvalidConfigError(
       `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,

@@ -7,6 +7,7 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  checkKnownKeys,
   checkPrompt,
   checkRunId,
   checkStartOptions,
@@ -14,6 +15,7 @@ import {
   type DurableAnswer,
   MESSAGES,
   resultOf,
+  shown,
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunResult } from "./durable-run.js";
@@ -62,6 +64,9 @@ export class DurableRunClient {
     queue?: string;
     databaseTimeoutMs?: number;
   }): Promise<DurableRunClient> {
+    if (typeof options !== "object" || options === null)
+      throw new InvalidConfigError(`connect()'s options must be an object, got ${shown(options)}.`);
+    checkKnownKeys("connect() options", options, ["databaseUrl", "name", "queue", "databaseTimeoutMs"]);
     checkDatabaseUrl(options.databaseUrl);
     checkName("name", options.name);
     checkName("queue", options.queue);

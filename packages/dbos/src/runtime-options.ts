@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import { checkDatabaseUrl } from "./database.js";
-import { shown } from "./durable-messages.js";
+import { checkKnownKeys, shown } from "./durable-messages.js";
 
 export interface DurableRuntimeOptions {
   /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
@@ -45,6 +45,15 @@ export interface DurableRuntimeOptions {
 export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`DurableRuntime's options must be an object, got ${shown(options)}.`);
+  checkKnownKeys("DurableRuntime options", options, [
+    "databaseUrl",
+    "name",
+    "agents",
+    "queue",
+    "executorId",
+    "answerTimeoutMs",
+    "databaseTimeoutMs",
+  ]);
   checkDatabaseUrl(options.databaseUrl);
   const { agents, queue } = options;
   if (typeof agents !== "object" || agents === null || Array.isArray(agents))
@@ -61,6 +70,7 @@ export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   if (queue !== undefined) {
     if (typeof queue !== "object" || queue === null)
       throw new InvalidConfigError(`queue must be an object, got ${shown(queue)}.`);
+    checkKnownKeys("queue options", queue, ["name", "workerConcurrency", "globalConcurrency"]);
     checkName("queue.name", queue.name);
     checkConcurrency("queue.workerConcurrency", queue.workerConcurrency);
     checkConcurrency("queue.globalConcurrency", queue.globalConcurrency);
