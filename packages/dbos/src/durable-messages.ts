@@ -224,11 +224,6 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
 const LONGEST_RUN_ID_BYTES = 2048;
 
 /**
- * Throws unless `runId` can name a workflow: a non-empty string (an empty one would be no id, and
- * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
- * whose events it would share.
- */
-/**
  * Throws unless `start()`'s options are an object of no other option than `runId` (checked by
  * `checkRunId`): a misspelled `runid` would start a new run on every call, not the same one.
  */
@@ -257,6 +252,11 @@ export function checkAfter(after: unknown): void {
     );
 }
 
+/**
+ * Throws unless `runId` can name a workflow: a non-empty string (an empty one would be no id, and
+ * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
+ * whose events it would share, and one PostgreSQL can store and `NOTIFY`.
+ */
 export function checkRunId(runId: unknown): void {
   if (runId === undefined) return;
   if (typeof runId !== "string" || runId === "")
