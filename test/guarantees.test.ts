@@ -1013,6 +1013,57 @@ describe("the settings new Agent() checked are the agent's own", () => {
     }
   });
 
+  it("refuses a message that cannot be read (a getter or a proxy that throws) as a bad message, naming it", () => {
+    const failure = new Error("getter");
+    const unreadableMessage = () => ({
+      role: "user",
+      get content(): string {
+        throw failure;
+      },
+    });
+    const agent = new Agent({ provider: scriptedModel([]) });
+    const refusals = [
+      [() => agent.prompt(unreadableMessage() as never), "Invalid prompt: message"],
+      [
+        () =>
+          agent.prompt(
+            new Proxy(
+              {},
+              {
+                ownKeys: () => {
+                  throw failure;
+                },
+              },
+            ) as never,
+          ),
+        "Invalid prompt: message",
+      ],
+      [
+        () =>
+          agent.prompt([
+            {
+              role: "app-note",
+              get text(): string {
+                throw failure;
+              },
+            },
+          ]),
+        "Invalid prompt: message",
+      ],
+      [() => agent.steer(unreadableMessage() as never), "Invalid steering message: message"],
+      [() => agent.followUp(unreadableMessage() as never), "Invalid follow-up message: message"],
+      [() => new Agent({ messages: [unreadableMessage() as never] }), "Invalid agent config: messages"],
+    ] as const;
+    for (const [make, named] of refusals) {
+      const error = thrown(make);
+      expect(error, named).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(`${named} could not be read: getter.`);
+      expect(error?.cause).toBe(failure);
+    }
+    expect(agent.messages).toEqual([]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
+  });
+
   it("a contextBudget object changed afterwards changes nothing of the agent's budget", async () => {
     const contextBudget = { maxTokens: 5000 };
     const agent = new Agent({ provider: scriptedModel([[script.text("ok")]]), contextBudget });

@@ -1,5 +1,5 @@
 import type { core, z } from "zod";
-import { InvalidConfigError } from "./errors.js";
+import { errorMessage, InvalidConfigError } from "./errors.js";
 import { hasThenMethod, refusedPromise } from "./run/checked-messages.js";
 
 // How a refused setting is reported: each bad field's path, the domain it must be in and the value
@@ -68,7 +68,7 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
     throw new AgentConfigError(what, [
       { path: root, message: `must be ${SETTINGS_NOT_PROMISED}, got a promise` },
     ]);
-  const result = schema.safeParse(input, PARSE_PARAMS);
+  const result = safeParseReading(schema, input, what, root);
   if (result.success) return;
   const pathOf = (path: readonly PropertyKey[]) => (path.length === 0 ? root : path.map(String).join("."));
   const issues = result.error.issues
@@ -88,6 +88,31 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
           ],
     );
   throw new AgentConfigError(what, issues);
+}
+
+/**
+ * `schema.safeParse(input)`, with a value that cannot be read (a getter or a proxy trap that throws
+ * while zod reads it, deep in a message, say) refused as a bad value is, its error as the `cause`:
+ * zod lets such a throw through, which would reach the caller as the getter's own error.
+ */
+function safeParseReading(
+  schema: z.ZodType,
+  input: unknown,
+  what: string,
+  root: string,
+): ReturnType<z.ZodType["safeParse"]> {
+  try {
+    return schema.safeParse(input, PARSE_PARAMS);
+  } catch (cause) {
+    throw unreadable(what, root, cause);
+  }
+}
+
+/** The error for a value (at `path`) that could not be read: a getter or a proxy trap threw `cause`. */
+export function unreadable(what: string, path: string, cause: unknown): AgentConfigError {
+  return new AgentConfigError(what, [{ path, message: `could not be read: ${errorMessage(cause)}` }], {
+    cause,
+  });
 }
 
 const SETTINGS_NOT_PROMISED = "the settings themselves, not a promise of them (await it first)";
@@ -164,6 +189,11 @@ export function show(value: unknown): string {
       text = undefined;
     }
   }
-  text ??= String(value);
+  try {
+    text ??= String(value);
+  } catch {
+    // No text of its own (a null-prototype object JSON cannot write, a proxy that throws).
+    text = Object.prototype.toString.call(value);
+  }
   return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}…` : text;
 }

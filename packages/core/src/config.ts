@@ -1,5 +1,5 @@
 import { type core, z } from "zod";
-import { expecting, settingsError, validate } from "./config-issues.js";
+import { expecting, settingsError, unreadable, validate } from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
@@ -214,7 +214,13 @@ export function validateAgentConfig(config: unknown): void {
       if (value === undefined) continue;
       // A value its predicate accepts skips zod; the schema decides the others (for most settings
       // it uses the same predicate, for `limits` it takes more shapes than the usual one).
-      const ok = FIELD_PREDICATES[key]?.(value) === true || schema.safeParse(value).success;
+      let ok: boolean;
+      try {
+        ok = FIELD_PREDICATES[key]?.(value) === true || schema.safeParse(value).success;
+      } catch (cause) {
+        // A value that cannot be read (a message of `messages` whose getter throws): named.
+        throw unreadable("agent config", key, cause);
+      }
       if (!ok) {
         valid = false;
         break;
