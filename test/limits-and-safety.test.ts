@@ -139,6 +139,22 @@ describe("timeouts", () => {
     expect(toolResults(result.messages).map((r) => r.status)).toEqual(["timeout", "timeout"]);
   });
 
+  it("a setting given as undefined is one left out: it keeps the default, or the agent's value in a prompt", async () => {
+    // A model that never stops calling tools: only maxCycles ends its run.
+    const looping = scriptedModel(
+      Array.from({ length: 12 }, (_, i) => [script.toolCall("echo", { text: `${i}` })]),
+    );
+    const unbounded = new Agent({ provider: looping, tools: [echo], limits: { maxCycles: undefined } });
+    const cycles = await finished(unbounded.prompt("loop"));
+    expect(cycles.stopReason).toBe("max_cycles");
+    expect(cycles.metrics.cycles).toBe(10);
+
+    const agent = new Agent({ provider: scriptedModel([[script.hang()]]), timeouts: { totalMs: 20 } });
+    // The signal ends the run only if the agent's totalMs no longer does.
+    const run = agent.prompt("x", { timeouts: { totalMs: undefined }, signal: AbortSignal.timeout(2_000) });
+    expect((await finished(run)).stopReason).toBe("timeout");
+  });
+
   it("a queued prompt runs with the timeouts checked when it was made, whatever its options object becomes", async () => {
     const model = scriptedModel([
       [script.text("first"), script.delay(20)],
