@@ -687,6 +687,33 @@ describe("guards", () => {
     expect(toolResults(result.messages)[0]).toMatchObject({ status: "ok", content: "hi" });
   });
 
+  it("repairToolCall returning arguments that are not JSON fails the hook, naming the value; the tool does not run", async () => {
+    const ran: unknown[] = [];
+    const anyArgs = defineTool({
+      name: "any_args",
+      description: "takes anything",
+      inputSchema: z.object({}).passthrough(),
+      execute: (args) => {
+        ran.push(args);
+        return "ran";
+      },
+    });
+    for (const [fixed, problem] of [
+      [new Map([["text", "hi"]]), "arguments: a Map is not JSON"],
+      [{ text: 1n }, "arguments.text: BigInt is not JSON"],
+      [{ at: new Date(0) }, "arguments.at: a Date is not JSON"],
+    ] as const) {
+      const model = scriptedModel([[script.toolCall("any_args", "{text: 'hi'}")], [script.text("ok")]]);
+      const agent = new Agent({ provider: model, tools: [anyArgs], repairToolCall: () => fixed });
+      const result = await finished(agent.prompt("x"));
+      expect(result.stopReason).toBe("error");
+      expect(result.error).toBeInstanceOf(OrchestratorError);
+      expect(result.error?.message).toContain(`repairToolCall returned invalid arguments: ${problem}`);
+      expect(toolResults(result.messages)).toHaveLength(1);
+    }
+    expect(ran).toEqual([]);
+  });
+
   it("a model that returns nothing is a clear error", async () => {
     const result = await finished(new Agent({ provider: scriptedModel([[]]) }).prompt("x"));
     expect(result.error).toMatchObject({
