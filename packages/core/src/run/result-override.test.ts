@@ -69,7 +69,15 @@ describe("withOverride", () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     expect(() => withOverride(ok, { details: circular })).toThrow(
-      /^afterToolCall returned an invalid override: details must be JSON, but .*circular/i,
+      /^afterToolCall returned an invalid override: details must be JSON, but details\.self: a cycle is not JSON/,
     );
+  });
+
+  it("refuses details that JSON would write as something else (a Map as {}), as a tool's own result is", () => {
+    expect(() => withOverride(ok, { details: { tags: new Map([["a", 1]]) } })).toThrow(
+      /^afterToolCall returned an invalid override: details must be JSON, but details\.tags: a Map is not JSON/,
+    );
+    expect(() => withOverride(ok, { details: { at: Number.NaN } })).toThrow(/details\.at: NaN is not JSON/);
+    expect(withOverride(ok, { details: { tags: ["a"], note: undefined } }).details).toEqual({ tags: ["a"] });
   });
 });

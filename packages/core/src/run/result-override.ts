@@ -1,6 +1,6 @@
-import { errorMessage } from "../errors.js";
 import { type ToolResultMessage, toolResultStatusSchema } from "../messages.js";
 import type { ToolResultOverride } from "./hooks.js";
+import { notJson } from "./orchestrator-input.js";
 
 /**
  * A tool's result with what `afterToolCall` returned: only the four fields the hook may replace,
@@ -41,10 +41,7 @@ function problemOf(override: unknown): string | undefined {
     return `status must be one of ${toolResultStatusSchema.options.join(", ")}, got ${String(status)}`;
   if (status !== undefined && isError !== undefined && isError !== (status !== "ok"))
     return `isError ${isError} contradicts status ${String(status)}`;
-  try {
-    JSON.stringify(details);
-  } catch (error) {
-    return `details must be JSON, but ${errorMessage(error)}`;
-  }
-  return undefined;
+  // As a tool's own result: JSON that reads the same after `JSON.stringify` (a Map would read {}).
+  const problem = details === undefined ? undefined : notJson(details, "details");
+  return problem === undefined ? undefined : `details must be JSON, but ${problem}`;
 }
