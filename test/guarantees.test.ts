@@ -982,7 +982,7 @@ describe("the settings new Agent() checked are the agent's own", () => {
     });
   });
 
-  it("a setting whose getter throws (config, settings group, ToolSet, prompt options, provider, logger, message) is an InvalidConfigError naming it, with the getter's error as cause", () => {
+  it("a setting whose getter throws (config, settings group, ToolSet, prompt options, provider, logger) is an InvalidConfigError naming it, with the getter's error as cause", () => {
     const failure = new Error("getter");
     /** An object whose `key` cannot be read (typed as any settings object, the check's to refuse). */
     const unreadable = (key: string): Record<string, never> =>
@@ -1004,12 +1004,9 @@ describe("the settings new Agent() checked are the agent's own", () => {
       [() => new Agent({ tools: unreadable("t") }), "tools.t"],
       [() => new Agent().prompt("x", unreadable("signal")), "signal"],
       [() => new Agent().prompt("x", { timeouts: unreadable("stepMs") }), "timeouts.stepMs"],
-      // Read by the checks, not copied: the provider, the logger, the messages.
+      // Read by the checks, not copied: the provider, the logger (messages: the next test).
       [() => new Agent({ provider: unreadable("doStream") as never }), "provider"],
       [() => new Agent({ logger: unreadable("error") as never }), "logger"],
-      [() => new Agent({ messages: [unreadable("content") as never] }), "messages"],
-      [() => new Agent().prompt(unreadable("role") as never), "message"],
-      [() => new Agent().steer(unreadable("content") as never), "message"],
     ] as const;
     for (const [make, setting] of refusals) {
       const error = thrown(make);
@@ -1017,6 +1014,57 @@ describe("the settings new Agent() checked are the agent's own", () => {
       expect(error?.message).toContain(`${setting} could not be read: getter.`);
       expect(error?.cause).toBe(failure);
     }
+  });
+
+  it("refuses a message that cannot be read (a getter or a proxy that throws) as a bad message, naming it", () => {
+    const failure = new Error("getter");
+    const unreadableMessage = () => ({
+      role: "user",
+      get content(): string {
+        throw failure;
+      },
+    });
+    const agent = new Agent({ provider: scriptedModel([]) });
+    const refusals = [
+      [() => agent.prompt(unreadableMessage() as never), "Invalid prompt: message"],
+      [
+        () =>
+          agent.prompt(
+            new Proxy(
+              {},
+              {
+                ownKeys: () => {
+                  throw failure;
+                },
+              },
+            ) as never,
+          ),
+        "Invalid prompt: message",
+      ],
+      [
+        () =>
+          agent.prompt([
+            {
+              role: "app-note",
+              get text(): string {
+                throw failure;
+              },
+            },
+          ]),
+        "Invalid prompt: message",
+      ],
+      [() => agent.steer(unreadableMessage() as never), "Invalid steering message: message"],
+      [() => agent.followUp(unreadableMessage() as never), "Invalid follow-up message: message"],
+      [() => new Agent({ messages: [unreadableMessage() as never] }), "Invalid agent config: messages"],
+    ] as const;
+    for (const [make, named] of refusals) {
+      const error = thrown(make);
+      expect(error, named).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(`${named} could not be read: getter.`);
+      expect(error?.cause).toBe(failure);
+    }
+    expect(agent.messages).toEqual([]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
   });
 
   it("a contextBudget object changed afterwards changes nothing of the agent's budget", async () => {

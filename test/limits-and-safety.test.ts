@@ -139,6 +139,22 @@ describe("timeouts", () => {
     expect(toolResults(result.messages).map((r) => r.status)).toEqual(["timeout", "timeout"]);
   });
 
+  it("a setting given as undefined is one left out: it keeps the default, or the agent's value in a prompt", async () => {
+    // A model that never stops calling tools: only maxCycles ends its run.
+    const looping = scriptedModel(
+      Array.from({ length: 12 }, (_, i) => [script.toolCall("echo", { text: `${i}` })]),
+    );
+    const unbounded = new Agent({ provider: looping, tools: [echo], limits: { maxCycles: undefined } });
+    const cycles = await finished(unbounded.prompt("loop"));
+    expect(cycles.stopReason).toBe("max_cycles");
+    expect(cycles.metrics.cycles).toBe(10);
+
+    const agent = new Agent({ provider: scriptedModel([[script.hang()]]), timeouts: { totalMs: 20 } });
+    // The signal ends the run only if the agent's totalMs no longer does.
+    const run = agent.prompt("x", { timeouts: { totalMs: undefined }, signal: AbortSignal.timeout(2_000) });
+    expect((await finished(run)).stopReason).toBe("timeout");
+  });
+
   it("a queued prompt runs with the timeouts checked when it was made, whatever its options object becomes", async () => {
     const model = scriptedModel([
       [script.text("first"), script.delay(20)],
@@ -669,6 +685,33 @@ describe("guards", () => {
     const run = agent.prompt("x");
     const result = await finished(run);
     expect(toolResults(result.messages)[0]).toMatchObject({ status: "ok", content: "hi" });
+  });
+
+  it("repairToolCall returning arguments that are not JSON fails the hook, naming the value; the tool does not run", async () => {
+    const ran: unknown[] = [];
+    const anyArgs = defineTool({
+      name: "any_args",
+      description: "takes anything",
+      inputSchema: z.object({}).passthrough(),
+      execute: (args) => {
+        ran.push(args);
+        return "ran";
+      },
+    });
+    for (const [fixed, problem] of [
+      [new Map([["text", "hi"]]), "arguments: a Map is not JSON"],
+      [{ text: 1n }, "arguments.text: BigInt is not JSON"],
+      [{ at: new Date(0) }, "arguments.at: a Date is not JSON"],
+    ] as const) {
+      const model = scriptedModel([[script.toolCall("any_args", "{text: 'hi'}")], [script.text("ok")]]);
+      const agent = new Agent({ provider: model, tools: [anyArgs], repairToolCall: () => fixed });
+      const result = await finished(agent.prompt("x"));
+      expect(result.stopReason).toBe("error");
+      expect(result.error).toBeInstanceOf(OrchestratorError);
+      expect(result.error?.message).toContain(`repairToolCall returned invalid arguments: ${problem}`);
+      expect(toolResults(result.messages)).toHaveLength(1);
+    }
+    expect(ran).toEqual([]);
   });
 
   it("a model that returns nothing is a clear error", async () => {

@@ -116,7 +116,7 @@ export function ownConfig(config: AgentConfig): AgentConfig {
   const own = copySettings(config, AGENT_CONFIG);
   if (own === config) return own;
   for (const group of SETTINGS_GROUPS)
-    if (own[group] !== undefined) own[group] = copySettings(own[group], AGENT_CONFIG, group) as never;
+    if (own[group] !== undefined) own[group] = ownGroup(own[group], AGENT_CONFIG, group) as never;
   ownTimeouts(own.timeouts, AGENT_CONFIG);
   if (isToolSet(own.tools)) own.tools = copySettings(own.tools, AGENT_CONFIG, "tools");
   return own;
@@ -141,7 +141,7 @@ export function validatePromptOptions(options: unknown): void {
 export function ownPromptOptions(options: PromptOptions): PromptOptions {
   const own = copySettings(options, PROMPT_OPTIONS);
   if (own !== options && own.timeouts !== undefined) {
-    own.timeouts = copySettings(own.timeouts, PROMPT_OPTIONS, "timeouts");
+    own.timeouts = ownGroup(own.timeouts, PROMPT_OPTIONS, "timeouts");
     ownTimeouts(own.timeouts, PROMPT_OPTIONS);
   }
   return own;
@@ -159,7 +159,22 @@ const PROMPT_OPTIONS: SettingsOwner = { what: "prompt options", root: "options" 
 /** Gives timeouts (already a copy) a copy of their per-tool limits. */
 function ownTimeouts(timeouts: Timeouts | undefined, owner: SettingsOwner): void {
   if (typeof timeouts === "object" && timeouts !== null && timeouts.tools !== undefined)
-    timeouts.tools = copySettings(timeouts.tools, owner, "timeouts.tools");
+    timeouts.tools = ownGroup(timeouts.tools, owner, "timeouts.tools");
+}
+
+/**
+ * A copy of a group of settings (`limits`, `timeouts`, …) without the settings given as
+ * `undefined`: such a setting is one left out, and keeps its default or the agent's value when the
+ * group is spread over them (`{ ...defaultLimits, ...limits }`), rather than replacing it with
+ * nothing — `limits: { maxCycles: undefined }` would lift the cycle limit, a prompt's
+ * `timeouts: { totalMs: undefined }` the agent's time limit.
+ */
+function ownGroup<Group>(group: Group, owner: SettingsOwner, path: string): Group {
+  const own = copySettings(group, owner, path);
+  if (own !== group)
+    for (const [key, value] of Object.entries(own as object))
+      if (value === undefined) delete (own as Record<string, unknown>)[key];
+  return own;
 }
 
 /** A plain object whose values are the tools (an AI SDK ToolSet), not a registry or an array. */

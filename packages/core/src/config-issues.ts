@@ -179,6 +179,11 @@ export function show(value: unknown): string {
       text = undefined;
     }
   }
-  text ??= String(value);
+  try {
+    text ??= String(value);
+  } catch {
+    // No text of its own (a null-prototype object JSON cannot write, a proxy that throws).
+    text = Object.prototype.toString.call(value);
+  }
   return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}…` : text;
 }

@@ -53,7 +53,7 @@ export function checkedEvent(event: OrchestratorEvent, runId: string): Orchestra
  * class instance, with or without `toJSON`: a listener would get the object, a client its JSON).
  * The same object twice, not inside itself, is fine: JSON writes it twice.
  */
-function notJson(value: unknown, path: string): string | undefined {
+export function notJson(value: unknown, path: string): string | undefined {
   try {
     return jsonProblem(value, path, []);
   } catch (error) {

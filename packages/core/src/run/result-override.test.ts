@@ -72,4 +72,14 @@ describe("withOverride", () => {
       /^afterToolCall returned an invalid override: details must be JSON, but .*circular/i,
     );
   });
+
+  it("refuses details that JSON would write as something else (a Map as {}), as a tool's own result is", () => {
+    expect(() => withOverride(ok, { details: { tags: new Map([["a", 1]]) } })).toThrow(
+      /^afterToolCall returned an invalid override: details must be JSON, but a Map at "tags", which JSON writes as \{\}/,
+    );
+    expect(() => withOverride(ok, { details: { at: Number.NaN } })).toThrow(
+      /NaN at "at", which JSON writes as null/,
+    );
+    expect(withOverride(ok, { details: { tags: ["a"], note: undefined } }).details).toEqual({ tags: ["a"] });
+  });
 });

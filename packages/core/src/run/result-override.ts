@@ -1,5 +1,6 @@
 import { errorMessage } from "../errors.js";
 import { type ToolResultMessage, toolResultStatusSchema } from "../messages.js";
+import { jsonAsWritten } from "../tools/result-json.js";
 import type { ToolResultOverride } from "./hooks.js";
 
 /**
@@ -41,8 +42,9 @@ function problemOf(override: unknown): string | undefined {
     return `status must be one of ${toolResultStatusSchema.options.join(", ")}, got ${String(status)}`;
   if (status !== undefined && isError !== undefined && isError !== (status !== "ok"))
     return `isError ${isError} contradicts status ${String(status)}`;
+  // Held to the rule of a tool's own result: JSON that reads as it was (a Map would read {}).
   try {
-    JSON.stringify(details);
+    jsonAsWritten(details);
   } catch (error) {
     return `details must be JSON, but ${errorMessage(error)}`;
   }

@@ -16,6 +16,7 @@ import {
 } from "./batch-contract.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
+import { notJson } from "./orchestrator-input.js";
 import { withOverride } from "./result-override.js";
 import type { ApprovalDecision, Resumed, Wait } from "./suspension.js";
 import { toolCallEvent, toolResultEvent } from "./tool-events.js";
@@ -275,7 +276,13 @@ export class ToolBatch implements FatalToolSink {
       tool,
       error: `the arguments are not valid JSON: ${String(call.args)}`,
     });
-    return repaired === undefined ? call : { ...call, args: repaired };
+    if (repaired === undefined) return call;
+    // Fixed arguments stand for the JSON the model meant to send: anything else (a Map, a Date, a
+    // BigInt, a cycle) would reach the tool as something its schema may pass but no model sends —
+    // a Map's entries lost in the tool's copy, say. Refused as a malformed hook result is.
+    const problem = notJson(repaired, "arguments");
+    if (problem !== undefined) throw new TypeError(`repairToolCall returned invalid arguments: ${problem}.`);
+    return { ...call, args: repaired };
   }
 
   #end(index: number, call: ToolCall, produced: ToolResultMessage): void | Promise<void> {
