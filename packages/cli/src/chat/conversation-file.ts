@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rename, rm, writeFile } from "node:fs/promises";
+import { readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { type AgentMessage, agentMessageSchema, validateTranscript } from "@agent-core/core";
 import { z } from "zod";
 
@@ -17,13 +17,15 @@ export class ConversationFileError extends Error {
 /**
  * Writes the conversation beside `file` first, then renames it over `file`: a save that fails
  * part-way (a full disk, a killed process) leaves the file as it was, never half a conversation.
+ * Through a symbolic link the file it points to is saved: the link stays a link.
  */
 export async function saveConversation(file: string, messages: readonly AgentMessage[]): Promise<void> {
   const text = `${JSON.stringify({ version: 1, messages }, null, 2)}\n`;
-  const partial = `${file}.${randomBytes(4).toString("hex")}.partial`;
+  const target = await realpath(file).catch(() => file);
+  const partial = `${target}.${randomBytes(4).toString("hex")}.partial`;
   try {
     await writeFile(partial, text);
-    await rename(partial, file);
+    await rename(partial, target);
   } catch (error) {
     await rm(partial, { force: true }).catch(() => {});
     throw new ConversationFileError(file, `could not write it (${systemReason(error)}).`);
