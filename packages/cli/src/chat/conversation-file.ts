@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type AgentMessage, agentMessageSchema, validateTranscript } from "@agent-core/core";
 import { z } from "zod";
 
@@ -17,14 +17,21 @@ export class ConversationFileError extends Error {
 /**
  * Writes the conversation beside `file` first, then renames it over `file`: a save that fails
  * part-way (a full disk, a killed process) leaves the file as it was, never half a conversation.
- * Through a symbolic link the file it points to is saved: the link stays a link.
+ * A file that exists is replaced as if written in place: through a symbolic link the file it
+ * points to is saved (the link stays a link), and its permissions stay (a private file stays private).
  */
 export async function saveConversation(file: string, messages: readonly AgentMessage[]): Promise<void> {
   const text = `${JSON.stringify({ version: 1, messages }, null, 2)}\n`;
   const target = await realpath(file).catch(() => file);
   const partial = `${target}.${randomBytes(4).toString("hex")}.partial`;
   try {
+    const existingMode = await stat(target).then(
+      (stats) => stats.mode & 0o7777,
+      () => undefined,
+    );
     await writeFile(partial, text);
+    // Set after the write: a mode given to writeFile is narrowed by the umask.
+    if (existingMode !== undefined) await chmod(partial, existingMode);
     await rename(partial, target);
   } catch (error) {
     await rm(partial, { force: true }).catch(() => {});

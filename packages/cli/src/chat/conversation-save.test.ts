@@ -1,9 +1,11 @@
 import {
+  chmodSync,
   lstatSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -63,6 +65,15 @@ describe("/save that fails part-way", () => {
 });
 
 describe("/save over a file that exists", () => {
+  it("keeps the file's permissions: a private conversation stays private", async () => {
+    const file = join(dir, "private.json");
+    writeFileSync(file, "{}");
+    chmodSync(file, 0o600);
+    await saveConversation(file, first);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(await loadConversation(file)).toEqual(first);
+  });
+
   it("through a symbolic link saves the file it points to, and the link stays a link", async () => {
     const target = join(dir, "target.json");
     const link = join(dir, "link.json");
