@@ -43,8 +43,14 @@ export async function saveConversation(file: string, messages: readonly AgentMes
 export async function loadConversation(file: string): Promise<AgentMessage[]> {
   let text: string;
   try {
+    // A named pipe would block the read until something writes to it, and no key could stop it;
+    // a device such as /dev/zero never ends. A conversation is a regular file.
+    // (A directory fails the read at once, and says so.)
+    const stats = await stat(file);
+    if (!stats.isFile() && !stats.isDirectory()) throw new ConversationFileError(file, "not a regular file.");
     text = await readFile(file, "utf8");
   } catch (error) {
+    if (error instanceof ConversationFileError) throw error;
     throw new ConversationFileError(file, `could not read it (${systemReason(error)}).`);
   }
   return parseConversation(file, text);
