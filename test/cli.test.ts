@@ -205,6 +205,14 @@ describe("agent-core run with an OpenAI-compatible server", () => {
     expect(stderr).toMatch(/^agent-core: .*Incorrect API key provided.*\n$/);
   });
 
+  it("run --json shows the provider's error on stderr as text: its control characters do not act on the terminal", async () => {
+    const env = await serve([{ error: { status: 400, message: "bad \x1b]0;pwned\x07\x1b[2J request" } }]);
+    const { code, stderr } = await cli(["run", "--json", "hi"], env);
+    expect(code).toBe(1);
+    expect(stderr).not.toContain("\x1b");
+    expect(stderr).toContain("bad ␛]0;pwned␇␛[2J request");
+  });
+
   it("aborts mid-stream through io.signal and ends aborted", async () => {
     const chunks = Array.from({ length: 100 }, (_, index) => `chunk${index} `);
     const env = await serve([{ text: chunks, chunkDelayMs: 20 }]);

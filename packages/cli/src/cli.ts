@@ -18,7 +18,7 @@ import type { CliIO } from "./cli-io.js";
 import { jsonLinesLogger } from "./json-lines-logger.js";
 import { type McpCommand, serveMcp } from "./mcp-command.js";
 import { DEFAULT_BASE_URL, DEFAULT_MODEL, modelFromEnv } from "./provider.js";
-import { createHumanRenderer, createJsonRenderer, type EventRenderer } from "./render.js";
+import { createHumanRenderer, createJsonRenderer, type EventRenderer, printable } from "./render.js";
 import { parseServeCommand, type ServeCommand, servePage } from "./serve/serve-command.js";
 import { UsageError } from "./usage-error.js";
 
@@ -206,8 +206,10 @@ async function runPrompt(command: RunCommand, io: CliIO): Promise<number> {
   const run = agent.prompt(command.prompt, { signal: io.signal });
   for await (const event of run) render(event);
   const result = await run.result();
-  // The NDJSON stream already holds the error event; this line is for the person watching stderr.
-  if (command.json && result.error !== undefined) io.stderr.write(`agent-core: ${result.error.message}\n`);
+  // The NDJSON stream already holds the error event; this line is for the person watching stderr,
+  // shown as text as the live view shows it: the message comes from the server, and may hold escapes.
+  if (command.json && result.error !== undefined)
+    io.stderr.write(`agent-core: ${printable(result.error.message)}\n`);
   return result.stopReason === "completed" ? EXIT_COMPLETED : EXIT_FAILED;
 }
 

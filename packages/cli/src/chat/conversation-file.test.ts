@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentMessage } from "@agent-core/core";
@@ -84,5 +85,20 @@ describe("conversation files", () => {
     );
     writeFileSync(join(dir, "empty.json"), "");
     await expect(loadConversation(join(dir, "empty.json"))).rejects.toThrow("not JSON");
+  });
+});
+
+describe("loadConversation of a file that is not a regular file", () => {
+  const fifo = join(dir, "pipe.json");
+  // Were the load reading the pipe, it would wait for a writer: one that opens and closes it ends that read.
+  afterAll(() => {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch {}
+  });
+
+  it("refuses a named pipe at once instead of waiting on it forever", async () => {
+    execFileSync("mkfifo", [fifo]);
+    await expect(loadConversation(fifo)).rejects.toThrow(`${fifo}: not a regular file.`);
   });
 });

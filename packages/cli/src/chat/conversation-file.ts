@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type AgentMessage, agentMessageSchema, validateTranscript } from "@agent-core/core";
 import { z } from "zod";
 
@@ -17,13 +17,22 @@ export class ConversationFileError extends Error {
 /**
  * Writes the conversation beside `file` first, then renames it over `file`: a save that fails
  * part-way (a full disk, a killed process) leaves the file as it was, never half a conversation.
+ * A file that exists is replaced as if written in place: through a symbolic link the file it
+ * points to is saved (the link stays a link), and its permissions stay (a private file stays private).
  */
 export async function saveConversation(file: string, messages: readonly AgentMessage[]): Promise<void> {
   const text = `${JSON.stringify({ version: 1, messages }, null, 2)}\n`;
-  const partial = `${file}.${randomBytes(4).toString("hex")}.partial`;
+  const target = await realpath(file).catch(() => file);
+  const partial = `${target}.${randomBytes(4).toString("hex")}.partial`;
   try {
+    const existingMode = await stat(target).then(
+      (stats) => stats.mode & 0o7777,
+      () => undefined,
+    );
     await writeFile(partial, text);
-    await rename(partial, file);
+    // Set after the write: a mode given to writeFile is narrowed by the umask.
+    if (existingMode !== undefined) await chmod(partial, existingMode);
+    await rename(partial, target);
   } catch (error) {
     await rm(partial, { force: true }).catch(() => {});
     throw new ConversationFileError(file, `could not write it (${systemReason(error)}).`);
@@ -34,8 +43,14 @@ export async function saveConversation(file: string, messages: readonly AgentMes
 export async function loadConversation(file: string): Promise<AgentMessage[]> {
   let text: string;
   try {
+    // A named pipe would block the read until something writes to it, and no key could stop it;
+    // a device such as /dev/zero never ends. A conversation is a regular file.
+    // (A directory fails the read at once, and says so.)
+    const stats = await stat(file);
+    if (!stats.isFile() && !stats.isDirectory()) throw new ConversationFileError(file, "not a regular file.");
     text = await readFile(file, "utf8");
   } catch (error) {
+    if (error instanceof ConversationFileError) throw error;
     throw new ConversationFileError(file, `could not read it (${systemReason(error)}).`);
   }
   return parseConversation(file, text);

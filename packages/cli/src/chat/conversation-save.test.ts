@@ -1,4 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentMessage } from "@agent-core/core";
@@ -51,5 +61,26 @@ describe("/save that fails part-way", () => {
     await saveConversation(file, longer);
     expect(await loadConversation(file)).toEqual(longer);
     expect(readdirSync(dir).sort()).toEqual(["chat.json", "whole.json"]);
+  });
+});
+
+describe("/save over a file that exists", () => {
+  it("keeps the file's permissions: a private conversation stays private", async () => {
+    const file = join(dir, "private.json");
+    writeFileSync(file, "{}");
+    chmodSync(file, 0o600);
+    await saveConversation(file, first);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(await loadConversation(file)).toEqual(first);
+  });
+
+  it("through a symbolic link saves the file it points to, and the link stays a link", async () => {
+    const target = join(dir, "target.json");
+    const link = join(dir, "link.json");
+    writeFileSync(target, "{}");
+    symlinkSync(target, link);
+    await saveConversation(link, first);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(await loadConversation(target)).toEqual(first);
   });
 });
