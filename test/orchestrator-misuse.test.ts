@@ -421,6 +421,11 @@ describe("executeTools options", () => {
     ["an afterEach that is no function", { afterEach: "log" }, "afterEach must be a function, got string"],
     ["a concurrency that is no number", { concurrency: "2" }, "concurrency must be a number, got string"],
     [
+      "a misspelt option",
+      { concurency: 2 },
+      "concurency is not an option (known: concurrency, interruptOnSteering, beforeEach, afterEach)",
+    ],
+    [
       "an interruptOnSteering that is no boolean",
       { interruptOnSteering: "no" },
       "interruptOnSteering must be a boolean, got string",
@@ -448,6 +453,41 @@ describe("executeTools options", () => {
       expect(caught).toBeInstanceOf(TypeError);
       expect((caught as Error).message).toBe(`ctx.executeTools() got invalid options: ${says}.`);
       expect(runs).toEqual([]);
+    });
+
+  // An async function passes for a hook returning void: the batch would not wait for it, and its
+  // rejection would be unhandled (ending the process, by Node's default).
+  for (const hook of ["beforeEach", "afterEach"] as const)
+    it(`an async ${hook} fails the batch as a throwing one does, its rejection handled`, async () => {
+      const unhandled: unknown[] = [];
+      const listen = (reason: unknown) => unhandled.push(reason);
+      process.on("unhandledRejection", listen);
+      try {
+        const { tool, runs } = charging(0);
+        const agent = new Agent({
+          provider: scriptedModel([[script.toolCall("charge", { amount: 1 })]]),
+          tools: [tool],
+          orchestrator: plugin(async (ctx) => {
+            const decision = await ctx.decide();
+            if (decision.mode !== "steer") return;
+            await ctx.executeTools(decision.toolCalls, {
+              [hook]: async () => {
+                throw new Error("the hook's own failure");
+              },
+            });
+          }),
+        });
+        const result = await kept(agent.prompt("charge"));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(result.stopReason).toBe("error");
+        expect(result.error?.message).toContain(
+          `ctx.executeTools()'s ${hook} returned a promise: the batch's hooks run synchronously`,
+        );
+        expect(runs.length).toBe(hook === "beforeEach" ? 0 : 1);
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", listen);
+      }
     });
 });
 
@@ -1100,10 +1140,20 @@ describe("ctx.decide() and ctx.generateObject() options", () => {
     ["a name that is no string", { name: 5 }, "name must be a string, got number"],
     ["a description that is no string", { description: {} }, "description must be a string, got object"],
     ["a maxAttempts that is no number", { maxAttempts: "3" }, "maxAttempts must be a number, got string"],
+    [
+      "a misspelt option",
+      { maxAttempt: 3 },
+      "maxAttempt is not an option (known: system, messages, name, description, maxAttempts, settings, toolCallsOf)",
+    ],
   ];
   const decideOnly: [string, unknown, string][] = [
     ["an unregistered tool name", { tools: ["add", "nope"] }, "tools names no registered tool: nope"],
     ["tools that are no array", { tools: "add" }, "tools must be false or an array of tool names"],
+    [
+      "a misspelt option",
+      { sytem: "x" },
+      "sytem is not an option (known: system, tools, settings, messages)",
+    ],
   ];
 
   for (const [label, options, says] of [...refusals, ...decideOnly]) {

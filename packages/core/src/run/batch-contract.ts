@@ -7,6 +7,7 @@ import type { AbortScope } from "../model/abortable.js";
 import type { ToolCallContext } from "../tools/define-tool.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { StallDetector } from "../tools/stall-detector.js";
+import { hasThenMethod } from "./checked-messages.js";
 import type { ClientToolCalls } from "./client-tools.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { AgentHooks } from "./hooks.js";
@@ -108,4 +109,22 @@ export function checkedResult(call: ToolCall, result: ToolResultMessage): ToolRe
         ? "an object that is no tool result message"
         : `the result of call "${String(value.toolCallId)}"`;
   throw new TypeError(`The tool runner (the TOOL_RUNNER service) gave ${got} for call "${call.id}".`);
+}
+
+/**
+ * What an orchestrator's `beforeEach` or `afterEach` returned, which the contract has synchronous:
+ * one that returns a promise (an async function) would have the batch go on without waiting for
+ * it, and its rejection would be unhandled (a process that has Node's default ends). Refused as a
+ * hook that throws is, its rejection handled: the refusal already says what went wrong.
+ */
+export function checkHookReturn(hook: "beforeEach" | "afterEach", returned: unknown): void {
+  if (returned === undefined || !hasThenMethod(returned)) return;
+  try {
+    returned.then(undefined, () => {});
+  } catch {
+    // A `then` that throws: there is no rejection to handle.
+  }
+  throw new TypeError(
+    `ctx.executeTools()'s ${hook} returned a promise: the batch's hooks run synchronously (do async work before or after the batch).`,
+  );
 }

@@ -68,8 +68,27 @@ const NO_MESSAGES: readonly AgentMessage[] = [];
  * of any number is taken (below 1 or NaN still makes attempts); one that is no number is refused.
  */
 export function structuredOptionsProblem(options: object): string | undefined {
-  return optionOfWrongType(options as Record<string, unknown>, STRUCTURED_OPTION_TYPES);
+  return (
+    unknownOption(options, GENERATE_OBJECT_OPTIONS) ??
+    optionOfWrongType(options as Record<string, unknown>, STRUCTURED_OPTION_TYPES)
+  );
 }
+
+/** `ctx.decide()`'s options other than those `callOptionsProblem` checks: none, so only unknown keys. */
+export function decideOptionsProblem(options: object): string | undefined {
+  return unknownOption(options, DECIDE_OPTIONS);
+}
+
+const DECIDE_OPTIONS = ["system", "tools", "settings", "messages"] as const;
+const GENERATE_OBJECT_OPTIONS = [
+  "system",
+  "messages",
+  "name",
+  "description",
+  "maxAttempts",
+  "settings",
+  "toolCallsOf",
+] as const;
 
 const STRUCTURED_OPTION_TYPES = optionTypes({
   name: "string",
@@ -87,8 +106,13 @@ const STRUCTURED_OPTION_TYPES = optionTypes({
 export function batchOptionsProblem(options: unknown): string | undefined {
   if (typeof options !== "object" || options === null)
     return `expected an object of options, got ${options === null ? "null" : typeof options}`;
-  return optionOfWrongType(options as Record<string, unknown>, BATCH_OPTION_TYPES);
+  return (
+    unknownOption(options, BATCH_OPTIONS) ??
+    optionOfWrongType(options as Record<string, unknown>, BATCH_OPTION_TYPES)
+  );
 }
+
+const BATCH_OPTIONS = ["concurrency", "interruptOnSteering", "beforeEach", "afterEach"] as const;
 
 const BATCH_OPTION_TYPES = optionTypes({
   concurrency: "number",
@@ -104,6 +128,16 @@ function optionTypes(
   types: Readonly<Record<string, OptionType>>,
 ): readonly (readonly [string, OptionType])[] {
   return Object.entries(types);
+}
+
+/**
+ * The first key of `options` that is none of `known`, said as a problem: a misspelt option
+ * (`concurency: 4`) would silently not apply, as a misspelt setting of the agent's would.
+ */
+function unknownOption(options: object, known: readonly string[]): string | undefined {
+  for (const key of Object.keys(options))
+    if (!known.includes(key)) return `${key} is not an option (known: ${known.join(", ")})`;
+  return undefined;
 }
 
 /** The first option given whose `typeof` is not the one `types` names for it, said as a problem. */

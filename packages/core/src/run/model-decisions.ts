@@ -28,7 +28,12 @@ import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
-import { callOptionsProblem, checkedStep, structuredOptionsProblem } from "./model-call-checks.js";
+import {
+  callOptionsProblem,
+  checkedStep,
+  decideOptionsProblem,
+  structuredOptionsProblem,
+} from "./model-call-checks.js";
 import { type ModelCallSpec, type ModelRequest, ModelRequestBuilder } from "./model-request.js";
 import type { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
@@ -77,7 +82,7 @@ export class ModelDecisions {
   }
 
   decide(options: DecideOptions): Promise<Decision> {
-    const problem = callOptionsProblem(options, this.#setup.tools);
+    const problem = callOptionsProblem(options, this.#setup.tools) ?? decideOptionsProblem(options);
     if (problem !== undefined)
       return this.#refused(new TypeError(`ctx.decide() got invalid options: ${problem}.`));
     const spec: ModelCallSpec = {

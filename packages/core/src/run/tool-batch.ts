@@ -12,6 +12,7 @@ import {
   CUT_OFF,
   callContext,
   checkedResult,
+  checkHookReturn,
   toolTimeoutMs,
 } from "./batch-contract.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
@@ -178,7 +179,7 @@ export class ToolBatch implements FatalToolSink {
       this.#started ??= new Set();
       this.#started.add(index);
     }
-    this.#options.beforeEach?.(call);
+    if (this.#options.beforeEach) checkHookReturn("beforeEach", this.#options.beforeEach(call));
     const { events } = this.#setup;
     const tool = this.#setup.tools.get(call.name);
     const early = this.#resultWithoutRunning(call, tool);
@@ -232,7 +233,8 @@ export class ToolBatch implements FatalToolSink {
     if (index < 0 || !this.#started?.has(index) || this.#results[index] !== undefined) return;
     this.#results[index] = result;
     try {
-      this.#options.afterEach?.(this.#calls[index] as ToolCall, result);
+      if (this.#options.afterEach)
+        checkHookReturn("afterEach", this.#options.afterEach(this.#calls[index] as ToolCall, result));
     } catch {
       // The run is ending: an orchestrator hook that throws now has no run left to fail.
     }
@@ -310,7 +312,7 @@ export class ToolBatch implements FatalToolSink {
         message: result.content,
         toolCallId,
       });
-    this.#options.afterEach?.(call, result);
+    if (this.#options.afterEach) checkHookReturn("afterEach", this.#options.afterEach(call, result));
     if (
       (this.#options.interruptOnSteering ?? true) &&
       this.#steering.length === 0 &&
