@@ -626,6 +626,33 @@ describe("ctx.emit", () => {
     expect(refused[5]).toBeInstanceOf(ReservedEventError);
   });
 
+  it("refuses, with InvalidEventError, an event that cannot be read (a getter or a proxy that throws)", async () => {
+    const failure = new Error("getter");
+    const { refused, run } = await emitting([
+      Object.defineProperty({}, "type", {
+        enumerable: true,
+        get() {
+          throw failure;
+        },
+      }),
+      new Proxy(
+        { type: "custom" },
+        {
+          ownKeys() {
+            throw failure;
+          },
+        },
+      ),
+    ]);
+    expect(refused).toHaveLength(2);
+    for (const error of refused) {
+      expect(error).toBeInstanceOf(InvalidEventError);
+      expect((error as Error).message).toBe("ctx.emit()'s event could not be read: getter.");
+      expect((error as Error).cause).toBe(failure);
+    }
+    expect(run.events.map((event) => event.type)).toEqual(["agent_start", "custom", "agent_end"]);
+  });
+
   it("refuses, with InvalidEventError, an event whose registered schema throws or cannot parse synchronously", async () => {
     registerEventSchema(
       "misuse_throwing",

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { InvalidHistoryError, ReservedEventError } from "../errors.js";
+import { errorMessage, InvalidHistoryError, ReservedEventError } from "../errors.js";
 import { eventSchemaFor, InvalidEventError, safeParseEventOfType } from "../events/event-registry.js";
 import type { OrchestratorEvent } from "../events/schemas.js";
 import { agentMessageSchema, assistantMessageSchema, type ToolCall } from "../messages.js";
@@ -15,9 +15,18 @@ import { agentMessageSchema, assistantMessageSchema, type ToolCall } from "../me
  * their schema and a `custom` event whose `data` is not JSON (`InvalidEventError`).
  */
 export function checkedEvent(event: OrchestratorEvent, runId: string): OrchestratorEvent {
-  const type = (event as { type?: unknown } | null)?.type;
-  if (typeof event !== "object" || typeof type !== "string")
-    throw new InvalidEventError('ctx.emit() takes an event: an object with a string "type".');
+  const notAnEvent = 'ctx.emit() takes an event: an object with a string "type".';
+  if (typeof event !== "object" || event === null) throw new InvalidEventError(notAnEvent);
+  // Read once, here: a getter or a proxy that throws is the event's fault, said as such, and one
+  // that answers otherwise on a later read cannot show the schema one event and publish another.
+  let fields: Record<string, unknown>;
+  try {
+    fields = { ...event };
+  } catch (cause) {
+    throw new InvalidEventError(`ctx.emit()'s event could not be read: ${errorMessage(cause)}.`, { cause });
+  }
+  const { type } = fields;
+  if (typeof type !== "string") throw new InvalidEventError(notAnEvent);
   if (Object.hasOwn(RESERVED_EVENTS, type))
     throw new ReservedEventError(type, RESERVED_EVENTS[type as keyof typeof RESERVED_EVENTS]);
   // Consumers validate every event: one nobody registered, or one that fails its schema, would
@@ -27,7 +36,10 @@ export function checkedEvent(event: OrchestratorEvent, runId: string): Orchestra
     throw new InvalidEventError(
       `Unknown event type "${type}": register its schema (registerEventSchema) before emitting it.`,
     );
-  const checked = safeParseEventOfType(schema, type, { ...event, runId, seq: 0, ts: 0 });
+  fields.runId = runId;
+  fields.seq = 0;
+  fields.ts = 0;
+  const checked = safeParseEventOfType(schema, type, fields);
   if (!checked.success) throw checked.error;
   // What the schema read, not the caller's object: a field it does not describe (a BigInt, a
   // `toJSON` that throws) would reach every consumer unchecked, and break one that serializes the
