@@ -19,8 +19,15 @@ afterEach(() => {
 });
 
 describe("defaultRetry", () => {
-  it("retries twice, from 500 ms, waiting at most 10 s", () => {
-    expect(defaultRetry).toEqual({ maxRetries: 2, initialDelayMs: 500, maxDelayMs: 10_000 });
+  it("retries twice, from 500 ms, waiting at most 10 s, timeouts not retried; frozen", () => {
+    expect(defaultRetry).toEqual({
+      maxRetries: 2,
+      initialDelayMs: 500,
+      maxDelayMs: 10_000,
+      retryTimeouts: false,
+    });
+    // Shared by every agent: one changed would change them all.
+    expect(Object.isFrozen(defaultRetry)).toBe(true);
   });
 });
 

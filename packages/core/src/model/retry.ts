@@ -11,7 +11,13 @@ export interface RetryOptions {
   retryTimeouts?: boolean;
 }
 
-export const defaultRetry: RetryOptions = { maxRetries: 2, initialDelayMs: 500, maxDelayMs: 10_000 };
+/** Every setting's default, as the docs list them; frozen: changed, it would change every agent's. */
+export const defaultRetry: Readonly<Required<RetryOptions>> = Object.freeze({
+  maxRetries: 2,
+  initialDelayMs: 500,
+  maxDelayMs: 10_000,
+  retryTimeouts: false,
+});
 
 export function isRetryable(error: unknown): boolean {
   return APICallError.isInstance(error) && error.isRetryable;
