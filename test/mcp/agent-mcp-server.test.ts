@@ -43,6 +43,37 @@ describe("createAgentMcpServer", () => {
     await client.close();
   });
 
+  it("refuses options a server cannot be made of, naming the key: a misspelt allowedHosts would check no host", () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
+    expect(() => createAgentMcpHttpHandler({ agent, allowedHost: ["localhost:3000"] } as never)).toThrow(
+      new InvalidConfigError(
+        "createAgentMcpHttpHandler(): allowedHost is not a setting (known: agent, name, toolName, description, allowedHosts, allowedOrigins, sessionIdleMs).",
+      ),
+    );
+    // A string would be searched as text, letting in any origin it contains.
+    expect(() =>
+      createAgentMcpHttpHandler({ agent, allowedOrigins: "http://localhost:3000" } as never),
+    ).toThrow(
+      new InvalidConfigError(
+        'createAgentMcpHttpHandler(): allowedOrigins must be an array of strings, got "http://localhost:3000".',
+      ),
+    );
+    expect(() => createAgentMcpServer({ agnet: agent } as never)).toThrow(
+      new InvalidConfigError(
+        "createAgentMcpServer(): agnet is not a setting (known: agent, name, toolName, description).",
+      ),
+    );
+    // Without an agent, every call would be answered with a TypeError.
+    expect(() => createAgentMcpServer({} as never)).toThrow(
+      new InvalidConfigError(
+        "createAgentMcpServer(): agent must be a function that makes the agent of a call, got undefined.",
+      ),
+    );
+    expect(() => createAgentMcpServer({ agent, toolName: " " })).toThrow(
+      new InvalidConfigError('createAgentMcpServer(): toolName must be a non-blank string, got " ".'),
+    );
+  });
+
   it("answers a blank prompt with an isError result saying so, and starts no run", async () => {
     let agents = 0;
     const client = await connected(() => {

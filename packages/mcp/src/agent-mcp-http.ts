@@ -4,7 +4,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { type AgentMcpServerOptions, serveAgent } from "./agent-mcp-server.js";
+import {
+  type AgentMcpServerOptions,
+  checkServerOptions,
+  SERVER_KEYS,
+  serveAgent,
+} from "./agent-mcp-server.js";
 
 export interface AgentMcpHttpOptions extends AgentMcpServerOptions {
   /**
@@ -24,6 +29,14 @@ export interface AgentMcpHttpOptions extends AgentMcpServerOptions {
    */
   sessionIdleMs?: number;
 }
+
+/** The keys of `AgentMcpHttpOptions`: a misspelt `allowedHosts` would otherwise leave every host let in. */
+const HTTP_KEYS = [
+  ...SERVER_KEYS,
+  "allowedHosts",
+  "allowedOrigins",
+  "sessionIdleMs",
+] as const satisfies readonly (keyof AgentMcpHttpOptions)[];
 
 /** As the SDK's transport reads a body: at most 4 MiB. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -56,6 +69,15 @@ interface Arrival {
 export function createAgentMcpHttpHandler(
   options: AgentMcpHttpOptions,
 ): (request: IncomingMessage, response: ServerResponse, parsedBody?: unknown) => Promise<void> {
+  checkServerOptions(options, HTTP_KEYS, "createAgentMcpHttpHandler()");
+  // A string would be searched as text: "http://localhost:3000" would let in the origin "http://localhost:3".
+  for (const key of ["allowedHosts", "allowedOrigins"] as const) {
+    const list: unknown = options[key];
+    if (list !== undefined && !(Array.isArray(list) && list.every((entry) => typeof entry === "string")))
+      throw new InvalidConfigError(
+        `createAgentMcpHttpHandler(): ${key} must be an array of strings, got ${JSON.stringify(list)}.`,
+      );
+  }
   const idleMs = options.sessionIdleMs ?? 600_000;
   if (!Number.isSafeInteger(idleMs) || idleMs < 1 || idleMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(

@@ -1,8 +1,9 @@
 import { createRequire } from "node:module";
-import type { Agent } from "@agent-core/core";
+import { type Agent, InvalidConfigError } from "@agent-core/core";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface AgentMcpServerOptions {
   /**
@@ -33,7 +34,42 @@ const DEFAULT_DESCRIPTION = "Asks an agent, which may use tools of its own, and 
  * notice a client that goes away); over HTTP, serve it with `createAgentMcpHttpHandler`.
  */
 export function createAgentMcpServer(options: AgentMcpServerOptions): McpServer {
+  checkServerOptions(options, SERVER_KEYS, "createAgentMcpServer()");
   return serveAgent(options, (signal) => ({ signal, done: () => {} }));
+}
+
+/** The keys of `AgentMcpServerOptions`; any other is refused, as a misspelt one would silently not apply. */
+export const SERVER_KEYS = [
+  "agent",
+  "name",
+  "toolName",
+  "description",
+] as const satisfies readonly (keyof AgentMcpServerOptions)[];
+
+/**
+ * Throws an `InvalidConfigError` for options a server cannot be made of: a key not in `known`, an
+ * `agent` that is no function (every call would fail with a TypeError), or a name or description
+ * that is not a non-blank string. `what` names the function they were given to.
+ */
+export function checkServerOptions(
+  options: AgentMcpServerOptions,
+  known: readonly string[],
+  what: string,
+): void {
+  if (options === null || typeof options !== "object")
+    throw new InvalidConfigError(`${what}: its options must be an object, got ${String(options)}.`);
+  refuseUnknownKeys(options, known, what);
+  if (typeof options.agent !== "function")
+    throw new InvalidConfigError(
+      `${what}: agent must be a function that makes the agent of a call, got ${typeof options.agent}.`,
+    );
+  for (const key of ["name", "toolName", "description"] as const) {
+    const value: unknown = options[key];
+    if (value !== undefined && !(typeof value === "string" && /\S/.test(value)))
+      throw new InvalidConfigError(
+        `${what}: ${key} must be a non-blank string, got ${JSON.stringify(value)}.`,
+      );
+  }
 }
 
 /**

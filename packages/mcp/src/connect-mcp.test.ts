@@ -45,6 +45,37 @@ describe("connectMcp", () => {
     );
   });
 
+  it("refuses a key it does not know, in the server's configuration or the options, naming it: a misspelt one would silently not apply", async () => {
+    // Without the check, `arg` is dropped: node starts with no script, reads stdin, and
+    // connecting fails after the SDK's 60 s with "Request timed out".
+    await expect(connectMcp({ command: "node", arg: ["server.js"] } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        "connectMcp(), a server started over stdio: arg is not a setting (known: command, args, env, cwd, stderr).",
+      ),
+    );
+    await expect(
+      connectMcp({ url: "http://127.0.0.1:9/mcp", env: { TOKEN: "t" }, header: {} } as never),
+    ).rejects.toThrow(
+      new InvalidConfigError(
+        "connectMcp(), a server over HTTP: env, header are not settings (known: url, headers).",
+      ),
+    );
+    await expect(connectMcp({ command: "node" }, { callTimeout: 5_000 } as never)).rejects.toThrow(
+      new InvalidConfigError(
+        "connectMcp(), its options: callTimeout is not a setting (known: name, callTimeoutMs).",
+      ),
+    );
+    await expect(connectMcp({ command: "node" }, null as never)).rejects.toThrow(
+      new InvalidConfigError("connectMcp(): its options must be an object, got null."),
+    );
+    await expect(connectMcp({ command: "node" }, { name: 42 } as never)).rejects.toThrow(
+      new InvalidConfigError("connectMcp(): name must be a non-blank string, got 42."),
+    );
+    await expect(connectMcp({ command: "node", cwd: 5 } as never)).rejects.toThrow(
+      new InvalidConfigError("connectMcp(): cwd must be a string, got 5."),
+    );
+  });
+
   it("refuses headers that are not an object of strings, an undefined one included, without telling their values", async () => {
     const url = "http://127.0.0.1:9/mcp";
     await expect(connectMcp({ url, headers: "Bearer t0ken" } as never)).rejects.toThrow(

@@ -10,7 +10,14 @@ import { readBrokenAnswers } from "./broken-answers-stdio.js";
 import { brokenStreamFetch } from "./broken-stream-fetch.js";
 import { McpConnection } from "./mcp-connection.js";
 import { McpServerError } from "./mcp-server-error.js";
-import { describeServer, isHttpServer, type McpServerConfig } from "./server-config.js";
+import {
+  describeServer,
+  isHttpServer,
+  type McpHttpServer,
+  type McpServerConfig,
+  type McpStdioServer,
+} from "./server-config.js";
+import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface ConnectMcpOptions {
   /** How tool errors and `McpServerError`s name the server; by default the name it gives itself. */
@@ -27,6 +34,17 @@ export interface ConnectMcpOptions {
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+// The keys connectMcp() knows; any other is refused, as a misspelt one would silently not apply.
+const STDIO_KEYS = [
+  "command",
+  "args",
+  "env",
+  "cwd",
+  "stderr",
+] as const satisfies readonly (keyof McpStdioServer)[];
+const HTTP_KEYS = ["url", "headers"] as const satisfies readonly (keyof McpHttpServer)[];
+const OPTION_KEYS = ["name", "callTimeoutMs"] as const satisfies readonly (keyof ConnectMcpOptions)[];
 
 /**
  * Connects to an MCP server: starts `{ command, args }` and speaks MCP over its stdin and stdout,
@@ -103,13 +121,30 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
     );
   if (url !== undefined && !URL.canParse(String(url)))
     throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
+  if (url === undefined) refuseUnknownKeys(server, STDIO_KEYS, "connectMcp(), a server started over stdio");
+  else refuseUnknownKeys(server, HTTP_KEYS, "connectMcp(), a server over HTTP");
+  if (options === null || typeof options !== "object")
+    throw new InvalidConfigError(`connectMcp(): its options must be an object, got ${String(options)}.`);
+  refuseUnknownKeys(options, OPTION_KEYS, "connectMcp(), its options");
+  const { name } = options as { name?: unknown };
+  if (name !== undefined && !(typeof name === "string" && /\S/.test(name)))
+    throw new InvalidConfigError(
+      `connectMcp(): name must be a non-blank string, got ${JSON.stringify(name)}.`,
+    );
   // A string would be spread into its characters, each an argument of its own: "--port 3000" as "-", "-", "p", …
   const { args } = server as { args?: unknown };
   if (args !== undefined && !(Array.isArray(args) && args.every((arg) => typeof arg === "string")))
     throw new InvalidConfigError(
       `connectMcp(): args must be an array of strings, one per argument, got ${JSON.stringify(args)}.`,
     );
-  const { env, stderr, headers } = server as { env?: unknown; stderr?: unknown; headers?: unknown };
+  const { env, stderr, headers, cwd } = server as {
+    env?: unknown;
+    stderr?: unknown;
+    headers?: unknown;
+    cwd?: unknown;
+  };
+  if (cwd !== undefined && typeof cwd !== "string")
+    throw new InvalidConfigError(`connectMcp(): cwd must be a string, got ${JSON.stringify(cwd)}.`);
   // An undefined variable is fine: Node's spawn leaves it out (`{ KEY: process.env.KEY }` when KEY is unset).
   const badEnv = stringsProblem(env, { undefinedAllowed: true });
   if (badEnv !== undefined)

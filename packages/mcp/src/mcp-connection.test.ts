@@ -180,6 +180,18 @@ describe("McpConnection.tools", () => {
     );
   });
 
+  it("gives an error result as the server said it, when its structuredContent does not fit the outputSchema", async () => {
+    const counted = {
+      name: "count",
+      inputSchema: { type: "object" as const },
+      outputSchema: { type: "object" as const, properties: { n: { type: "number" } }, required: ["n"] },
+    };
+    const failed = { content: [], structuredContent: { why: "the disk is full" }, isError: true };
+    const mcp = await connectTo({ list: () => ({ tools: [counted] }), call: () => failed });
+    await mcp.tools();
+    await expect(mcp.callTool("count", {}, never)).resolves.toEqual(failed);
+  });
+
   it("refuses a tools/list that breaks MCP's schema, saying which entries and fields, not with zod's JSON", async () => {
     const mcp = await connectTo({
       list: () =>

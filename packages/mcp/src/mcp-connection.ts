@@ -3,6 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   type CallToolResult,
+  CallToolResultSchema,
   ErrorCode,
   McpError,
   type Tool as McpTool,
@@ -100,14 +101,23 @@ export class McpConnection implements AsyncDisposable {
       throw new Error(`The MCP server "${this.name}" is not connected: ${this.#ended}.`);
     const started = performance.now();
     const call = callSignal(signal);
+    // The SDK checks an error result's structuredContent against the tool's outputSchema too, and
+    // throws its mismatch: the server's own error would be lost. The answer is kept to return it.
+    let answer: CallToolResult | undefined;
+    // A schema that parses as CallToolResultSchema does (its type, for the SDK's parameter).
+    const answerKept = CallToolResultSchema.transform((result) => {
+      answer = result;
+      return result;
+    }) as unknown as typeof CallToolResultSchema;
     try {
-      // The default result schema parses a current CallToolResult, never the 2024-10-07 shape.
-      return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+      // This result schema parses a current CallToolResult, never the 2024-10-07 shape.
+      return (await this.client.callTool({ name, arguments: args as Record<string, unknown> }, answerKept, {
         signal: call.signal,
         timeout: this.#callTimeoutMs,
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
+      if (answer?.isError === true) return answer;
       if (this.#sessionEndedBy(error))
         throw new Error(`The MCP server "${this.name}" ${this.#endSession()}.`);
       throw this.#callError(name, error, performance.now() - started);

@@ -61,6 +61,15 @@ describe("agentToolsOf", () => {
     expect(tools.map((tool) => tool.name)).toEqual(["read_file", "m_t_o_now"]);
   });
 
+  it("refuses an option it does not know, naming it: a misspelt prefix would silently not apply", () => {
+    expect(() => agentToolsOf(connection, [mcpTool("read")], { prefx: "fs" } as never)).toThrow(
+      new InvalidConfigError("tools(): prefx is not a setting (known: prefix)."),
+    );
+    expect(() => agentToolsOf(connection, [mcpTool("read")], null as never)).toThrow(
+      new InvalidConfigError("tools(): its options must be an object, got null."),
+    );
+  });
+
   it("refuses a prefix model APIs refuse as the caller's InvalidConfigError, not the server's error", () => {
     for (const prefix of ["my.fs", "my fs", ""]) {
       const refused = () => agentToolsOf(connection, [mcpTool("read")], { prefix });

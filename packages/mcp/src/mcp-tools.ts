@@ -10,6 +10,7 @@ import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/
 import { z } from "zod";
 import { toolValueOf } from "./call-result.js";
 import { McpServerError } from "./mcp-server-error.js";
+import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface McpToolsOptions {
   /**
@@ -65,6 +66,9 @@ export function agentToolsOf(
  * refused as if the server had named it badly.
  */
 function checkToolsOptions(options: McpToolsOptions): void {
+  if (options === null || typeof options !== "object")
+    throw new InvalidConfigError(`tools(): its options must be an object, got ${String(options)}.`);
+  refuseUnknownKeys(options, ["prefix"], "tools()");
   const { prefix } = options as { prefix?: unknown };
   if (prefix !== undefined && (typeof prefix !== "string" || !/^[a-zA-Z0-9_-]+$/.test(prefix)))
     throw new InvalidConfigError(
