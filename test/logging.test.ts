@@ -1,5 +1,6 @@
 import "@agent-core/agentic";
 import { Writable } from "node:stream";
+import { runInNewContext } from "node:vm";
 import {
   Agent,
   type AgentConfig,
@@ -141,6 +142,16 @@ describe("the logger", () => {
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
     // The listener's throw is reported at `error`, through the agent's own line rather than a run's.
+    const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
+    expect(unhandled).toEqual([]);
+  });
+
+  it("an async logger of another realm (a vm context's promises): no rejection goes unhandled", async () => {
+    // Its promises are not this realm's `Promise`, yet Node reports their rejections all the same.
+    const rejects = runInNewContext(
+      "async () => { throw new Error('the log is down'); }",
+    ) as () => Promise<void>;
+    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
     const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
     expect(unhandled).toEqual([]);
   });
