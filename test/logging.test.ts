@@ -300,6 +300,21 @@ describe("the logger", () => {
   it("a logger without the four levels is refused", () => {
     expect(() => new Agent({ logger: { info() {} } as never })).toThrow(AgentConfigError);
   });
+
+  it("a logger whose levels cannot be read (a getter or a Proxy that throws) is refused as one without them", () => {
+    const unreadable = new Proxy({} as Logger, {
+      get() {
+        throw new Error("no such level");
+      },
+    });
+    expect(() => new Agent({ logger: unreadable })).toThrow(AgentConfigError);
+
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(LOGGER, unreadable);
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]), container });
+    expect(() => agent.prompt("hi")).toThrow(InvalidConfigError);
+    expect(agent.busy).toBe(false);
+  });
 });
 
 /** Runs two tools and an answer with a `tool_result` listener that throws: the run completes as it would. */

@@ -63,10 +63,16 @@ function catchRejection(written: unknown): void {
 export function isLogger(value: unknown): value is Logger {
   if (typeof value !== "object" || value === null) return false;
   const logger = value as Record<string, unknown>;
-  return (
-    typeof logger.error === "function" &&
-    typeof logger.warn === "function" &&
-    typeof logger.info === "function" &&
-    typeof logger.debug === "function"
-  );
+  try {
+    return (
+      typeof logger.error === "function" &&
+      typeof logger.warn === "function" &&
+      typeof logger.info === "function" &&
+      typeof logger.debug === "function"
+    );
+  } catch {
+    // A level that cannot be read (a getter or a Proxy that throws): no logger, refused as one
+    // without its levels is, rather than with the getter's own error.
+    return false;
+  }
 }
