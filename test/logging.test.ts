@@ -1,5 +1,6 @@
 import "@agent-core/agentic";
 import { Writable } from "node:stream";
+import { runInNewContext } from "node:vm";
 import {
   Agent,
   type AgentConfig,
@@ -141,6 +142,16 @@ describe("the logger", () => {
     };
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
     // The listener's throw is reported at `error`, through the agent's own line rather than a run's.
+    const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
+    expect(unhandled).toEqual([]);
+  });
+
+  it("an async logger of another realm (a vm context's promises): no rejection goes unhandled", async () => {
+    // Its promises are not this realm's `Promise`, yet Node reports their rejections all the same.
+    const rejects = runInNewContext(
+      "async () => { throw new Error('the log is down'); }",
+    ) as () => Promise<void>;
+    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
     const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
     expect(unhandled).toEqual([]);
   });
@@ -288,6 +299,21 @@ describe("the logger", () => {
 
   it("a logger without the four levels is refused", () => {
     expect(() => new Agent({ logger: { info() {} } as never })).toThrow(AgentConfigError);
+  });
+
+  it("a logger whose levels cannot be read (a getter or a Proxy that throws) is refused as one without them", () => {
+    const unreadable = new Proxy({} as Logger, {
+      get() {
+        throw new Error("no such level");
+      },
+    });
+    expect(() => new Agent({ logger: unreadable })).toThrow(AgentConfigError);
+
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(LOGGER, unreadable);
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]), container });
+    expect(() => agent.prompt("hi")).toThrow(InvalidConfigError);
+    expect(agent.busy).toBe(false);
   });
 });
 

@@ -623,6 +623,22 @@ describe("enabling tracing", () => {
     );
   });
 
+  it("openTelemetryTracing refuses, at once, a tracerProvider whose getTracer throws or gives no tracer", () => {
+    const throwing = {
+      getTracer: () => {
+        throw new Error("the SDK is shut down");
+      },
+    };
+    const noTracer = { getTracer: () => undefined };
+    const noStartSpan = { getTracer: () => ({}) };
+    for (const tracerProvider of [throwing, noTracer, noStartSpan]) {
+      expect(() => openTelemetryTracing({ tracerProvider } as never)).toThrow(InvalidConfigError);
+    }
+    expect(() => openTelemetryTracing({ tracerProvider: throwing } as never)).toThrow(
+      "openTelemetryTracing(): tracerProvider.getTracer() threw: the SDK is shut down",
+    );
+  });
+
   it("a tracer whose startRun throws: the runs go on untraced, and the agent takes the next prompt", async () => {
     const agent = new Agent({
       provider: scriptedModel([[script.text("one")], [script.text("two")], [script.text("three")]]),

@@ -1,3 +1,4 @@
+import { runInNewContext } from "node:vm";
 import { InvalidConfigError, type Logger } from "@agent-core/core";
 import { createAgentServer, createUseChatHandler, serveNode } from "@agent-core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -158,38 +159,46 @@ describe("the server's logger", () => {
     }
   });
 
-  it("an async logger whose lines reject: still a 500, and no rejection left unhandled", async () => {
-    const rejects = async () => {
-      throw new Error("the log is down");
-    };
-    const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
-    const agents = failingAgentServer(logger);
-    const node = await serveNode(
-      () => {
-        throw new Error("broken handler");
-      },
-      { logger },
-    );
-    try {
-      const unhandled = await unhandledRejectionsOf(async () => {
-        const answers = await Promise.all([
-          agents.fetch(
-            new Request("http://localhost/runs", {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify({ prompt: "hi" }),
-            }),
-          ),
-          fetch(`${node.url}/anything`),
-        ]);
-        expect(answers.map((response) => response.status)).toEqual([500, 500]);
-      });
-      expect(unhandled).toEqual([]);
-    } finally {
-      agents.close();
-      await node.close();
-    }
-  });
+  // A logger made in another realm (a vm context) returns that realm's promises, not this one's.
+  const rejectsHere = async () => {
+    throw new Error("the log is down");
+  };
+  const rejectsInAnotherRealm = runInNewContext("async () => { throw new Error('the log is down'); }");
+  it.each([
+    ["", rejectsHere],
+    [" (of another realm)", rejectsInAnotherRealm],
+  ])(
+    "an async logger%s whose lines reject: still a 500, and no rejection left unhandled",
+    async (_realm, rejects) => {
+      const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
+      const agents = failingAgentServer(logger);
+      const node = await serveNode(
+        () => {
+          throw new Error("broken handler");
+        },
+        { logger },
+      );
+      try {
+        const unhandled = await unhandledRejectionsOf(async () => {
+          const answers = await Promise.all([
+            agents.fetch(
+              new Request("http://localhost/runs", {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: JSON.stringify({ prompt: "hi" }),
+              }),
+            ),
+            fetch(`${node.url}/anything`),
+          ]);
+          expect(answers.map((response) => response.status)).toEqual([500, 500]);
+        });
+        expect(unhandled).toEqual([]);
+      } finally {
+        agents.close();
+        await node.close();
+      }
+    },
+  );
 
   it("refuses a logger without the four levels", () => {
     expect(() =>

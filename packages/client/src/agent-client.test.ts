@@ -357,34 +357,42 @@ describe("AgentClient: streaming a run", () => {
     expect(all).toEqual(["agent_start", "text_delta", "text_delta", "text_delta", "agent_end"]);
   });
 
-  it("an async logger whose line rejects at a listener's throw leaves no rejection unhandled", async () => {
-    const events = script(5);
-    const { baseUrl } = await serve(async (_req, res) => {
-      openStream(res);
-      await writeSlowly(res, events, 20);
-      res.end();
-    });
-    const logger = {
-      error: async () => {
+  it.each([
+    [
+      "",
+      async () => {
         throw new Error("the log is down");
       },
-    };
-    const unhandled: unknown[] = [];
-    const recordUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on("unhandledRejection", recordUnhandled);
-    try {
-      const run = new AgentClient({ baseUrl, ...fast, logger }).start("hi");
-      run.on("agent_end", () => {
-        throw new Error("a listener bug");
+    ],
+    // A logger made in another realm (a vm context) returns that realm's promises, not this one's.
+    [" (of another realm)", runInNewContext("async () => { throw new Error('the log is down'); }")],
+  ])(
+    "an async logger%s whose line rejects at a listener's throw leaves no rejection unhandled",
+    async (_realm, error) => {
+      const events = script(5);
+      const { baseUrl } = await serve(async (_req, res) => {
+        openStream(res);
+        await writeSlowly(res, events, 20);
+        res.end();
       });
-      await expect(run.result()).resolves.toEqual(events[4]);
-      // Unhandled rejections are reported once the microtasks ran out.
-      await new Promise((resolve) => setImmediate(resolve));
-    } finally {
-      process.off("unhandledRejection", recordUnhandled);
-    }
-    expect(unhandled).toEqual([]);
-  });
+      const logger = { error };
+      const unhandled: unknown[] = [];
+      const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on("unhandledRejection", recordUnhandled);
+      try {
+        const run = new AgentClient({ baseUrl, ...fast, logger }).start("hi");
+        run.on("agent_end", () => {
+          throw new Error("a listener bug");
+        });
+        await expect(run.result()).resolves.toEqual(events[4]);
+        // Unhandled rejections are reported once the microtasks ran out.
+        await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.off("unhandledRejection", recordUnhandled);
+      }
+      expect(unhandled).toEqual([]);
+    },
+  );
 
   it("has one iterating consumer at a time", async () => {
     const { baseUrl } = await serve(async (_req, res) => {

@@ -246,12 +246,16 @@ export class Run implements ClientRun {
    */
   #logListenerError(error: unknown, event: ClientEvent, listenerType: string): void {
     try {
-      // Typed to return nothing, yet an async logger's line is a promise.
+      // Typed to return nothing, yet an async logger's line is a promise: any thenable, not only
+      // `instanceof Promise` (a logger made in another realm, a vm context, returns that realm's).
       const written: unknown = this.#config.logger.error(
         { runId: this.#current, eventType: event.type, listenerType, err: error },
         "@agent-core/client: a listener threw",
       );
-      if (written instanceof Promise) written.catch(() => {});
+      if (typeof written === "object" && written !== null) {
+        const { then } = written as { then?: unknown };
+        if (typeof then === "function") then.call(written, undefined, () => {});
+      }
     } catch {
       // The line is lost, nothing else.
     }

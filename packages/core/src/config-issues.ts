@@ -183,7 +183,16 @@ export function show(value: unknown): string {
     text ??= String(value);
   } catch {
     // No text of its own (a null-prototype object JSON cannot write, a proxy that throws).
-    text = Object.prototype.toString.call(value);
+    text = tagOf(value);
   }
   return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}…` : text;
+}
+
+/** `[object Object]` and the like; a proxy that throws even on its `Symbol.toStringTag` gets a word. */
+function tagOf(value: unknown): string {
+  try {
+    return Object.prototype.toString.call(value);
+  } catch {
+    return "an object that cannot be read";
+  }
 }

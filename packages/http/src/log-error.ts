@@ -7,9 +7,13 @@ import type { Logger } from "@agent-core/core";
  */
 export function logError(logger: Logger, fields: Record<string, unknown>, message: string): void {
   try {
-    // Typed to return nothing, yet an async logger's line is a promise.
+    // Typed to return nothing, yet an async logger's line is a promise: any thenable, not only
+    // `instanceof Promise` (a logger made in another realm, a vm context, returns that realm's).
     const written: unknown = logger.error(fields, message);
-    if (written instanceof Promise) written.catch(() => {});
+    if (typeof written === "object" && written !== null) {
+      const { then } = written as { then?: unknown };
+      if (typeof then === "function") then.call(written, undefined, () => {});
+    }
   } catch {
     // The line is lost; the server goes on answering.
   }

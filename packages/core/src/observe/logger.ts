@@ -44,19 +44,35 @@ export function rejectionsCaught(logger: Logger): Logger {
   };
 }
 
-/** Catches the rejection of what a log line returned, when it is a promise (see `rejectionsCaught`). */
+/**
+ * Catches the rejection of what a log line returned, when it is a promise (see `rejectionsCaught`).
+ * Any thenable, not only `instanceof Promise`: a logger made in another realm (a `vm` context)
+ * returns that realm's promises, whose rejections Node reports all the same.
+ */
 function catchRejection(written: unknown): void {
-  if (written instanceof Promise) written.catch(() => {});
+  if (typeof written !== "object" || written === null) return;
+  try {
+    const { then } = written as { then?: unknown };
+    if (typeof then === "function") then.call(written, undefined, () => {});
+  } catch {
+    // A thenable whose `then` throws: the line is lost, as when the logger throws.
+  }
 }
 
 /** Whether a value has the four levels a `Logger` needs (config validation). */
 export function isLogger(value: unknown): value is Logger {
   if (typeof value !== "object" || value === null) return false;
   const logger = value as Record<string, unknown>;
-  return (
-    typeof logger.error === "function" &&
-    typeof logger.warn === "function" &&
-    typeof logger.info === "function" &&
-    typeof logger.debug === "function"
-  );
+  try {
+    return (
+      typeof logger.error === "function" &&
+      typeof logger.warn === "function" &&
+      typeof logger.info === "function" &&
+      typeof logger.debug === "function"
+    );
+  } catch {
+    // A level that cannot be read (a getter or a Proxy that throws): no logger, refused as one
+    // without its levels is, rather than with the getter's own error.
+    return false;
+  }
 }

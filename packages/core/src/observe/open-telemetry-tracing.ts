@@ -1,5 +1,5 @@
 import { type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
-import { InvalidConfigError } from "../errors.js";
+import { errorMessage, InvalidConfigError } from "../errors.js";
 import { RunTrace } from "./run-trace.js";
 import type { Tracing } from "./tracing.js";
 
@@ -21,7 +21,7 @@ const TRACER_NAME = "agent-core";
 export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}): Tracing {
   const tracerProvider = checkedTracerProvider(options);
   if (tracerProvider !== undefined) {
-    const tracer = tracerProvider.getTracer(TRACER_NAME);
+    const tracer = checkedTracer(tracerProvider);
     return { startRun: (run) => RunTrace.start(tracer, run) };
   }
   // The global provider is a proxy that `trace.disable()` replaces: the tracer is asked for again
@@ -58,4 +58,24 @@ function checkedTracerProvider(options: unknown): TracerProvider | undefined {
       "openTelemetryTracing(): tracerProvider must be an OpenTelemetry TracerProvider (with a getTracer method), or left out for the global one.",
     );
   return tracerProvider as TracerProvider;
+}
+
+/**
+ * The provider's tracer, asked for once, here: a `getTracer` that throws or gives no tracer is
+ * refused where it is written, rather than leave every run untraced without a word.
+ */
+function checkedTracer(tracerProvider: TracerProvider): Tracer {
+  let tracer: unknown;
+  try {
+    tracer = tracerProvider.getTracer(TRACER_NAME);
+  } catch (error) {
+    throw new InvalidConfigError(
+      `openTelemetryTracing(): tracerProvider.getTracer() threw: ${errorMessage(error)}`,
+    );
+  }
+  if (typeof (tracer as { startSpan?: unknown } | null)?.startSpan !== "function")
+    throw new InvalidConfigError(
+      "openTelemetryTracing(): tracerProvider.getTracer() gave no OpenTelemetry Tracer (with a startSpan method).",
+    );
+  return tracer as Tracer;
 }
