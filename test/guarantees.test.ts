@@ -982,7 +982,7 @@ describe("the settings new Agent() checked are the agent's own", () => {
     });
   });
 
-  it("a setting whose getter throws (config, settings group, ToolSet, prompt options, provider, logger) is an InvalidConfigError naming it, with the getter's error as cause", () => {
+  it("a setting whose getter throws (config, settings group, ToolSet, prompt options, provider) is an InvalidConfigError naming it, with the getter's error as cause", () => {
     const failure = new Error("getter");
     /** An object whose `key` cannot be read (typed as any settings object, the check's to refuse). */
     const unreadable = (key: string): Record<string, never> =>
@@ -1004,9 +1004,9 @@ describe("the settings new Agent() checked are the agent's own", () => {
       [() => new Agent({ tools: unreadable("t") }), "tools.t"],
       [() => new Agent().prompt("x", unreadable("signal")), "signal"],
       [() => new Agent().prompt("x", { timeouts: unreadable("stepMs") }), "timeouts.stepMs"],
-      // Read by the checks, not copied: the provider, the logger (messages: the next test).
+      // Read by the checks, not copied: the provider (messages: the next test; a logger is one
+      // without its levels, logging.test.ts).
       [() => new Agent({ provider: unreadable("doStream") as never }), "provider"],
-      [() => new Agent({ logger: unreadable("error") as never }), "logger"],
     ] as const;
     for (const [make, setting] of refusals) {
       const error = thrown(make);
