@@ -1262,8 +1262,8 @@ describe("AgentClient: cancel before the server named the run", () => {
     await until(() => requests.length === 1, "the start to be posted");
     const started = Date.now();
     await run.cancel();
-    // The start's wait, then the wait for the answer to its post again: idleTimeoutMs each.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(180);
+    // The start's wait, then the wait for the answer to its post again: idleTimeoutMs each (the
+    // first began with the post, before \`started\`, so only the bound above is certain).
     expect(Date.now() - started).toBeLessThan(2_000);
     expect((await rejection(run.result())).code).toBe("cancelled");
     expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /runs", "POST /runs"]);
