@@ -104,6 +104,12 @@ describe("scriptedModel with generateText (doGenerate)", () => {
     setTimeout(() => controller.abort(new Error("stop")), 10);
     await expect(generating).rejects.toThrow("stop");
   });
+
+  it("ends a hanging step when the call's signal was aborted before it", async () => {
+    const model = scriptedModel([[script.hang()]]);
+    const abortSignal = AbortSignal.abort(new Error("stopped already"));
+    await expect(model.doGenerate({ ...call, abortSignal })).rejects.toThrow("stopped already");
+  });
 });
 
 describe("a malformed script", () => {

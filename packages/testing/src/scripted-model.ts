@@ -212,6 +212,8 @@ async function generateResult(
   const reader = stream.getReader();
   const cancel = () => void reader.cancel();
   abortSignal?.addEventListener("abort", cancel, { once: true });
+  // A signal aborted before the call never fires "abort" again: without this, a hanging step hung.
+  if (abortSignal?.aborted) cancel();
   const content: LanguageModelV4Content[] = [];
   const open = new Map<string, { text: string }>();
   let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;
