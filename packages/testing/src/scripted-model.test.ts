@@ -132,6 +132,34 @@ describe("a malformed script", () => {
     );
   });
 
+  it("is refused with a TypeError naming the step when a part's fields have the wrong types", () => {
+    expect(() => scriptedModel([[{ kind: "text" }]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is a text part whose chunks are not all strings (undefined).",
+      ),
+    );
+    expect(() => scriptedModel([[script.text("a")], [script.toolCall(42 as never)]])).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 2 is a toolCall part whose name is not a string (number 42).",
+      ),
+    );
+    expect(() => scriptedModel([[script.toolCall("t", () => 1)]])).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is a toolCall part whose arguments cannot be sent as JSON.",
+      ),
+    );
+    expect(() => scriptedModel([[script.finish("done" as never)]])).toThrow(
+      /step 1 is a finish part whose reason/,
+    );
+    const cyclic: Record<string, unknown> = { kind: "txt" };
+    cyclic.self = cyclic;
+    expect(() => scriptedModel([[cyclic]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is not a script part (build it with script.*), got an object JSON cannot show.",
+      ),
+    );
+  });
+
   it("from a step function is refused at its call, with a TypeError", async () => {
     const model = scriptedModel([() => script.text("hi") as never]);
     await expect(model.doStream(call)).rejects.toThrow(

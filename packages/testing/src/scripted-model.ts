@@ -74,8 +74,8 @@ export interface ScriptedModelOptions {
  * (`prompts`, `offeredTools`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK
  * too: streamed (`streamText`, `doStream`) or not (`generateText`, `doGenerate`, which gathers the
  * step's parts into one result), each call plays the next step.
- * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function)
- * is refused with a `TypeError` naming the step; so is a step function's malformed return, when
+ * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function,
+ * or a part whose fields have the wrong types) is refused with a `TypeError` naming the step; so is a step function's malformed return, when
  * its call comes.
  */
 export class ScriptedModel extends MockLanguageModelV4 {
@@ -159,7 +159,57 @@ function checkParts(parts: unknown, subject: string): asserts parts is readonly 
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${describe(part)}.`,
       );
+    const problem = fieldProblem(part);
+    if (problem !== undefined)
+      throw new TypeError(
+        `Scripted model: part ${index + 1} of ${subject} is a ${part.kind} part whose ${problem}.`,
+      );
   });
+}
+
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
+  "stop",
+  "length",
+  "tool-calls",
+  "content-filter",
+  "error",
+  "other",
+]);
+
+/**
+ * What is wrong with a part's fields, if anything: a part made by hand, or by a `script.*` helper
+ * given the wrong types, would otherwise fail only at its call, with a message naming no step.
+ */
+function fieldProblem(part: ScriptPart): string | undefined {
+  const isString = (value: unknown) => typeof value === "string";
+  switch (part.kind) {
+    case "text":
+    case "reasoning":
+      return Array.isArray(part.chunks) && part.chunks.every(isString)
+        ? undefined
+        : `chunks are not all strings (${describe(part.chunks)})`;
+    case "toolCall":
+      if (!isString(part.name)) return `name is not a string (${describe(part.name)})`;
+      if (!isString(part.input)) return "arguments cannot be sent as JSON";
+      return part.id === undefined || isString(part.id)
+        ? undefined
+        : `id is not a string (${describe(part.id)})`;
+    case "delay":
+      return typeof part.ms === "number" && part.ms >= 0
+        ? undefined
+        : `ms is not a number >= 0 (${describe(part.ms)})`;
+    case "finish":
+      if (!FINISH_REASONS.has(part.reason))
+        return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${describe(part.reason)})`;
+      return part.usage === undefined ||
+        (typeof part.usage === "object" &&
+          part.usage !== null &&
+          Object.values(part.usage).every((tokens) => typeof tokens === "number"))
+        ? undefined
+        : `usage is not an object of token counts (${describe(part.usage)})`;
+    case "error":
+      return undefined;
+  }
 }
 
 function isScriptPart(value: unknown): value is ScriptPart {
@@ -172,7 +222,13 @@ function describe(value: unknown): string {
   if (isScriptPart(value)) return `a single ${value.kind} part (wrap a step's parts in [ ])`;
   if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
+  if (typeof value !== "object") return `${typeof value} ${String(value)}`;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    // A cycle or a BigInt: JSON cannot show it, and the refusal must not turn into JSON's error.
+    return "an object JSON cannot show";
+  }
 }
 
 function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
