@@ -160,6 +160,17 @@ describe("a malformed script", () => {
     );
   });
 
+  it("cannot be slipped in after the check, by changing the script's arrays", async () => {
+    const steps: unknown[][] = [[script.text("hi")]];
+    const model = scriptedModel(steps as never);
+    steps.push([{ kind: "txt" }]);
+    steps[0]?.push(5);
+    expect(await partsOf((await model.doStream(call)).stream)).toContainEqual(
+      expect.objectContaining({ type: "finish" }),
+    );
+    await expect(model.doStream(call)).rejects.toThrow("no step left for call 2 (the script has 1)");
+  });
+
   it("from a step function is refused at its call, with a TypeError", async () => {
     const model = scriptedModel([() => script.text("hi") as never]);
     await expect(model.doStream(call)).rejects.toThrow(

@@ -106,7 +106,9 @@ export class ScriptedModel extends MockLanguageModelV4 {
       doStream: async (callOptions) => ({ stream: play(callOptions) }),
       doGenerate: async (callOptions) => generateResult(play(callOptions), callOptions.abortSignal),
     });
-    this.#steps = steps;
+    // A copy, steps and parts: the script checked is the one played, whatever the test does to
+    // its arrays afterwards.
+    this.#steps = steps.map((step) => (Array.isArray(step) ? [...step] : step));
   }
 
   /** The prompt of every call so far, in order. */
