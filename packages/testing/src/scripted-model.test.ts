@@ -160,6 +160,21 @@ describe("a malformed script", () => {
     );
   });
 
+  it("is refused with a TypeError naming an unknown or malformed option", () => {
+    expect(() => scriptedModel([], { modelID: "m" } as never)).toThrow(
+      new TypeError('Scripted model: the options have no option "modelID" (known: modelId, usage).'),
+    );
+    expect(() => scriptedModel([], null as never)).toThrow(
+      new TypeError("Scripted model: the options must be an object, got null."),
+    );
+    expect(() => scriptedModel([], { usage: 5 } as never)).toThrow(
+      /usage must be \{ inputTokens, outputTokens \}/,
+    );
+    expect(() => script.toolCall("t", {}, { ids: "x" } as never)).toThrow(
+      new TypeError(`Scripted model: script.toolCall's options have no option "ids" (known: id).`),
+    );
+  });
+
   it("cannot be slipped in after the check, by changing the script's arrays", async () => {
     const steps: unknown[][] = [[script.text("hi")]];
     const model = scriptedModel(steps as never);

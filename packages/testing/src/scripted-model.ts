@@ -39,12 +39,15 @@ export const script = {
   /** Streamed reasoning: one `reasoning-delta` per chunk. */
   reasoning: (...chunks: string[]): ScriptPart => ({ kind: "reasoning", chunks }),
   /** A tool call; `args` is sent as JSON, or as it is when it is a string (to script invalid JSON). */
-  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => ({
-    kind: "toolCall",
-    name,
-    input: typeof args === "string" ? args : JSON.stringify(args),
-    id: options.id,
-  }),
+  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => {
+    checkKeys(options, ["id"], "script.toolCall's options");
+    return {
+      kind: "toolCall",
+      name,
+      input: typeof args === "string" ? args : JSON.stringify(args),
+      id: options.id,
+    };
+  },
   /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
   delay: (ms: number): ScriptPart => {
     if (typeof ms !== "number" || !(ms >= 0))
@@ -84,6 +87,7 @@ export class ScriptedModel extends MockLanguageModelV4 {
   readonly #calls: LanguageModelV4CallOptions[] = [];
 
   constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
+    checkOptions(options);
     const usage = options.usage ?? { inputTokens: 10, outputTokens: 5 };
     checkSteps(steps);
     let callIndex = 0;
@@ -124,6 +128,37 @@ export class ScriptedModel extends MockLanguageModelV4 {
 
 export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedModelOptions): ScriptedModel {
   return new ScriptedModel(steps, options);
+}
+
+/** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
+function checkKeys(options: unknown, known: readonly string[], subject: string): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options))
+    throw new TypeError(`Scripted model: ${subject} must be an object, got ${describe(options)}.`);
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown !== undefined)
+    throw new TypeError(
+      `Scripted model: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`,
+    );
+}
+
+function checkOptions(options: unknown): asserts options is ScriptedModelOptions {
+  checkKeys(options, ["modelId", "usage"], "the options");
+  const { modelId, usage } = options as Record<string, unknown>;
+  if (modelId !== undefined && typeof modelId !== "string")
+    throw new TypeError(`Scripted model: modelId must be a string, got ${describe(modelId)}.`);
+  const isCount = (tokens: unknown) => typeof tokens === "number" && tokens >= 0;
+  if (
+    usage !== undefined &&
+    !(
+      typeof usage === "object" &&
+      usage !== null &&
+      isCount((usage as StepUsage).inputTokens) &&
+      isCount((usage as StepUsage).outputTokens)
+    )
+  )
+    throw new TypeError(
+      `Scripted model: usage must be { inputTokens, outputTokens } (numbers >= 0), got ${describe(usage)}.`,
+    );
 }
 
 const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
