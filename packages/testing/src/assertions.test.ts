@@ -95,6 +95,16 @@ describe("assertEventProtocol", () => {
       () => [...run(start), { ...run(end)[0], seq: 1, runId: "other" } as AgentEvent],
       /runId other/,
     ],
+    [
+      "a null among the events",
+      () => [...run(start), null, { ...run(end)[0], seq: 2 }] as unknown as AgentEvent[],
+      /event 1 is not an event \(null\)/,
+    ],
+    [
+      "a hole in the list of events",
+      () => Object.assign(new Array<AgentEvent>(3), { 0: run(start)[0], 2: { ...run(end)[0], seq: 2 } }),
+      /event 1 is not an event \(undefined\)/,
+    ],
   ])("rejects %s", (_name, events, message) => {
     expect(() => assertEventProtocol(events())).toThrow(message);
   });

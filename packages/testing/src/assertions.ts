@@ -53,18 +53,30 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
       `assertEventProtocol takes the list of a run's events (run.events, or collectEvents(run)), got ${events === null ? "null" : typeof events}.`,
     );
   const problems: string[] = [];
-  const runId = events[0]?.runId;
+  const runId = (events[0] as AgentEvent | null | undefined)?.runId;
   const open = new Set<string>();
   const answered = new Set<string>();
   let openTurns = 0;
-  events.forEach((event, index) => {
+  // Indexed, not forEach: a hole in the list is a missing event, not one to skip.
+  for (let index = 0; index < events.length; index++) {
+    const event: unknown = events[index];
+    // Anything but an object (null, a number, a hole) has no fields to check beyond this.
+    if (typeof event !== "object" || event === null) {
+      problems.push(`event ${index} is not an event (${event === null ? "null" : typeof event})`);
+      continue;
+    }
+    checkEvent(event as AgentEvent, index);
+  }
+  function checkEvent(event: AgentEvent, index: number): void {
     const parsed = safeParseAgentEvent(event);
     if (!parsed.success) problems.push(`event ${index}: ${parsed.error.message}`);
     if (event.runId !== runId) problems.push(`event ${index} has runId ${event.runId}, expected ${runId}`);
     if (event.seq !== index) problems.push(`event ${index} has seq ${event.seq}`);
-    const previous = events[index - 1];
-    if (previous !== undefined && event.ts < previous.ts)
-      problems.push(`event ${index} has ts ${event.ts}, earlier than the event before it (${previous.ts})`);
+    const previous: unknown = events[index - 1];
+    if (typeof previous === "object" && previous !== null && event.ts < (previous as AgentEvent).ts)
+      problems.push(
+        `event ${index} has ts ${event.ts}, earlier than the event before it (${(previous as AgentEvent).ts})`,
+      );
     if (event.type === "agent_start" && index !== 0) problems.push(`agent_start at ${index}, not first`);
     if (event.type === "agent_end" && index !== events.length - 1)
       problems.push(`agent_end at ${index}, not last`);
@@ -84,7 +96,7 @@ export function assertEventProtocol(events: readonly AgentEvent[]): void {
         problems.push(`tool_result "${event.toolCallId}" without an open tool_call`);
       answered.add(event.toolCallId);
     }
-  });
+  }
   if (events[0]?.type !== "agent_start") problems.push("the first event is not agent_start");
   const last = events.at(-1);
   if (last?.type !== "agent_end") problems.push("the last event is not agent_end");

@@ -258,6 +258,18 @@ describe("fake OpenAI server wire format", () => {
     });
   });
 
+  it("refuses to start without a reply function, naming what is wrong", async () => {
+    await expect(startFakeOpenAIServer(undefined as never)).rejects.toThrow(
+      new TypeError("startFakeOpenAIServer takes { reply }, got undefined."),
+    );
+    await expect(startFakeOpenAIServer({ replies: [] } as never)).rejects.toThrow(
+      new TypeError('startFakeOpenAIServer has no option "replies" (known: reply).'),
+    );
+    await expect(startFakeOpenAIServer({ reply: 5 } as never)).rejects.toThrow(
+      new TypeError("startFakeOpenAIServer: reply must be a function, got number."),
+    );
+  });
+
   it("ends open streams on close()", async () => {
     const fake = await serve({ text: ["slow"], chunkDelayMs: 60_000 });
     const response = await postCompletion(fake, {

@@ -74,6 +74,7 @@ const COMPLETIONS_PATH = "/v1/chat/completions";
 
 /** Starts the server on 127.0.0.1 with an OS-assigned port. */
 export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions): Promise<FakeOpenAIServer> {
+  checkOptions(options);
   const state: ServerState = { requests: [], reply: options.reply, completionCount: 0 };
   const server = createServer((req, res) => {
     handleRequest(state, req, res).catch((error: unknown) => failRequest(res, error));
@@ -92,6 +93,20 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions): P
       return closing;
     },
   };
+}
+
+// Refused at the start: a server without its callback would answer every request with a 500
+// saying "state.reply is not a function", far from the options that caused it.
+function checkOptions(options: unknown): asserts options is FakeOpenAIServerOptions {
+  if (!isRecord(options))
+    throw new TypeError(
+      `startFakeOpenAIServer takes { reply }, got ${options === null ? "null" : typeof options}.`,
+    );
+  const unknown = Object.keys(options).find((key) => key !== "reply");
+  if (unknown !== undefined)
+    throw new TypeError(`startFakeOpenAIServer has no option "${unknown}" (known: reply).`);
+  if (typeof options.reply !== "function")
+    throw new TypeError(`startFakeOpenAIServer: reply must be a function, got ${typeof options.reply}.`);
 }
 
 function closeServer(server: Server): Promise<void> {

@@ -104,6 +104,12 @@ describe("scriptedModel with generateText (doGenerate)", () => {
     setTimeout(() => controller.abort(new Error("stop")), 10);
     await expect(generating).rejects.toThrow("stop");
   });
+
+  it("ends a hanging step when the call's signal was aborted before it", async () => {
+    const model = scriptedModel([[script.hang()]]);
+    const abortSignal = AbortSignal.abort(new Error("stopped already"));
+    await expect(model.doGenerate({ ...call, abortSignal })).rejects.toThrow("stopped already");
+  });
 });
 
 describe("a malformed script", () => {
@@ -124,6 +130,60 @@ describe("a malformed script", () => {
     expect(() => script.delay(Number.NaN)).toThrow(
       new RangeError("script.delay: ms must be a number >= 0, got NaN."),
     );
+  });
+
+  it("is refused with a TypeError naming the step when a part's fields have the wrong types", () => {
+    expect(() => scriptedModel([[{ kind: "text" }]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is a text part whose chunks are not all strings (undefined).",
+      ),
+    );
+    expect(() => scriptedModel([[script.text("a")], [script.toolCall(42 as never)]])).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 2 is a toolCall part whose name is not a string (number 42).",
+      ),
+    );
+    expect(() => scriptedModel([[script.toolCall("t", () => 1)]])).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is a toolCall part whose arguments cannot be sent as JSON.",
+      ),
+    );
+    expect(() => scriptedModel([[script.finish("done" as never)]])).toThrow(
+      /step 1 is a finish part whose reason/,
+    );
+    const cyclic: Record<string, unknown> = { kind: "txt" };
+    cyclic.self = cyclic;
+    expect(() => scriptedModel([[cyclic]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 1 of step 1 is not a script part (build it with script.*), got an object JSON cannot show.",
+      ),
+    );
+  });
+
+  it("is refused with a TypeError naming an unknown or malformed option", () => {
+    expect(() => scriptedModel([], { modelID: "m" } as never)).toThrow(
+      new TypeError('Scripted model: the options have no option "modelID" (known: modelId, usage).'),
+    );
+    expect(() => scriptedModel([], null as never)).toThrow(
+      new TypeError("Scripted model: the options must be an object, got null."),
+    );
+    expect(() => scriptedModel([], { usage: 5 } as never)).toThrow(
+      /usage must be \{ inputTokens, outputTokens \}/,
+    );
+    expect(() => script.toolCall("t", {}, { ids: "x" } as never)).toThrow(
+      new TypeError(`Scripted model: script.toolCall's options have no option "ids" (known: id).`),
+    );
+  });
+
+  it("cannot be slipped in after the check, by changing the script's arrays", async () => {
+    const steps: unknown[][] = [[script.text("hi")]];
+    const model = scriptedModel(steps as never);
+    steps.push([{ kind: "txt" }]);
+    steps[0]?.push(5);
+    expect(await partsOf((await model.doStream(call)).stream)).toContainEqual(
+      expect.objectContaining({ type: "finish" }),
+    );
+    await expect(model.doStream(call)).rejects.toThrow("no step left for call 2 (the script has 1)");
   });
 
   it("from a step function is refused at its call, with a TypeError", async () => {

@@ -39,12 +39,15 @@ export const script = {
   /** Streamed reasoning: one `reasoning-delta` per chunk. */
   reasoning: (...chunks: string[]): ScriptPart => ({ kind: "reasoning", chunks }),
   /** A tool call; `args` is sent as JSON, or as it is when it is a string (to script invalid JSON). */
-  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => ({
-    kind: "toolCall",
-    name,
-    input: typeof args === "string" ? args : JSON.stringify(args),
-    id: options.id,
-  }),
+  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => {
+    checkKeys(options, ["id"], "script.toolCall's options");
+    return {
+      kind: "toolCall",
+      name,
+      input: typeof args === "string" ? args : JSON.stringify(args),
+      id: options.id,
+    };
+  },
   /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
   delay: (ms: number): ScriptPart => {
     if (typeof ms !== "number" || !(ms >= 0))
@@ -74,8 +77,8 @@ export interface ScriptedModelOptions {
  * (`prompts`, `offeredTools`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK
  * too: streamed (`streamText`, `doStream`) or not (`generateText`, `doGenerate`, which gathers the
  * step's parts into one result), each call plays the next step.
- * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function)
- * is refused with a `TypeError` naming the step; so is a step function's malformed return, when
+ * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function,
+ * or a part whose fields have the wrong types) is refused with a `TypeError` naming the step; so is a step function's malformed return, when
  * its call comes.
  */
 export class ScriptedModel extends MockLanguageModelV4 {
@@ -84,6 +87,7 @@ export class ScriptedModel extends MockLanguageModelV4 {
   readonly #calls: LanguageModelV4CallOptions[] = [];
 
   constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
+    checkOptions(options);
     const usage = options.usage ?? { inputTokens: 10, outputTokens: 5 };
     checkSteps(steps);
     let callIndex = 0;
@@ -106,7 +110,9 @@ export class ScriptedModel extends MockLanguageModelV4 {
       doStream: async (callOptions) => ({ stream: play(callOptions) }),
       doGenerate: async (callOptions) => generateResult(play(callOptions), callOptions.abortSignal),
     });
-    this.#steps = steps;
+    // A copy, steps and parts: the script checked is the one played, whatever the test does to
+    // its arrays afterwards.
+    this.#steps = steps.map((step) => (Array.isArray(step) ? [...step] : step));
   }
 
   /** The prompt of every call so far, in order. */
@@ -122,6 +128,37 @@ export class ScriptedModel extends MockLanguageModelV4 {
 
 export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedModelOptions): ScriptedModel {
   return new ScriptedModel(steps, options);
+}
+
+/** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
+function checkKeys(options: unknown, known: readonly string[], subject: string): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options))
+    throw new TypeError(`Scripted model: ${subject} must be an object, got ${describe(options)}.`);
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown !== undefined)
+    throw new TypeError(
+      `Scripted model: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`,
+    );
+}
+
+function checkOptions(options: unknown): asserts options is ScriptedModelOptions {
+  checkKeys(options, ["modelId", "usage"], "the options");
+  const { modelId, usage } = options as Record<string, unknown>;
+  if (modelId !== undefined && typeof modelId !== "string")
+    throw new TypeError(`Scripted model: modelId must be a string, got ${describe(modelId)}.`);
+  const isCount = (tokens: unknown) => typeof tokens === "number" && tokens >= 0;
+  if (
+    usage !== undefined &&
+    !(
+      typeof usage === "object" &&
+      usage !== null &&
+      isCount((usage as StepUsage).inputTokens) &&
+      isCount((usage as StepUsage).outputTokens)
+    )
+  )
+    throw new TypeError(
+      `Scripted model: usage must be { inputTokens, outputTokens } (numbers >= 0), got ${describe(usage)}.`,
+    );
 }
 
 const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
@@ -159,7 +196,57 @@ function checkParts(parts: unknown, subject: string): asserts parts is readonly 
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${describe(part)}.`,
       );
+    const problem = fieldProblem(part);
+    if (problem !== undefined)
+      throw new TypeError(
+        `Scripted model: part ${index + 1} of ${subject} is a ${part.kind} part whose ${problem}.`,
+      );
   });
+}
+
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
+  "stop",
+  "length",
+  "tool-calls",
+  "content-filter",
+  "error",
+  "other",
+]);
+
+/**
+ * What is wrong with a part's fields, if anything: a part made by hand, or by a `script.*` helper
+ * given the wrong types, would otherwise fail only at its call, with a message naming no step.
+ */
+function fieldProblem(part: ScriptPart): string | undefined {
+  const isString = (value: unknown) => typeof value === "string";
+  switch (part.kind) {
+    case "text":
+    case "reasoning":
+      return Array.isArray(part.chunks) && part.chunks.every(isString)
+        ? undefined
+        : `chunks are not all strings (${describe(part.chunks)})`;
+    case "toolCall":
+      if (!isString(part.name)) return `name is not a string (${describe(part.name)})`;
+      if (!isString(part.input)) return "arguments cannot be sent as JSON";
+      return part.id === undefined || isString(part.id)
+        ? undefined
+        : `id is not a string (${describe(part.id)})`;
+    case "delay":
+      return typeof part.ms === "number" && part.ms >= 0
+        ? undefined
+        : `ms is not a number >= 0 (${describe(part.ms)})`;
+    case "finish":
+      if (!FINISH_REASONS.has(part.reason))
+        return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${describe(part.reason)})`;
+      return part.usage === undefined ||
+        (typeof part.usage === "object" &&
+          part.usage !== null &&
+          Object.values(part.usage).every((tokens) => typeof tokens === "number"))
+        ? undefined
+        : `usage is not an object of token counts (${describe(part.usage)})`;
+    case "error":
+      return undefined;
+  }
 }
 
 function isScriptPart(value: unknown): value is ScriptPart {
@@ -172,7 +259,13 @@ function describe(value: unknown): string {
   if (isScriptPart(value)) return `a single ${value.kind} part (wrap a step's parts in [ ])`;
   if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
+  if (typeof value !== "object") return `${typeof value} ${String(value)}`;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    // A cycle or a BigInt: JSON cannot show it, and the refusal must not turn into JSON's error.
+    return "an object JSON cannot show";
+  }
 }
 
 function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
@@ -212,6 +305,8 @@ async function generateResult(
   const reader = stream.getReader();
   const cancel = () => void reader.cancel();
   abortSignal?.addEventListener("abort", cancel, { once: true });
+  // A signal aborted before the call never fires "abort" again: without this, a hanging step hung.
+  if (abortSignal?.aborted) cancel();
   const content: LanguageModelV4Content[] = [];
   const open = new Map<string, { text: string }>();
   let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;

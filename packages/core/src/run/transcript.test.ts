@@ -31,6 +31,16 @@ describe("validateTranscript", () => {
     expect(validateTranscript([calls("a")])[0]).toMatch(/"a" have no result/);
   });
 
+  it("reports an assistant message whose content is no list of parts, without throwing", () => {
+    const assistant = (content: unknown) => ({ role: "assistant", content }) as AgentMessage;
+    expect(validateTranscript([user, assistant(null)])).toEqual([
+      "message 1: the assistant message's content is not a list of parts (null)",
+    ]);
+    expect(validateTranscript([user, assistant([null])])).toEqual([
+      "message 1: part 0 of the assistant message is no content part (null)",
+    ]);
+  });
+
   it("reports the calls a user message interrupts, and the results after it as answering nothing", () => {
     expect(validateTranscript([calls("a"), user, result("a")])).toEqual([
       'message 0: tool call(s) "a" have no result before the next message',

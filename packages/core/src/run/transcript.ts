@@ -40,6 +40,21 @@ export function validateTranscript(messages: readonly AgentMessage[]): string[] 
     if (message.role !== "user" && message.role !== "assistant") return;
     unanswered();
     if (message.role !== "assistant") return;
+    // A hand-made or changed history may hold an assistant message whose content is no list of
+    // parts; reported here, it would otherwise make toolCallsOf throw a TypeError.
+    const { content } = message as { content: unknown };
+    const malformedPart = Array.isArray(content)
+      ? content.findIndex((part: unknown) => typeof part !== "object" || part === null)
+      : -1;
+    if (!Array.isArray(content) || malformedPart !== -1) {
+      problems.push(
+        Array.isArray(content)
+          ? `message ${index}: part ${malformedPart} of the assistant message is no content part (${describeValue(content[malformedPart])})`
+          : `message ${index}: the assistant message's content is not a list of parts (${describeValue(content)})`,
+      );
+      pending = [];
+      return;
+    }
     const calls = toolCallsOf(message as AssistantMessage);
     for (const call of calls) {
       if (seenCallIds.has(call.id))
