@@ -34,7 +34,7 @@ export function checkedStep(step: ModelStepResult): ModelStepResult {
  * given (decide's); the messages as the pipeline's are, and each of their calls must have its
  * result among them.
  */
-export function callOptionsProblem(options: unknown, registry: ToolRegistry | undefined): string | undefined {
+function callOptionsProblem(options: unknown, registry: ToolRegistry | undefined): string | undefined {
   if (typeof options !== "object" || options === null)
     return `expected an object of options, got ${options === null ? "null" : typeof options}`;
   const { system, tools, settings, messages } = options as Record<string, unknown>;
@@ -62,21 +62,22 @@ export function callOptionsProblem(options: unknown, registry: ToolRegistry | un
 const NO_MESSAGES: readonly AgentMessage[] = [];
 
 /**
- * The options only `ctx.generateObject()` takes, checked with the others before any model call: a
+ * `ctx.generateObject()`'s options: those `callOptionsProblem` checks, and those only it takes: a
  * `toolCallsOf` that is no function would otherwise fail after the model call (a cycle spent), and
  * a `name` or `description` that is no string would reach the provider's request. A `maxAttempts`
  * of any number is taken (below 1 or NaN still makes attempts); one that is no number is refused.
  */
-export function structuredOptionsProblem(options: object): string | undefined {
+export function generateObjectOptionsProblem(options: unknown): string | undefined {
   return (
-    unknownOption(options, GENERATE_OBJECT_OPTIONS) ??
+    callOptionsProblem(options, undefined) ??
+    unknownOption(options as object, GENERATE_OBJECT_OPTIONS) ??
     optionOfWrongType(options as Record<string, unknown>, STRUCTURED_OPTION_TYPES)
   );
 }
 
-/** `ctx.decide()`'s options other than those `callOptionsProblem` checks: none, so only unknown keys. */
-export function decideOptionsProblem(options: object): string | undefined {
-  return unknownOption(options, DECIDE_OPTIONS);
+/** `ctx.decide()`'s options: those `callOptionsProblem` checks, its tools against `registry`, no other. */
+export function decideOptionsProblem(options: unknown, registry: ToolRegistry): string | undefined {
+  return callOptionsProblem(options, registry) ?? unknownOption(options as object, DECIDE_OPTIONS);
 }
 
 const DECIDE_OPTIONS = ["system", "tools", "settings", "messages"] as const;

@@ -28,12 +28,7 @@ import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
-import {
-  callOptionsProblem,
-  checkedStep,
-  decideOptionsProblem,
-  structuredOptionsProblem,
-} from "./model-call-checks.js";
+import { checkedStep, decideOptionsProblem, generateObjectOptionsProblem } from "./model-call-checks.js";
 import { type ModelCallSpec, type ModelRequest, ModelRequestBuilder } from "./model-request.js";
 import type { RunLog } from "./run-log.js";
 import type { RunSetup } from "./run-setup.js";
@@ -82,7 +77,7 @@ export class ModelDecisions {
   }
 
   decide(options: DecideOptions): Promise<Decision> {
-    const problem = callOptionsProblem(options, this.#setup.tools) ?? decideOptionsProblem(options);
+    const problem = decideOptionsProblem(options, this.#setup.tools);
     if (problem !== undefined)
       return this.#refused(new TypeError(`ctx.decide() got invalid options: ${problem}.`));
     const spec: ModelCallSpec = {
@@ -154,7 +149,7 @@ export class ModelDecisions {
           `ctx.generateObject() takes a zod schema as its first argument (z.object({ … })), got ${describe(schema)}.`,
         ),
       );
-    const problem = callOptionsProblem(options, undefined) ?? structuredOptionsProblem(options);
+    const problem = generateObjectOptionsProblem(options);
     if (problem !== undefined)
       return this.#refused(new TypeError(`ctx.generateObject() got invalid options: ${problem}.`));
     return this.#quietlyIfEnded(this.#generateObject(schema, options));
