@@ -2,7 +2,12 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { AgentClient } from "@agent-core/client";
 import { Agent, defineTool, InvalidConfigError } from "@agent-core/core";
-import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
+import {
+  type AgentServerOptions,
+  createAgentServer,
+  createUseChatHandler,
+  serveNode,
+} from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -497,6 +502,52 @@ describe("POST /runs", () => {
       );
     }
     expect(() => server({ start: { points: 1, durationSec: 0.5 }, callback: false })).not.toThrow();
+  });
+
+  it("refuses an unknown option, a promise of the options and an option that cannot be read, naming it, when it is created", async () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    const options = { agent, authorize, hookSecret: SECRET };
+    const server = (extra: object) => createAgentServer({ ...options, ...extra } as AgentServerOptions);
+    expect(() => server({ fooo: 1 })).toThrow(
+      /^Invalid createAgentServer\(\) options: fooo is not an option \(known: agent, backend, authorize, hookSecret, basePath,/,
+    );
+    expect(() => server({ rateLimits: { start: false, callbak: false } })).toThrow(
+      "Invalid rateLimits: callbak is not an option (known: start, callback).",
+    );
+    expect(() => server({ rateLimits: { start: { points: 1, durationSec: 1, burst: 2 } } })).toThrow(
+      "Invalid rateLimits.start: burst is not an option (known: points, durationSec).",
+    );
+    expect(() => createAgentServer(Promise.resolve(options) as never)).toThrow(
+      "createAgentServer() options must be an object of options (the options themselves, not a promise of them), got a promise.",
+    );
+    const boom = new Error("boom");
+    const unreadable = Object.defineProperty({ ...options }, "maxRuns", {
+      enumerable: true,
+      get: () => {
+        throw boom;
+      },
+    });
+    expect(() => createAgentServer(unreadable)).toThrow(
+      expect.objectContaining({
+        name: "InvalidConfigError",
+        message: "Invalid createAgentServer() options: maxRuns could not be read: boom",
+        cause: boom,
+      }),
+    );
+    expect(() => createUseChatHandler({ agent, authorize, maxMesages: 10 } as never)).toThrow(
+      /^Invalid createUseChatHandler\(\) options: maxMesages is not an option \(known: agent, authorize,/,
+    );
+    expect(() =>
+      createUseChatHandler({ agent, authorize, rateLimit: { points: 1, durationSec: 1, x: 1 } } as never),
+    ).toThrow("Invalid rateLimit: x is not an option (known: points, durationSec).");
+    await expect(serveNode(async () => new Response(), { prot: 8080 } as never)).rejects.toThrow(
+      "Invalid serveNode() options: prot is not an option (known: port, host, logger, stalledWriteMs).",
+    );
+    // An option given as undefined is one left out: it keeps its default.
+    const kept = server({ maxRuns: undefined, basePath: undefined, rateLimits: { start: undefined } });
+    expect(kept.runCount).toBe(0);
+    await kept.close();
   });
 });
 

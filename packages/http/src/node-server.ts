@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
 import { InvalidConfigError, isLogger, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
 import { logError } from "./log-error.js";
+import { ownOptions } from "./server-options.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
 export interface NodeServer {
@@ -39,8 +40,9 @@ export interface ServeNodeOptions {
  */
 export async function serveNode(
   handler: (request: Request) => Promise<Response>,
-  options: ServeNodeOptions = {},
+  given: ServeNodeOptions = {},
 ): Promise<NodeServer> {
+  const options = ownOptions("serveNode() options", given, ["port", "host", "logger", "stalledWriteMs"]);
   // Refused as createAgentServer refuses it: a logger without its levels would lose every line.
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("serveNode(): logger must have error, warn, info and debug methods.");

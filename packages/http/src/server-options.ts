@@ -1,5 +1,6 @@
 import {
   type Agent,
+  errorMessage,
   InvalidConfigError,
   isLogger,
   LONGEST_TIMER_MS,
@@ -114,6 +115,91 @@ export interface AgentServerOptions {
    * The agents log through their own `logger`.
    */
   logger?: Logger;
+}
+
+/** Every option `createAgentServer` knows: any other key is refused (a misspelled one, most likely). */
+const SERVER_OPTIONS: readonly (keyof AgentServerOptions)[] = [
+  "agent",
+  "backend",
+  "authorize",
+  "hookSecret",
+  "basePath",
+  "clientToolTimeoutMs",
+  "clientTools",
+  "suspendedTtlMs",
+  "runTimeoutMs",
+  "heartbeatMs",
+  "detachGraceMs",
+  "maxStreamsPerRun",
+  "maxEventsPerRun",
+  "retainEndedMs",
+  "maxRuns",
+  "maxQueuedMessages",
+  "conversationTtlMs",
+  "idempotencyKeyTtlMs",
+  "maxBodyBytes",
+  "rateLimits",
+  "ledger",
+  "now",
+  "logger",
+];
+
+/**
+ * The caller's options as the server (or handler) keeps them: a copy, each option read once,
+ * without those given as `undefined` (an option left out, which keeps its default). Refused with an
+ * `InvalidConfigError`, as `new Agent()` refuses its config: what is no object of options (a
+ * promise of them, not awaited, would be none at all), a key none of `known` (a misspelled option
+ * would be dropped without a word and its default used), and an option that cannot be read (a
+ * getter that throws), named, its error as the cause.
+ */
+export function ownOptions<Options extends object>(
+  what: string,
+  options: Options,
+  known: readonly string[],
+): Options {
+  if (typeof options !== "object" || options === null || Array.isArray(options) || "then" in options)
+    throw new InvalidConfigError(
+      `${what} must be an object of options (the options themselves, not a promise of them), got ${
+        options === null || typeof options !== "object"
+          ? String(options)
+          : Array.isArray(options)
+            ? "an array"
+            : "a promise"
+      }.`,
+    );
+  const own: Record<string, unknown> = {};
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key))
+      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
+    let value: unknown;
+    try {
+      value = (options as Record<string, unknown>)[key];
+    } catch (cause) {
+      throw new InvalidConfigError(`Invalid ${what}: ${key} could not be read: ${errorMessage(cause)}`, {
+        cause,
+      });
+    }
+    if (value !== undefined) own[key] = value;
+  }
+  return own as Options;
+}
+
+/** The server's own copy of its options (see `ownOptions`). */
+export function ownServerOptions(options: AgentServerOptions): AgentServerOptions {
+  const own = ownOptions("createAgentServer() options", options, SERVER_OPTIONS);
+  if (own.rateLimits !== undefined) own.rateLimits = ownRateLimits(own.rateLimits);
+  return own;
+}
+
+/** `rateLimits` as the server keeps it: `start` and `callback` only, each a limit's own copy. */
+function ownRateLimits(rateLimits: NonNullable<AgentServerOptions["rateLimits"]>) {
+  const own = ownOptions("rateLimits", rateLimits, ["start", "callback"]);
+  for (const name of ["start", "callback"] as const) {
+    const limit = own[name];
+    if (typeof limit === "object" && limit !== null)
+      own[name] = ownOptions(`rateLimits.${name}`, limit, ["points", "durationSec"]);
+  }
+  return own;
 }
 
 /** The options with their defaults, checked once when the server is made. */

@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { AgentRequest } from "../run-backend.js";
-import { type Principal, type RateLimit, timerDuration } from "../server-options.js";
+import { ownOptions, type Principal, type RateLimit, timerDuration } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
@@ -24,6 +24,27 @@ export interface UseChatHandlerOptions {
   now?: () => number;
   /** Where the handler's log lines go (a post that failed; a pino logger fits). Default: silent. */
   logger?: Logger;
+}
+
+/** Every option `createUseChatHandler` knows: any other key is refused (a misspelled one, most likely). */
+const USE_CHAT_OPTIONS: readonly (keyof UseChatHandlerOptions)[] = [
+  "agent",
+  "authorize",
+  "runTimeoutMs",
+  "chatTtlMs",
+  "maxBodyBytes",
+  "maxMessages",
+  "rateLimit",
+  "now",
+  "logger",
+];
+
+/** The handler's own copy of its options (see `ownOptions`). */
+export function ownUseChatOptions(options: UseChatHandlerOptions): UseChatHandlerOptions {
+  const own = ownOptions("createUseChatHandler() options", options, USE_CHAT_OPTIONS);
+  if (typeof own.rateLimit === "object" && own.rateLimit !== null)
+    own.rateLimit = ownOptions("rateLimit", own.rateLimit, ["points", "durationSec"]);
+  return own;
 }
 
 /** The options with their defaults, checked once when the handler is made. */
