@@ -549,6 +549,38 @@ describe("POST /runs", () => {
     expect(kept.runCount).toBe(0);
     await kept.close();
   });
+
+  it("refuses options of the wrong kind with an InvalidConfigError when it is created, not at the first request", async () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    const server = (extra: object) =>
+      createAgentServer({ agent, authorize, hookSecret: SECRET, ...extra } as AgentServerOptions);
+    for (const [extra, message] of [
+      [
+        { hookSecret: undefined },
+        "hookSecret must be a secret of 32+ characters or an array of { id, secret } keys, got undefined.",
+      ],
+      [{ basePath: 5 }, "basePath must be a string, got number."],
+      [{ ledger: {} }, "ledger must be a TokenLedger: an object with a use method."],
+      [{ now: 5 }, "now must be a function returning the time in ms (as Date.now does)."],
+      [
+        { agent: undefined, backend: {} },
+        "backend must be a RunBackend: an object with start, find and close methods.",
+      ],
+    ] as const)
+      expect(() => server(extra)).toThrow(new InvalidConfigError(message));
+    expect(() => createUseChatHandler({ agent, authorize, now: 5 } as never)).toThrow(
+      new InvalidConfigError("now must be a function returning the time in ms (as Date.now does)."),
+    );
+    const handler = async () => new Response();
+    for (const [options, message] of [
+      [{ port: "8080" }, "serveNode(): port must be a whole number from 0 to 65535, got 8080."],
+      [{ port: 70_000 }, "serveNode(): port must be a whole number from 0 to 65535, got 70000."],
+      [{ host: 5 }, "serveNode(): host must be a non-empty string, got 5."],
+    ] as const)
+      await expect(serveNode(handler, options as never)).rejects.toThrow(new InvalidConfigError(message));
+    await expect(serveNode(5 as never)).rejects.toThrow(InvalidConfigError);
+  });
 });
 
 describe("close()", () => {

@@ -218,10 +218,21 @@ export function resolveOptions(options: AgentServerOptions) {
     throw new InvalidConfigError("Give either agent (a function returning an Agent) or backend, not both.");
   if (options.agent !== undefined && typeof options.agent !== "function")
     throw new InvalidConfigError("agent must be a function returning an Agent.");
+  if (options.backend !== undefined && !hasMethods(options.backend, ["start", "find", "close"]))
+    throw new InvalidConfigError(
+      "backend must be a RunBackend: an object with start, find and close methods.",
+    );
   if (typeof options.authorize !== "function")
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
+  // Both are called on every tool result: taken as they are, a wrong one would fail each post (500).
+  if (options.ledger !== undefined && !hasMethods(options.ledger, ["use"]))
+    throw new InvalidConfigError("ledger must be a TokenLedger: an object with a use method.");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidConfigError("now must be a function returning the time in ms (as Date.now does).");
+  if (options.basePath !== undefined && typeof options.basePath !== "string")
+    throw new InvalidConfigError(`basePath must be a string, got ${typeof options.basePath}.`);
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   if (basePath !== "" && !basePath.startsWith("/"))
     throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
@@ -244,6 +255,15 @@ export function resolveOptions(options: AgentServerOptions) {
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
+}
+
+/** Whether `value` is an object with a function at each of `methods`. */
+function hasMethods(value: unknown, methods: readonly string[]): boolean {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === "function")
+  );
 }
 
 /**

@@ -55,6 +55,8 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidConfigError("now must be a function returning the time in ms (as Date.now does).");
   const positive = (name: string, value: number | undefined, fallback: number) => {
     if (value === undefined) return fallback;
     if (typeof value !== "number" || !(value > 0))
