@@ -2244,6 +2244,29 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(() => client.start("hi", Promise.resolve({}) as never)).toThrow(TypeError);
   });
 
+  it("throws a TypeError for options of the wrong kind, which would fail only later (a format, a tool, a start's ids, a signal)", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    for (const [options, message] of [
+      [{ format: "json" }, 'AgentClient needs format as "ndjson" or "sse", got "json".'],
+      [{ tools: [] }, "AgentClient needs tools as an object of functions by name, got an array."],
+      [{ tools: { now: "12:00" } }, 'AgentClient needs tools.now as a function, got "12:00".'],
+    ] as const)
+      expect(() => new AgentClient({ baseUrl, ...(options as object) }), message).toThrow(
+        new TypeError(message),
+      );
+    const client = new AgentClient({ baseUrl });
+    for (const [options, message] of [
+      [{ conversationId: 5 }, "start() needs conversationId as a string, got 5."],
+      [{ documentId: {} }, "start() needs documentId as a string, got an object."],
+      [{ outliveStream: "yes" }, 'start() needs outliveStream as a boolean, got "yes".'],
+      [{ signal: 5 }, "start() needs signal as an AbortSignal, got 5."],
+    ] as const)
+      expect(() => client.start("hi", options as never), message).toThrow(new TypeError(message));
+    expect(() => client.attach(RUN, { signal: {} } as never)).toThrow(
+      new TypeError("attach() needs signal as an AbortSignal, got an object."),
+    );
+  });
+
   it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") {

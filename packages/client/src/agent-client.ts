@@ -40,6 +40,15 @@ export class AgentClient {
     // Checked once here: else every request would fail alike, each as a network error.
     if (typeof options.headers !== "function")
       sendableHeaders(options.headers, "AgentClient's headers option holds headers fetch cannot send");
+    const format = options.format ?? "ndjson";
+    if (format !== "ndjson" && format !== "sse")
+      throw new TypeError(`AgentClient needs format as "ndjson" or "sse", got ${shown(format)}.`);
+    const tools = options.tools ?? {};
+    if (typeof tools !== "object" || tools === null || Array.isArray(tools))
+      throw new TypeError(`AgentClient needs tools as an object of functions by name, got ${shown(tools)}.`);
+    for (const [name, tool] of Object.entries(tools))
+      if (typeof tool !== "function")
+        throw new TypeError(`AgentClient needs tools.${name} as a function, got ${shown(tool)}.`);
     const reconnect = ownOptions("AgentClient's reconnect", options.reconnect ?? {}, RETRY_OPTIONS);
     const postRetry = ownOptions("AgentClient's postRetry", options.postRetry ?? {}, RETRY_OPTIONS);
     const fetchFn = options.fetch ?? globalThis.fetch;
@@ -48,8 +57,8 @@ export class AgentClient {
     this.#transport = new Transport({
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
       headers: options.headers,
-      format: options.format ?? "ndjson",
-      tools: options.tools ?? {},
+      format,
+      tools,
       // Called unbound: a browser's fetch must not be called as a method of another object.
       fetch: (input, init) => fetchFn(input, init),
       reconnect: {
@@ -78,6 +87,12 @@ export class AgentClient {
   start(prompt: string, given: StartOptions = {}): ClientRun {
     if (typeof prompt !== "string") throw new TypeError("start() needs the prompt as a string.");
     const options = ownOptions("start()", given, START_OPTIONS);
+    for (const name of ["conversationId", "documentId"] as const)
+      if (options[name] !== undefined && typeof options[name] !== "string")
+        throw new TypeError(`start() needs ${name} as a string, got ${shown(options[name])}.`);
+    if (options.outliveStream !== undefined && typeof options.outliveStream !== "boolean")
+      throw new TypeError(`start() needs outliveStream as a boolean, got ${shown(options.outliveStream)}.`);
+    checkSignal("start()", options.signal);
     const key = options.idempotencyKey ?? randomKey();
     if (typeof key !== "string" || !/^[\x21-\x7e]{1,255}$/.test(key))
       throw new TypeError("start() needs idempotencyKey as 1 to 255 visible ASCII characters.");
@@ -107,6 +122,7 @@ export class AgentClient {
     if (!isRunId(runId))
       throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
     const options = ownOptions("attach()", given, ["after", "signal"]);
+    checkSignal("attach()", options.signal);
     const after = options.after ?? -1;
     // A safe integer: a larger one is no seq, and would be written `1e+21` in the URL.
     if (!Number.isSafeInteger(after) || after < -1)
@@ -189,6 +205,20 @@ function shown(value: unknown): string {
   if (typeof value !== "object" || value === null) return String(value);
   if (Array.isArray(value)) return "an array";
   return "then" in value ? "a promise" : "an object";
+}
+
+/**
+ * Throws unless `signal` is absent or an `AbortSignal` (anything else would throw once the run
+ * began). Known by its shape: a signal of another realm (an iframe's, jsdom's) is no instance of this one's.
+ */
+function checkSignal(what: string, signal: unknown): void {
+  const isSignal =
+    typeof signal === "object" &&
+    signal !== null &&
+    typeof (signal as AbortSignal).addEventListener === "function" &&
+    typeof (signal as AbortSignal).aborted === "boolean";
+  if (signal !== undefined && !isSignal)
+    throw new TypeError(`${what} needs signal as an AbortSignal, got ${shown(signal)}.`);
 }
 
 /**
