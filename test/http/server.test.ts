@@ -441,10 +441,10 @@ describe("POST /runs", () => {
       /heartbeatMs must be a number > 0/,
     );
     await expect(startServer(answer("x"), { maxQueuedMessages: 0 })).rejects.toThrow(
-      /maxQueuedMessages must be a number > 0/,
+      /maxQueuedMessages must be a whole number >= 1/,
     );
     await expect(startServer(answer("x"), { maxStreamsPerRun: 0 })).rejects.toThrow(
-      /maxStreamsPerRun must be a number > 0/,
+      /maxStreamsPerRun must be a whole number >= 1/,
     );
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
@@ -580,6 +580,26 @@ describe("POST /runs", () => {
     ] as const)
       await expect(serveNode(handler, options as never)).rejects.toThrow(new InvalidConfigError(message));
     await expect(serveNode(5 as never)).rejects.toThrow(InvalidConfigError);
+  });
+
+  it("refuses a count that is no whole number (a fraction, an infinity) when it is created", () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    for (const name of [
+      "maxStreamsPerRun",
+      "maxEventsPerRun",
+      "maxRuns",
+      "maxQueuedMessages",
+      "maxBodyBytes",
+    ])
+      for (const value of [1.5, Number.POSITIVE_INFINITY])
+        expect(() => createAgentServer({ agent, authorize, hookSecret: SECRET, [name]: value })).toThrow(
+          new InvalidConfigError(`${name} must be a whole number >= 1, got ${value}.`),
+        );
+    for (const name of ["maxMessages", "maxBodyBytes"])
+      expect(() => createUseChatHandler({ agent, authorize, [name]: 2.5 })).toThrow(
+        new InvalidConfigError(`${name} must be a whole number >= 1, got 2.5.`),
+      );
   });
 });
 

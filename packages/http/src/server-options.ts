@@ -242,19 +242,30 @@ export function resolveOptions(options: AgentServerOptions) {
     runTimeoutMs: duration("runTimeoutMs", options.runTimeoutMs, 600_000),
     heartbeatMs: duration("heartbeatMs", options.heartbeatMs, 15_000),
     detachGraceMs: duration("detachGraceMs", options.detachGraceMs, 5_000, true),
-    maxStreamsPerRun: positive("maxStreamsPerRun", options.maxStreamsPerRun, 16),
-    maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
+    maxStreamsPerRun: count("maxStreamsPerRun", options.maxStreamsPerRun, 16),
+    maxEventsPerRun: count("maxEventsPerRun", options.maxEventsPerRun, 10_000),
     retainEndedMs: duration("retainEndedMs", options.retainEndedMs, 300_000, true),
     suspendedTtlMs: duration("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
     clientTools: clientToolMode(options.clientTools),
-    maxRuns: positive("maxRuns", options.maxRuns, 10_000),
-    maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
+    maxRuns: count("maxRuns", options.maxRuns, 10_000),
+    maxQueuedMessages: count("maxQueuedMessages", options.maxQueuedMessages, 100),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     idempotencyKeyTtlMs: positive("idempotencyKeyTtlMs", options.idempotencyKeyTtlMs, 3_600_000),
-    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
+    maxBodyBytes: count("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
+}
+
+/**
+ * A count option (`fallback` when not given): a whole number from 1. A fraction or an infinity
+ * would be taken as no count is (1.5 streams, a body of Infinity bytes): refused, not rounded.
+ */
+export function count(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new InvalidConfigError(`${name} must be a whole number >= 1, got ${String(value)}.`);
+  return value;
 }
 
 /** Whether `value` is an object with a function at each of `methods`. */

@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { AgentRequest } from "../run-backend.js";
-import { ownOptions, type Principal, type RateLimit, timerDuration } from "../server-options.js";
+import { count, ownOptions, type Principal, type RateLimit, timerDuration } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
@@ -66,8 +66,8 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
   return {
     runTimeoutMs: timerDuration("runTimeoutMs", positive("runTimeoutMs", options.runTimeoutMs, 600_000)),
     chatTtlMs: positive("chatTtlMs", options.chatTtlMs, 1_800_000),
-    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
-    maxMessages: positive("maxMessages", options.maxMessages, 1_000),
+    maxBodyBytes: count("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
+    maxMessages: count("maxMessages", options.maxMessages, 1_000),
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
