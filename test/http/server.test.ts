@@ -494,6 +494,9 @@ describe("POST /runs", () => {
       { points: 10, durationSec: 0 },
       { points: 10, durationSec: Number.NaN },
       { points: "10" as unknown as number, durationSec: 60 },
+      // Past the longest a timer waits (about 24.8 days), the points would come back after 1 ms.
+      { points: 10, durationSec: 2_147_484 },
+      { points: 10, durationSec: Number.POSITIVE_INFINITY },
     ]) {
       expect(() => server({ start: limit })).toThrow(InvalidConfigError);
       expect(() => server({ callback: limit })).toThrow(/rateLimits.callback must be/);
@@ -502,6 +505,10 @@ describe("POST /runs", () => {
       );
     }
     expect(() => server({ start: { points: 1, durationSec: 0.5 }, callback: false })).not.toThrow();
+    expect(() => server({ start: { points: 1, durationSec: 2_147_483 } })).not.toThrow();
+    expect(() => server({ start: { points: Number.NaN, durationSec: 60 } })).toThrow(
+      "rateLimits.start must be { points: a whole number >= 1, durationSec: a number > 0, at most 2147483.647 } or false, got { points: NaN, durationSec: 60 }.",
+    );
   });
 
   it("refuses an unknown option, a promise of the options and an option that cannot be read, naming it, when it is created", async () => {

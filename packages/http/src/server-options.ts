@@ -20,7 +20,8 @@ export interface Principal {
 
 /**
  * A limit of `points` requests per `durationSec` seconds, per user: `points` a whole number >= 1,
- * `durationSec` > 0 (anything else is an `InvalidConfigError` when the server is made).
+ * `durationSec` > 0 and at most 2,147,483.647 (the longest a timer waits, in seconds): anything else
+ * is an `InvalidConfigError` when the server is made.
  */
 export interface RateLimit {
   points: number;
