@@ -2,7 +2,12 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { AgentClient } from "@agent-core/client";
 import { Agent, defineTool, InvalidConfigError } from "@agent-core/core";
-import { type AgentServerOptions, createAgentServer, createUseChatHandler } from "@agent-core/http";
+import {
+  type AgentServerOptions,
+  createAgentServer,
+  createUseChatHandler,
+  serveNode,
+} from "@agent-core/http";
 import { assertEventProtocol, script, scriptedModel } from "@agent-core/testing";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -436,10 +441,10 @@ describe("POST /runs", () => {
       /heartbeatMs must be a number > 0/,
     );
     await expect(startServer(answer("x"), { maxQueuedMessages: 0 })).rejects.toThrow(
-      /maxQueuedMessages must be a number > 0/,
+      /maxQueuedMessages must be a whole number >= 1/,
     );
     await expect(startServer(answer("x"), { maxStreamsPerRun: 0 })).rejects.toThrow(
-      /maxStreamsPerRun must be a number > 0/,
+      /maxStreamsPerRun must be a whole number >= 1/,
     );
     await expect(startServer(answer("x"), { basePath: "api" })).rejects.toThrow(
       /basePath must start with "\/"/,
@@ -489,6 +494,9 @@ describe("POST /runs", () => {
       { points: 10, durationSec: 0 },
       { points: 10, durationSec: Number.NaN },
       { points: "10" as unknown as number, durationSec: 60 },
+      // Past the longest a timer waits (about 24.8 days), the points would come back after 1 ms.
+      { points: 10, durationSec: 2_147_484 },
+      { points: 10, durationSec: Number.POSITIVE_INFINITY },
     ]) {
       expect(() => server({ start: limit })).toThrow(InvalidConfigError);
       expect(() => server({ callback: limit })).toThrow(/rateLimits.callback must be/);
@@ -497,6 +505,108 @@ describe("POST /runs", () => {
       );
     }
     expect(() => server({ start: { points: 1, durationSec: 0.5 }, callback: false })).not.toThrow();
+    expect(() => server({ start: { points: 1, durationSec: 2_147_483 } })).not.toThrow();
+    expect(() => server({ start: { points: Number.NaN, durationSec: 60 } })).toThrow(
+      "rateLimits.start must be { points: a whole number >= 1, durationSec: a number > 0, at most 2147483.647 } or false, got { points: NaN, durationSec: 60 }.",
+    );
+  });
+
+  it("refuses an unknown option, a promise of the options and an option that cannot be read, naming it, when it is created", async () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    const options = { agent, authorize, hookSecret: SECRET };
+    const server = (extra: object) => createAgentServer({ ...options, ...extra } as AgentServerOptions);
+    expect(() => server({ fooo: 1 })).toThrow(
+      /^Invalid createAgentServer\(\) options: fooo is not an option \(known: agent, backend, authorize, hookSecret, basePath,/,
+    );
+    expect(() => server({ rateLimits: { start: false, callbak: false } })).toThrow(
+      "Invalid rateLimits: callbak is not an option (known: start, callback).",
+    );
+    expect(() => server({ rateLimits: { start: { points: 1, durationSec: 1, burst: 2 } } })).toThrow(
+      "Invalid rateLimits.start: burst is not an option (known: points, durationSec).",
+    );
+    expect(() => createAgentServer(Promise.resolve(options) as never)).toThrow(
+      "createAgentServer() options must be an object of options (the options themselves, not a promise of them), got a promise.",
+    );
+    const boom = new Error("boom");
+    const unreadable = Object.defineProperty({ ...options }, "maxRuns", {
+      enumerable: true,
+      get: () => {
+        throw boom;
+      },
+    });
+    expect(() => createAgentServer(unreadable)).toThrow(
+      expect.objectContaining({
+        name: "InvalidConfigError",
+        message: "Invalid createAgentServer() options: maxRuns could not be read: boom",
+        cause: boom,
+      }),
+    );
+    expect(() => createUseChatHandler({ agent, authorize, maxMesages: 10 } as never)).toThrow(
+      /^Invalid createUseChatHandler\(\) options: maxMesages is not an option \(known: agent, authorize,/,
+    );
+    expect(() =>
+      createUseChatHandler({ agent, authorize, rateLimit: { points: 1, durationSec: 1, x: 1 } } as never),
+    ).toThrow("Invalid rateLimit: x is not an option (known: points, durationSec).");
+    await expect(serveNode(async () => new Response(), { prot: 8080 } as never)).rejects.toThrow(
+      "Invalid serveNode() options: prot is not an option (known: port, host, logger, stalledWriteMs).",
+    );
+    // An option given as undefined is one left out: it keeps its default.
+    const kept = server({ maxRuns: undefined, basePath: undefined, rateLimits: { start: undefined } });
+    expect(kept.runCount).toBe(0);
+    await kept.close();
+  });
+
+  it("refuses options of the wrong kind with an InvalidConfigError when it is created, not at the first request", async () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    const server = (extra: object) =>
+      createAgentServer({ agent, authorize, hookSecret: SECRET, ...extra } as AgentServerOptions);
+    for (const [extra, message] of [
+      [
+        { hookSecret: undefined },
+        "hookSecret must be a secret of 32+ characters or an array of { id, secret } keys, got undefined.",
+      ],
+      [{ basePath: 5 }, "basePath must be a string, got number."],
+      [{ ledger: {} }, "ledger must be a TokenLedger: an object with a use method."],
+      [{ now: 5 }, "now must be a function returning the time in ms (as Date.now does)."],
+      [
+        { agent: undefined, backend: {} },
+        "backend must be a RunBackend: an object with start, find and close methods.",
+      ],
+    ] as const)
+      expect(() => server(extra)).toThrow(new InvalidConfigError(message));
+    expect(() => createUseChatHandler({ agent, authorize, now: 5 } as never)).toThrow(
+      new InvalidConfigError("now must be a function returning the time in ms (as Date.now does)."),
+    );
+    const handler = async () => new Response();
+    for (const [options, message] of [
+      [{ port: "8080" }, "serveNode(): port must be a whole number from 0 to 65535, got 8080."],
+      [{ port: 70_000 }, "serveNode(): port must be a whole number from 0 to 65535, got 70000."],
+      [{ host: 5 }, "serveNode(): host must be a non-empty string, got 5."],
+    ] as const)
+      await expect(serveNode(handler, options as never)).rejects.toThrow(new InvalidConfigError(message));
+    await expect(serveNode(5 as never)).rejects.toThrow(InvalidConfigError);
+  });
+
+  it("refuses a count that is no whole number (a fraction, an infinity) when it is created", () => {
+    const agent = () => new Agent({ provider: scriptedModel([[script.text("x")]]) });
+    const authorize = () => ({ userId: "u" });
+    for (const name of [
+      "maxStreamsPerRun",
+      "maxEventsPerRun",
+      "maxRuns",
+      "maxQueuedMessages",
+      "maxBodyBytes",
+    ])
+      for (const value of [1.5, Number.POSITIVE_INFINITY])
+        expect(() => createAgentServer({ agent, authorize, hookSecret: SECRET, [name]: value })).toThrow(
+          new InvalidConfigError(`${name} must be a whole number >= 1, got ${value}.`),
+        );
+    for (const name of ["maxMessages", "maxBodyBytes"])
+      expect(() => createUseChatHandler({ agent, authorize, [name]: 2.5 })).toThrow(
+        new InvalidConfigError(`${name} must be a whole number >= 1, got 2.5.`),
+      );
   });
 });
 

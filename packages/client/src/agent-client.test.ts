@@ -2211,6 +2211,70 @@ describe("AgentClient: the documented bounds, exactly", () => {
     expect(new AgentClient({ baseUrl: "/api/" })).toBeInstanceOf(AgentClient);
   });
 
+  it("throws a TypeError naming an option it does not know, a promise of the options, or an option that cannot be read; undefined keeps the default", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    expect(() => new AgentClient({ baseUrl, idleTimeoutMS: 1000 } as never)).toThrow(
+      new TypeError(
+        "AgentClient has no option idleTimeoutMS (known: baseUrl, headers, format, tools, fetch, reconnect, postRetry, idleTimeoutMs, maxEventBytes, logger).",
+      ),
+    );
+    expect(() => new AgentClient({ baseUrl, reconnect: { attempt: 0 } } as never)).toThrow(
+      "AgentClient's reconnect has no option attempt (known: attempts, delayMs).",
+    );
+    expect(() => new AgentClient(Promise.resolve({ baseUrl }) as never)).toThrow(
+      "AgentClient needs its options as an object (the options themselves, not a promise of them), got a promise.",
+    );
+    const boom = new Error("boom");
+    const unreadable = Object.defineProperty({ baseUrl }, "idleTimeoutMs", {
+      enumerable: true,
+      get: () => {
+        throw boom;
+      },
+    });
+    expect(() => new AgentClient(unreadable)).toThrow(
+      expect.objectContaining({
+        message: "AgentClient's option idleTimeoutMs could not be read: boom",
+        cause: boom,
+      }),
+    );
+    const client = new AgentClient({
+      baseUrl,
+      format: undefined,
+      fetch: undefined,
+      reconnect: { attempts: undefined },
+    });
+    expect(() => client.start("hi", { conversationID: "c" } as never)).toThrow(
+      "start() has no option conversationID (known: conversationId, documentId, outliveStream, idempotencyKey, signal).",
+    );
+    expect(() => client.attach(RUN, { aftr: 3 } as never)).toThrow(
+      "attach() has no option aftr (known: after, signal).",
+    );
+    expect(() => client.start("hi", Promise.resolve({}) as never)).toThrow(TypeError);
+  });
+
+  it("throws a TypeError for options of the wrong kind, which would fail only later (a format, a tool, a start's ids, a signal)", () => {
+    const baseUrl = "http://127.0.0.1:9";
+    for (const [options, message] of [
+      [{ format: "json" }, 'AgentClient needs format as "ndjson" or "sse", got "json".'],
+      [{ tools: [] }, "AgentClient needs tools as an object of functions by name, got an array."],
+      [{ tools: { now: "12:00" } }, 'AgentClient needs tools.now as a function, got "12:00".'],
+    ] as const)
+      expect(() => new AgentClient({ baseUrl, ...(options as object) }), message).toThrow(
+        new TypeError(message),
+      );
+    const client = new AgentClient({ baseUrl });
+    for (const [options, message] of [
+      [{ conversationId: 5 }, "start() needs conversationId as a string, got 5."],
+      [{ documentId: {} }, "start() needs documentId as a string, got an object."],
+      [{ outliveStream: "yes" }, 'start() needs outliveStream as a boolean, got "yes".'],
+      [{ signal: 5 }, "start() needs signal as an AbortSignal, got 5."],
+    ] as const)
+      expect(() => client.start("hi", options as never), message).toThrow(new TypeError(message));
+    expect(() => client.attach(RUN, { signal: {} } as never)).toThrow(
+      new TypeError("attach() needs signal as an AbortSignal, got an object."),
+    );
+  });
+
   it("ends a tool result's post at idleTimeoutMs even while a Retry-After would have it wait longer", async () => {
     const { baseUrl, requests } = await serve(async (req, res) => {
       if (req.path === "/runs") {

@@ -28,8 +28,9 @@ export class AgentClient {
   readonly #transport: Transport;
   readonly #inFlight = new Set<Run>();
 
-  constructor(options: AgentClientOptions) {
-    if (typeof options?.baseUrl !== "string" || options.baseUrl === "")
+  constructor(given: AgentClientOptions) {
+    const options = ownOptions("AgentClient", given, CLIENT_OPTIONS);
+    if (typeof options.baseUrl !== "string" || options.baseUrl === "")
       throw new TypeError("AgentClient needs a baseUrl, e.g. http://127.0.0.1:8787/api.");
     // The routes are appended to it as text: `…/api?key=1` would become `…/api?key=1/runs`.
     if (/[?#]/.test(options.baseUrl))
@@ -39,23 +40,34 @@ export class AgentClient {
     // Checked once here: else every request would fail alike, each as a network error.
     if (typeof options.headers !== "function")
       sendableHeaders(options.headers, "AgentClient's headers option holds headers fetch cannot send");
+    const format = options.format ?? "ndjson";
+    if (format !== "ndjson" && format !== "sse")
+      throw new TypeError(`AgentClient needs format as "ndjson" or "sse", got ${shown(format)}.`);
+    const tools = options.tools ?? {};
+    if (typeof tools !== "object" || tools === null || Array.isArray(tools))
+      throw new TypeError(`AgentClient needs tools as an object of functions by name, got ${shown(tools)}.`);
+    for (const [name, tool] of Object.entries(tools))
+      if (typeof tool !== "function")
+        throw new TypeError(`AgentClient needs tools.${name} as a function, got ${shown(tool)}.`);
+    const reconnect = ownOptions("AgentClient's reconnect", options.reconnect ?? {}, RETRY_OPTIONS);
+    const postRetry = ownOptions("AgentClient's postRetry", options.postRetry ?? {}, RETRY_OPTIONS);
     const fetchFn = options.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function")
       throw new TypeError("AgentClient needs fetch: pass options.fetch where there is no global one.");
     this.#transport = new Transport({
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
       headers: options.headers,
-      format: options.format ?? "ndjson",
-      tools: options.tools ?? {},
+      format,
+      tools,
       // Called unbound: a browser's fetch must not be called as a method of another object.
       fetch: (input, init) => fetchFn(input, init),
       reconnect: {
-        attempts: whole("reconnect.attempts", options.reconnect?.attempts, 5, 0),
-        delayMs: duration("reconnect.delayMs", options.reconnect?.delayMs, 250, 0),
+        attempts: whole("reconnect.attempts", reconnect.attempts, 5, 0),
+        delayMs: duration("reconnect.delayMs", reconnect.delayMs, 250, 0),
       },
       postRetry: {
-        attempts: whole("postRetry.attempts", options.postRetry?.attempts, 4, 0),
-        delayMs: duration("postRetry.delayMs", options.postRetry?.delayMs, 200, 0),
+        attempts: whole("postRetry.attempts", postRetry.attempts, 4, 0),
+        delayMs: duration("postRetry.delayMs", postRetry.delayMs, 200, 0),
       },
       idleTimeoutMs: duration("idleTimeoutMs", options.idleTimeoutMs, 45_000, 1),
       maxEventBytes: whole("maxEventBytes", options.maxEventBytes, 16 * 1024 * 1024, 1),
@@ -72,8 +84,15 @@ export class AgentClient {
    * it again, within `reconnect.attempts`: the server answers with the same run, never a second.
    * Once the run's id is known, a lost connection is re-attached.
    */
-  start(prompt: string, options: StartOptions = {}): ClientRun {
+  start(prompt: string, given: StartOptions = {}): ClientRun {
     if (typeof prompt !== "string") throw new TypeError("start() needs the prompt as a string.");
+    const options = ownOptions("start()", given, START_OPTIONS);
+    for (const name of ["conversationId", "documentId"] as const)
+      if (options[name] !== undefined && typeof options[name] !== "string")
+        throw new TypeError(`start() needs ${name} as a string, got ${shown(options[name])}.`);
+    if (options.outliveStream !== undefined && typeof options.outliveStream !== "boolean")
+      throw new TypeError(`start() needs outliveStream as a boolean, got ${shown(options.outliveStream)}.`);
+    checkSignal("start()", options.signal);
     const key = options.idempotencyKey ?? randomKey();
     if (typeof key !== "string" || !/^[\x21-\x7e]{1,255}$/.test(key))
       throw new TypeError("start() needs idempotencyKey as 1 to 255 visible ASCII characters.");
@@ -99,9 +118,11 @@ export class AgentClient {
    * id `.` or `..` throws a `TypeError`: in a URL it names no segment (`/runs/../cancel` is
    * `/cancel`), and the client takes none from the server either.
    */
-  attach(runId: string, options: AttachOptions = {}): ClientRun {
+  attach(runId: string, given: AttachOptions = {}): ClientRun {
     if (!isRunId(runId))
       throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
+    const options = ownOptions("attach()", given, ["after", "signal"]);
+    checkSignal("attach()", options.signal);
     const after = options.after ?? -1;
     // A safe integer: a larger one is no seq, and would be written `1e+21` in the URL.
     if (!Number.isSafeInteger(after) || after < -1)
@@ -116,6 +137,88 @@ export class AgentClient {
     run.whenSettled(() => this.#inFlight.delete(run));
     return run;
   }
+}
+
+/** Every option `AgentClient` knows: any other key is refused (a misspelled one, most likely). */
+const CLIENT_OPTIONS: readonly (keyof AgentClientOptions)[] = [
+  "baseUrl",
+  "headers",
+  "format",
+  "tools",
+  "fetch",
+  "reconnect",
+  "postRetry",
+  "idleTimeoutMs",
+  "maxEventBytes",
+  "logger",
+];
+
+const RETRY_OPTIONS = ["attempts", "delayMs"] as const;
+
+const START_OPTIONS: readonly (keyof StartOptions)[] = [
+  "conversationId",
+  "documentId",
+  "outliveStream",
+  "idempotencyKey",
+  "signal",
+];
+
+/**
+ * The caller's options (of `what`) as the client takes them: a copy, each option read once,
+ * without those given as `undefined` (an option left out, which keeps its default). A `TypeError`,
+ * as for every bad option: what is no object of options (a promise of them, not awaited, would be
+ * none at all), a key none of `known` (a misspelled option would be dropped without a word and its
+ * default used), and an option that cannot be read (a getter that throws, its error the cause).
+ */
+function ownOptions<Options extends object>(
+  what: string,
+  options: Options,
+  known: readonly string[],
+): Options {
+  if (typeof options !== "object" || options === null || Array.isArray(options) || "then" in options)
+    throw new TypeError(
+      `${what} needs its options as an object (the options themselves, not a promise of them), got ${shown(options)}.`,
+    );
+  const own: Record<string, unknown> = {};
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key))
+      throw new TypeError(`${what} has no option ${key} (known: ${known.join(", ")}).`);
+    let value: unknown;
+    try {
+      value = (options as Record<string, unknown>)[key];
+    } catch (cause) {
+      throw new TypeError(
+        `${what}'s option ${key} could not be read: ${String(cause instanceof Error ? cause.message : cause)}`,
+        {
+          cause,
+        },
+      );
+    }
+    if (value !== undefined) own[key] = value;
+  }
+  return own as Options;
+}
+
+/** What a refused option was, said briefly. */
+function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value !== "object" || value === null) return String(value);
+  if (Array.isArray(value)) return "an array";
+  return "then" in value ? "a promise" : "an object";
+}
+
+/**
+ * Throws unless `signal` is absent or an `AbortSignal` (anything else would throw once the run
+ * began). Known by its shape: a signal of another realm (an iframe's, jsdom's) is no instance of this one's.
+ */
+function checkSignal(what: string, signal: unknown): void {
+  const isSignal =
+    typeof signal === "object" &&
+    signal !== null &&
+    typeof (signal as AbortSignal).addEventListener === "function" &&
+    typeof (signal as AbortSignal).aborted === "boolean";
+  if (signal !== undefined && !isSignal)
+    throw new TypeError(`${what} needs signal as an AbortSignal, got ${shown(signal)}.`);
 }
 
 /**

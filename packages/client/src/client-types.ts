@@ -30,7 +30,8 @@ export type ClientTool = (args: unknown, context: ClientToolContext) => unknown 
  * How an {@link AgentClient} talks to an agent-core HTTP server. The counts (`attempts`,
  * `maxEventBytes`) are whole numbers (`maxEventBytes` from 1), the times (`delayMs`,
  * `idleTimeoutMs`, from 1) at most 2,147,483,647 ms, the longest a timer waits: anything else throws
- * a `TypeError` when the client is made.
+ * a `TypeError` when the client is made, as does an option it does not know (a misspelled one) or
+ * cannot read (a getter that throws). An option given as `undefined` keeps its default.
  */
 export interface AgentClientOptions {
   /**

@@ -9,7 +9,12 @@ import { afterOf, readJsonBody, runIdOf } from "./request-parsing.js";
 import { notAllowed, notFound, routeMethod } from "./routes.js";
 import { type BackendRun, memoryBackend, type RunBackend } from "./run-backend.js";
 import { RunStarts } from "./run-start.js";
-import { type AgentServerOptions, type Principal, resolveOptions } from "./server-options.js";
+import {
+  type AgentServerOptions,
+  ownServerOptions,
+  type Principal,
+  resolveOptions,
+} from "./server-options.js";
 import { ServerRun } from "./server-run.js";
 import { ToolResultPosts } from "./tool-result-post.js";
 
@@ -38,7 +43,8 @@ const messageBody = z.strictObject({ message: z.string().min(1).max(100_000) });
  * result with its hook token; `POST /runs/:runId/steer`, `/follow-up` and `/cancel`.
  * See docs/http.md for the wire format, every error and the token rules.
  */
-export function createAgentServer(options: AgentServerOptions): AgentServer {
+export function createAgentServer(given: AgentServerOptions): AgentServer {
+  const options = ownServerOptions(given);
   const config = resolveOptions(options);
   const tokens = new HookTokens(options.hookSecret);
   const runs = new Map<string, ServerRun>();

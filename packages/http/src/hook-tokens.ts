@@ -33,6 +33,12 @@ export class HookTokens {
   readonly #signing: HookKey;
 
   constructor(secret: string | readonly HookKey[]) {
+    if (typeof secret !== "string" && !Array.isArray(secret))
+      throw new InvalidConfigError(
+        `hookSecret must be a secret of 32+ characters or an array of { id, secret } keys, got ${
+          secret === null || typeof secret !== "object" ? String(secret) : "an object"
+        }.`,
+      );
     const keys = typeof secret === "string" ? [{ id: "k1", secret }] : secret;
     if (keys.length === 0) throw new InvalidConfigError("hookSecret: give at least one key.");
     for (const key of keys)

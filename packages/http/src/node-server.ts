@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
 import { InvalidConfigError, isLogger, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
 import { logError } from "./log-error.js";
+import { ownOptions } from "./server-options.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
 export interface NodeServer {
@@ -39,12 +40,23 @@ export interface ServeNodeOptions {
  */
 export async function serveNode(
   handler: (request: Request) => Promise<Response>,
-  options: ServeNodeOptions = {},
+  given: ServeNodeOptions = {},
 ): Promise<NodeServer> {
+  if (typeof handler !== "function")
+    throw new InvalidConfigError("serveNode() needs a handler: a function from a Request to a Response.");
+  const options = ownOptions("serveNode() options", given, ["port", "host", "logger", "stalledWriteMs"]);
   // Refused as createAgentServer refuses it: a logger without its levels would lose every line.
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("serveNode(): logger must have error, warn, info and debug methods.");
   const logger = options.logger ?? silentLogger;
+  // Checked here, as the others are: Node's own checks throw a RangeError, or none (a host of 5).
+  const { port = 0, host = "127.0.0.1" } = options;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new InvalidConfigError(
+      `serveNode(): port must be a whole number from 0 to 65535, got ${String(port)}.`,
+    );
+  if (typeof host !== "string" || host === "")
+    throw new InvalidConfigError(`serveNode(): host must be a non-empty string, got ${String(host)}.`);
   const stalledWriteMs = options.stalledWriteMs ?? 60_000;
   if (!Number.isInteger(stalledWriteMs) || stalledWriteMs < 1 || stalledWriteMs > LONGEST_TIMER_MS)
     throw new InvalidConfigError(
@@ -53,12 +65,12 @@ export async function serveNode(
   const server = createServer((req, res) => {
     void respond(handler, req, res, logger, stalledWriteMs);
   });
-  server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
+  server.listen(port, host);
   await once(server, "listening");
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(":") ? `[${address}]` : address;
+  const bound = server.address() as AddressInfo;
+  const boundHost = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
   return {
-    url: `http://${host}:${port}`,
+    url: `http://${boundHost}:${bound.port}`,
     server,
     close: () =>
       new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { InvalidConfigError } from "@agent-core/core";
+import { InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { HttpError } from "./http-error.js";
 import type { RateLimit } from "./server-options.js";
@@ -15,11 +15,20 @@ export function limiter(
 ): RateLimiterMemory | undefined {
   if (option === false) return undefined;
   const { points, durationSec } = option ?? fallback;
-  if (!Number.isInteger(points) || points < 1 || !Number.isFinite(durationSec) || !(durationSec > 0))
+  // The limiter forgets a user's points by a timer of `durationSec`: past the longest a timer waits
+  // it fires after 1 ms, and the limit would let every request through.
+  if (!Number.isInteger(points) || points < 1 || !(durationSec > 0 && durationSec * 1000 <= LONGEST_TIMER_MS))
     throw new InvalidConfigError(
-      `${name} must be { points: a whole number >= 1, durationSec: a number > 0 } or false, got ${JSON.stringify(option)}.`,
+      `${name} must be { points: a whole number >= 1, durationSec: a number > 0, at most ${LONGEST_TIMER_MS / 1000} } or false, got ${shownLimit(option)}.`,
     );
   return new RateLimiterMemory({ points, duration: durationSec });
+}
+
+/** A refused limit as given: its numbers as they are (JSON would write NaN and Infinity as null). */
+function shownLimit(option: unknown): string {
+  if (typeof option !== "object" || option === null) return String(option);
+  const { points, durationSec } = option as Partial<RateLimit>;
+  return `{ points: ${String(points)}, durationSec: ${String(durationSec)} }`;
 }
 
 /** Takes one point for the user, or refuses the request with 429 and `Retry-After`. */

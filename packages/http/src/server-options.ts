@@ -1,5 +1,6 @@
 import {
   type Agent,
+  errorMessage,
   InvalidConfigError,
   isLogger,
   LONGEST_TIMER_MS,
@@ -19,7 +20,8 @@ export interface Principal {
 
 /**
  * A limit of `points` requests per `durationSec` seconds, per user: `points` a whole number >= 1,
- * `durationSec` > 0 (anything else is an `InvalidConfigError` when the server is made).
+ * `durationSec` > 0 and at most 2,147,483.647 (the longest a timer waits, in seconds): anything else
+ * is an `InvalidConfigError` when the server is made.
  */
 export interface RateLimit {
   points: number;
@@ -116,6 +118,91 @@ export interface AgentServerOptions {
   logger?: Logger;
 }
 
+/** Every option `createAgentServer` knows: any other key is refused (a misspelled one, most likely). */
+const SERVER_OPTIONS: readonly (keyof AgentServerOptions)[] = [
+  "agent",
+  "backend",
+  "authorize",
+  "hookSecret",
+  "basePath",
+  "clientToolTimeoutMs",
+  "clientTools",
+  "suspendedTtlMs",
+  "runTimeoutMs",
+  "heartbeatMs",
+  "detachGraceMs",
+  "maxStreamsPerRun",
+  "maxEventsPerRun",
+  "retainEndedMs",
+  "maxRuns",
+  "maxQueuedMessages",
+  "conversationTtlMs",
+  "idempotencyKeyTtlMs",
+  "maxBodyBytes",
+  "rateLimits",
+  "ledger",
+  "now",
+  "logger",
+];
+
+/**
+ * The caller's options as the server (or handler) keeps them: a copy, each option read once,
+ * without those given as `undefined` (an option left out, which keeps its default). Refused with an
+ * `InvalidConfigError`, as `new Agent()` refuses its config: what is no object of options (a
+ * promise of them, not awaited, would be none at all), a key none of `known` (a misspelled option
+ * would be dropped without a word and its default used), and an option that cannot be read (a
+ * getter that throws), named, its error as the cause.
+ */
+export function ownOptions<Options extends object>(
+  what: string,
+  options: Options,
+  known: readonly string[],
+): Options {
+  if (typeof options !== "object" || options === null || Array.isArray(options) || "then" in options)
+    throw new InvalidConfigError(
+      `${what} must be an object of options (the options themselves, not a promise of them), got ${
+        options === null || typeof options !== "object"
+          ? String(options)
+          : Array.isArray(options)
+            ? "an array"
+            : "a promise"
+      }.`,
+    );
+  const own: Record<string, unknown> = {};
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key))
+      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
+    let value: unknown;
+    try {
+      value = (options as Record<string, unknown>)[key];
+    } catch (cause) {
+      throw new InvalidConfigError(`Invalid ${what}: ${key} could not be read: ${errorMessage(cause)}`, {
+        cause,
+      });
+    }
+    if (value !== undefined) own[key] = value;
+  }
+  return own as Options;
+}
+
+/** The server's own copy of its options (see `ownOptions`). */
+export function ownServerOptions(options: AgentServerOptions): AgentServerOptions {
+  const own = ownOptions("createAgentServer() options", options, SERVER_OPTIONS);
+  if (own.rateLimits !== undefined) own.rateLimits = ownRateLimits(own.rateLimits);
+  return own;
+}
+
+/** `rateLimits` as the server keeps it: `start` and `callback` only, each a limit's own copy. */
+function ownRateLimits(rateLimits: NonNullable<AgentServerOptions["rateLimits"]>) {
+  const own = ownOptions("rateLimits", rateLimits, ["start", "callback"]);
+  for (const name of ["start", "callback"] as const) {
+    const limit = own[name];
+    if (typeof limit === "object" && limit !== null)
+      own[name] = ownOptions(`rateLimits.${name}`, limit, ["points", "durationSec"]);
+  }
+  return own;
+}
+
 /** The options with their defaults, checked once when the server is made. */
 export function resolveOptions(options: AgentServerOptions) {
   const positive = (name: string, value: number | undefined, fallback: number, zero = false) => {
@@ -132,10 +219,21 @@ export function resolveOptions(options: AgentServerOptions) {
     throw new InvalidConfigError("Give either agent (a function returning an Agent) or backend, not both.");
   if (options.agent !== undefined && typeof options.agent !== "function")
     throw new InvalidConfigError("agent must be a function returning an Agent.");
+  if (options.backend !== undefined && !hasMethods(options.backend, ["start", "find", "close"]))
+    throw new InvalidConfigError(
+      "backend must be a RunBackend: an object with start, find and close methods.",
+    );
   if (typeof options.authorize !== "function")
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
+  // Both are called on every tool result: taken as they are, a wrong one would fail each post (500).
+  if (options.ledger !== undefined && !hasMethods(options.ledger, ["use"]))
+    throw new InvalidConfigError("ledger must be a TokenLedger: an object with a use method.");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidConfigError("now must be a function returning the time in ms (as Date.now does).");
+  if (options.basePath !== undefined && typeof options.basePath !== "string")
+    throw new InvalidConfigError(`basePath must be a string, got ${typeof options.basePath}.`);
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   if (basePath !== "" && !basePath.startsWith("/"))
     throw new InvalidConfigError(`basePath must start with "/", got "${options.basePath}".`);
@@ -145,19 +243,39 @@ export function resolveOptions(options: AgentServerOptions) {
     runTimeoutMs: duration("runTimeoutMs", options.runTimeoutMs, 600_000),
     heartbeatMs: duration("heartbeatMs", options.heartbeatMs, 15_000),
     detachGraceMs: duration("detachGraceMs", options.detachGraceMs, 5_000, true),
-    maxStreamsPerRun: positive("maxStreamsPerRun", options.maxStreamsPerRun, 16),
-    maxEventsPerRun: positive("maxEventsPerRun", options.maxEventsPerRun, 10_000),
+    maxStreamsPerRun: count("maxStreamsPerRun", options.maxStreamsPerRun, 16),
+    maxEventsPerRun: count("maxEventsPerRun", options.maxEventsPerRun, 10_000),
     retainEndedMs: duration("retainEndedMs", options.retainEndedMs, 300_000, true),
     suspendedTtlMs: duration("suspendedTtlMs", options.suspendedTtlMs, 3_600_000),
     clientTools: clientToolMode(options.clientTools),
-    maxRuns: positive("maxRuns", options.maxRuns, 10_000),
-    maxQueuedMessages: positive("maxQueuedMessages", options.maxQueuedMessages, 100),
+    maxRuns: count("maxRuns", options.maxRuns, 10_000),
+    maxQueuedMessages: count("maxQueuedMessages", options.maxQueuedMessages, 100),
     conversationTtlMs: positive("conversationTtlMs", options.conversationTtlMs, 1_800_000),
     idempotencyKeyTtlMs: positive("idempotencyKeyTtlMs", options.idempotencyKeyTtlMs, 3_600_000),
-    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
+    maxBodyBytes: count("maxBodyBytes", options.maxBodyBytes, 256 * 1024),
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
+}
+
+/**
+ * A count option (`fallback` when not given): a whole number from 1. A fraction or an infinity
+ * would be taken as no count is (1.5 streams, a body of Infinity bytes): refused, not rounded.
+ */
+export function count(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new InvalidConfigError(`${name} must be a whole number >= 1, got ${String(value)}.`);
+  return value;
+}
+
+/** Whether `value` is an object with a function at each of `methods`. */
+function hasMethods(value: unknown, methods: readonly string[]): boolean {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === "function")
+  );
 }
 
 /**

@@ -13,7 +13,7 @@ import type { AssistantTurn } from "./chat-transcript.js";
 import { type NewInput, readNewInput } from "./new-input.js";
 import { streamRun } from "./stream-run.js";
 import { uiMessageStreamResponse } from "./ui-chunks.js";
-import { resolveUseChatOptions, type UseChatHandlerOptions } from "./use-chat-options.js";
+import { ownUseChatOptions, resolveUseChatOptions, type UseChatHandlerOptions } from "./use-chat-options.js";
 
 /** The handler: a Fetch API handler for useChat's posts, plus what a process needs to stop it. */
 export interface UseChatHandler {
@@ -33,7 +33,8 @@ export interface UseChatHandler {
  * differs) and never becomes the model's history. Mount it on any route: it answers POST only.
  * See docs/interop.md#usechat for the mapping and every error.
  */
-export function createUseChatHandler(options: UseChatHandlerOptions): UseChatHandler {
+export function createUseChatHandler(given: UseChatHandlerOptions): UseChatHandler {
+  const options = ownUseChatOptions(given);
   const config = resolveUseChatOptions(options);
   const sessions = new ChatSessions(config.chatTtlMs, config.now);
   /** Chats whose agent is being made, by user and chat id: posts at once of a new chat share it. */

@@ -1,6 +1,6 @@
 import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
 import type { AgentRequest } from "../run-backend.js";
-import { type Principal, type RateLimit, timerDuration } from "../server-options.js";
+import { count, ownOptions, type Principal, type RateLimit, timerDuration } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
@@ -26,6 +26,27 @@ export interface UseChatHandlerOptions {
   logger?: Logger;
 }
 
+/** Every option `createUseChatHandler` knows: any other key is refused (a misspelled one, most likely). */
+const USE_CHAT_OPTIONS: readonly (keyof UseChatHandlerOptions)[] = [
+  "agent",
+  "authorize",
+  "runTimeoutMs",
+  "chatTtlMs",
+  "maxBodyBytes",
+  "maxMessages",
+  "rateLimit",
+  "now",
+  "logger",
+];
+
+/** The handler's own copy of its options (see `ownOptions`). */
+export function ownUseChatOptions(options: UseChatHandlerOptions): UseChatHandlerOptions {
+  const own = ownOptions("createUseChatHandler() options", options, USE_CHAT_OPTIONS);
+  if (typeof own.rateLimit === "object" && own.rateLimit !== null)
+    own.rateLimit = ownOptions("rateLimit", own.rateLimit, ["points", "durationSec"]);
+  return own;
+}
+
 /** The options with their defaults, checked once when the handler is made. */
 export function resolveUseChatOptions(options: UseChatHandlerOptions) {
   if (typeof options.agent !== "function")
@@ -34,6 +55,8 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
     throw new InvalidConfigError("authorize must be a function returning the user (or undefined: 401).");
   if (options.logger !== undefined && !isLogger(options.logger))
     throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidConfigError("now must be a function returning the time in ms (as Date.now does).");
   const positive = (name: string, value: number | undefined, fallback: number) => {
     if (value === undefined) return fallback;
     if (typeof value !== "number" || !(value > 0))
@@ -43,8 +66,8 @@ export function resolveUseChatOptions(options: UseChatHandlerOptions) {
   return {
     runTimeoutMs: timerDuration("runTimeoutMs", positive("runTimeoutMs", options.runTimeoutMs, 600_000)),
     chatTtlMs: positive("chatTtlMs", options.chatTtlMs, 1_800_000),
-    maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
-    maxMessages: positive("maxMessages", options.maxMessages, 1_000),
+    maxBodyBytes: count("maxBodyBytes", options.maxBodyBytes, 1024 * 1024),
+    maxMessages: count("maxMessages", options.maxMessages, 1_000),
     now: options.now ?? Date.now,
     logger: options.logger ?? silentLogger,
   };
