@@ -538,7 +538,7 @@ describe("POST /runs", () => {
     expect(() => createAgentServer(unreadable)).toThrow(
       expect.objectContaining({
         name: "InvalidConfigError",
-        message: "Invalid createAgentServer() options: maxRuns could not be read: boom",
+        message: "Invalid createAgentServer() options: maxRuns could not be read: boom.",
         cause: boom,
       }),
     );

@@ -47,7 +47,7 @@ describe("createAgentMcpServer", () => {
     const agent = () => new Agent({ provider: scriptedModel([[script.text("Hello.")]]) });
     expect(() => createAgentMcpHttpHandler({ agent, allowedHost: ["localhost:3000"] } as never)).toThrow(
       new InvalidConfigError(
-        "createAgentMcpHttpHandler(): allowedHost is not a setting (known: agent, name, toolName, description, allowedHosts, allowedOrigins, sessionIdleMs).",
+        "Invalid createAgentMcpHttpHandler() options: allowedHost is not an option (known: agent, name, toolName, description, allowedHosts, allowedOrigins, sessionIdleMs).",
       ),
     );
     // A string would be searched as text, letting in any origin it contains.
@@ -60,7 +60,7 @@ describe("createAgentMcpServer", () => {
     );
     expect(() => createAgentMcpServer({ agnet: agent } as never)).toThrow(
       new InvalidConfigError(
-        "createAgentMcpServer(): agnet is not a setting (known: agent, name, toolName, description).",
+        "Invalid createAgentMcpServer() options: agnet is not an option (known: agent, name, toolName, description).",
       ),
     );
     // Without an agent, every call would be answered with a TypeError.

@@ -64,6 +64,56 @@ export function validateOptions(schema: z.ZodType, options: unknown, what: strin
 
 const takesEmptyOptions = new WeakMap<z.ZodType, boolean>();
 
+/**
+ * Throws an `InvalidConfigError` for a key of `options` that is none of `known`, as `new Agent()`
+ * refuses one of its config: a misspelt option would silently not apply, its default used. For a
+ * package's options that no zod schema describes (`validateOptions` refuses an unknown key for a
+ * `z.strictObject`). `what` names the options: "Invalid <what>: <key> is not an option (known: …)."
+ */
+export function refuseUnknownKeys(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options))
+    if (!known.includes(key))
+      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
+}
+
+/**
+ * A package's own copy of the options it was given, each read once, without those given as
+ * `undefined` (an option left out, which keeps its default). Refused with an `InvalidConfigError`,
+ * as `new Agent()` refuses its config: what is no object of options (a promise of them, not
+ * awaited, would be none at all), a key none of `known` (`refuseUnknownKeys`), and an option that
+ * cannot be read (a getter that throws), named, its error as the cause.
+ */
+export function ownOptions<Options extends object>(
+  what: string,
+  options: Options,
+  known: readonly string[],
+): Options {
+  if (typeof options !== "object" || options === null || Array.isArray(options) || hasThenMethod(options))
+    throw new InvalidConfigError(
+      `${what} must be an object of options (the options themselves, not a promise of them), got ${
+        options === null || typeof options !== "object"
+          ? String(options)
+          : Array.isArray(options)
+            ? "an array"
+            : "a promise"
+      }.`,
+    );
+  refuseUnknownKeys(what, options, known);
+  const own: Record<string, unknown> = {};
+  for (const key of Object.keys(options)) {
+    let value: unknown;
+    try {
+      value = (options as Record<string, unknown>)[key];
+    } catch (cause) {
+      throw new InvalidConfigError(`Invalid ${what}: ${key} could not be read: ${errorMessage(cause)}.`, {
+        cause,
+      });
+    }
+    if (value !== undefined) own[key] = value;
+  }
+  return own as Options;
+}
+
 function isEmptyObject(value: unknown): boolean {
   if (typeof value !== "object" || value === null || Object.getPrototypeOf(value) !== Object.prototype)
     return false;

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { validateAgentConfig, validatePromptOptions } from "./agent-config.js";
-import { type AgentConfigError, validateOptions } from "./config-issues.js";
+import { type AgentConfigError, ownOptions, refuseUnknownKeys, validateOptions } from "./config-issues.js";
 import { InvalidConfigError } from "./errors.js";
 import { contextBudget } from "./history/context-budget.js";
 import { keepRecent } from "./history/pipeline.js";
@@ -463,6 +463,44 @@ describe("validatePromptOptions", () => {
     expect(issuesOf(() => validatePromptOptions("fast"))).toEqual([
       { path: "options", message: 'must be an object, got "fast"' },
     ]);
+  });
+});
+
+describe("ownOptions and refuseUnknownKeys", () => {
+  it("copy the options read once, without undefined ones, and refuse an unknown key naming the known ones", () => {
+    const given = { rounds: 2, note: undefined };
+    const own = ownOptions("reflect options", given, ["rounds", "note"]);
+    expect(own).toEqual({ rounds: 2 });
+    expect(own).not.toBe(given);
+    expect(() => ownOptions("reflect options", { roudns: 2 }, ["rounds"])).toThrow(
+      new InvalidConfigError("Invalid reflect options: roudns is not an option (known: rounds)."),
+    );
+    expect(() => refuseUnknownKeys("reflect options", { roudns: 2 }, ["rounds"])).toThrow(
+      "Invalid reflect options: roudns is not an option (known: rounds).",
+    );
+    expect(() => refuseUnknownKeys("reflect options", { rounds: 2 }, ["rounds"])).not.toThrow();
+  });
+
+  it("refuse a promise of the options and an option that cannot be read, its error as cause", () => {
+    expect(() => ownOptions("reflect options", Promise.resolve({}), [])).toThrow(
+      "reflect options must be an object of options (the options themselves, not a promise of them), got a promise.",
+    );
+    const failure = new Error("getter");
+    const unreadable = Object.defineProperty({}, "rounds", {
+      enumerable: true,
+      get() {
+        throw failure;
+      },
+    });
+    let error: unknown;
+    try {
+      ownOptions("reflect options", unreadable, ["rounds"]);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toBe("Invalid reflect options: rounds could not be read: getter.");
+    expect((error as Error).cause).toBe(failure);
   });
 });
 

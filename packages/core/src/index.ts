@@ -12,7 +12,13 @@ export {
   validatePromptOptions,
 } from "./agent-config.js";
 export { AgentRun } from "./agent-run.js";
-export { AgentConfigError, type ConfigIssue, validateOptions } from "./config-issues.js";
+export {
+  AgentConfigError,
+  type ConfigIssue,
+  ownOptions,
+  refuseUnknownKeys,
+  validateOptions,
+} from "./config-issues.js";
 export * from "./errors.js";
 export {
   type EventSchema,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ClientToolError, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
+import { ClientToolError, InvalidConfigError, LONGEST_TIMER_MS, refuseUnknownKeys } from "@agent-core/core";
 import {
   type AgentRequest,
   type BackendRun,
@@ -19,7 +19,7 @@ import {
   isConnectionError,
   unreachable,
 } from "./database.js";
-import { checkKnownKeys, queuedMessages, RunEndedError, shown } from "./durable-messages.js";
+import { queuedMessages, RunEndedError, shown } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
@@ -261,7 +261,7 @@ async function ended(send: () => Promise<void>): Promise<void> {
 function checkBackendOptions(options: DurableBackendOptions): void {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`durableBackend()'s options must be an object, got ${shown(options)}.`);
-  checkKnownKeys("durableBackend() options", options, ["databaseUrl", "runs", "agentName", "pollMs"]);
+  refuseUnknownKeys("durableBackend() options", options, ["databaseUrl", "runs", "agentName", "pollMs"]);
   checkDatabaseUrl(options.databaseUrl);
   const { runs, agentName, pollMs } = options;
   for (const call of ["start", "answer", "steer", "followUp", "cancel"] as const)

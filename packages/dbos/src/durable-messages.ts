@@ -5,6 +5,7 @@ import {
   checkClientToolOutcome,
   errorMessage,
   InvalidConfigError,
+  refuseUnknownKeys,
   type UserMessage,
 } from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
@@ -230,18 +231,7 @@ const LONGEST_RUN_ID_BYTES = 2048;
 export function checkStartOptions(options: unknown): asserts options is { runId?: unknown } {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`start()'s options must be an object ({ runId? }), got ${shown(options)}.`);
-  checkKnownKeys("start() options", options, ["runId"]);
-}
-
-/**
- * Throws `InvalidConfigError` for a key of `options` that is none of `known`, as `new Agent()` does
- * for its config: a misspelled option would otherwise be dropped without a word and its default
- * used instead (an `executorID` leaves two workers on the one default id, which runs their runs twice).
- */
-export function checkKnownKeys(what: string, options: object, known: readonly string[]): void {
-  for (const key of Object.keys(options))
-    if (!known.includes(key))
-      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
+  refuseUnknownKeys("start() options", options, ["runId"]);
 }
 
 /** Throws unless `after` is absent or a seq a read may start after: a whole number from -1. */

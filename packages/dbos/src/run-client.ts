@@ -1,4 +1,4 @@
-import { InvalidConfigError } from "@agent-core/core";
+import { InvalidConfigError, refuseUnknownKeys } from "@agent-core/core";
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
@@ -7,7 +7,6 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
-  checkKnownKeys,
   checkPrompt,
   checkRunId,
   checkStartOptions,
@@ -66,7 +65,7 @@ export class DurableRunClient {
   }): Promise<DurableRunClient> {
     if (typeof options !== "object" || options === null)
       throw new InvalidConfigError(`connect()'s options must be an object, got ${shown(options)}.`);
-    checkKnownKeys("connect() options", options, ["databaseUrl", "name", "queue", "databaseTimeoutMs"]);
+    refuseUnknownKeys("connect() options", options, ["databaseUrl", "name", "queue", "databaseTimeoutMs"]);
     checkDatabaseUrl(options.databaseUrl);
     checkName("name", options.name);
     checkName("queue", options.queue);

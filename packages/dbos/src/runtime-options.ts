@@ -1,6 +1,6 @@
-import { type Agent, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
+import { type Agent, InvalidConfigError, LONGEST_TIMER_MS, refuseUnknownKeys } from "@agent-core/core";
 import { checkDatabaseUrl } from "./database.js";
-import { checkKnownKeys, shown } from "./durable-messages.js";
+import { shown } from "./durable-messages.js";
 
 export interface DurableRuntimeOptions {
   /** The PostgreSQL database DBOS keeps its workflows in (created if missing), and the event log. */
@@ -45,7 +45,7 @@ export interface DurableRuntimeOptions {
 export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError(`DurableRuntime's options must be an object, got ${shown(options)}.`);
-  checkKnownKeys("DurableRuntime options", options, [
+  refuseUnknownKeys("DurableRuntime options", options, [
     "databaseUrl",
     "name",
     "agents",
@@ -70,7 +70,7 @@ export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   if (queue !== undefined) {
     if (typeof queue !== "object" || queue === null)
       throw new InvalidConfigError(`queue must be an object, got ${shown(queue)}.`);
-    checkKnownKeys("queue options", queue, ["name", "workerConcurrency", "globalConcurrency"]);
+    refuseUnknownKeys("queue options", queue, ["name", "workerConcurrency", "globalConcurrency"]);
     checkName("queue.name", queue.name);
     checkConcurrency("queue.workerConcurrency", queue.workerConcurrency);
     checkConcurrency("queue.globalConcurrency", queue.globalConcurrency);

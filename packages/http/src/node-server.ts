@@ -2,9 +2,15 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ReadableStream } from "node:stream/web";
-import { InvalidConfigError, isLogger, LONGEST_TIMER_MS, type Logger, silentLogger } from "@agent-core/core";
+import {
+  InvalidConfigError,
+  isLogger,
+  LONGEST_TIMER_MS,
+  type Logger,
+  ownOptions,
+  silentLogger,
+} from "@agent-core/core";
 import { logError } from "./log-error.js";
-import { ownOptions } from "./server-options.js";
 
 /** A running Node HTTP server around a Fetch API handler. */
 export interface NodeServer {

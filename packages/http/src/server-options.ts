@@ -1,10 +1,10 @@
 import {
   type Agent,
-  errorMessage,
   InvalidConfigError,
   isLogger,
   LONGEST_TIMER_MS,
   type Logger,
+  ownOptions,
   silentLogger,
 } from "@agent-core/core";
 import type { HookKey } from "./hook-tokens.js";
@@ -144,46 +144,6 @@ const SERVER_OPTIONS: readonly (keyof AgentServerOptions)[] = [
   "now",
   "logger",
 ];
-
-/**
- * The caller's options as the server (or handler) keeps them: a copy, each option read once,
- * without those given as `undefined` (an option left out, which keeps its default). Refused with an
- * `InvalidConfigError`, as `new Agent()` refuses its config: what is no object of options (a
- * promise of them, not awaited, would be none at all), a key none of `known` (a misspelled option
- * would be dropped without a word and its default used), and an option that cannot be read (a
- * getter that throws), named, its error as the cause.
- */
-export function ownOptions<Options extends object>(
-  what: string,
-  options: Options,
-  known: readonly string[],
-): Options {
-  if (typeof options !== "object" || options === null || Array.isArray(options) || "then" in options)
-    throw new InvalidConfigError(
-      `${what} must be an object of options (the options themselves, not a promise of them), got ${
-        options === null || typeof options !== "object"
-          ? String(options)
-          : Array.isArray(options)
-            ? "an array"
-            : "a promise"
-      }.`,
-    );
-  const own: Record<string, unknown> = {};
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key))
-      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
-    let value: unknown;
-    try {
-      value = (options as Record<string, unknown>)[key];
-    } catch (cause) {
-      throw new InvalidConfigError(`Invalid ${what}: ${key} could not be read: ${errorMessage(cause)}`, {
-        cause,
-      });
-    }
-    if (value !== undefined) own[key] = value;
-  }
-  return own as Options;
-}
 
 /** The server's own copy of its options (see `ownOptions`). */
 export function ownServerOptions(options: AgentServerOptions): AgentServerOptions {

@@ -1,9 +1,8 @@
 import { createRequire } from "node:module";
-import { type Agent, InvalidConfigError } from "@agent-core/core";
+import { type Agent, InvalidConfigError, refuseUnknownKeys } from "@agent-core/core";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface AgentMcpServerOptions {
   /**
@@ -58,7 +57,7 @@ export function checkServerOptions(
 ): void {
   if (options === null || typeof options !== "object")
     throw new InvalidConfigError(`${what}: its options must be an object, got ${String(options)}.`);
-  refuseUnknownKeys(options, known, what);
+  refuseUnknownKeys(`${what} options`, options, known);
   if (typeof options.agent !== "function")
     throw new InvalidConfigError(
       `${what}: agent must be a function that makes the agent of a call, got ${typeof options.agent}.`,

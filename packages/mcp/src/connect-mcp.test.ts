@@ -50,19 +50,19 @@ describe("connectMcp", () => {
     // connecting fails after the SDK's 60 s with "Request timed out".
     await expect(connectMcp({ command: "node", arg: ["server.js"] } as never)).rejects.toThrow(
       new InvalidConfigError(
-        "connectMcp(), a server started over stdio: arg is not a setting (known: command, args, env, cwd, stderr).",
+        "Invalid connectMcp() server (over stdio): arg is not an option (known: command, args, env, cwd, stderr).",
       ),
     );
     await expect(
       connectMcp({ url: "http://127.0.0.1:9/mcp", env: { TOKEN: "t" }, header: {} } as never),
     ).rejects.toThrow(
       new InvalidConfigError(
-        "connectMcp(), a server over HTTP: env, header are not settings (known: url, headers).",
+        "Invalid connectMcp() server (over HTTP): env is not an option (known: url, headers).",
       ),
     );
     await expect(connectMcp({ command: "node" }, { callTimeout: 5_000 } as never)).rejects.toThrow(
       new InvalidConfigError(
-        "connectMcp(), its options: callTimeout is not a setting (known: name, callTimeoutMs).",
+        "Invalid connectMcp() options: callTimeout is not an option (known: name, callTimeoutMs).",
       ),
     );
     await expect(connectMcp({ command: "node" }, null as never)).rejects.toThrow(

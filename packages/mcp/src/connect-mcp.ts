@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { errorMessage, InvalidConfigError, LONGEST_TIMER_MS } from "@agent-core/core";
+import { errorMessage, InvalidConfigError, LONGEST_TIMER_MS, refuseUnknownKeys } from "@agent-core/core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -17,7 +17,6 @@ import {
   type McpServerConfig,
   type McpStdioServer,
 } from "./server-config.js";
-import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface ConnectMcpOptions {
   /** How tool errors and `McpServerError`s name the server; by default the name it gives itself. */
@@ -121,11 +120,11 @@ function checkOptions(server: McpServerConfig, options: ConnectMcpOptions): numb
     );
   if (url !== undefined && !URL.canParse(String(url)))
     throw new InvalidConfigError(`connectMcp(): ${JSON.stringify(String(url))} is not a URL.`);
-  if (url === undefined) refuseUnknownKeys(server, STDIO_KEYS, "connectMcp(), a server started over stdio");
-  else refuseUnknownKeys(server, HTTP_KEYS, "connectMcp(), a server over HTTP");
+  if (url === undefined) refuseUnknownKeys("connectMcp() server (over stdio)", server, STDIO_KEYS);
+  else refuseUnknownKeys("connectMcp() server (over HTTP)", server, HTTP_KEYS);
   if (options === null || typeof options !== "object")
     throw new InvalidConfigError(`connectMcp(): its options must be an object, got ${String(options)}.`);
-  refuseUnknownKeys(options, OPTION_KEYS, "connectMcp(), its options");
+  refuseUnknownKeys("connectMcp() options", options, OPTION_KEYS);
   const { name } = options as { name?: unknown };
   if (name !== undefined && !(typeof name === "string" && /\S/.test(name)))
     throw new InvalidConfigError(

@@ -63,7 +63,7 @@ describe("agentToolsOf", () => {
 
   it("refuses an option it does not know, naming it: a misspelt prefix would silently not apply", () => {
     expect(() => agentToolsOf(connection, [mcpTool("read")], { prefx: "fs" } as never)).toThrow(
-      new InvalidConfigError("tools(): prefx is not a setting (known: prefix)."),
+      new InvalidConfigError("Invalid tools() options: prefx is not an option (known: prefix)."),
     );
     expect(() => agentToolsOf(connection, [mcpTool("read")], null as never)).toThrow(
       new InvalidConfigError("tools(): its options must be an object, got null."),

@@ -3,6 +3,7 @@ import {
   errorMessage,
   InvalidConfigError,
   type JsonSchemaValidator,
+  refuseUnknownKeys,
   type ServerTool,
   type Tool,
 } from "@agent-core/core";
@@ -10,7 +11,6 @@ import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/
 import { z } from "zod";
 import { toolValueOf } from "./call-result.js";
 import { McpServerError } from "./mcp-server-error.js";
-import { refuseUnknownKeys } from "./unknown-keys.js";
 
 export interface McpToolsOptions {
   /**
@@ -68,7 +68,7 @@ export function agentToolsOf(
 function checkToolsOptions(options: McpToolsOptions): void {
   if (options === null || typeof options !== "object")
     throw new InvalidConfigError(`tools(): its options must be an object, got ${String(options)}.`);
-  refuseUnknownKeys(options, ["prefix"], "tools()");
+  refuseUnknownKeys("tools() options", options, ["prefix"]);
   const { prefix } = options as { prefix?: unknown };
   if (prefix !== undefined && (typeof prefix !== "string" || !/^[a-zA-Z0-9_-]+$/.test(prefix)))
     throw new InvalidConfigError(

@@ -1,6 +1,13 @@
-import { type Agent, InvalidConfigError, isLogger, type Logger, silentLogger } from "@agent-core/core";
+import {
+  type Agent,
+  InvalidConfigError,
+  isLogger,
+  type Logger,
+  ownOptions,
+  silentLogger,
+} from "@agent-core/core";
 import type { AgentRequest } from "../run-backend.js";
-import { count, ownOptions, type Principal, type RateLimit, timerDuration } from "../server-options.js";
+import { count, type Principal, type RateLimit, timerDuration } from "../server-options.js";
 
 export interface UseChatHandlerOptions {
   /**
