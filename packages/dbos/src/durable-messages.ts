@@ -259,11 +259,8 @@ export function checkAfter(after: unknown): void {
  */
 export function checkRunId(runId: unknown): void {
   if (runId === undefined) return;
-  if (typeof runId !== "string" || runId === "")
-    throw new InvalidConfigError(`runId must be a non-empty string, got ${shown(runId)}.`);
-  // PostgreSQL's text holds no U+0000 (the start would fail with its bare `DatabaseError`), and
-  // pg writes a lone surrogate as U+FFFD: "a\ud800" and "a\udc00" would be the one run.
-  if (runId.includes("\u0000") || /\p{Cs}/u.test(runId))
+  checkIsRunId(runId);
+  if (!storable(runId))
     throw new InvalidConfigError(
       `runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got ${shown(runId)}.`,
     );
@@ -278,6 +275,32 @@ export function checkRunId(runId: unknown): void {
     throw new InvalidConfigError(
       `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,
     );
+}
+
+/**
+ * What the entry points of a run (`retrieve().result()`, `events()`, `answer()`, `steer()`,
+ * `followUp()`, `cancel()`) check first, before the database is asked: throws
+ * `InvalidConfigError` unless `runId` is a non-empty string (pg would send `42` as "42", and
+ * reach that run); then whether PostgreSQL can store it. One it cannot, no run has (`start()`
+ * refuses it): the caller answers it as an id no workflow has. Asked, PostgreSQL would reject a
+ * U+0000 with its bare `DatabaseError`, and take a lone surrogate for U+FFFD: another run's id.
+ */
+export function canNameRun(runId: unknown): boolean {
+  checkIsRunId(runId);
+  return storable(runId);
+}
+
+function checkIsRunId(runId: unknown): asserts runId is string {
+  if (typeof runId !== "string" || runId === "")
+    throw new InvalidConfigError(`runId must be a non-empty string, got ${shown(runId)}.`);
+}
+
+/**
+ * Whether PostgreSQL can store `runId` as it is: its text holds no U+0000, and pg writes a lone
+ * surrogate as U+FFFD (`"a\ud800"` and `"a\udc00"` would be the one run).
+ */
+function storable(runId: string): boolean {
+  return !runId.includes("\u0000") && !/\p{Cs}/u.test(runId);
 }
 
 /**

@@ -7,6 +7,7 @@ import { DatabaseWatch } from "./database-watch.js";
 import {
   ANSWERS,
   cancelRun,
+  canNameRun,
   checkKnownKeys,
   checkPrompt,
   checkRunId,
@@ -14,6 +15,7 @@ import {
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
+  RunEndedError,
   resultOf,
   shown,
   UnknownRunError,
@@ -109,7 +111,7 @@ export class DurableRunClient {
    */
   result(runId: string): Promise<DurableRunResult> {
     return this.#bounded(async () => {
-      if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
+      if (!canNameRun(runId) || !(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
       return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
     });
   }
@@ -121,15 +123,16 @@ export class DurableRunClient {
    * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#bounded(() =>
-      sendOnce(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendOnce(
         () => this.#withTables(),
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
         (sent) => this.#client.send(workflowId, sent, ANSWERS),
-      ),
-    );
+      );
+    });
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */
@@ -145,6 +148,7 @@ export class DurableRunClient {
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
   cancel(workflowId: string): Promise<void> {
     return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new UnknownRunError(workflowId);
       const pool = this.#connection();
       return cancelRun(
         workflowId,
@@ -175,16 +179,17 @@ export class DurableRunClient {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#bounded(async () =>
-      sendMessage(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendMessage(
         await this.#withTables(),
         workflowId,
         async () => (await this.#client.getWorkflow(workflowId))?.status,
         queue,
         content,
         (message) => this.#client.send(workflowId, message, MESSAGES),
-      ),
-    );
+      );
+    });
   }
 
   /**
