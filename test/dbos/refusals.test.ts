@@ -196,6 +196,24 @@ describe("a run id no run can have", () => {
   }, 60_000);
 });
 
+describe("a run id PostgreSQL cannot store, over HTTP", () => {
+  it("is a run that does not exist (404 run-not-found), as an id no workflow has, not the server's failure", async () => {
+    const server = await durableServer({ databaseUrl, runs: runtime, agentName: "approving" });
+    try {
+      for (const [method, path] of [
+        ["GET", "events"],
+        ["POST", "cancel"],
+      ]) {
+        const response = await fetch(`${server.url}/runs/a%00b/${path}`, { method });
+        expect(response.status).toBe(404);
+        expect(((await response.json()) as { error: { code: string } }).error.code).toBe("run-not-found");
+      }
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+});
+
 describe("an answer to a call that has its result", () => {
   it("is refused while a later run of the workflow goes on, not kept for a wait that would drop it", async () => {
     const runId = "answered-then-running";

@@ -19,7 +19,7 @@ import {
   isConnectionError,
   unreachable,
 } from "./database.js";
-import { checkKnownKeys, queuedMessages, RunEndedError, shown } from "./durable-messages.js";
+import { canNameRun, checkKnownKeys, queuedMessages, RunEndedError, shown } from "./durable-messages.js";
 import type { DurableRuntime } from "./durable-runtime.js";
 import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
@@ -222,6 +222,8 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
 
   /** The run of that id, whichever server process started it, once it has begun; else undefined. */
   async function find(runId: string): Promise<BackendRun | undefined> {
+    // One PostgreSQL cannot store no run has (a path's %00): asked, it would fail the request (500).
+    if (!canNameRun(runId)) return undefined;
     const suffix = /^(.+)\.(\d+)$/.exec(runId);
     const candidates: [string, number][] = [[runId, 1]];
     if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);
