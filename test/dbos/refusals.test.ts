@@ -141,6 +141,79 @@ describe("an answer no run could take", () => {
   }, 60_000);
 });
 
+describe("a run id no run can have", () => {
+  it("is answered by every entry point of the runtime and a client as an id no workflow has (PostgreSQL cannot store it), and refused when it is no non-empty string: InvalidConfigError, never the database's error", async () => {
+    // A run that waits, whose id is what PostgreSQL makes of a lone surrogate: "…\ud800" must not reach it.
+    const waiting = "surrogate-\ufffd";
+    await runtime.start("approving", "Note it.", { runId: waiting });
+    await untilEvent(runtime, waiting, "agent_end", 20_000);
+    const approval: DurableAnswer = { kind: "approval", toolCallId: "n1", approved: true };
+    // Each entry point that takes a run id, and how it answers an id no workflow has.
+    const entryPoints: [(runId: string) => Promise<unknown>, "unknown" | "ended" | "no events"][] = [
+      [(runId) => runtime.retrieve(runId).result(), "unknown"],
+      [(runId) => runtime.events(runId), "no events"],
+      [(runId) => runtime.answer(runId, approval), "ended"],
+      [(runId) => runtime.steer(runId, "Stop."), "ended"],
+      [(runId) => runtime.followUp(runId, "Then stop."), "ended"],
+      [(runId) => runtime.cancel(runId), "unknown"],
+      [(runId) => client.result(runId), "unknown"],
+      [(runId) => client.answer(runId, approval), "ended"],
+      [(runId) => client.steer(runId, "Stop."), "ended"],
+      [(runId) => client.followUp(runId, "Then stop."), "ended"],
+      [(runId) => client.cancel(runId), "unknown"],
+    ];
+    for (const runId of ["a\u0000b", "surrogate-\ud800"])
+      for (const [call, answer] of entryPoints) {
+        if (answer === "no events") expect(await call(runId)).toEqual([]);
+        else if (answer === "unknown")
+          await refused(call(runId), UnknownRunError, `No durable run "${runId}".`);
+        else
+          await refused(
+            call(runId),
+            RunEndedError,
+            `Durable run "${runId}" has ended (or does not exist): it takes no more messages.`,
+          );
+      }
+    const notRunIds: [unknown, string][] = [
+      [42, "42"],
+      [undefined, "undefined"],
+      [null, "null"],
+      ["", '""'],
+      [{ runId: "order-42" }, "an object"],
+    ];
+    for (const [runId, shown] of notRunIds)
+      for (const [call] of entryPoints)
+        await refused(
+          call(runId as string),
+          InvalidConfigError,
+          `runId must be a non-empty string, got ${shown}.`,
+        );
+    // Nothing reached the run that waits: it takes its approval, and ends as cancelled.
+    const sent = await pool.query("SELECT 1 FROM dbos.notifications WHERE destination_uuid = $1", [waiting]);
+    expect(sent.rowCount).toBe(0);
+    await runtime.cancel(waiting);
+    expect((await runtime.retrieve(waiting).result()).stopReason).toBe("aborted");
+  }, 60_000);
+});
+
+describe("a run id PostgreSQL cannot store, over HTTP", () => {
+  it("is a run that does not exist (404 run-not-found), as an id no workflow has, not the server's failure", async () => {
+    const server = await durableServer({ databaseUrl, runs: runtime, agentName: "approving" });
+    try {
+      for (const [method, path] of [
+        ["GET", "events"],
+        ["POST", "cancel"],
+      ]) {
+        const response = await fetch(`${server.url}/runs/a%00b/${path}`, { method });
+        expect(response.status).toBe(404);
+        expect(((await response.json()) as { error: { code: string } }).error.code).toBe("run-not-found");
+      }
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+});
+
 describe("an answer to a call that has its result", () => {
   it("is refused while a later run of the workflow goes on, not kept for a wait that would drop it", async () => {
     const runId = "answered-then-running";

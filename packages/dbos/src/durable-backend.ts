@@ -25,6 +25,7 @@ import { EventFollower } from "./event-follower.js";
 import { EventStore } from "./event-store.js";
 import { answeringOutages } from "./http-answers.js";
 import { PostgresTokenLedger } from "./postgres-token-ledger.js";
+import { canNameRun } from "./run-ids.js";
 
 /** What the backend needs of a `DurableRuntime` (a worker) or a `DurableRunClient` (a server only). */
 export type DurableRunControl = Pick<DurableRuntime, "answer" | "steer" | "followUp" | "cancel"> & {
@@ -222,6 +223,8 @@ export async function durableBackend(options: DurableBackendOptions): Promise<Du
 
   /** The run of that id, whichever server process started it, once it has begun; else undefined. */
   async function find(runId: string): Promise<BackendRun | undefined> {
+    // One PostgreSQL cannot store no run has (a path's %00): asked, it would fail the request (500).
+    if (!canNameRun(runId)) return undefined;
     const suffix = /^(.+)\.(\d+)$/.exec(runId);
     const candidates: [string, number][] = [[runId, 1]];
     if (suffix !== null) candidates.push([suffix[1] as string, Number(suffix[2])]);

@@ -219,12 +219,6 @@ export function stamped(answer: DurableAnswer): DurableAnswer {
 }
 
 /**
- * The longest run id, in UTF-8 bytes: below what a btree index entry holds (about 2700 bytes, the
- * key of every table of runs) and a `NOTIFY` payload (under 8000).
- */
-const LONGEST_RUN_ID_BYTES = 2048;
-
-/**
  * Throws unless `start()`'s options are an object of no other option than `runId` (checked by
  * `checkRunId`): a misspelled `runid` would start a new run on every call, not the same one.
  */
@@ -239,34 +233,6 @@ export function checkAfter(after: unknown): void {
   if (after !== undefined && !(Number.isInteger(after) && (after as number) >= -1))
     throw new InvalidConfigError(
       `after must be a whole number from -1 (the seq of the last event read), got ${shown(after)}.`,
-    );
-}
-
-/**
- * Throws unless `runId` can name a workflow: a non-empty string (an empty one would be no id, and
- * the start not idempotent), not of the form of a workflow's later runs, `<runId>.2`, `.3`, …,
- * whose events it would share, and one PostgreSQL can store and `NOTIFY`.
- */
-export function checkRunId(runId: unknown): void {
-  if (runId === undefined) return;
-  if (typeof runId !== "string" || runId === "")
-    throw new InvalidConfigError(`runId must be a non-empty string, got ${shown(runId)}.`);
-  // PostgreSQL's text holds no U+0000 (the start would fail with its bare `DatabaseError`), and
-  // pg writes a lone surrogate as U+FFFD: "a\ud800" and "a\udc00" would be the one run.
-  if (runId.includes("\u0000") || /\p{Cs}/u.test(runId))
-    throw new InvalidConfigError(
-      `runId must hold no U+0000 and no lone surrogate (PostgreSQL cannot store them), got ${shown(runId)}.`,
-    );
-  // Every table keys a run by its id, and each event's `NOTIFY` carries it (with a later run's
-  // `.<n>`): past these bounds, a workflow would start, call the model, and fail at its first event.
-  const bytes = Buffer.byteLength(runId);
-  if (bytes > LONGEST_RUN_ID_BYTES)
-    throw new InvalidConfigError(
-      `runId must be at most ${LONGEST_RUN_ID_BYTES} bytes (UTF-8), got one of ${bytes}.`,
-    );
-  if (/\.\d+$/.test(runId))
-    throw new InvalidConfigError(
-      `runId "${runId}" ends in ".<digits>", the form of a workflow's later runs (<runId>.2, …): choose another.`,
     );
 }
 

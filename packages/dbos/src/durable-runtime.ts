@@ -10,17 +10,18 @@ import {
   cancelRun,
   checkAfter,
   checkPrompt,
-  checkRunId,
   checkStartOptions,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
+  RunEndedError,
   resultOf,
   UnknownRunError,
 } from "./durable-messages.js";
 import type { DurableRunHost, DurableRunResult, ExecutingRun } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
+import { canNameRun, checkRunId } from "./run-ids.js";
 import { describe, RunWorkflows } from "./run-workflows.js";
 import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
 
@@ -206,7 +207,7 @@ export class DurableRuntime {
       result: () =>
         this.#bounded(async () => {
           // DBOS would wait for a workflow that may yet start with that id: forever, for a typo.
-          if (!(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
+          if (!canNameRun(runId) || !(await DBOS.getWorkflowStatus(runId))) throw new UnknownRunError(runId);
           return this.#resultOf(runId, DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult());
         }),
     };
@@ -218,7 +219,7 @@ export class DurableRuntime {
    */
   async events(runId: string, after?: number): Promise<AgentEvent[]> {
     checkAfter(after);
-    return this.#bounded(() => this.#store.read(runId, after));
+    return this.#bounded(async () => (canNameRun(runId) ? this.#store.read(runId, after) : []));
   }
 
   /**
@@ -232,15 +233,16 @@ export class DurableRuntime {
    * the workflow ended (see `sendOnce`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#bounded(() =>
-      sendOnce(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendOnce(
         async () => this.#pool,
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await DBOS.getWorkflowStatus(workflowId))?.status),
         (sent) => DBOS.send(workflowId, sent, ANSWERS),
-      ),
-    );
+      );
+    });
   }
 
   /**
@@ -263,28 +265,30 @@ export class DurableRuntime {
    * it ended; an id no workflow has is refused with `UnknownRunError`.
    */
   cancel(workflowId: string): Promise<void> {
-    return this.#bounded(async () =>
-      cancelRun(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new UnknownRunError(workflowId);
+      return cancelRun(
         workflowId,
         (await DBOS.getWorkflowStatus(workflowId))?.status,
         (channel, payload) => this.#pool.query("SELECT pg_notify($1, $2)", [channel, payload]),
         (message, topic) => DBOS.send(workflowId, message, topic),
         () => closeMailbox(this.#pool, workflowId, []),
-      ),
-    );
+      );
+    });
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#bounded(() =>
-      sendMessage(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendMessage(
         this.#pool,
         workflowId,
         async () => (await DBOS.getWorkflowStatus(workflowId))?.status,
         queue,
         content,
         (message) => DBOS.send(workflowId, message, MESSAGES),
-      ),
-    );
+      );
+    });
   }
 
   /**

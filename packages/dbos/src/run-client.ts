@@ -8,11 +8,11 @@ import {
   ANSWERS,
   cancelRun,
   checkPrompt,
-  checkRunId,
   checkStartOptions,
   checkTakesMessages,
   type DurableAnswer,
   MESSAGES,
+  RunEndedError,
   resultOf,
   shown,
   UnknownRunError,
@@ -20,6 +20,7 @@ import {
 import type { DurableRunResult } from "./durable-run.js";
 import { EventStore } from "./event-store.js";
 import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
+import { canNameRun, checkRunId } from "./run-ids.js";
 import { RUN_WORKFLOW } from "./run-workflows.js";
 import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
 
@@ -108,7 +109,7 @@ export class DurableRunClient {
    */
   result(runId: string): Promise<DurableRunResult> {
     return this.#bounded(async () => {
-      if (!(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
+      if (!canNameRun(runId) || !(await this.#client.getWorkflow(runId))) throw new UnknownRunError(runId);
       return resultOf(runId, this.#client.retrieveWorkflow<DurableRunResult>(runId).getResult());
     });
   }
@@ -120,15 +121,16 @@ export class DurableRunClient {
    * `DurableRuntime.answer()`).
    */
   answer(workflowId: string, answer: DurableAnswer): Promise<void> {
-    return this.#bounded(() =>
-      sendOnce(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendOnce(
         () => this.#withTables(),
         workflowId,
         answer,
         async () => checkTakesMessages(workflowId, (await this.#client.getWorkflow(workflowId))?.status),
         (sent) => this.#client.send(workflowId, sent, ANSWERS),
-      ),
-    );
+      );
+    });
   }
 
   /** Steers a run wherever it executes (see `DurableRuntime.steer()`). */
@@ -144,6 +146,7 @@ export class DurableRunClient {
   /** Cancels a run wherever it executes (see `DurableRuntime.cancel()`). */
   cancel(workflowId: string): Promise<void> {
     return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new UnknownRunError(workflowId);
       const pool = this.#connection();
       return cancelRun(
         workflowId,
@@ -174,16 +177,17 @@ export class DurableRunClient {
   }
 
   #message(workflowId: string, queue: "steer" | "followUp", content: string): Promise<void> {
-    return this.#bounded(async () =>
-      sendMessage(
+    return this.#bounded(async () => {
+      if (!canNameRun(workflowId)) throw new RunEndedError(workflowId);
+      return sendMessage(
         await this.#withTables(),
         workflowId,
         async () => (await this.#client.getWorkflow(workflowId))?.status,
         queue,
         content,
         (message) => this.#client.send(workflowId, message, MESSAGES),
-      ),
-    );
+      );
+    });
   }
 
   /**
