@@ -7,64 +7,17 @@ import type {
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
+import {
+  checkKeys,
+  checkParts,
+  checkSteps,
+  type ScriptPart,
+  type ScriptStep,
+  type StepUsage,
+  shownValue,
+} from "./script-parts.js";
 
-/** One thing a scripted model step does, in order. Build them with `script.*`. */
-export type ScriptPart =
-  | { kind: "text"; chunks: string[] }
-  | { kind: "reasoning"; chunks: string[] }
-  | { kind: "toolCall"; name: string; input: string; id: string | undefined }
-  | { kind: "delay"; ms: number }
-  | { kind: "error"; error: unknown }
-  | { kind: "finish"; reason: FinishReason; usage: Partial<StepUsage> | undefined };
-
-type FinishReason = "stop" | "length" | "tool-calls" | "content-filter" | "error" | "other";
-
-export interface StepUsage {
-  inputTokens: number;
-  outputTokens: number;
-}
-
-/**
- * A model step: the parts it streams, or `{ throws }` for a `doStream()` that rejects (an HTTP
- * error before any chunk), or a function of the call options for steps that depend on the prompt.
- */
-export type ScriptStep =
-  | readonly ScriptPart[]
-  | { throws: unknown }
-  | ((options: LanguageModelV4CallOptions, callIndex: number) => readonly ScriptPart[]);
-
-export const script = {
-  /** Streamed text: one `text-delta` per chunk. */
-  text: (...chunks: string[]): ScriptPart => ({ kind: "text", chunks }),
-  /** Streamed reasoning: one `reasoning-delta` per chunk. */
-  reasoning: (...chunks: string[]): ScriptPart => ({ kind: "reasoning", chunks }),
-  /** A tool call; `args` is sent as JSON, or as it is when it is a string (to script invalid JSON). */
-  toolCall: (name: string, args: unknown = {}, options: { id?: string } = {}): ScriptPart => {
-    checkKeys(options, ["id"], "script.toolCall's options");
-    return {
-      kind: "toolCall",
-      name,
-      input: typeof args === "string" ? args : JSON.stringify(args),
-      id: options.id,
-    };
-  },
-  /** Waits before the next part. The wait ignores the abort signal, like a stuck provider. */
-  delay: (ms: number): ScriptPart => {
-    if (typeof ms !== "number" || !(ms >= 0))
-      throw new RangeError(`script.delay: ms must be a number >= 0, got ${String(ms)}.`);
-    return { kind: "delay", ms };
-  },
-  /** A step that never finishes (until the reader cancels it). */
-  hang: (): ScriptPart => ({ kind: "delay", ms: Number.POSITIVE_INFINITY }),
-  /** An `error` stream part, as a provider emits for a failure mid-stream. */
-  error: (error: unknown): ScriptPart => ({ kind: "error", error }),
-  /** Overrides the finish reason and usage (default: tool-calls or stop, 10 in / 5 out). */
-  finish: (reason: FinishReason, usage?: Partial<StepUsage>): ScriptPart => ({
-    kind: "finish",
-    reason,
-    usage,
-  }),
-};
+export { type ScriptPart, type ScriptStep, type StepUsage, script } from "./script-parts.js";
 
 export interface ScriptedModelOptions {
   modelId?: string;
@@ -130,22 +83,11 @@ export function scriptedModel(steps: readonly ScriptStep[], options?: ScriptedMo
   return new ScriptedModel(steps, options);
 }
 
-/** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
-function checkKeys(options: unknown, known: readonly string[], subject: string): void {
-  if (typeof options !== "object" || options === null || Array.isArray(options))
-    throw new TypeError(`Scripted model: ${subject} must be an object, got ${describe(options)}.`);
-  const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined)
-    throw new TypeError(
-      `Scripted model: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`,
-    );
-}
-
 function checkOptions(options: unknown): asserts options is ScriptedModelOptions {
   checkKeys(options, ["modelId", "usage"], "the options");
   const { modelId, usage } = options as Record<string, unknown>;
   if (modelId !== undefined && typeof modelId !== "string")
-    throw new TypeError(`Scripted model: modelId must be a string, got ${describe(modelId)}.`);
+    throw new TypeError(`Scripted model: modelId must be a string, got ${shownValue(modelId)}.`);
   const isCount = (tokens: unknown) => typeof tokens === "number" && tokens >= 0;
   if (
     usage !== undefined &&
@@ -157,115 +99,8 @@ function checkOptions(options: unknown): asserts options is ScriptedModelOptions
     )
   )
     throw new TypeError(
-      `Scripted model: usage must be { inputTokens, outputTokens } (numbers >= 0), got ${describe(usage)}.`,
+      `Scripted model: usage must be { inputTokens, outputTokens } (numbers >= 0), got ${shownValue(usage)}.`,
     );
-}
-
-const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
-  "text",
-  "reasoning",
-  "toolCall",
-  "delay",
-  "error",
-  "finish",
-]);
-
-// A script is data a test writes by hand: a slip (a part not wrapped in its step's array) would
-// otherwise surface, at the model call, as "parts.forEach is not a function".
-function checkSteps(steps: unknown): void {
-  if (!Array.isArray(steps))
-    throw new TypeError(`Scripted model: the script must be an array of steps, got ${describe(steps)}.`);
-  steps.forEach((step: unknown, index) => {
-    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step)) return;
-    if (!Array.isArray(step))
-      throw new TypeError(
-        `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${describe(step)}.`,
-      );
-    checkParts(step, `step ${index + 1}`);
-  });
-}
-
-/** `subject` names the array in the error: "step 2", "what the function of step 2 returned". */
-function checkParts(parts: unknown, subject: string): asserts parts is readonly ScriptPart[] {
-  if (!Array.isArray(parts))
-    throw new TypeError(
-      `Scripted model: ${subject} must be an array of script parts, got ${describe(parts)}.`,
-    );
-  parts.forEach((part: unknown, index) => {
-    if (!isScriptPart(part))
-      throw new TypeError(
-        `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${describe(part)}.`,
-      );
-    const problem = fieldProblem(part);
-    if (problem !== undefined)
-      throw new TypeError(
-        `Scripted model: part ${index + 1} of ${subject} is a ${part.kind} part whose ${problem}.`,
-      );
-  });
-}
-
-const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
-  "stop",
-  "length",
-  "tool-calls",
-  "content-filter",
-  "error",
-  "other",
-]);
-
-/**
- * What is wrong with a part's fields, if anything: a part made by hand, or by a `script.*` helper
- * given the wrong types, would otherwise fail only at its call, with a message naming no step.
- */
-function fieldProblem(part: ScriptPart): string | undefined {
-  const isString = (value: unknown) => typeof value === "string";
-  switch (part.kind) {
-    case "text":
-    case "reasoning":
-      return Array.isArray(part.chunks) && part.chunks.every(isString)
-        ? undefined
-        : `chunks are not all strings (${describe(part.chunks)})`;
-    case "toolCall":
-      if (!isString(part.name)) return `name is not a string (${describe(part.name)})`;
-      if (!isString(part.input)) return "arguments cannot be sent as JSON";
-      return part.id === undefined || isString(part.id)
-        ? undefined
-        : `id is not a string (${describe(part.id)})`;
-    case "delay":
-      return typeof part.ms === "number" && part.ms >= 0
-        ? undefined
-        : `ms is not a number >= 0 (${describe(part.ms)})`;
-    case "finish":
-      if (!FINISH_REASONS.has(part.reason))
-        return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${describe(part.reason)})`;
-      return part.usage === undefined ||
-        (typeof part.usage === "object" &&
-          part.usage !== null &&
-          Object.values(part.usage).every((tokens) => typeof tokens === "number"))
-        ? undefined
-        : `usage is not an object of token counts (${describe(part.usage)})`;
-    case "error":
-      return undefined;
-  }
-}
-
-function isScriptPart(value: unknown): value is ScriptPart {
-  return (
-    typeof value === "object" && value !== null && PART_KINDS.has((value as { kind?: string }).kind ?? "")
-  );
-}
-
-function describe(value: unknown): string {
-  if (isScriptPart(value)) return `a single ${value.kind} part (wrap a step's parts in [ ])`;
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return "an array";
-  if (typeof value !== "object") return `${typeof value} ${String(value)}`;
-  try {
-    return JSON.stringify(value);
-  } catch {
-    // A cycle or a BigInt: JSON cannot show it, and the refusal must not turn into JSON's error.
-    return "an object JSON cannot show";
-  }
 }
 
 function playStep(parts: readonly ScriptPart[], stepIndex: number, usage: StepUsage) {
