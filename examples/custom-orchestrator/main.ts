@@ -44,4 +44,6 @@ line(`answer: ${result.text}`);
 console.log(
   `stop reason: ${result.stopReason} · ${result.usage.totalTokens} tokens · ${result.durationMs} ms`,
 );
+// A failed run has no answer to show; its error says why (a refused key, a server down, …).
+if (result.error !== undefined) console.error(`error: ${result.error.message}`);
 if (result.stopReason !== "completed") process.exitCode = 1;

@@ -43,4 +43,6 @@ console.log(
   `stop reason: ${result.stopReason} · ${result.usage.totalTokens} tokens · ${result.durationMs} ms`,
 );
 console.log(`history: ${result.messages.map((m) => m.role).join(" ")}`);
+// A failed run has no answer to show; its error says why (a refused key, a server down, …).
+if (result.error !== undefined) console.error(`error: ${result.error.message}`);
 if (result.stopReason !== "completed") process.exitCode = 1;

@@ -46,7 +46,10 @@ agent.on("tool_result", (event) =>
 const result = await agent.prompt("What is on my to-do list?").result();
 console.log(result.text);
 console.log(`stop reason: ${result.stopReason}`);
+// A failed run has no answer to show; its error says why (a refused key, a server down, …).
+if (result.error !== undefined) console.error(`error: ${result.error.message}`);
 rmSync(notes, { recursive: true, force: true });
+if (result.stopReason !== "completed") process.exitCode = 1;
 
 /** The file the server's package runs as its bin. */
 function filesystemServerBin(): string {

@@ -43,4 +43,6 @@ agent.on("*", (event: AgentEvent) => {
 const result = await agent.prompt("What is 15*3 and 10+5?").result();
 console.log(`stop reason: ${result.stopReason} · ${result.usage.totalTokens} tokens`);
 console.log(`history: ${result.messages.map((m) => m.role).join(" ")}`);
+// A failed run has no answer to show; its error says why (a refused key, a server down, …).
+if (result.error !== undefined) console.error(`error: ${result.error.message}`);
 if (result.stopReason !== "completed") process.exitCode = 1;
