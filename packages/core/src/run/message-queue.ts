@@ -94,7 +94,12 @@ export class MessageInbox implements MessageSource {
     // hangs and the run is aborted, or when it fails) what `steer()` and `followUp()` queued stays
     // queued, owed to this run or the next.
     const extra = this.#callback();
-    return isPromise(extra) ? extra.then((more) => this.#takeWith(more)) : this.#takeWith(extra);
+    // Promise.resolve adopts any thenable, not only a native promise: a hand-written `then` may
+    // return nothing, which chained on directly would leave the run a TypeError instead of the
+    // callback's answer (or its rejection, or its wait).
+    return isPromise(extra)
+      ? Promise.resolve(extra).then((more) => this.#takeWith(more))
+      : this.#takeWith(extra);
   }
 
   /** What the queue holds, then what the callback answered, checked before either is taken. */
