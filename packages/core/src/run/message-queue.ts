@@ -58,8 +58,8 @@ export class MessageInbox implements MessageSource {
   readonly #clock: Clock;
   /** The callback's name, for the error that refuses what it returned. */
   readonly #what: string;
-  /** Taken, not yet in the history. */
-  #taken: AgentMessage[] = NOTHING;
+  /** Taken, not yet in the history: a set, since every message appended to the history is looked up in it. */
+  readonly #taken = new Set<AgentMessage>();
   #closed = false;
 
   constructor(
@@ -113,21 +113,20 @@ export class MessageInbox implements MessageSource {
 
   /** This message entered the history (if it was taken from here, it is no longer owed back). */
   delivered(message: AgentMessage): void {
-    if (this.#taken.length === 0 || !this.#taken.includes(message)) return;
-    this.#taken = this.#taken.filter((taken) => taken !== message);
+    this.#taken.delete(message);
   }
 
   /** Taken messages that cannot enter the history yet: queued again, first, for the next taker. */
   putBack(messages: readonly AgentMessage[]): void {
-    this.#taken = this.#taken.filter((taken) => !messages.includes(taken));
+    for (const message of messages) this.#taken.delete(message);
     this.#queue.restore(messages);
   }
 
   /** The run has ended: what it took and did not use goes back to the queue (and is returned). */
   close(): AgentMessage[] {
     this.#closed = true;
-    const unused = this.#taken;
-    this.#taken = NOTHING;
+    const unused = [...this.#taken];
+    this.#taken.clear();
     this.#queue.restore(unused);
     return unused;
   }
@@ -139,7 +138,7 @@ export class MessageInbox implements MessageSource {
       this.#queue.restore(messages);
       return NOTHING;
     }
-    this.#taken = this.#taken.length === 0 ? messages.slice() : [...this.#taken, ...messages];
+    for (const message of messages) this.#taken.add(message);
     return messages;
   }
 }
