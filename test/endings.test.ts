@@ -359,6 +359,29 @@ describe("steering and follow-ups are never lost", () => {
     }
   });
 
+  it("takes the answer of a callback that returns a thenable that is no native promise", async () => {
+    for (const kind of ["steering", "followUps"] as const) {
+      // A hand-written thenable: its `then` calls back and returns nothing.
+      const thenable = (answer: string[]) => ({
+        then(resolve: (messages: string[]) => void): void {
+          resolve(answer);
+        },
+      });
+      let asked = 0;
+      const callback = () => thenable(asked++ === 0 ? ["from the thenable"] : []);
+      const agent = new Agent({
+        provider: scriptedModel([[script.text("Hi.")], [script.text("Hi again.")]]),
+        ...(kind === "steering" ? { getSteeringMessages: callback } : { getFollowUpMessages: callback }),
+      } as never);
+      const result = await agent.prompt("go").result();
+      expect(result.stopReason, kind).toBe("completed");
+      expect(
+        result.messages.filter((m) => (m as { content?: string }).content === "from the thenable"),
+        kind,
+      ).toHaveLength(1);
+    }
+  });
+
   it("keeps what steer() and followUp() queued when the run is aborted while the callback beside the queue hangs", async () => {
     for (const kind of ["steering", "followUps"] as const) {
       const callback = kind === "steering" ? { getSteeringMessages: never } : { getFollowUpMessages: never };

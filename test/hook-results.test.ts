@@ -128,6 +128,36 @@ describe("transformContext, convertToLlm and prepareStep's messages", () => {
   });
 });
 
+describe("hooks that change the messages they are given in place", () => {
+  it("change a copy: convertToLlm's and shouldStop's pushes reach neither the history nor the next call", async () => {
+    const reminder = (text: string): LlmMessage => ({ role: "user", content: text, timestamp: 1 });
+    const { agent, result, model } = await runWith({
+      // Adds a reminder to what the model gets, by pushing it onto its argument.
+      convertToLlm: (messages) => {
+        const llm = messages as LlmMessage[];
+        llm.push(reminder("Be brief."));
+        return llm;
+      },
+      shouldStop: ({ messages }) => {
+        (messages as AgentMessage[]).push(reminder("from shouldStop"));
+        return false;
+      },
+    });
+    expect(result.stopReason).toBe("completed");
+    expect(agent.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
+    // Each call got its one reminder, last.
+    expect(model.doStreamCalls.map((call) => call.prompt.map((message) => message.role))).toEqual([
+      ["system", "user", "user"],
+      ["system", "user", "assistant", "tool", "user"],
+    ]);
+  });
+});
+
 describe("beforeToolCall", () => {
   for (const [name, verdict, says] of [
     ["a number", 42, "expected an object or undefined, got number"],

@@ -74,6 +74,19 @@ describe("MessageInbox: what a run took and did not use", () => {
     expect(contents(queue.peek())).toEqual(["a", "c", "later"]);
   });
 
+  it("delivers a batch of 100,000 taken messages one by one, and gives back the undelivered ones in order", async () => {
+    // Each message appended to the history is looked up among those taken: one lookup must not
+    // cost a pass over the whole batch, or a callback's large answer never finishes entering.
+    const texts = Array.from({ length: 100_000 }, (_, index) => `m${index}`);
+    const inbox = new MessageInbox(new MessageQueue(), () => texts);
+    const taken = await inbox.take();
+    for (const [index, message] of taken.entries()) if (index % 2 === 0) inbox.delivered(message);
+    const givenBack = contents(inbox.close());
+    expect(givenBack).toHaveLength(50_000);
+    expect(givenBack.slice(0, 2)).toEqual(["m1", "m3"]);
+    expect(givenBack.at(-1)).toBe("m99999");
+  });
+
   it("gives nothing back once everything taken was delivered", async () => {
     const queue = queueOf("a");
     const inbox = new MessageInbox(queue, undefined);

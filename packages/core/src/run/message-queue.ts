@@ -58,8 +58,8 @@ export class MessageInbox implements MessageSource {
   readonly #clock: Clock;
   /** The callback's name, for the error that refuses what it returned. */
   readonly #what: string;
-  /** Taken, not yet in the history. */
-  #taken: AgentMessage[] = NOTHING;
+  /** Taken, not yet in the history: a set, since every message appended to the history is looked up in it. */
+  readonly #taken = new Set<AgentMessage>();
   #closed = false;
 
   constructor(
@@ -94,7 +94,12 @@ export class MessageInbox implements MessageSource {
     // hangs and the run is aborted, or when it fails) what `steer()` and `followUp()` queued stays
     // queued, owed to this run or the next.
     const extra = this.#callback();
-    return isPromise(extra) ? extra.then((more) => this.#takeWith(more)) : this.#takeWith(extra);
+    // Promise.resolve adopts any thenable, not only a native promise: a hand-written `then` may
+    // return nothing, which chained on directly would leave the run a TypeError instead of the
+    // callback's answer (or its rejection, or its wait).
+    return isPromise(extra)
+      ? Promise.resolve(extra).then((more) => this.#takeWith(more))
+      : this.#takeWith(extra);
   }
 
   /** What the queue holds, then what the callback answered, checked before either is taken. */
@@ -108,21 +113,20 @@ export class MessageInbox implements MessageSource {
 
   /** This message entered the history (if it was taken from here, it is no longer owed back). */
   delivered(message: AgentMessage): void {
-    if (this.#taken.length === 0 || !this.#taken.includes(message)) return;
-    this.#taken = this.#taken.filter((taken) => taken !== message);
+    this.#taken.delete(message);
   }
 
   /** Taken messages that cannot enter the history yet: queued again, first, for the next taker. */
   putBack(messages: readonly AgentMessage[]): void {
-    this.#taken = this.#taken.filter((taken) => !messages.includes(taken));
+    for (const message of messages) this.#taken.delete(message);
     this.#queue.restore(messages);
   }
 
   /** The run has ended: what it took and did not use goes back to the queue (and is returned). */
   close(): AgentMessage[] {
     this.#closed = true;
-    const unused = this.#taken;
-    this.#taken = NOTHING;
+    const unused = [...this.#taken];
+    this.#taken.clear();
     this.#queue.restore(unused);
     return unused;
   }
@@ -134,7 +138,7 @@ export class MessageInbox implements MessageSource {
       this.#queue.restore(messages);
       return NOTHING;
     }
-    this.#taken = this.#taken.length === 0 ? messages.slice() : [...this.#taken, ...messages];
+    for (const message of messages) this.#taken.add(message);
     return messages;
   }
 }

@@ -128,8 +128,10 @@ export class ModelRequestBuilder {
       : history;
     const budget = this.#budgetFor(spec.system ?? this.#setup.systemPrompt);
     if (budget) kept = await budget(kept, { signal });
+    // A copy, as transformContext gets: `kept` may be the history itself, which a hook that
+    // changes its argument in place (a reminder pushed on) would otherwise change for good.
     const messages = checkedMessages<LlmMessage>(
-      convertToLlm(kept),
+      convertToLlm([...kept]),
       kept,
       "convertToLlm returned an invalid result",
       true,
