@@ -128,10 +128,10 @@ export class ModelRequestBuilder {
       : history;
     const budget = this.#budgetFor(spec.system ?? this.#setup.systemPrompt);
     if (budget) kept = await budget(kept, { signal });
-    // A copy, as transformContext gets: `kept` may be the history itself, which a hook that
-    // changes its argument in place (a reminder pushed on) would otherwise change for good.
+    // A copy, as transformContext gets, when `kept` is the history itself: an app's hook that
+    // changes its argument in place (a reminder pushed on) would otherwise change it for good.
     const messages = checkedMessages<LlmMessage>(
-      convertToLlm([...kept]),
+      convertToLlm(kept === history && this.#setup.convertToLlm ? [...kept] : kept),
       kept,
       "convertToLlm returned an invalid result",
       true,
