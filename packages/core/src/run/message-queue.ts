@@ -58,8 +58,11 @@ export class MessageInbox implements MessageSource {
   readonly #clock: Clock;
   /** The callback's name, for the error that refuses what it returned. */
   readonly #what: string;
-  /** Taken, not yet in the history: a set, since every message appended to the history is looked up in it. */
-  readonly #taken = new Set<AgentMessage>();
+  /**
+   * Taken, not yet in the history: a set, since every message appended to the history is looked up
+   * in it; made when a message is first taken (most runs take none).
+   */
+  #taken: Set<AgentMessage> | undefined;
   #closed = false;
 
   constructor(
@@ -113,20 +116,20 @@ export class MessageInbox implements MessageSource {
 
   /** This message entered the history (if it was taken from here, it is no longer owed back). */
   delivered(message: AgentMessage): void {
-    this.#taken.delete(message);
+    this.#taken?.delete(message);
   }
 
   /** Taken messages that cannot enter the history yet: queued again, first, for the next taker. */
   putBack(messages: readonly AgentMessage[]): void {
-    for (const message of messages) this.#taken.delete(message);
+    if (this.#taken) for (const message of messages) this.#taken.delete(message);
     this.#queue.restore(messages);
   }
 
   /** The run has ended: what it took and did not use goes back to the queue (and is returned). */
   close(): AgentMessage[] {
     this.#closed = true;
-    const unused = [...this.#taken];
-    this.#taken.clear();
+    const unused = this.#taken ? [...this.#taken] : NOTHING;
+    this.#taken = undefined;
     this.#queue.restore(unused);
     return unused;
   }
@@ -138,6 +141,7 @@ export class MessageInbox implements MessageSource {
       this.#queue.restore(messages);
       return NOTHING;
     }
+    this.#taken ??= new Set();
     for (const message of messages) this.#taken.add(message);
     return messages;
   }
