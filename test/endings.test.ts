@@ -363,6 +363,7 @@ describe("steering and follow-ups are never lost", () => {
     for (const kind of ["steering", "followUps"] as const) {
       // A hand-written thenable: its `then` calls back and returns nothing.
       const thenable = (answer: string[]) => ({
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is no promise is what is tested.
         then(resolve: (messages: string[]) => void): void {
           resolve(answer);
         },

@@ -238,12 +238,9 @@ export class ModelDecisions {
   ): Promise<T> {
     const { hooks, runId } = this.#setup;
     if (this.#metrics.cycles > 0 && hooks.shouldStop) {
-      // A copy of the history, not the run's own array: a hook that changes it must not change the run.
-      const stop = await hooks.shouldStop({
-        runId,
-        step: this.#metrics.cycles,
-        messages: [...this.#log.history],
-      });
+      // A copy of the history: a hook that changes its argument must not change the run's.
+      const messages = [...this.#log.history];
+      const stop = await hooks.shouldStop({ runId, step: this.#metrics.cycles, messages });
       if (stop) return this.#refused(this.#stop(new StopRequestedError()));
     }
     try {
