@@ -71,9 +71,19 @@ const takesEmptyOptions = new WeakMap<z.ZodType, boolean>();
  * `z.strictObject`). `what` names the options: "Invalid <what>: <key> is not an option (known: …)."
  */
 export function refuseUnknownKeys(what: string, options: object, known: readonly string[]): void {
+  const issue = unknownOptionProblem(options, known);
+  if (issue !== undefined) throw new InvalidConfigError(`Invalid ${what}: ${issue.path} ${issue.message}.`);
+}
+
+/**
+ * The first key of `options` that is none of `known`, as an issue (`concurency is not an option
+ * (known: …)`): `refuseUnknownKeys` throws it, the run's services refuse an orchestrator's options
+ * with it.
+ */
+export function unknownOptionProblem(options: object, known: readonly string[]): ConfigIssue | undefined {
   for (const key of Object.keys(options))
-    if (!known.includes(key))
-      throw new InvalidConfigError(`Invalid ${what}: ${key} is not an option (known: ${known.join(", ")}).`);
+    if (!known.includes(key)) return { path: key, message: `is not an option (known: ${known.join(", ")})` };
+  return undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 // What a model call is handed by an orchestrator and what comes back from the model step,
 // checked where the run first reads them, so that a wrong value is named where it came from.
 
+import { unknownOptionProblem } from "../config-issues.js";
 import { ProviderError } from "../errors.js";
 import type { AgentMessage, Usage } from "../messages.js";
 import type { ModelStepResult } from "../model/stream-step.js";
@@ -136,9 +137,8 @@ function optionTypes(
  * (`concurency: 4`) would silently not apply, as a misspelt setting of the agent's would.
  */
 function unknownOption(options: object, known: readonly string[]): string | undefined {
-  for (const key of Object.keys(options))
-    if (!known.includes(key)) return `${key} is not an option (known: ${known.join(", ")})`;
-  return undefined;
+  const issue = unknownOptionProblem(options, known);
+  return issue === undefined ? undefined : `${issue.path} ${issue.message}`;
 }
 
 /** The first option given whose `typeof` is not the one `types` names for it, said as a problem. */
