@@ -6,6 +6,7 @@ import {
   type AgentConfig,
   AgentConfigError,
   defineTool,
+  failSafeLogger,
   InvalidConfigError,
   LOGGER,
   type Logger,
@@ -154,6 +155,27 @@ describe("the logger", () => {
     const logger = { error: rejects, warn: rejects, info: rejects, debug: rejects };
     const unhandled = await unhandledRejectionsOf(() => completesWithBrokenListener({ logger }));
     expect(unhandled).toEqual([]);
+  });
+
+  it("failSafeLogger: a level that throws or rejects loses its line, the caller goes on, and no rejection goes unhandled", async () => {
+    const written: string[] = [];
+    const logger = failSafeLogger({
+      error: () => {
+        throw new Error("the log disk is full");
+      },
+      warn: async () => {
+        throw new Error("the log is down");
+      },
+      info: (_, message) => {
+        written.push(message);
+      },
+      debug: runInNewContext("async () => { throw new Error('the log is down'); }") as () => Promise<void>,
+    });
+    const unhandled = await unhandledRejectionsOf(async () => {
+      for (const level of ["error", "warn", "info", "debug"] as const) logger[level]({ runId: "r" }, level);
+    });
+    expect(unhandled).toEqual([]);
+    expect(written).toEqual(["info"]);
   });
 
   it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {

@@ -6,7 +6,7 @@ import {
   durableBackend,
 } from "@agent-core/dbos";
 import { script, scriptedModel } from "@agent-core/testing";
-import { Agent, InvalidConfigError } from "agent-core";
+import { Agent, InvalidConfigError, type Logger } from "agent-core";
 import { describe, expect, it } from "vitest";
 
 // Options no runtime could use are refused by `new DurableRuntime()` (and `connect()`), before
@@ -65,6 +65,11 @@ describe("options of new DurableRuntime() that no runtime could use", () => {
       { databaseTimeoutMs: 3e9 },
       "databaseTimeoutMs must be a number of milliseconds above 0, at most 2147483647, got 3000000000.",
     ],
+    [
+      "a logger without its levels (DBOS's lines would be lost, or thrown from inside it)",
+      { logger: { error() {} } },
+      "logger must have error, warn, info and debug methods.",
+    ],
   ])("refuses %s: InvalidConfigError", (_, options, message) => {
     expect(() => new DurableRuntime({ databaseUrl, agents, ...options } as DurableRuntimeOptions)).toThrow(
       new InvalidConfigError(message),
@@ -75,7 +80,7 @@ describe("options of new DurableRuntime() that no runtime could use", () => {
     [
       "a misspelled executorId (the worker would take the default id another worker has)",
       { executorID: "worker-1" },
-      "Invalid DurableRuntime options: executorID is not an option (known: databaseUrl, name, agents, queue, executorId, answerTimeoutMs, databaseTimeoutMs).",
+      "Invalid DurableRuntime options: executorID is not an option (known: databaseUrl, name, agents, queue, executorId, answerTimeoutMs, databaseTimeoutMs, logger).",
     ],
     [
       "a misspelled queue option",
@@ -133,6 +138,9 @@ describe("options of DurableRunClient.connect() that no client could use", () =>
         "databaseTimeoutMs must be a number of milliseconds above 0, at most 2147483647, got 0.",
       ),
     );
+    await expect(
+      DurableRunClient.connect({ databaseUrl, logger: { error() {}, warn() {} } as unknown as Logger }),
+    ).rejects.toThrow(new InvalidConfigError("logger must have error, warn, info and debug methods."));
     await expect(DurableRunClient.connect({ databaseUrl, queue: "" })).rejects.toThrow(
       new InvalidConfigError('queue must be a non-empty string, got "".'),
     );
@@ -140,7 +148,7 @@ describe("options of DurableRunClient.connect() that no client could use", () =>
       DurableRunClient.connect({ databaseUrl, databseTimeoutMs: 5 } as { databaseUrl: string }),
     ).rejects.toThrow(
       new InvalidConfigError(
-        "Invalid connect() options: databseTimeoutMs is not an option (known: databaseUrl, name, queue, databaseTimeoutMs).",
+        "Invalid connect() options: databseTimeoutMs is not an option (known: databaseUrl, name, queue, databaseTimeoutMs, logger).",
       ),
     );
   });

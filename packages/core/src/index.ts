@@ -49,7 +49,7 @@ export { toModelPrompt } from "./model/prompt.js";
 export { defaultRetry, type RetryOptions } from "./model/retry.js";
 export type { StepTimeouts } from "./model/step-watchdog.js";
 export type { ModelCallSettings, ModelStepResult } from "./model/stream-step.js";
-export { isLogger, LOGGER, type LogFn, type Logger, silentLogger } from "./observe/logger.js";
+export { failSafeLogger, isLogger, LOGGER, type LogFn, type Logger, silentLogger } from "./observe/logger.js";
 export { type OpenTelemetryTracingOptions, openTelemetryTracing } from "./observe/open-telemetry-tracing.js";
 export { bothObservers, type RunObserver } from "./observe/run-observer.js";
 export { noTracing, TRACING, type TracedRun, type Tracing } from "./observe/tracing.js";

@@ -1,10 +1,17 @@
-import { type Agent, type AgentEvent, type AgentRun, InvalidConfigError } from "@agent-core/core";
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentRun,
+  InvalidConfigError,
+  silentLogger,
+} from "@agent-core/core";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { CancelListener } from "./cancel-listener.js";
 import { checkReachable, connectionPool } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
+import { dbosLogger } from "./dbos-logger.js";
 import {
   ANSWERS,
   cancelRun,
@@ -108,7 +115,7 @@ export class DurableRuntime {
     DBOS.setConfig({
       name: this.#options.name ?? "agent-core",
       systemDatabaseUrl: this.#options.databaseUrl,
-      logLevel: "warn",
+      logger: dbosLogger(this.#options.logger ?? silentLogger),
       ...(this.#options.executorId === undefined ? {} : { executorID: this.#options.executorId }),
     });
     // Out of reach, it fails here with a clear error, before DBOS holds anything open.

@@ -1,9 +1,10 @@
-import { InvalidConfigError, refuseUnknownKeys } from "@agent-core/core";
+import { InvalidConfigError, type Logger, refuseUnknownKeys, silentLogger } from "@agent-core/core";
 import { DBOSClient } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { createAnswersTable, sendOnce } from "./answer-ledger.js";
 import { checkDatabaseUrl, checkReachable, connectionPool, createSystemTables } from "./database.js";
 import { DatabaseWatch } from "./database-watch.js";
+import { dbosLogger } from "./dbos-logger.js";
 import {
   ANSWERS,
   cancelRun,
@@ -22,7 +23,7 @@ import { EventStore } from "./event-store.js";
 import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { canNameRun, checkRunId } from "./run-ids.js";
 import { RUN_WORKFLOW } from "./run-workflows.js";
-import { checkDatabaseTimeout, checkName } from "./runtime-options.js";
+import { checkDatabaseTimeout, checkLogger, checkName } from "./runtime-options.js";
 
 /**
  * Starts and follows durable runs from a process that runs none itself (a web server in front of
@@ -57,25 +58,35 @@ export class DurableRunClient {
    * before they reject with `database_unreachable` (default 30 s), as `DurableRuntime`'s. On a
    * database where no worker has launched yet, it makes DBOS's system tables, as a launch would
    * (see `createSystemTables`): runs started then wait in the queue for the first worker.
+   * `logger`: where DBOS's own log lines go, as `DurableRuntime`'s (default: silent).
    */
   static async connect(options: {
     databaseUrl: string;
     name?: string;
     queue?: string;
     databaseTimeoutMs?: number;
+    logger?: Logger;
   }): Promise<DurableRunClient> {
     if (typeof options !== "object" || options === null)
       throw new InvalidConfigError(`connect()'s options must be an object, got ${shown(options)}.`);
-    refuseUnknownKeys("connect() options", options, ["databaseUrl", "name", "queue", "databaseTimeoutMs"]);
+    refuseUnknownKeys("connect() options", options, [
+      "databaseUrl",
+      "name",
+      "queue",
+      "databaseTimeoutMs",
+      "logger",
+    ]);
     checkDatabaseUrl(options.databaseUrl);
     checkName("name", options.name);
     checkName("queue", options.queue);
     checkDatabaseTimeout(options.databaseTimeoutMs);
+    checkLogger(options.logger);
     // On a database where no worker has launched yet, its calls would find no DBOS tables.
     if (!(await checkReachable(options.databaseUrl))) await createSystemTables(options.databaseUrl);
     const client = await DBOSClient.create({
       systemDatabaseUrl: options.databaseUrl,
       applicationName: options.name ?? "agent-core",
+      logger: dbosLogger(options.logger ?? silentLogger),
     });
     const watch = new DatabaseWatch(options.databaseUrl, options.databaseTimeoutMs ?? 30_000);
     return new DurableRunClient(client, options.queue ?? "agent-core.runs", options.databaseUrl, watch);

@@ -1,4 +1,11 @@
-import { type Agent, InvalidConfigError, LONGEST_TIMER_MS, refuseUnknownKeys } from "@agent-core/core";
+import {
+  type Agent,
+  InvalidConfigError,
+  isLogger,
+  LONGEST_TIMER_MS,
+  type Logger,
+  refuseUnknownKeys,
+} from "@agent-core/core";
 import { checkDatabaseUrl } from "./database.js";
 import { shown } from "./durable-messages.js";
 
@@ -33,6 +40,12 @@ export interface DurableRuntimeOptions {
    * they go on once it is back.
    */
   databaseTimeoutMs?: number;
+  /**
+   * Where DBOS's own log lines go (a workflow that failed, a step retried, a run recovered), with
+   * `source: "dbos"` and, for a line about a run, its `runId` in their fields; pino's shape, as
+   * an agent's `logger`. Default: silent. The runs' agents log through their own `logger`.
+   */
+  logger?: Logger;
 }
 
 /**
@@ -53,6 +66,7 @@ export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
     "executorId",
     "answerTimeoutMs",
     "databaseTimeoutMs",
+    "logger",
   ]);
   checkDatabaseUrl(options.databaseUrl);
   const { agents, queue } = options;
@@ -86,6 +100,13 @@ export function checkRuntimeOptions(options: DurableRuntimeOptions): void {
   }
   checkDuration("answerTimeoutMs", options.answerTimeoutMs, Number.MAX_SAFE_INTEGER);
   checkDatabaseTimeout(options.databaseTimeoutMs);
+  checkLogger(options.logger);
+}
+
+/** Throws `InvalidConfigError` unless `logger` is absent or has the four levels of a `Logger`. */
+export function checkLogger(logger: unknown): void {
+  if (logger !== undefined && !isLogger(logger))
+    throw new InvalidConfigError("logger must have error, warn, info and debug methods.");
 }
 
 /**

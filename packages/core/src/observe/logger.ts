@@ -45,6 +45,29 @@ export function rejectionsCaught(logger: Logger): Logger {
 }
 
 /**
+ * The logger, whose lines never throw and never reject: a line the logger could not write (it
+ * threw, or its promise rejected) is lost, never the work that wrote it. For a logger handed to code
+ * that does not expect a line to fail (a dependency's, an error path).
+ */
+export function failSafeLogger(logger: Logger): Logger {
+  const failSafe =
+    (level: keyof Logger): LogFn =>
+    (fields, message) => {
+      try {
+        catchRejection(logger[level](fields, message));
+      } catch {
+        // The line is lost; what wrote it goes on.
+      }
+    };
+  return {
+    error: failSafe("error"),
+    warn: failSafe("warn"),
+    info: failSafe("info"),
+    debug: failSafe("debug"),
+  };
+}
+
+/**
  * Catches the rejection of what a log line returned, when it is a promise (see `rejectionsCaught`).
  * Any thenable, not only `instanceof Promise`: a logger made in another realm (a `vm` context)
  * returns that realm's promises, whose rejections Node reports all the same.
