@@ -601,6 +601,30 @@ describe("what a page resends is checked against the server's chat", () => {
     expect(await refusal(await page.post())).toEqual([409, "unknown-approval"]);
   });
 
+  it("two different answers to one approval request: 409 unexpected-approval, and the call still waits", async () => {
+    const page = new Page(
+      chatHandler(() => ({
+        provider: scriptedModel([
+          [script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" })],
+          [script.text("Booked.")],
+        ]),
+        tools: [bookTable],
+      })),
+    );
+    await page.send("book");
+    page.addToolApprovalResponse("b1", true);
+    const message = page.messages.at(-1) as UIMessage;
+    const approved = toolParts(message).find((part) => part.toolCallId === "b1");
+    message.parts.push({
+      ...approved,
+      approval: { ...approved?.approval, approved: false },
+    } as UIMessage["parts"][number]);
+    expect(await refusal(await page.post())).toEqual([409, "unexpected-approval"]);
+    // Neither answer was taken: the page's corrected post is.
+    message.parts.pop();
+    expect(textOf(await page.resend())).toBe("Booked.");
+  });
+
   it("nothing new, or answers together with a new message: 409", async () => {
     const page = await waitingPage();
     expect(await refusal(await page.post())).toEqual([409, "nothing-new"]);

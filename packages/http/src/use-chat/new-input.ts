@@ -169,7 +169,7 @@ function checkToolPart(
         );
       const reason = part.approval?.reason;
       if (waiting.approvals.has(id))
-        answers.decisions.push({ toolCallId: id, approved, ...(reason === undefined ? {} : { reason }) });
+        addDecision(answers, { toolCallId: id, approved, ...(reason === undefined ? {} : { reason }) });
       else if (call.decision?.approved !== approved)
         throw new HttpError(
           409,
@@ -204,6 +204,21 @@ function addOutput(
       409,
       "unexpected-tool-output",
       `Tool call "${toolCallId}" has two different outputs in this post.`,
+    );
+}
+
+/** Takes an answer to an approval request once, as {@link addOutput} takes an output. */
+function addDecision(
+  answers: Extract<NewInput, { kind: "answers" }>,
+  decision: Extract<NewInput, { kind: "answers" }>["decisions"][number],
+): void {
+  const earlier = answers.decisions.find((taken) => taken.toolCallId === decision.toolCallId);
+  if (earlier === undefined) answers.decisions.push(decision);
+  else if (canonicalJson(earlier) !== canonicalJson(decision))
+    throw new HttpError(
+      409,
+      "unexpected-approval",
+      `Tool call "${decision.toolCallId}" has two different approval responses in this post.`,
     );
 }
 
