@@ -544,6 +544,19 @@ describe("what a page resends is checked against the server's chat", () => {
     expect(await refusal(await page.post())).toEqual([409, "unknown-tool-call"]);
   });
 
+  it("two different outputs for one waiting call: 409 unexpected-tool-output, and the call still waits", async () => {
+    const page = await waitingPage();
+    page.addToolOutput("loc1", "Oslo");
+    const message = page.messages.at(-1) as UIMessage;
+    const answered = toolParts(message).find((part) => part.toolCallId === "loc1");
+    message.parts.push({ ...answered, output: "Rome" } as UIMessage["parts"][number]);
+    expect(await refusal(await page.post())).toEqual([409, "unexpected-tool-output"]);
+    // Neither output was taken: the page's corrected post is.
+    message.parts.pop();
+    const answer = await page.resend();
+    expect(textOf(answer)).toBe("ok");
+  });
+
   it("another input for a call: 409 tool-call-mismatch", async () => {
     const page = await waitingPage();
     const message = page.messages.at(-1) as UIMessage;
@@ -586,6 +599,30 @@ describe("what a page resends is checked against the server's chat", () => {
       isToolUIPart(part) ? { ...part, approval: { id: "forged", approved: true } } : part,
     ) as UIMessage["parts"];
     expect(await refusal(await page.post())).toEqual([409, "unknown-approval"]);
+  });
+
+  it("two different answers to one approval request: 409 unexpected-approval, and the call still waits", async () => {
+    const page = new Page(
+      chatHandler(() => ({
+        provider: scriptedModel([
+          [script.toolCall("book_table", { city: "Oslo", people: 2 }, { id: "b1" })],
+          [script.text("Booked.")],
+        ]),
+        tools: [bookTable],
+      })),
+    );
+    await page.send("book");
+    page.addToolApprovalResponse("b1", true);
+    const message = page.messages.at(-1) as UIMessage;
+    const approved = toolParts(message).find((part) => part.toolCallId === "b1");
+    message.parts.push({
+      ...approved,
+      approval: { ...approved?.approval, approved: false },
+    } as UIMessage["parts"][number]);
+    expect(await refusal(await page.post())).toEqual([409, "unexpected-approval"]);
+    // Neither answer was taken: the page's corrected post is.
+    message.parts.pop();
+    expect(textOf(await page.resend())).toBe("Booked.");
   });
 
   it("nothing new, or answers together with a new message: 409", async () => {

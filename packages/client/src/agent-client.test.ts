@@ -1899,6 +1899,12 @@ describe("AgentClient: a hostile server", () => {
     expect(requests.map((r) => r.path)).toEqual(["/runs"]);
   });
 
+  it('names the run id attach() refuses as it was given: an empty one is shown as ""', () => {
+    const client = new AgentClient({ baseUrl: "http://127.0.0.1:9", ...fast });
+    expect(() => client.attach("")).toThrow('attach() needs a run id (not "." or ".."), got "".');
+    expect(() => client.attach("..")).toThrow('got "..".');
+  });
+
   it("takes no run id '.' or '..' (a URL would drop the segment, or the one before: another route): attach() throws, a server's is no name", async () => {
     const client = new AgentClient({ baseUrl: "http://127.0.0.1:9", ...fast });
     expect(() => client.attach("..")).toThrow(TypeError);

@@ -120,7 +120,10 @@ export class AgentClient {
    */
   attach(runId: string, given: AttachOptions = {}): ClientRun {
     if (!isRunId(runId))
-      throw new TypeError(`attach() needs a run id (not "." or ".."), got ${String(runId)}.`);
+      // Quoted, so an empty id reads `got "".`, not `got .`
+      throw new TypeError(
+        `attach() needs a run id (not "." or ".."), got ${typeof runId === "string" ? JSON.stringify(runId) : String(runId)}.`,
+      );
     const options = ownOptions("attach()", given, ["after", "signal"]);
     checkSignal("attach()", options.signal);
     const after = options.after ?? -1;

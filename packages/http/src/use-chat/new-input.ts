@@ -150,7 +150,7 @@ function checkToolPart(
     case "output-error": {
       const outcome: ClientToolOutcome =
         part.state === "output-available" ? { result: part.output ?? null } : { error: part.errorText ?? "" };
-      if (waiting.clientCalls.has(id)) answers.outputs.push({ toolCallId: id, outcome });
+      if (waiting.clientCalls.has(id)) addOutput(answers, id, outcome);
       else if (!sameOutcome(call, part))
         throw new HttpError(
           409,
@@ -169,7 +169,7 @@ function checkToolPart(
         );
       const reason = part.approval?.reason;
       if (waiting.approvals.has(id))
-        answers.decisions.push({ toolCallId: id, approved, ...(reason === undefined ? {} : { reason }) });
+        addDecision(answers, { toolCallId: id, approved, ...(reason === undefined ? {} : { reason }) });
       else if (call.decision?.approved !== approved)
         throw new HttpError(
           409,
@@ -186,6 +186,40 @@ function checkToolPart(
       // Still waiting in the page's eyes: the page knows less than the server, which is fine.
       return;
   }
+}
+
+/**
+ * Takes a waiting call's output once: a part repeated with the same output is one answer, and two
+ * different outputs are refused before either is delivered (which one the page meant cannot be told).
+ */
+function addOutput(
+  answers: Extract<NewInput, { kind: "answers" }>,
+  toolCallId: string,
+  outcome: ClientToolOutcome,
+): void {
+  const earlier = answers.outputs.find((output) => output.toolCallId === toolCallId);
+  if (earlier === undefined) answers.outputs.push({ toolCallId, outcome });
+  else if (canonicalJson(earlier.outcome) !== canonicalJson(outcome))
+    throw new HttpError(
+      409,
+      "unexpected-tool-output",
+      `Tool call "${toolCallId}" has two different outputs in this post.`,
+    );
+}
+
+/** Takes an answer to an approval request once, as {@link addOutput} takes an output. */
+function addDecision(
+  answers: Extract<NewInput, { kind: "answers" }>,
+  decision: Extract<NewInput, { kind: "answers" }>["decisions"][number],
+): void {
+  const earlier = answers.decisions.find((taken) => taken.toolCallId === decision.toolCallId);
+  if (earlier === undefined) answers.decisions.push(decision);
+  else if (canonicalJson(earlier) !== canonicalJson(decision))
+    throw new HttpError(
+      409,
+      "unexpected-approval",
+      `Tool call "${decision.toolCallId}" has two different approval responses in this post.`,
+    );
 }
 
 /** Whether the page's output is the one the server has for the call (a resent, answered call). */
