@@ -1,4 +1,5 @@
 import { DurableRunClient, type DurableRuntime, RunEndedError } from "@agent-core/dbos";
+import { planExecute } from "@agent-core/plan-execute";
 import { type ScriptPart, script, scriptedModel } from "@agent-core/testing";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { DBOS } from "@dbos-inc/dbos-sdk";
@@ -78,6 +79,23 @@ beforeAll(async () => {
     agents: {
       echo: () => new Agent({ provider: echoModel(), tools: [wait] }),
       lingering: () => new Agent({ provider: echoModel(), orchestrator: lingering }),
+      // Plans one `wait` step; a plan made after steering has no steps.
+      planner: () =>
+        new Agent({
+          provider: scriptedModel(
+            Array.from(
+              { length: 10 },
+              () => (options: { prompt: unknown[]; responseFormat?: { type: string } }) => {
+                if (options.responseFormat?.type !== "json") return [script.text("answered")];
+                const steered = JSON.stringify(options.prompt).includes("Stop waiting.");
+                const steps = steered ? [] : [{ id: "w", tool: "wait", args: {} }];
+                return [script.text(JSON.stringify({ steps }))];
+              },
+            ),
+          ),
+          tools: [wait],
+          orchestrator: planExecute(),
+        }),
       // Its model call after the tool fails; a later run gets the echo model.
       failing: () => {
         const echo = echoModel();
@@ -131,6 +149,33 @@ describe("steering and follow-ups of a durable run", () => {
     // It entered the history with the time it was sent, and the log says it was delivered.
     const events = await runtime.events("steered");
     expect(events.some((event) => event.type === "steering_applied")).toBe(true);
+  });
+
+  it("a plan-execute run steered while a step runs: the plan and its answer go on, then the steering revises the plan (docs/plan-execute.md)", async () => {
+    hold();
+    const run = await runtime.start("planner", "Wait, then answer.", { runId: "steered-plan" });
+    await untilStored("steered-plan", "tool_call");
+    await runtime.steer("steered-plan", "Stop waiting.");
+    release();
+    const result = await run.result();
+    expect(result.stopReason).toBe("completed");
+    expect(userTexts(result.messages)).toEqual(["Wait, then answer.", "Stop waiting."]);
+    const types = (await runtime.events("steered-plan"))
+      .map((event) => event.type)
+      .filter((type) => /^(plan_|steering_applied|text_delta|turn_)/.test(type));
+    expect(types.filter((type, index) => type !== "text_delta" || types[index - 1] !== "text_delta")).toEqual(
+      [
+        "turn_start",
+        "plan_created",
+        "plan_step_start",
+        "plan_step_end",
+        "text_delta",
+        "steering_applied",
+        "plan_created",
+        "text_delta",
+        "turn_end",
+      ],
+    );
   });
 
   it("a follow-up continues the run once it would stop", async () => {

@@ -691,6 +691,47 @@ describe("execution", () => {
       result.messages.filter((m): m is ToolResultMessage => m.role === "toolResult").map((m) => m.status),
     ).toEqual(["aborted", "aborted"]);
   });
+
+  it("an abort before a wave's next step started still brackets that step's tool_call with its step events", async () => {
+    // The first step aborts the run once it runs, and ignores the signal: the run ends while it
+    // runs, before the second step starts.
+    const stuck = defineTool({
+      name: "stuck",
+      description: "x",
+      inputSchema: z.object({}),
+      execute: () => {
+        agent.abort();
+        return new Promise(() => {});
+      },
+    });
+    const model = scriptedModel([
+      plan([
+        { id: "a", tool: "stuck", args: {} },
+        { id: "b", tool: "stuck", args: {} },
+      ]),
+    ]);
+    const agent = new Agent({
+      provider: model,
+      tools: [stuck],
+      orchestrator: planExecute({ maxConcurrency: 1 }),
+      limits: { abortGraceMs: 10 },
+    });
+    const agentRun = agent.prompt("go");
+    expect((await agentRun.result()).stopReason).toBe("aborted");
+    const steps = agentRun.events
+      .filter((event) => /^(plan_step_|tool_)/.test(event.type))
+      .map((event) => `${event.type} ${"index" in event ? event.index : ""}`.trim());
+    expect(steps).toEqual([
+      "plan_step_start 0",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 0",
+      "plan_step_start 1",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 1",
+    ]);
+  });
 });
 
 describe("options", () => {

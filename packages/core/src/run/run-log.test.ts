@@ -74,8 +74,8 @@ describe("RunLog.publishClosed", () => {
     const h = runHarness();
     h.transcript.append(assistantCalling([call("a"), call("b")]));
     h.publisher.publish({ type: "tool_call", toolCallId: "a", toolName: "echo", args: {} });
-    const running = { closedWith: vi.fn() };
-    const ended = { closedWith: vi.fn() };
+    const running = { closing: vi.fn(), closedWith: vi.fn() };
+    const ended = { closing: vi.fn(), closedWith: vi.fn() };
     h.log.track(running as unknown as ToolBatch);
     h.log.track(ended as unknown as ToolBatch);
     h.log.untrack(ended as unknown as ToolBatch);
@@ -89,7 +89,10 @@ describe("RunLog.publishClosed", () => {
     });
     expect(h.metrics.toolCalls).toEqual({ aborted: 2 });
     expect(running.closedWith.mock.calls).toEqual(closed.map(({ call, result }) => [call, result]));
+    // Only b had no tool_call yet: its batch hears of it before one goes out.
+    expect(running.closing.mock.calls).toEqual([[closed[1]?.call]]);
     expect(ended.closedWith).not.toHaveBeenCalled();
+    expect(ended.closing).not.toHaveBeenCalled();
   });
 });
 

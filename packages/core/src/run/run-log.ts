@@ -211,17 +211,19 @@ export class RunLog {
 
   /**
    * Events for results the keeper made: `tool_call` where none went out, then `tool_result`; the
-   * batch the call belongs to hears of it too.
+   * batch the call belongs to hears of both (of a call that never started, before its `tool_call`).
    */
   publishClosed(closed: readonly ClosedCall[]): void {
     for (const { call, result } of closed) {
-      if (!this.#events.announced(call.id))
+      if (!this.#events.announced(call.id)) {
+        for (const batch of this.#running) batch.closing(call);
         this.#events.publish({
           type: "tool_call",
           toolCallId: call.id,
           toolName: call.name,
           args: call.args,
         });
+      }
       this.#metrics.count(result.status);
       const { toolCallId, toolName, status, content } = result;
       this.#events.publish({ type: "tool_result", toolCallId, toolName, status, error: content });

@@ -38,7 +38,7 @@ export class ToolBatch implements FatalToolSink {
   #steering: AgentMessage[] = [];
   #stopped: BatchStop | undefined;
   #next = 0;
-  /** The calls that started, kept only for an orchestrator that hears of each end (`afterEach`). */
+  /** The calls that started, kept only for an orchestrator that hears of them (`beforeEach`, `afterEach`). */
   #started: Set<number> | undefined;
   /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
   #scope: AbortScope;
@@ -175,7 +175,7 @@ export class ToolBatch implements FatalToolSink {
   /** Runs call `index`: `tool_call`, the tool (or a result it gets without running), `tool_result`. */
   #runCall(index: number): void | Promise<void> {
     let call = this.#calls[index] as ToolCall;
-    if (this.#options.afterEach) {
+    if (this.#options.afterEach || this.#options.beforeEach) {
       this.#started ??= new Set();
       this.#started.add(index);
     }
@@ -223,13 +223,32 @@ export class ToolBatch implements FatalToolSink {
   }
 
   /**
+   * The run's end is about to answer one of this batch's calls that never started (the run ended
+   * while calls before it ran): the orchestrator's `beforeEach` hears of it first, right before its
+   * `tool_call`, as of a call that runs, so that e.g. a plan step's start comes before its call and
+   * its end (`closedWith`) after its result.
+   */
+  closing(call: ToolCall): void {
+    if (!this.#options.beforeEach) return;
+    const index = this.#calls.findIndex((candidate) => candidate.id === call.id);
+    if (index < 0 || this.#started?.has(index)) return;
+    this.#started ??= new Set();
+    this.#started.add(index);
+    try {
+      checkHookReturn("beforeEach", this.#options.beforeEach(call));
+    } catch {
+      // The run is ending: an orchestrator hook that throws now has no run left to fail.
+    }
+  }
+
+  /**
    * The run's end answered one of this batch's calls (it was still running, or never started):
    * the orchestrator's `afterEach` hears of it like of any result, so e.g. every plan step that
    * started gets its end.
    */
   closedWith(call: ToolCall, result: ToolResultMessage): void {
     const index = this.#calls.findIndex((candidate) => candidate.id === call.id);
-    // A call that never started has nothing to end.
+    // A call that never started (and whose start `closing` did not announce) has nothing to end.
     if (index < 0 || !this.#started?.has(index) || this.#results[index] !== undefined) return;
     this.#results[index] = result;
     try {
