@@ -77,7 +77,7 @@ function checkedEstimate(estimate: (message: AgentMessage) => number): (message:
     if (typeof tokens === "number" && tokens >= 0 && tokens < Number.POSITIVE_INFINITY) return tokens;
     const shown = typeof tokens === "string" ? JSON.stringify(tokens) : String(tokens);
     throw new TypeError(
-      `contextBudget's estimate returned an invalid result: expected a number of tokens >= 0, got ${shown}.`,
+      `contextBudget's estimate returned an invalid result: expected a finite number of tokens >= 0, got ${shown}.`,
     );
   };
 }
