@@ -643,7 +643,7 @@ describe("context budget defaults", () => {
       expect(eventsOf(run.events, "context_truncated")).toEqual([]);
       expect(result.error).toBeInstanceOf(OrchestratorError);
       expect(result.error?.message).toBe(
-        `Orchestrator "agentic" failed: contextBudget's estimate returned an invalid result: expected a number of tokens >= 0, got ${shown}.`,
+        `Orchestrator "agentic" failed: contextBudget's estimate returned an invalid result: expected a finite number of tokens >= 0, got ${shown}.`,
       );
     }
   });

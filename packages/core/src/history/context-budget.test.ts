@@ -124,6 +124,19 @@ describe("contextBudget", () => {
     expect(onTruncate).toHaveBeenCalledExactlyOnceWith({ droppedMessages: 6, estimatedTokens: 130 });
   });
 
+  it("keeps the latest reply with its results when a steering message ends the history", async () => {
+    const input = [
+      user("task"),
+      calls("a"),
+      result("a", "A".repeat(100)),
+      calls("b"),
+      result("b", "B".repeat(100)),
+      user("use 16 instead"),
+    ];
+    const output = await fit(budget({ maxTokens: 1 }), input);
+    expect(output).toEqual([input[0], input[3], input[4], input[5]]);
+  });
+
   it("returns the task and the last unit when the task is the only user message", async () => {
     const input = [user("task"), calls("a"), result("a", "A".repeat(100)), assistant("done")];
     expect(await fit(budget({ maxTokens: 1 }), input)).toEqual([input[0], input[3]]);

@@ -29,8 +29,8 @@ const MESSAGE_OVERHEAD_TOKENS = 4;
  * Keeps the request under a token budget. Over budget, it first replaces the oldest tool results
  * with a short placeholder (the results of the last assistant message's calls stay), then drops the
  * oldest whole units: a user message, or an assistant message with its tool results, together with
- * the app messages that follow it. The first and the last user message and the last unit always
- * stay, so the output is a valid transcript even when it cannot get under the budget.
+ * the app messages that follow it. The first and the last user message, the latest reply with its
+ * results and the last unit always stay, so the output is a valid transcript even when it cannot get under the budget.
  * The input is never changed: shrunk results are new objects.
  */
 export function contextBudget(options: ContextBudgetOptions): HistoryTransform {
@@ -77,7 +77,7 @@ function checkedEstimate(estimate: (message: AgentMessage) => number): (message:
     if (typeof tokens === "number" && tokens >= 0 && tokens < Number.POSITIVE_INFINITY) return tokens;
     const shown = typeof tokens === "string" ? JSON.stringify(tokens) : String(tokens);
     throw new TypeError(
-      `contextBudget's estimate returned an invalid result: expected a number of tokens >= 0, got ${shown}.`,
+      `contextBudget's estimate returned an invalid result: expected a finite number of tokens >= 0, got ${shown}.`,
     );
   };
 }
@@ -177,13 +177,18 @@ interface Unit {
   end: number;
 }
 
-/** The units that may go, oldest first: all but the first and last user message's and the last. */
+/**
+ * The units that may go, oldest first: all but the first and last user message's, the latest
+ * reply's and the last. The latest reply stays even when a user message follows it (a steering or
+ * follow-up message): the model needs its calls' results to go on.
+ */
 function droppableUnits(messages: readonly AgentMessage[]): Unit[] {
   const firstUser = messages.findIndex((message) => message.role === "user");
   const lastUser = messages.findLastIndex((message) => message.role === "user");
+  const latestReply = messages.findLastIndex((message) => message.role === "assistant");
   return splitIntoUnits(messages)
     .slice(0, -1)
-    .filter((unit) => unit.start !== firstUser && unit.start !== lastUser);
+    .filter((unit) => unit.start !== firstUser && unit.start !== lastUser && unit.start !== latestReply);
 }
 
 /**
