@@ -183,3 +183,20 @@ describe("a provider whose stream parts break the v4 types", () => {
     },
   );
 });
+
+describe("a provider whose modelId getter throws after new Agent() read it", () => {
+  it("ends the run with a ProviderError naming the getter's error, not the orchestrator's", async () => {
+    const provider = providerWhoseDoStream(() => Promise.reject(new Error("not reached")));
+    let reads = 0;
+    Object.defineProperty(provider, "modelId", {
+      get() {
+        if (++reads > 1) throw new Error("model id unavailable");
+        return "flaky-model";
+      },
+    });
+    const result = await new Agent({ provider }).prompt("hello").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error?.message).toBe("The model call failed: model id unavailable");
+  });
+});

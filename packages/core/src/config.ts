@@ -272,6 +272,23 @@ function isUsualLimits(value: unknown): boolean {
 }
 
 /**
+ * The provider's fields a run reads besides `doStream` (its events, metrics and traces name the
+ * model). Read once here, as the check reads `doStream`: a getter or a proxy that throws on one is
+ * refused now, named, rather than failing every run as the orchestrator's error.
+ */
+const PROVIDER_FIELDS = ["specificationVersion", "provider", "modelId"] as const;
+
+export function checkProviderFields(provider: object): void {
+  for (const field of PROVIDER_FIELDS) {
+    try {
+      (provider as Record<string, unknown>)[field];
+    } catch (cause) {
+      throw unreadableError("agent config", `provider.${field}`, cause);
+    }
+  }
+}
+
+/**
  * Checks the options of one `prompt()`, read once already (`ownPromptOptions`). It runs on every
  * prompt, so the common cases (no options, or only a signal) return before zod is involved.
  */
