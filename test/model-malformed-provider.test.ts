@@ -47,6 +47,16 @@ describe("a provider whose doStream() breaks the contract", () => {
       },
       "The model call failed: provider bug",
     ],
+    [
+      "returns a thenable whose then() throws",
+      () => ({
+        // biome-ignore lint/suspicious/noThenProperty: a provider's broken promise is the case under test
+        then() {
+          throw new TypeError("not a real promise");
+        },
+      }),
+      "The model call failed: not a real promise",
+    ],
   ])("ends the run with a ProviderError when it %s", async (_name, doStream, message) => {
     for (const timeouts of [undefined, { stepMs: 60_000 }]) {
       const run = new Agent({ provider: providerWhoseDoStream(doStream), timeouts }).prompt("hello");

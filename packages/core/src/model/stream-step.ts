@@ -198,7 +198,6 @@ class StepState extends AbortHook implements ModelStepResult {
       throw new ProviderError(
         `The model's doStream() returned a non-promise value of type ${typeName(pending)}.`,
       );
-    this.#pending = pending;
     const opened = new Promise<StreamResult>(captureSettlers);
     const resolve = capturedResolve as (value: StreamResult) => void;
     const reject = capturedReject;
@@ -207,6 +206,9 @@ class StepState extends AbortHook implements ModelStepResult {
     this.#rejectOpen = reject;
     this.#scope.add(this);
     pending.then(resolve, reject);
+    // Kept only once its then() worked: one that throws fails the call, and `closeLate` must not
+    // call it again from the call's cleanup, where its throw would escape as the run's own error.
+    this.#pending = pending;
     return opened;
   }
 
