@@ -57,6 +57,15 @@ describe("a provider whose doStream() breaks the contract", () => {
       }),
       "The model call failed: not a real promise",
     ],
+    [
+      "resolves to an object whose stream getter throws",
+      async () => ({
+        get stream() {
+          throw new TypeError("stream unavailable");
+        },
+      }),
+      "The model call failed: stream unavailable",
+    ],
   ])("ends the run with a ProviderError when it %s", async (_name, doStream, message) => {
     for (const timeouts of [undefined, { stepMs: 60_000 }]) {
       const run = new Agent({ provider: providerWhoseDoStream(doStream), timeouts }).prompt("hello");
