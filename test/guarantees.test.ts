@@ -1039,6 +1039,18 @@ describe("the settings new Agent() checked are the agent's own", () => {
     }
   });
 
+  it("a provider whose modelId is no string is refused at new Agent(), since the history's replies would carry it", () => {
+    for (const [modelId, shown] of [
+      [42, "42"],
+      [{ name: "gpt" }, '{"name":"gpt"}'],
+    ] as const) {
+      const provider = Object.defineProperty(scriptedModel([]), "modelId", { value: modelId });
+      const error = thrown(() => new Agent({ provider }));
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(`Invalid agent config: provider.modelId must be a string, got ${shown}.`);
+    }
+  });
+
   it("refuses a message that cannot be read (a getter or a proxy that throws) as a bad message, naming it", () => {
     const failure = new Error("getter");
     const unreadableMessage = () => ({

@@ -1,5 +1,12 @@
 import { type core, z } from "zod";
-import { expecting, settingsError, unreadableError, validate } from "./config-issues.js";
+import {
+  AgentConfigError,
+  expecting,
+  settingsError,
+  show,
+  unreadableError,
+  validate,
+} from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
@@ -280,11 +287,17 @@ const PROVIDER_FIELDS = ["specificationVersion", "provider", "modelId"] as const
 
 export function checkProviderFields(provider: object): void {
   for (const field of PROVIDER_FIELDS) {
+    let value: unknown;
     try {
-      (provider as Record<string, unknown>)[field];
+      value = (provider as Record<string, unknown>)[field];
     } catch (cause) {
       throw unreadableError("agent config", `provider.${field}`, cause);
     }
+    // The id goes into every reply of the history (`model`), which must stay a valid transcript.
+    if (field === "modelId" && value !== undefined && typeof value !== "string")
+      throw new AgentConfigError("agent config", [
+        { path: "provider.modelId", message: `must be a string, got ${show(value)}` },
+      ]);
   }
 }
 
