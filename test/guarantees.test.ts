@@ -1016,6 +1016,41 @@ describe("the settings new Agent() checked are the agent's own", () => {
     }
   });
 
+  it("a provider whose modelId, provider or specificationVersion cannot be read (a getter or a proxy that throws) is refused at new Agent(), naming the field, with the error as cause", () => {
+    const failure = new Error("getter");
+    for (const field of ["modelId", "provider", "specificationVersion"]) {
+      const withGetter = Object.defineProperty(scriptedModel([]), field, {
+        get() {
+          throw failure;
+        },
+      });
+      const proxy = new Proxy(scriptedModel([]), {
+        get: (target, key, receiver) => {
+          if (key === field) throw failure;
+          return Reflect.get(target, key, receiver);
+        },
+      });
+      for (const provider of [withGetter, proxy]) {
+        const error = thrown(() => new Agent({ provider }));
+        expect(error, field).toBeInstanceOf(InvalidConfigError);
+        expect(error?.message).toBe(`Invalid agent config: provider.${field} could not be read: getter.`);
+        expect(error?.cause).toBe(failure);
+      }
+    }
+  });
+
+  it("a provider whose modelId is no string is refused at new Agent(), since the history's replies would carry it", () => {
+    for (const [modelId, shown] of [
+      [42, "42"],
+      [{ name: "gpt" }, '{"name":"gpt"}'],
+    ] as const) {
+      const provider = Object.defineProperty(scriptedModel([]), "modelId", { value: modelId });
+      const error = thrown(() => new Agent({ provider }));
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(error?.message).toBe(`Invalid agent config: provider.modelId must be a string, got ${shown}.`);
+    }
+  });
+
   it("refuses a message that cannot be read (a getter or a proxy that throws) as a bad message, naming it", () => {
     const failure = new Error("getter");
     const unreadableMessage = () => ({

@@ -196,6 +196,40 @@ describe("beforeToolCall", () => {
   });
 });
 
+describe("shouldStop", () => {
+  for (const [name, verdict, says] of [
+    ["a string", () => "no", '"no"'],
+    ["a number", () => 1, "1"],
+    ["an object", () => ({ stop: false }), "{"],
+    ["null", () => null, "null"],
+    ["a promise of a string", async () => "yes", '"yes"'],
+  ] as const) {
+    it(`returns ${name}: the hook fails, naming it and the value; no further model call is made`, async () => {
+      const { result, model } = await runWith({ shouldStop: verdict as never });
+      expect(result.stopReason).toBe("error");
+      expect(result.error?.code).toBe("orchestrator_error");
+      expect(result.error?.message).toContain(
+        `shouldStop returned an invalid result: expected a boolean, got ${says}`,
+      );
+      expect(model.doStreamCalls).toHaveLength(1);
+    });
+  }
+
+  it("returns true or a promise of true: the run ends as completed; false, a promise of false or nothing: it goes on", async () => {
+    for (const verdict of [() => true, async () => true]) {
+      const { result, model } = await runWith({ shouldStop: verdict });
+      expect(result.stopReason).toBe("completed");
+      expect(model.doStreamCalls).toHaveLength(1);
+    }
+    for (const verdict of [() => false, async () => false, () => undefined as never]) {
+      const { result, model } = await runWith({ shouldStop: verdict });
+      expect(result.stopReason).toBe("completed");
+      expect(result.text).toBe("2");
+      expect(model.doStreamCalls).toHaveLength(2);
+    }
+  });
+});
+
 describe("a tool's needsApproval function", () => {
   for (const [name, verdict, says] of [
     ["a string", "yes", '"yes"'],

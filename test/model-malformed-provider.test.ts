@@ -47,6 +47,25 @@ describe("a provider whose doStream() breaks the contract", () => {
       },
       "The model call failed: provider bug",
     ],
+    [
+      "returns a thenable whose then() throws",
+      () => ({
+        // biome-ignore lint/suspicious/noThenProperty: a provider's broken promise is the case under test
+        then() {
+          throw new TypeError("not a real promise");
+        },
+      }),
+      "The model call failed: not a real promise",
+    ],
+    [
+      "resolves to an object whose stream getter throws",
+      async () => ({
+        get stream() {
+          throw new TypeError("stream unavailable");
+        },
+      }),
+      "The model call failed: stream unavailable",
+    ],
   ])("ends the run with a ProviderError when it %s", async (_name, doStream, message) => {
     for (const timeouts of [undefined, { stepMs: 60_000 }]) {
       const run = new Agent({ provider: providerWhoseDoStream(doStream), timeouts }).prompt("hello");
@@ -182,4 +201,21 @@ describe("a provider whose stream parts break the v4 types", () => {
       expect(() => new Agent({ messages: saved })).not.toThrow();
     },
   );
+});
+
+describe("a provider whose modelId getter throws after new Agent() read it", () => {
+  it("ends the run with a ProviderError naming the getter's error, not the orchestrator's", async () => {
+    const provider = providerWhoseDoStream(() => Promise.reject(new Error("not reached")));
+    let reads = 0;
+    Object.defineProperty(provider, "modelId", {
+      get() {
+        if (++reads > 1) throw new Error("model id unavailable");
+        return "flaky-model";
+      },
+    });
+    const result = await new Agent({ provider }).prompt("hello").result();
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error?.message).toBe("The model call failed: model id unavailable");
+  });
 });

@@ -10,7 +10,7 @@ import {
   type Timeouts,
 } from "./agent-config.js";
 import type { AgentRun } from "./agent-run.js";
-import { checkOwnAgentConfig, checkOwnPromptOptions } from "./config.js";
+import { checkOwnAgentConfig, checkOwnPromptOptions, checkProviderFields } from "./config.js";
 import { show } from "./config-issues.js";
 import { AgentBusyError, InvalidConfigError } from "./errors.js";
 import { deliver, ListenerBus } from "./events/listener-bus.js";
@@ -67,6 +67,7 @@ export class Agent {
     // The copy is checked, not the caller's object: what is checked is what the agent keeps.
     const own = ownConfig(config);
     checkOwnAgentConfig(own);
+    if (own.provider !== undefined) checkProviderFields(own.provider);
     this.#config = own;
     // Frozen: every run hands it to its orchestrator (`ctx.limits`), which must not raise its own limits.
     const limits = own.limits ? Object.freeze({ ...defaultLimits, ...own.limits }) : defaultLimits;

@@ -1,5 +1,12 @@
 import { type core, z } from "zod";
-import { expecting, settingsError, unreadableError, validate } from "./config-issues.js";
+import {
+  AgentConfigError,
+  expecting,
+  settingsError,
+  show,
+  unreadableError,
+  validate,
+} from "./config-issues.js";
 import { LONGEST_TIMER_MS } from "./longest-timer.js";
 import { agentMessageSchema } from "./messages.js";
 import { isLogger } from "./observe/logger.js";
@@ -269,6 +276,29 @@ function isUsualLimits(value: unknown): boolean {
   for (const key in value) if (key !== "maxCycles") return false;
   const { maxCycles } = value as { maxCycles?: unknown };
   return Number.isSafeInteger(maxCycles) && (maxCycles as number) >= 1;
+}
+
+/**
+ * The provider's fields a run reads besides `doStream` (its events, metrics and traces name the
+ * model). Read once here, as the check reads `doStream`: a getter or a proxy that throws on one is
+ * refused now, named, rather than failing every run as the orchestrator's error.
+ */
+const PROVIDER_FIELDS = ["specificationVersion", "provider", "modelId"] as const;
+
+export function checkProviderFields(provider: object): void {
+  for (const field of PROVIDER_FIELDS) {
+    let value: unknown;
+    try {
+      value = (provider as Record<string, unknown>)[field];
+    } catch (cause) {
+      throw unreadableError("agent config", `provider.${field}`, cause);
+    }
+    // The id goes into every reply of the history (`model`), which must stay a valid transcript.
+    if (field === "modelId" && value !== undefined && typeof value !== "string")
+      throw new AgentConfigError("agent config", [
+        { path: "provider.modelId", message: `must be a string, got ${show(value)}` },
+      ]);
+  }
 }
 
 /**

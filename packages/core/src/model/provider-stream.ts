@@ -17,8 +17,14 @@ export function ignore(): void {}
 
 /** Cancels a stream that arrived after the call gave up on it; a malformed result (see `StepState.read`) has none. */
 export function cancelLate(late: { stream?: unknown } | undefined): void {
-  const stream = late?.stream;
-  if (isReadable(stream)) stream.cancel().catch(ignore);
+  // Runs in a then() of the provider's promise: what a `stream` getter or a `cancel` of the
+  // provider's own throws there would be a rejection nobody handles, and the call failed already.
+  try {
+    const stream = late?.stream;
+    if (isReadable(stream)) stream.cancel().catch(ignore);
+  } catch {
+    // Nothing to cancel that could be reached.
+  }
 }
 
 // Node's global `ReadableStream` is a lazy getter on `globalThis`: read once.

@@ -159,7 +159,8 @@ class StepState extends AbortHook implements ModelStepResult {
   finishReason = "other";
   /** From the `finish` part; a stream that ends without one reports zeros (see `result`). */
   usage!: Usage;
-  modelId: string;
+  /** The model's own id until a `response-metadata` part names the one that answered. */
+  modelId!: string;
   readonly #request: ModelStepRequest<unknown>;
   readonly #scope: AbortScope;
   /** Set by the `finish` part: no later part may change the result (see `partAfterFinish`). */
@@ -174,12 +175,14 @@ class StepState extends AbortHook implements ModelStepResult {
     super();
     this.#request = request;
     this.#scope = scope;
-    this.modelId = request.model.modelId;
   }
 
   /** Calls `doStream()`; settles as it does, or rejects on abort or a timeout before the stream. */
   open(): Promise<StreamResult> {
     const { model, prompt, tools, settings } = this.#request;
+    // Read here, in the call's try: a getter that throws (new Agent() read it once, but a model
+    // from prepareStep or one whose getter fails later) fails the call as the provider's error.
+    this.modelId = model.modelId;
     const signal = this.#scope.signal;
     // Built whole: a property added later would give each call's options a second backing store,
     // and a recording provider keeps every one of them.
@@ -195,7 +198,6 @@ class StepState extends AbortHook implements ModelStepResult {
       throw new ProviderError(
         `The model's doStream() returned a non-promise value of type ${typeName(pending)}.`,
       );
-    this.#pending = pending;
     const opened = new Promise<StreamResult>(captureSettlers);
     const resolve = capturedResolve as (value: StreamResult) => void;
     const reject = capturedReject;
@@ -204,6 +206,9 @@ class StepState extends AbortHook implements ModelStepResult {
     this.#rejectOpen = reject;
     this.#scope.add(this);
     pending.then(resolve, reject);
+    // Kept only once its then() worked: one that throws fails the call, and `closeLate` must not
+    // call it again from the call's cleanup, where its throw would escape as the run's own error.
+    this.#pending = pending;
     return opened;
   }
 

@@ -1,4 +1,5 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { show } from "../config-issues.js";
 import type { AgentMessage, LlmMessage, ToolCall, ToolResultMessage } from "../messages.js";
 import type { Tool, ToolCallContext } from "../tools/define-tool.js";
 
@@ -59,4 +60,16 @@ export interface AgentHooks {
   shouldStop?(context: ShouldStopContext): MaybePromise<boolean>;
   /** Arguments that are not valid JSON: return fixed ones, or undefined to give up (arguments that fail the schema get an error result instead). */
   repairToolCall?(context: RepairToolCallContext): MaybePromise<unknown>;
+}
+
+/**
+ * Whether `shouldStop`'s answer ends the run, checked as `needsApproval`'s is: a truthy "no" (or an
+ * object, a promise of a promise) must not end it, nor a falsy one be ignored. Nothing returned (a
+ * forgotten `return false`) goes on, as nothing from `needsApproval` asks for no approval.
+ */
+export function stopRequested(verdict: unknown): boolean {
+  if (verdict === undefined) return false;
+  if (typeof verdict !== "boolean")
+    throw new TypeError(`shouldStop returned an invalid result: expected a boolean, got ${show(verdict)}.`);
+  return verdict;
 }

@@ -26,6 +26,7 @@ import type {
 } from "../orchestrator/contract.js";
 import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
+import { stopRequested } from "./hooks.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
 import { checkedStep, decideOptionsProblem, generateObjectOptionsProblem } from "./model-call-checks.js";
@@ -241,7 +242,7 @@ export class ModelDecisions {
       // A copy of the history: a hook that changes its argument must not change the run's.
       const messages = [...this.#log.history];
       const stop = await hooks.shouldStop({ runId, step: this.#metrics.cycles, messages });
-      if (stop) return this.#refused(this.#stop(new StopRequestedError()));
+      if (stopRequested(stop)) return this.#refused(this.#stop(new StopRequestedError()));
     }
     try {
       this.#countCycle();
