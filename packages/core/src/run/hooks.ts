@@ -67,9 +67,23 @@ export interface AgentHooks {
  * object, a promise of a promise) must not end it, nor a falsy one be ignored. Nothing returned (a
  * forgotten `return false`) goes on, as nothing from `needsApproval` asks for no approval.
  */
-export function stopRequested(verdict: unknown): boolean {
+function stopRequested(verdict: unknown): boolean {
   if (verdict === undefined) return false;
   if (typeof verdict !== "boolean")
     throw new TypeError(`shouldStop returned an invalid result: expected a boolean, got ${show(verdict)}.`);
   return verdict;
+}
+
+/**
+ * Asks the app's `shouldStop` whether the run stops before its next model call, with a copy of the
+ * history (a hook that changes its argument must not change the run's); see `stopRequested`.
+ * Without the hook, `false` at once: the model call waits for nothing.
+ */
+export function askedToStop(
+  { hooks, runId }: { hooks: AgentHooks; runId: string },
+  step: number,
+  history: readonly AgentMessage[],
+): false | Promise<boolean> {
+  if (!hooks.shouldStop) return false;
+  return Promise.resolve(hooks.shouldStop({ runId, step, messages: [...history] })).then(stopRequested);
 }

@@ -26,7 +26,7 @@ import type {
 } from "../orchestrator/contract.js";
 import type { Activity } from "./activity.js";
 import type { EventPublisher } from "./event-publisher.js";
-import { stopRequested } from "./hooks.js";
+import { askedToStop } from "./hooks.js";
 import type { MetricsRecorder } from "./metrics.js";
 import { ModelCall, type ModelCallSetup } from "./model-call.js";
 import { checkedStep, decideOptionsProblem, generateObjectOptionsProblem } from "./model-call-checks.js";
@@ -237,13 +237,9 @@ export class ModelDecisions {
     streamsText: boolean,
     finish: (step: ModelStepResult) => T,
   ): Promise<T> {
-    const { hooks, runId } = this.#setup;
-    if (this.#metrics.cycles > 0 && hooks.shouldStop) {
-      // A copy of the history: a hook that changes its argument must not change the run's.
-      const messages = [...this.#log.history];
-      const stop = await hooks.shouldStop({ runId, step: this.#metrics.cycles, messages });
-      if (stopRequested(stop)) return this.#refused(this.#stop(new StopRequestedError()));
-    }
+    const stop =
+      this.#metrics.cycles > 0 && askedToStop(this.#setup, this.#metrics.cycles, this.#log.history);
+    if (stop !== false && (await stop)) return this.#refused(this.#stop(new StopRequestedError()));
     try {
       this.#countCycle();
     } catch (error) {
