@@ -72,6 +72,12 @@ describe("scriptedModel", () => {
     await expect(pending).resolves.toEqual({ done: true, value: undefined });
   });
 
+  it("rejects a call whose signal was aborted before it, as a real provider's fetch does", async () => {
+    const model = scriptedModel([[script.text("never played")]]);
+    const abortSignal = AbortSignal.abort(new Error("stopped already"));
+    await expect(model.doStream({ ...call, abortSignal })).rejects.toThrow("stopped already");
+  });
+
   it("builds a step from the call options", async () => {
     const model = scriptedModel([(options) => [script.text(`${options.prompt.length} messages`)]]);
     const parts = await partsOf((await model.doStream(call)).stream);

@@ -29,7 +29,8 @@ export interface ScriptedModelOptions {
  * A v4 language model that plays a script, one step per model call, and records what it was sent
  * (`prompts`, `offeredTools`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK
  * too: streamed (`streamText`, `doStream`) or not (`generateText`, `doGenerate`, which gathers the
- * step's parts into one result), each call plays the next step.
+ * step's parts into one result), each call plays the next step. A call whose abort signal is
+ * already aborted rejects with the signal's reason, as a real provider's `fetch` does.
  * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function,
  * or a part whose fields have the wrong types) is refused with a `TypeError` naming the step; so is a step function's malformed return, when
  * its call comes.
@@ -48,6 +49,9 @@ export class ScriptedModel extends MockLanguageModelV4 {
     const play = (callOptions: LanguageModelV4CallOptions) => {
       this.#calls.push(callOptions);
       const index = callIndex++;
+      // A signal aborted before the call never fires "abort": a real provider's fetch rejects at
+      // once with its reason, and so do both kinds of call here (a hanging step would hang).
+      callOptions.abortSignal?.throwIfAborted();
       const step = this.#steps[index];
       if (step === undefined)
         throw new Error(
@@ -140,8 +144,6 @@ async function generateResult(
   const reader = stream.getReader();
   const cancel = () => void reader.cancel();
   abortSignal?.addEventListener("abort", cancel, { once: true });
-  // A signal aborted before the call never fires "abort" again: without this, a hanging step hung.
-  if (abortSignal?.aborted) cancel();
   const content: LanguageModelV4Content[] = [];
   const open = new Map<string, { text: string }>();
   let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;
