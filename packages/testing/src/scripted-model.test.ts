@@ -1,7 +1,7 @@
 import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { generateText } from "ai";
 import { describe, expect, it } from "vitest";
-import { script, scriptedModel } from "./scripted-model.js";
+import { ScriptExhaustedError, script, scriptedModel } from "./scripted-model.js";
 
 async function partsOf(stream: ReadableStream<LanguageModelV4StreamPart>) {
   const parts: LanguageModelV4StreamPart[] = [];
@@ -70,6 +70,14 @@ describe("scriptedModel", () => {
     const pending = reader.read();
     await reader.cancel();
     await expect(pending).resolves.toEqual({ done: true, value: undefined });
+  });
+
+  it("rejects a call beyond the script with a ScriptExhaustedError giving the call and the steps", async () => {
+    const model = scriptedModel([[script.text("the only step")]]);
+    await model.doStream(call);
+    const error = await Promise.resolve(model.doGenerate(call)).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ScriptExhaustedError);
+    expect(error).toMatchObject({ name: "ScriptExhaustedError", call: 2, steps: 1 });
   });
 
   it("rejects a call whose signal was aborted before it, as a real provider's fetch does", async () => {

@@ -19,6 +19,25 @@ import {
 
 export { type ScriptPart, type ScriptStep, type StepUsage, script } from "./script-parts.js";
 
+/**
+ * A model call beyond the end of the script: the run made more model calls than the test
+ * scripted. In a run, it is the `cause` of the run's provider error.
+ */
+export class ScriptExhaustedError extends Error {
+  /** The call that found no step, counted from 1. */
+  readonly call: number;
+  /** How many steps the script has. */
+  readonly steps: number;
+
+  constructor(call: number, steps: number) {
+    super(`Scripted model: no step left for call ${call} (the script has ${steps}).`);
+    // Spelt out rather than taken from the class, which a bundler may rename: tests compare it.
+    this.name = "ScriptExhaustedError";
+    this.call = call;
+    this.steps = steps;
+  }
+}
+
 export interface ScriptedModelOptions {
   modelId?: string;
   /** Usage reported by each step unless a `finish` part says otherwise. */
@@ -53,10 +72,7 @@ export class ScriptedModel extends MockLanguageModelV4 {
       // once with its reason, and so do both kinds of call here (a hanging step would hang).
       callOptions.abortSignal?.throwIfAborted();
       const step = this.#steps[index];
-      if (step === undefined)
-        throw new Error(
-          `Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`,
-        );
+      if (step === undefined) throw new ScriptExhaustedError(index + 1, this.#steps.length);
       if (typeof step === "object" && "throws" in step) throw step.throws;
       const parts = typeof step === "function" ? step(callOptions, index) : step;
       checkParts(parts, `what the function of step ${index + 1} returned`);
