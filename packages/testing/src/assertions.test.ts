@@ -145,6 +145,25 @@ describe("the assertions given what is no list", () => {
     }
   });
 
+  it("eventsOf and eventTypes throw a TypeError naming themselves and what they take", () => {
+    for (const given of [undefined, null, "events", { 0: {} }]) {
+      expect(() => eventsOf(given as never, "tool_call"), String(given)).toThrow(
+        new TypeError(
+          `eventsOf takes the list of a run's events (run.events, or collectEvents(run)), got ${given === null ? "null" : typeof given}.`,
+        ),
+      );
+      expect(() => eventTypes(given as never), String(given)).toThrow(
+        /^eventTypes takes the list of a run's events/,
+      );
+    }
+    expect(() => eventsOf(run(start, end), undefined as never)).toThrow(
+      new TypeError('eventsOf: the type must be an event type such as "tool_call", got undefined.'),
+    );
+    expect(() => eventTypes([null] as never)).toThrow(
+      new TypeError("eventTypes: entry 0 is not an event (null)."),
+    );
+  });
+
   it("report an entry that is no message as a problem of the transcript", () => {
     expect(() => assertValidTranscript([null, { role: "user", content: "hi" }] as never)).toThrow(
       /Invalid transcript:\n- message 0 is no message \(null\)/,
