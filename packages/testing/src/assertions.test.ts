@@ -1,7 +1,13 @@
 import { type AgentEvent, defineEventSchema, registerEventSchema } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { assertEventProtocol, assertValidTranscript, eventsOf, eventTypes } from "./assertions.js";
+import {
+  assertEventProtocol,
+  assertValidTranscript,
+  collectEvents,
+  eventsOf,
+  eventTypes,
+} from "./assertions.js";
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
 function run(...payloads: Record<string, unknown>[]): AgentEvent[] {
@@ -162,6 +168,16 @@ describe("the assertions given what is no list", () => {
     expect(() => eventTypes([null] as never)).toThrow(
       new TypeError("eventTypes: entry 0 is not an event (null)."),
     );
+  });
+
+  it("collectEvents rejects with a TypeError saying it takes a run", async () => {
+    for (const given of [undefined, null, "events", {}]) {
+      await expect(collectEvents(given as never), String(given)).rejects.toThrow(
+        new TypeError(
+          `collectEvents takes a run (or any async iterable of events), got ${given === null ? "null" : typeof given}.`,
+        ),
+      );
+    }
   });
 
   it("report an entry that is no message as a problem of the transcript", () => {

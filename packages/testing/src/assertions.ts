@@ -8,6 +8,16 @@ import {
 
 /** Reads every event of a run (or any event stream) to its end. */
 export async function collectEvents(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
+  // A slip (the run's result, a run not made) would otherwise reject with "events is not async
+  // iterable", or, for a string, collect its characters.
+  if (
+    typeof events !== "object" ||
+    events === null ||
+    !(Symbol.asyncIterator in events || Symbol.iterator in events)
+  )
+    throw new TypeError(
+      `collectEvents takes a run (or any async iterable of events), got ${events === null ? "null" : typeof events}.`,
+    );
   const collected: AgentEvent[] = [];
   for await (const event of events) collected.push(event);
   return collected;
