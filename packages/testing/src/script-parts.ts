@@ -39,7 +39,7 @@ export const script = {
     return {
       kind: "toolCall",
       name,
-      input: typeof args === "string" ? args : JSON.stringify(args),
+      input: typeof args === "string" ? args : argumentsJson(name, args),
       id: options.id,
     };
   },
@@ -60,6 +60,19 @@ export const script = {
     usage,
   }),
 };
+
+// A BigInt or a cycle makes JSON.stringify throw its own error, which names neither the helper nor
+// the tool.
+function argumentsJson(name: string, args: unknown): string {
+  try {
+    return JSON.stringify(args);
+  } catch (error) {
+    throw new TypeError(
+      `script.toolCall: the arguments of "${name}" cannot be sent as JSON (${error instanceof Error ? error.message : String(error)}).`,
+      { cause: error },
+    );
+  }
+}
 
 /** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
 export function checkKeys(options: unknown, known: readonly string[], subject: string): void {

@@ -162,6 +162,11 @@ describe("a malformed script", () => {
         "Scripted model: part 1 of step 1 is a toolCall part whose arguments cannot be sent as JSON.",
       ),
     );
+    expect(() => script.toolCall("t", { big: 1n })).toThrow(
+      new TypeError(
+        'script.toolCall: the arguments of "t" cannot be sent as JSON (Do not know how to serialize a BigInt).',
+      ),
+    );
     expect(() => scriptedModel([[script.finish("done" as never)]])).toThrow(
       /step 1 is a finish part whose reason/,
     );
