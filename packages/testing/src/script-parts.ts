@@ -162,12 +162,16 @@ function fieldProblem(part: ScriptPart): string | undefined {
     case "finish":
       if (!FINISH_REASONS.has(part.reason))
         return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${shownValue(part.reason)})`;
+      // Only the two counts, each a number >= 0: a misspelt key would be ignored, a NaN reported.
       return part.usage === undefined ||
         (typeof part.usage === "object" &&
           part.usage !== null &&
-          Object.values(part.usage).every((tokens) => typeof tokens === "number"))
+          Object.entries(part.usage).every(
+            ([key, tokens]) =>
+              (key === "inputTokens" || key === "outputTokens") && typeof tokens === "number" && tokens >= 0,
+          ))
         ? undefined
-        : `usage is not an object of token counts (${shownValue(part.usage)})`;
+        : `usage is not an object of token counts, inputTokens and outputTokens (${shownValue(part.usage)})`;
     case "error":
       return undefined;
   }

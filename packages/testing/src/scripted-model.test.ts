@@ -167,6 +167,10 @@ describe("a malformed script", () => {
         'script.toolCall: the arguments of "t" cannot be sent as JSON (Do not know how to serialize a BigInt).',
       ),
     );
+    for (const usage of [{ tokens: 5 }, { inputTokens: -1 }, { outputTokens: Number.NaN }])
+      expect(() => scriptedModel([[script.finish("stop", usage as never)]]), JSON.stringify(usage)).toThrow(
+        /step 1 is a finish part whose usage is not an object of token counts, inputTokens and outputTokens/,
+      );
     expect(() => scriptedModel([[script.finish("done" as never)]])).toThrow(
       /step 1 is a finish part whose reason/,
     );
