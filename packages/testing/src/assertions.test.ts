@@ -1,7 +1,13 @@
 import { type AgentEvent, defineEventSchema, registerEventSchema } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { assertEventProtocol, assertValidTranscript, eventsOf, eventTypes } from "./assertions.js";
+import {
+  assertEventProtocol,
+  assertValidTranscript,
+  collectEvents,
+  eventsOf,
+  eventTypes,
+} from "./assertions.js";
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
 function run(...payloads: Record<string, unknown>[]): AgentEvent[] {
@@ -141,6 +147,35 @@ describe("the assertions given what is no list", () => {
       );
       expect(() => assertValidTranscript(given as never), String(given)).toThrow(
         /validateTranscript takes a list of messages/,
+      );
+    }
+  });
+
+  it("eventsOf and eventTypes throw a TypeError naming themselves and what they take", () => {
+    for (const given of [undefined, null, "events", { 0: {} }]) {
+      expect(() => eventsOf(given as never, "tool_call"), String(given)).toThrow(
+        new TypeError(
+          `eventsOf takes the list of a run's events (run.events, or collectEvents(run)), got ${given === null ? "null" : typeof given}.`,
+        ),
+      );
+      expect(() => eventTypes(given as never), String(given)).toThrow(
+        /^eventTypes takes the list of a run's events/,
+      );
+    }
+    expect(() => eventsOf(run(start, end), undefined as never)).toThrow(
+      new TypeError('eventsOf: the type must be an event type such as "tool_call", got undefined.'),
+    );
+    expect(() => eventTypes([null] as never)).toThrow(
+      new TypeError("eventTypes: entry 0 is not an event (null)."),
+    );
+  });
+
+  it("collectEvents rejects with a TypeError saying it takes a run", async () => {
+    for (const given of [undefined, null, "events", {}]) {
+      await expect(collectEvents(given as never), String(given)).rejects.toThrow(
+        new TypeError(
+          `collectEvents takes a run (or any async iterable of events), got ${given === null ? "null" : typeof given}.`,
+        ),
       );
     }
   });

@@ -8,6 +8,16 @@ import {
 
 /** Reads every event of a run (or any event stream) to its end. */
 export async function collectEvents(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
+  // A slip (the run's result, a run not made) would otherwise reject with "events is not async
+  // iterable", or, for a string, collect its characters.
+  if (
+    typeof events !== "object" ||
+    events === null ||
+    !(Symbol.asyncIterator in events || Symbol.iterator in events)
+  )
+    throw new TypeError(
+      `collectEvents takes a run (or any async iterable of events), got ${events === null ? "null" : typeof events}.`,
+    );
   const collected: AgentEvent[] = [];
   for await (const event of events) collected.push(event);
   return collected;
@@ -15,6 +25,7 @@ export async function collectEvents(events: AsyncIterable<AgentEvent>): Promise<
 
 /** The `type` of each event, in order: handy for `expect(eventTypes(events)).toEqual([...])`. */
 export function eventTypes(events: readonly AgentEvent[]): AgentEventType[] {
+  checkEventList(events, "eventTypes");
   return events.map((event) => event.type);
 }
 
@@ -23,7 +34,33 @@ export function eventsOf<T extends AgentEventType>(
   events: readonly AgentEvent[],
   type: T,
 ): Extract<AgentEvent, { type: T }>[] {
+  checkEventList(events, "eventsOf");
+  if (typeof type !== "string")
+    throw new TypeError(
+      `eventsOf: the type must be an event type such as "tool_call", got ${type === null ? "null" : typeof type}.`,
+    );
   return events.filter((event): event is Extract<AgentEvent, { type: T }> => event.type === type);
+}
+
+// What the helpers are given comes from a test's own code: a slip (the run itself, or a list with
+// a hole) would otherwise fail inside them as "events.filter is not a function".
+function checkEventList(events: unknown, helper: string): asserts events is readonly AgentEvent[] {
+  checkIsList(events, helper);
+  // Indexed, not forEach: a hole is no event either.
+  for (let index = 0; index < events.length; index++) {
+    const event: unknown = events[index];
+    if (typeof event !== "object" || event === null)
+      throw new TypeError(
+        `${helper}: entry ${index} is not an event (${event === null ? "null" : typeof event}).`,
+      );
+  }
+}
+
+function checkIsList(events: unknown, helper: string): asserts events is readonly unknown[] {
+  if (!Array.isArray(events))
+    throw new TypeError(
+      `${helper} takes the list of a run's events (run.events, or collectEvents(run)), got ${events === null ? "null" : typeof events}.`,
+    );
 }
 
 /** Throws unless every tool call in the history has exactly one result, in call order, right after it. */
@@ -48,10 +85,7 @@ const ENDINGS_WITHOUT_ERROR: ReadonlySet<string> = new Set([
  * answered by exactly one later `tool_result`; `turn_start`/`turn_end` in pairs, one turn at a time.
  */
 export function assertEventProtocol(events: readonly AgentEvent[]): void {
-  if (!Array.isArray(events))
-    throw new TypeError(
-      `assertEventProtocol takes the list of a run's events (run.events, or collectEvents(run)), got ${events === null ? "null" : typeof events}.`,
-    );
+  checkIsList(events, "assertEventProtocol");
   const problems: string[] = [];
   const runId = (events[0] as AgentEvent | null | undefined)?.runId;
   const open = new Set<string>();

@@ -258,6 +258,42 @@ describe("fake OpenAI server wire format", () => {
     });
   });
 
+  it("answers 500 naming the field when the reply callback returns a malformed FakeReply, or throws", async () => {
+    const cases: [() => unknown, string][] = [
+      [
+        () => ({ text: 5 }),
+        "a malformed FakeReply: text must be a string or an array of strings, got number 5",
+      ],
+      [() => ({ kind: "text", text: "x" }), 'a malformed FakeReply: it has no field "kind"'],
+      [() => ({ toolCalls: [{ id: "c", name: 1, arguments: "{}" }] }), "toolCalls[0].name must be a string"],
+      [() => ({ finishReason: "done" }), 'finishReason must be one of stop, tool_calls, length, got "done"'],
+      [() => ({ error: { status: 99999, message: "x" } }), "error.status must be an HTTP status"],
+      [() => ({ text: "x", chunkDelayMs: "slow" }), 'chunkDelayMs must be a number >= 0, got "slow"'],
+      [
+        () => {
+          throw new Error("no reply scripted");
+        },
+        "Fake OpenAI server failed: the reply callback threw: no reply scripted",
+      ],
+    ];
+    for (const [reply, expected] of cases) {
+      server = await startFakeOpenAIServer({ reply: reply as () => FakeReply });
+      const fake = server;
+      for (const stream of [false, true]) {
+        const response = await postCompletion(fake, {
+          model: "m",
+          stream,
+          messages: [{ role: "user", content: "Hi" }],
+        });
+        expect(response.status, expected).toBe(500);
+        const { error } = (await response.json()) as { error: { message: string; type: string } };
+        expect(error.type).toBe("server_error");
+        expect(error.message).toContain(expected);
+      }
+      await fake.close();
+    }
+  });
+
   it("refuses to start without a reply function, naming what is wrong", async () => {
     await expect(startFakeOpenAIServer(undefined as never)).rejects.toThrow(
       new TypeError("startFakeOpenAIServer takes { reply }, got undefined."),

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type ChatMessage, isRecord, validateChatMessages } from "./chat-messages.js";
+import { fakeReplyProblem, shown } from "./fake-reply.js";
 
 export interface FakeToolCall {
   id: string;
@@ -52,7 +53,8 @@ export interface FakeOpenAIServerOptions {
   /**
    * Produces the answer to a valid request. `index` is the request's position in `requests`, so
    * `server.requests[index] === request`; it is not called for requests rejected as invalid. When
-   * it throws, or returns no `FakeReply` object, the request gets a 500 whose message says so.
+   * it throws, or returns no `FakeReply` object, or one with a field of the wrong type (or a field
+   * `FakeReply` does not have), the request gets a 500 whose message says so, naming the field.
    */
   reply: (request: ChatCompletionRequest, index: number) => FakeReply | Promise<FakeReply>;
 }
@@ -134,10 +136,7 @@ async function handleRequest(state: ServerState, req: IncomingMessage, res: Serv
     sendError(res, 400, invalidRequest(invalid, "messages"));
     return;
   }
-  const reply = await state.reply(request, index);
-  // A callback that forgot to return answers with what it did, not "Cannot read properties of undefined".
-  if (!isRecord(reply as unknown))
-    throw new TypeError(`the reply callback returned ${describeReply(reply)}, not a FakeReply object`);
+  const reply = await callReply(state, request, index);
   if (reply.error) {
     const { status, message, type = defaultErrorType(status), headers } = reply.error;
     sendError(res, status, { message, type, param: null, code: null }, headers);
@@ -152,9 +151,29 @@ async function handleRequest(state: ServerState, req: IncomingMessage, res: Serv
   }
 }
 
-function describeReply(value: unknown): string {
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "string" ? JSON.stringify(value) : String(value);
+/**
+ * The callback's reply, checked: the 500 a test sees for a bad one says what the callback did
+ * (threw, returned no object, or a field of the wrong type, named), not where the server tripped.
+ */
+async function callReply(
+  state: ServerState,
+  request: ChatCompletionRequest,
+  index: number,
+): Promise<FakeReply> {
+  let reply: unknown;
+  try {
+    reply = await state.reply(request, index);
+  } catch (error) {
+    throw new Error(`the reply callback threw: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  }
+  if (!isRecord(reply))
+    throw new TypeError(`the reply callback returned ${shown(reply)}, not a FakeReply object`);
+  const problem = fakeReplyProblem(reply);
+  if (problem !== undefined)
+    throw new TypeError(`the reply callback returned a malformed FakeReply: ${problem}`);
+  return reply as FakeReply;
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -39,7 +39,7 @@ export const script = {
     return {
       kind: "toolCall",
       name,
-      input: typeof args === "string" ? args : JSON.stringify(args),
+      input: typeof args === "string" ? args : argumentsJson(name, args),
       id: options.id,
     };
   },
@@ -60,6 +60,19 @@ export const script = {
     usage,
   }),
 };
+
+// A BigInt or a cycle makes JSON.stringify throw its own error, which names neither the helper nor
+// the tool.
+function argumentsJson(name: string, args: unknown): string {
+  try {
+    return JSON.stringify(args);
+  } catch (error) {
+    throw new TypeError(
+      `script.toolCall: the arguments of "${name}" cannot be sent as JSON (${error instanceof Error ? error.message : String(error)}).`,
+      { cause: error },
+    );
+  }
+}
 
 /** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
 export function checkKeys(options: unknown, known: readonly string[], subject: string): void {
@@ -149,12 +162,16 @@ function fieldProblem(part: ScriptPart): string | undefined {
     case "finish":
       if (!FINISH_REASONS.has(part.reason))
         return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${shownValue(part.reason)})`;
+      // Only the two counts, each a number >= 0: a misspelt key would be ignored, a NaN reported.
       return part.usage === undefined ||
         (typeof part.usage === "object" &&
           part.usage !== null &&
-          Object.values(part.usage).every((tokens) => typeof tokens === "number"))
+          Object.entries(part.usage).every(
+            ([key, tokens]) =>
+              (key === "inputTokens" || key === "outputTokens") && typeof tokens === "number" && tokens >= 0,
+          ))
         ? undefined
-        : `usage is not an object of token counts (${shownValue(part.usage)})`;
+        : `usage is not an object of token counts, inputTokens and outputTokens (${shownValue(part.usage)})`;
     case "error":
       return undefined;
   }

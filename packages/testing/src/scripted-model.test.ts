@@ -1,7 +1,7 @@
 import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { generateText } from "ai";
 import { describe, expect, it } from "vitest";
-import { script, scriptedModel } from "./scripted-model.js";
+import { ScriptExhaustedError, script, scriptedModel } from "./scripted-model.js";
 
 async function partsOf(stream: ReadableStream<LanguageModelV4StreamPart>) {
   const parts: LanguageModelV4StreamPart[] = [];
@@ -70,6 +70,20 @@ describe("scriptedModel", () => {
     const pending = reader.read();
     await reader.cancel();
     await expect(pending).resolves.toEqual({ done: true, value: undefined });
+  });
+
+  it("rejects a call beyond the script with a ScriptExhaustedError giving the call and the steps", async () => {
+    const model = scriptedModel([[script.text("the only step")]]);
+    await model.doStream(call);
+    const error = await Promise.resolve(model.doGenerate(call)).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ScriptExhaustedError);
+    expect(error).toMatchObject({ name: "ScriptExhaustedError", call: 2, steps: 1 });
+  });
+
+  it("rejects a call whose signal was aborted before it, as a real provider's fetch does", async () => {
+    const model = scriptedModel([[script.text("never played")]]);
+    const abortSignal = AbortSignal.abort(new Error("stopped already"));
+    await expect(model.doStream({ ...call, abortSignal })).rejects.toThrow("stopped already");
   });
 
   it("builds a step from the call options", async () => {
@@ -148,6 +162,15 @@ describe("a malformed script", () => {
         "Scripted model: part 1 of step 1 is a toolCall part whose arguments cannot be sent as JSON.",
       ),
     );
+    expect(() => script.toolCall("t", { big: 1n })).toThrow(
+      new TypeError(
+        'script.toolCall: the arguments of "t" cannot be sent as JSON (Do not know how to serialize a BigInt).',
+      ),
+    );
+    for (const usage of [{ tokens: 5 }, { inputTokens: -1 }, { outputTokens: Number.NaN }])
+      expect(() => scriptedModel([[script.finish("stop", usage as never)]]), JSON.stringify(usage)).toThrow(
+        /step 1 is a finish part whose usage is not an object of token counts, inputTokens and outputTokens/,
+      );
     expect(() => scriptedModel([[script.finish("done" as never)]])).toThrow(
       /step 1 is a finish part whose reason/,
     );

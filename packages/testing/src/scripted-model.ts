@@ -19,6 +19,25 @@ import {
 
 export { type ScriptPart, type ScriptStep, type StepUsage, script } from "./script-parts.js";
 
+/**
+ * A model call beyond the end of the script: the run made more model calls than the test
+ * scripted. In a run, it is the `cause` of the run's provider error.
+ */
+export class ScriptExhaustedError extends Error {
+  /** The call that found no step, counted from 1. */
+  readonly call: number;
+  /** How many steps the script has. */
+  readonly steps: number;
+
+  constructor(call: number, steps: number) {
+    super(`Scripted model: no step left for call ${call} (the script has ${steps}).`);
+    // Spelt out rather than taken from the class, which a bundler may rename: tests compare it.
+    this.name = "ScriptExhaustedError";
+    this.call = call;
+    this.steps = steps;
+  }
+}
+
 export interface ScriptedModelOptions {
   modelId?: string;
   /** Usage reported by each step unless a `finish` part says otherwise. */
@@ -29,7 +48,8 @@ export interface ScriptedModelOptions {
  * A v4 language model that plays a script, one step per model call, and records what it was sent
  * (`prompts`, `offeredTools`). It is `ai/test`'s `MockLanguageModelV4`, so it works with the AI SDK
  * too: streamed (`streamText`, `doStream`) or not (`generateText`, `doGenerate`, which gathers the
- * step's parts into one result), each call plays the next step.
+ * step's parts into one result), each call plays the next step. A call whose abort signal is
+ * already aborted rejects with the signal's reason, as a real provider's `fetch` does.
  * A malformed script (a step that is not a list of `script.*` parts, `{ throws }` or a function,
  * or a part whose fields have the wrong types) is refused with a `TypeError` naming the step; so is a step function's malformed return, when
  * its call comes.
@@ -48,11 +68,11 @@ export class ScriptedModel extends MockLanguageModelV4 {
     const play = (callOptions: LanguageModelV4CallOptions) => {
       this.#calls.push(callOptions);
       const index = callIndex++;
+      // A signal aborted before the call never fires "abort": a real provider's fetch rejects at
+      // once with its reason, and so do both kinds of call here (a hanging step would hang).
+      callOptions.abortSignal?.throwIfAborted();
       const step = this.#steps[index];
-      if (step === undefined)
-        throw new Error(
-          `Scripted model: no step left for call ${index + 1} (the script has ${this.#steps.length}).`,
-        );
+      if (step === undefined) throw new ScriptExhaustedError(index + 1, this.#steps.length);
       if (typeof step === "object" && "throws" in step) throw step.throws;
       const parts = typeof step === "function" ? step(callOptions, index) : step;
       checkParts(parts, `what the function of step ${index + 1} returned`);
@@ -140,8 +160,6 @@ async function generateResult(
   const reader = stream.getReader();
   const cancel = () => void reader.cancel();
   abortSignal?.addEventListener("abort", cancel, { once: true });
-  // A signal aborted before the call never fires "abort" again: without this, a hanging step hung.
-  if (abortSignal?.aborted) cancel();
   const content: LanguageModelV4Content[] = [];
   const open = new Map<string, { text: string }>();
   let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;
