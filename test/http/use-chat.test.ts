@@ -395,6 +395,50 @@ describe("useChat against createUseChatHandler", () => {
       // The whole chat, resent with the denied call, checks out: the conversation goes on.
       expect(textOf(await page.send("fine"))).toBe("Anything else?");
     });
+
+    it("asked by beforeToolCall with a reason, the page's part holds it as approval.requestReason", async () => {
+      const model = booking();
+      const page = new Page(
+        chatHandler(() => ({
+          provider: model,
+          tools: [bookTable],
+          beforeToolCall: () => ({ requireApproval: true, reason: "a large party" }),
+        })),
+      );
+      const first = await page.send("a table for 8 in Oslo");
+      expect(toolParts(first)[0]).toMatchObject({
+        state: "approval-requested",
+        approval: { requestReason: "a large party" },
+      });
+    });
+
+    it("approved, the batch's results stream before the next model call's step", async () => {
+      const page = new Page(chatHandler(() => ({ provider: booking(), tools: [bookTable] })));
+      await page.send("a table for 8 in Oslo");
+      page.addToolApprovalResponse("b1", true);
+      const types: string[] = [];
+      for await (const chunk of uiChunks(await page.post())) types.push(chunk.type);
+      expect(types).toEqual([
+        "start",
+        "tool-output-available",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+      ]);
+    });
+
+    it("denied without a reason, the model reads that the user denied it", async () => {
+      const model = booking();
+      const page = new Page(chatHandler(() => ({ provider: model, tools: [bookTable] })));
+      const first = await page.send("a table for 8 in Oslo");
+      expect(toolParts(first)[0]?.approval).not.toHaveProperty("requestReason");
+      page.addToolApprovalResponse("b1", false);
+      await page.resend();
+      expect(lastToolResults(model)).toEqual([{ type: "error-text", value: "denied by the user" }]);
+    });
   });
 });
 
