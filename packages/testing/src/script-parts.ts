@@ -99,14 +99,18 @@ const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
 export function checkSteps(steps: unknown): void {
   if (!Array.isArray(steps))
     throw new TypeError(`Scripted model: the script must be an array of steps, got ${shownValue(steps)}.`);
-  steps.forEach((step: unknown, index) => {
-    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step)) return;
+  // Indexed, not forEach: forEach skips a hole (`[, [script.text("a")]]`), which would be played as
+  // no step at all.
+  for (let index = 0; index < steps.length; index++) {
+    const step: unknown = steps[index];
+    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step))
+      continue;
     if (!Array.isArray(step))
       throw new TypeError(
         `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${shownValue(step)}.`,
       );
     checkParts(step, `step ${index + 1}`);
-  });
+  }
 }
 
 /** `subject` names the array in the error: "step 2", "what the function of step 2 returned". */
@@ -115,7 +119,9 @@ export function checkParts(parts: unknown, subject: string): asserts parts is re
     throw new TypeError(
       `Scripted model: ${subject} must be an array of script parts, got ${shownValue(parts)}.`,
     );
-  parts.forEach((part: unknown, index) => {
+  // Indexed, not forEach, which skips a hole: the step's copy would hold `undefined` there.
+  for (let index = 0; index < parts.length; index++) {
+    const part: unknown = parts[index];
     if (!isScriptPart(part))
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${shownValue(part)}.`,
@@ -125,7 +131,7 @@ export function checkParts(parts: unknown, subject: string): asserts parts is re
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is a ${part.kind} part whose ${problem}.`,
       );
-  });
+  }
 }
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([

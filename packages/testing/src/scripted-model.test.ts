@@ -141,6 +141,19 @@ describe("a malformed script", () => {
     expect(() => scriptedModel("abc" as never)).toThrow(
       new TypeError("Scripted model: the script must be an array of steps, got string abc."),
     );
+    // A hole (a doubled comma) is a step the check must see: skipped, it ran out at its call.
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+    expect(() => scriptedModel([, [script.text("a")]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: step 1 must be an array of script parts, { throws } or a function, got undefined.",
+      ),
+    );
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+    expect(() => scriptedModel([[script.text("a"), , script.text("b")]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 2 of step 1 is not a script part (build it with script.*), got undefined.",
+      ),
+    );
     expect(() => script.delay(Number.NaN)).toThrow(
       new RangeError("script.delay: ms must be a number >= 0, got NaN."),
     );
