@@ -74,15 +74,21 @@ function argumentsJson(name: string, args: unknown): string {
   }
 }
 
-/** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
-export function checkKeys(options: unknown, known: readonly string[], subject: string): void {
+/**
+ * Refuses what is not an object of the known options: a misspelt one would be ignored silently.
+ * `owner` starts the message: what the test called.
+ */
+export function checkKeys(
+  options: unknown,
+  known: readonly string[],
+  subject: string,
+  owner = "Scripted model",
+): void {
   if (typeof options !== "object" || options === null || Array.isArray(options))
-    throw new TypeError(`Scripted model: ${subject} must be an object, got ${shownValue(options)}.`);
+    throw new TypeError(`${owner}: ${subject} must be an object, got ${shownValue(options)}.`);
   const unknown = Object.keys(options).find((key) => !known.includes(key));
   if (unknown !== undefined)
-    throw new TypeError(
-      `Scripted model: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`,
-    );
+    throw new TypeError(`${owner}: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`);
 }
 
 const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
