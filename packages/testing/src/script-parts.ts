@@ -109,8 +109,16 @@ export function checkSteps(steps: unknown): void {
   // no step at all.
   for (let index = 0; index < steps.length; index++) {
     const step: unknown = steps[index];
-    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step))
+    if (typeof step === "function") continue;
+    if (typeof step === "object" && step !== null && "throws" in step) {
+      // Another key (a `delayMs`, say) would be ignored: the step only throws.
+      const other = Object.keys(step).find((key) => key !== "throws");
+      if (other !== undefined)
+        throw new TypeError(
+          `Scripted model: step ${index + 1} is a { throws } step with another key, "${other}" (it holds throws alone).`,
+        );
       continue;
+    }
     if (!Array.isArray(step))
       throw new TypeError(
         `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${shownValue(step)}.`,
@@ -174,19 +182,32 @@ function fieldProblem(part: ScriptPart): string | undefined {
     case "finish":
       if (!FINISH_REASONS.has(part.reason))
         return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${shownValue(part.reason)})`;
-      // Only the two counts, each a number >= 0: a misspelt key would be ignored, a NaN reported.
-      return part.usage === undefined ||
-        (typeof part.usage === "object" &&
-          part.usage !== null &&
-          Object.entries(part.usage).every(
-            ([key, tokens]) =>
-              (key === "inputTokens" || key === "outputTokens") && typeof tokens === "number" && tokens >= 0,
-          ))
+      return part.usage === undefined || isTokenCounts(part.usage, [])
         ? undefined
         : `usage is not an object of token counts, inputTokens and outputTokens (${shownValue(part.usage)})`;
     case "error":
       return undefined;
   }
+}
+
+/**
+ * Whether `usage` holds token counts, each a finite number >= 0, under no key but inputTokens and
+ * outputTokens, and at least the `required` ones: a misspelt key would be ignored, a NaN or an
+ * Infinity reported as the run's usage.
+ */
+export function isTokenCounts(usage: unknown, required: readonly (keyof StepUsage)[]): boolean {
+  if (typeof usage !== "object" || usage === null || Array.isArray(usage)) return false;
+  const counts = usage as Record<string, unknown>;
+  return (
+    required.every((key) => key in counts) &&
+    Object.entries(counts).every(
+      ([key, tokens]) =>
+        (key === "inputTokens" || key === "outputTokens") &&
+        typeof tokens === "number" &&
+        Number.isFinite(tokens) &&
+        tokens >= 0,
+    )
+  );
 }
 
 function isScriptPart(value: unknown): value is ScriptPart {

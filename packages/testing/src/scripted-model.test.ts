@@ -159,6 +159,14 @@ describe("a malformed script", () => {
     );
   });
 
+  it("is refused with a TypeError naming the step when { throws } holds another key", () => {
+    expect(() => scriptedModel([[script.text("a")], { throws: 1, delayMs: 2 } as never])).toThrow(
+      new TypeError(
+        'Scripted model: step 2 is a { throws } step with another key, "delayMs" (it holds throws alone).',
+      ),
+    );
+  });
+
   it("is refused with a TypeError naming the step when a part's fields have the wrong types", () => {
     expect(() => scriptedModel([[{ kind: "text" }]] as never)).toThrow(
       new TypeError(
@@ -180,7 +188,12 @@ describe("a malformed script", () => {
         'script.toolCall: the arguments of "t" cannot be sent as JSON (Do not know how to serialize a BigInt).',
       ),
     );
-    for (const usage of [{ tokens: 5 }, { inputTokens: -1 }, { outputTokens: Number.NaN }])
+    for (const usage of [
+      { tokens: 5 },
+      { inputTokens: -1 },
+      { outputTokens: Number.NaN },
+      { inputTokens: Number.POSITIVE_INFINITY },
+    ])
       expect(() => scriptedModel([[script.finish("stop", usage as never)]]), JSON.stringify(usage)).toThrow(
         /step 1 is a finish part whose usage is not an object of token counts, inputTokens and outputTokens/,
       );
@@ -203,9 +216,15 @@ describe("a malformed script", () => {
     expect(() => scriptedModel([], null as never)).toThrow(
       new TypeError("Scripted model: the options must be an object, got null."),
     );
-    expect(() => scriptedModel([], { usage: 5 } as never)).toThrow(
-      /usage must be \{ inputTokens, outputTokens \}/,
-    );
+    for (const usage of [
+      5,
+      { inputTokens: 1 },
+      { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1 },
+      { inputTokens: 1, outputTokens: 1, cachedTokens: 1 },
+    ])
+      expect(() => scriptedModel([], { usage } as never), JSON.stringify(usage)).toThrow(
+        /^Scripted model: usage must be \{ inputTokens, outputTokens \} \(finite numbers >= 0, no other key\), got /,
+      );
     expect(() => script.toolCall("t", {}, { ids: "x" } as never)).toThrow(
       new TypeError(`Scripted model: script.toolCall's options have no option "ids" (known: id).`),
     );
