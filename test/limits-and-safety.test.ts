@@ -586,15 +586,16 @@ describe("context budget defaults", () => {
     const filled = { provider: model, systemPrompt: "x".repeat(4000), contextBudget: { maxTokens: 1000 } };
     expect(() => new Agent(filled)).toThrow(InvalidConfigError);
     expect(() => new Agent(filled)).toThrow(
-      "Invalid agent config: contextBudget must leave tokens for the messages beside the system prompt's 1011, got a budget of 1000.",
+      "Invalid agent config: contextBudget must leave tokens for the messages beside the 1011 estimated for the system prompt (its text, with a message's framing and overhead), got a budget of 1000.",
     );
-    // An empty system prompt still costs a message's overhead; a given `systemTokens` counts as given.
+    // An empty system prompt still costs a message's framing and overhead, and the refusal says
+    // so; a given `systemTokens` counts as given.
     expect(() => new Agent({ provider: model, contextBudget: { maxTokens: 10 } })).toThrow(
-      InvalidConfigError,
+      "Invalid agent config: contextBudget must leave tokens for the messages beside the 11 estimated for the system prompt (a message's framing and overhead, counted with no system prompt too), got a budget of 10.",
     );
     const explicit = { maxTokens: 900, contextWindow: 8000, systemTokens: 900 };
     expect(() => new Agent({ provider: model, contextBudget: explicit })).toThrow(
-      "contextBudget must leave tokens for the messages beside the system prompt's 900, got a budget of 900.",
+      "contextBudget must leave tokens for the messages beside the system prompt's 900 (its systemTokens), got a budget of 900.",
     );
     const agent = new Agent({
       provider: model,

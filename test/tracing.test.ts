@@ -560,6 +560,37 @@ describe("the span tree", () => {
     expect(chat?.attributes).not.toHaveProperty("gen_ai.provider.name");
   });
 
+  it("a model whose modelId or provider getter throws ends the run as it would untraced", async () => {
+    const throwingGetter = (field: string) => {
+      const model = scriptedModel([[script.text("hi")]]);
+      Object.defineProperty(model, field, {
+        get: () => {
+          throw new Error(`no ${field}`);
+        },
+      });
+      // prepareStep hands the model over for one call: nothing read its fields before.
+      return tracedAgent({ provider: scriptedModel([]), prepareStep: () => ({ model }) });
+    };
+    // The call reads the modelId: its failure is the provider's, as without tracing.
+    expect(await throwingGetter("modelId").prompt("hi").result()).toMatchObject({
+      stopReason: "error",
+      error: { code: "provider_error", message: "The model call failed: no modelId" },
+    });
+    const [failed] = spansNamed("chat");
+    expect(failed?.name).toBe("chat");
+    expect(failed?.attributes).not.toHaveProperty("gen_ai.request.model");
+    expect(failed?.status.code).toBe(SpanStatusCode.ERROR);
+    // Nothing but the trace reads the provider: the call goes on, its span without the attribute.
+    exporter.reset();
+    expect(await throwingGetter("provider").prompt("hi").result()).toMatchObject({
+      stopReason: "completed",
+      text: "hi",
+    });
+    const [chat] = spansNamed("chat");
+    expect(chat?.attributes).toMatchObject({ "gen_ai.request.model": "scripted-model" });
+    expect(chat?.attributes).not.toHaveProperty("gen_ai.provider.name");
+  });
+
   it("what a tool traces itself nests under the tool's span", async () => {
     const tracer = provider.getTracer("app");
     const traced = defineTool({

@@ -233,10 +233,23 @@ export function resolveContextBudget(
     throw new AgentConfigError("agent config", [
       {
         path: "contextBudget",
-        message: `must leave tokens for the messages beside the system prompt's ${systemTokens}, got a budget of ${total}`,
+        message: `must leave tokens for the messages beside ${systemPromptCount(sized, systemPrompt, systemTokens)}, got a budget of ${total}`,
       },
     ]);
   return sized;
+}
+
+/**
+ * What was counted for the system prompt, said in a refusal: the estimate is of a message holding
+ * its text, so even no system prompt costs a few tokens, which the refusal must explain.
+ */
+function systemPromptCount(budget: ContextBudgetOptions, systemPrompt: string, systemTokens: number): string {
+  if (budget.systemTokens !== undefined) return `the system prompt's ${systemTokens} (its systemTokens)`;
+  const what =
+    systemPrompt === ""
+      ? "a message's framing and overhead, counted with no system prompt too"
+      : "its text, with a message's framing and overhead";
+  return `the ${systemTokens} estimated for the system prompt (${what})`;
 }
 
 function withContextWindow(

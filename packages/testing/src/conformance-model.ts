@@ -1,4 +1,5 @@
 import type { JSONSchema7, JSONSchema7Definition, LanguageModelV4CallOptions } from "@ai-sdk/provider";
+import { checkKeys, shownValue } from "./script-parts.js";
 import { ScriptedModel, type ScriptPart, type ScriptStep, script } from "./scripted-model.js";
 
 export const PROBE_TOOL = "probe";
@@ -18,8 +19,12 @@ export interface ConformanceModelOptions {
  *   tool, when the prompt describes that tool and holds no tool result yet;
  * - a call that offers the probe tool, when the prompt's last message is not a tool result, gets
  *   a probe call; anything else gets a short text answer.
+ *
+ * Options that are not an object of call numbers (an unknown key, a number given as a string)
+ * are refused with a `TypeError`.
  */
 export function conformanceModel(options: ConformanceModelOptions = {}): ScriptedModel {
+  checkOptions(options);
   const steps: ScriptStep[] = Array.from({ length: 64 }, (_, index) => {
     const call = index + 1;
     if (call === options.failOnCall) return { throws: new Error("conformance: the provider is down") };
@@ -27,6 +32,20 @@ export function conformanceModel(options: ConformanceModelOptions = {}): Scripte
       call === options.hangOnCall ? [script.text("…"), script.hang()] : reply(callOptions, call);
   });
   return new ScriptedModel(steps, { modelId: "conformance-model" });
+}
+
+// A misspelt option, or a call number given as a string, would be ignored: the check meant to
+// hang or fail a call would then pass without it.
+function checkOptions(options: unknown): asserts options is ConformanceModelOptions {
+  const known = ["hangOnCall", "failOnCall"] as const;
+  checkKeys(options, known, "the options", "conformanceModel");
+  for (const name of known) {
+    const call = (options as Record<string, unknown>)[name];
+    if (call !== undefined && !(Number.isInteger(call) && (call as number) >= 1))
+      throw new TypeError(
+        `conformanceModel: ${name} must be a call number (an integer >= 1), got ${shownValue(call)}.`,
+      );
+  }
 }
 
 function reply(options: LanguageModelV4CallOptions, call: number): ScriptPart[] {

@@ -1,6 +1,7 @@
 import { type AssistantMessage, type Orchestrator, type RunContext, runTurns } from "@agent-core/core";
 import { describe, expect, it } from "vitest";
 import { conformanceChecks, describeOrchestratorConformance } from "./conformance.js";
+import { conformanceModel } from "./conformance-model.js";
 
 // The suite must fail orchestrators that break a guarantee the core cannot keep for them.
 
@@ -237,5 +238,25 @@ describe("conformance checks pass orchestrators that keep the guarantees", () =>
   it("one that never calls a tool nor ends: the check aborts it all the same", async () => {
     const idle = orchestrator(() => new Promise(() => {}));
     await expect(check("ends promptly when aborted in a tool").run(idle)).resolves.toBeUndefined();
+  });
+});
+
+describe("conformanceModel", () => {
+  it("refuses options that are not an object of known call numbers, naming itself and the option", () => {
+    expect(() => conformanceModel(null as never)).toThrow(
+      new TypeError("conformanceModel: the options must be an object, got null."),
+    );
+    expect(() => conformanceModel({ hangOnCal: 1 } as never)).toThrow(
+      new TypeError(
+        'conformanceModel: the options have no option "hangOnCal" (known: hangOnCall, failOnCall).',
+      ),
+    );
+    expect(() => conformanceModel({ hangOnCall: "1" } as never)).toThrow(
+      new TypeError("conformanceModel: hangOnCall must be a call number (an integer >= 1), got string 1."),
+    );
+    expect(() => conformanceModel({ failOnCall: 0 })).toThrow(
+      new TypeError("conformanceModel: failOnCall must be a call number (an integer >= 1), got number 0."),
+    );
+    expect(conformanceModel({ hangOnCall: undefined, failOnCall: 2 }).modelId).toBe("conformance-model");
   });
 });

@@ -74,15 +74,21 @@ function argumentsJson(name: string, args: unknown): string {
   }
 }
 
-/** Refuses what is not an object of the known options: a misspelt one would be ignored silently. */
-export function checkKeys(options: unknown, known: readonly string[], subject: string): void {
+/**
+ * Refuses what is not an object of the known options: a misspelt one would be ignored silently.
+ * `owner` starts the message: what the test called.
+ */
+export function checkKeys(
+  options: unknown,
+  known: readonly string[],
+  subject: string,
+  owner = "Scripted model",
+): void {
   if (typeof options !== "object" || options === null || Array.isArray(options))
-    throw new TypeError(`Scripted model: ${subject} must be an object, got ${shownValue(options)}.`);
+    throw new TypeError(`${owner}: ${subject} must be an object, got ${shownValue(options)}.`);
   const unknown = Object.keys(options).find((key) => !known.includes(key));
   if (unknown !== undefined)
-    throw new TypeError(
-      `Scripted model: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`,
-    );
+    throw new TypeError(`${owner}: ${subject} have no option "${unknown}" (known: ${known.join(", ")}).`);
 }
 
 const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
@@ -99,14 +105,26 @@ const PART_KINDS: ReadonlySet<string> = new Set<ScriptPart["kind"]>([
 export function checkSteps(steps: unknown): void {
   if (!Array.isArray(steps))
     throw new TypeError(`Scripted model: the script must be an array of steps, got ${shownValue(steps)}.`);
-  steps.forEach((step: unknown, index) => {
-    if (typeof step === "function" || (typeof step === "object" && step !== null && "throws" in step)) return;
+  // Indexed, not forEach: forEach skips a hole (`[, [script.text("a")]]`), which would be played as
+  // no step at all.
+  for (let index = 0; index < steps.length; index++) {
+    const step: unknown = steps[index];
+    if (typeof step === "function") continue;
+    if (typeof step === "object" && step !== null && "throws" in step) {
+      // Another key (a `delayMs`, say) would be ignored: the step only throws.
+      const other = Object.keys(step).find((key) => key !== "throws");
+      if (other !== undefined)
+        throw new TypeError(
+          `Scripted model: step ${index + 1} is a { throws } step with another key, "${other}" (it holds throws alone).`,
+        );
+      continue;
+    }
     if (!Array.isArray(step))
       throw new TypeError(
         `Scripted model: step ${index + 1} must be an array of script parts, { throws } or a function, got ${shownValue(step)}.`,
       );
     checkParts(step, `step ${index + 1}`);
-  });
+  }
 }
 
 /** `subject` names the array in the error: "step 2", "what the function of step 2 returned". */
@@ -115,7 +133,9 @@ export function checkParts(parts: unknown, subject: string): asserts parts is re
     throw new TypeError(
       `Scripted model: ${subject} must be an array of script parts, got ${shownValue(parts)}.`,
     );
-  parts.forEach((part: unknown, index) => {
+  // Indexed, not forEach, which skips a hole: the step's copy would hold `undefined` there.
+  for (let index = 0; index < parts.length; index++) {
+    const part: unknown = parts[index];
     if (!isScriptPart(part))
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is not a script part (build it with script.*), got ${shownValue(part)}.`,
@@ -125,7 +145,7 @@ export function checkParts(parts: unknown, subject: string): asserts parts is re
       throw new TypeError(
         `Scripted model: part ${index + 1} of ${subject} is a ${part.kind} part whose ${problem}.`,
       );
-  });
+  }
 }
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
@@ -162,19 +182,32 @@ function fieldProblem(part: ScriptPart): string | undefined {
     case "finish":
       if (!FINISH_REASONS.has(part.reason))
         return `reason is not one of ${[...FINISH_REASONS].join(", ")} (${shownValue(part.reason)})`;
-      // Only the two counts, each a number >= 0: a misspelt key would be ignored, a NaN reported.
-      return part.usage === undefined ||
-        (typeof part.usage === "object" &&
-          part.usage !== null &&
-          Object.entries(part.usage).every(
-            ([key, tokens]) =>
-              (key === "inputTokens" || key === "outputTokens") && typeof tokens === "number" && tokens >= 0,
-          ))
+      return part.usage === undefined || isTokenCounts(part.usage, [])
         ? undefined
         : `usage is not an object of token counts, inputTokens and outputTokens (${shownValue(part.usage)})`;
     case "error":
       return undefined;
   }
+}
+
+/**
+ * Whether `usage` holds token counts, each a finite number >= 0, under no key but inputTokens and
+ * outputTokens, and at least the `required` ones: a misspelt key would be ignored, a NaN or an
+ * Infinity reported as the run's usage.
+ */
+export function isTokenCounts(usage: unknown, required: readonly (keyof StepUsage)[]): boolean {
+  if (typeof usage !== "object" || usage === null || Array.isArray(usage)) return false;
+  const counts = usage as Record<string, unknown>;
+  return (
+    required.every((key) => key in counts) &&
+    Object.entries(counts).every(
+      ([key, tokens]) =>
+        (key === "inputTokens" || key === "outputTokens") &&
+        typeof tokens === "number" &&
+        Number.isFinite(tokens) &&
+        tokens >= 0,
+    )
+  );
 }
 
 function isScriptPart(value: unknown): value is ScriptPart {

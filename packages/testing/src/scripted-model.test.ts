@@ -141,8 +141,29 @@ describe("a malformed script", () => {
     expect(() => scriptedModel("abc" as never)).toThrow(
       new TypeError("Scripted model: the script must be an array of steps, got string abc."),
     );
+    // A hole (a doubled comma) is a step the check must see: skipped, it ran out at its call.
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+    expect(() => scriptedModel([, [script.text("a")]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: step 1 must be an array of script parts, { throws } or a function, got undefined.",
+      ),
+    );
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+    expect(() => scriptedModel([[script.text("a"), , script.text("b")]] as never)).toThrow(
+      new TypeError(
+        "Scripted model: part 2 of step 1 is not a script part (build it with script.*), got undefined.",
+      ),
+    );
     expect(() => script.delay(Number.NaN)).toThrow(
       new RangeError("script.delay: ms must be a number >= 0, got NaN."),
+    );
+  });
+
+  it("is refused with a TypeError naming the step when { throws } holds another key", () => {
+    expect(() => scriptedModel([[script.text("a")], { throws: 1, delayMs: 2 } as never])).toThrow(
+      new TypeError(
+        'Scripted model: step 2 is a { throws } step with another key, "delayMs" (it holds throws alone).',
+      ),
     );
   });
 
@@ -167,7 +188,12 @@ describe("a malformed script", () => {
         'script.toolCall: the arguments of "t" cannot be sent as JSON (Do not know how to serialize a BigInt).',
       ),
     );
-    for (const usage of [{ tokens: 5 }, { inputTokens: -1 }, { outputTokens: Number.NaN }])
+    for (const usage of [
+      { tokens: 5 },
+      { inputTokens: -1 },
+      { outputTokens: Number.NaN },
+      { inputTokens: Number.POSITIVE_INFINITY },
+    ])
       expect(() => scriptedModel([[script.finish("stop", usage as never)]]), JSON.stringify(usage)).toThrow(
         /step 1 is a finish part whose usage is not an object of token counts, inputTokens and outputTokens/,
       );
@@ -190,9 +216,15 @@ describe("a malformed script", () => {
     expect(() => scriptedModel([], null as never)).toThrow(
       new TypeError("Scripted model: the options must be an object, got null."),
     );
-    expect(() => scriptedModel([], { usage: 5 } as never)).toThrow(
-      /usage must be \{ inputTokens, outputTokens \}/,
-    );
+    for (const usage of [
+      5,
+      { inputTokens: 1 },
+      { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1 },
+      { inputTokens: 1, outputTokens: 1, cachedTokens: 1 },
+    ])
+      expect(() => scriptedModel([], { usage } as never), JSON.stringify(usage)).toThrow(
+        /^Scripted model: usage must be \{ inputTokens, outputTokens \} \(finite numbers >= 0, no other key\), got /,
+      );
     expect(() => script.toolCall("t", {}, { ids: "x" } as never)).toThrow(
       new TypeError(`Scripted model: script.toolCall's options have no option "ids" (known: id).`),
     );

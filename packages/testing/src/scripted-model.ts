@@ -11,6 +11,7 @@ import {
   checkKeys,
   checkParts,
   checkSteps,
+  isTokenCounts,
   type ScriptPart,
   type ScriptStep,
   type StepUsage,
@@ -108,18 +109,9 @@ function checkOptions(options: unknown): asserts options is ScriptedModelOptions
   const { modelId, usage } = options as Record<string, unknown>;
   if (modelId !== undefined && typeof modelId !== "string")
     throw new TypeError(`Scripted model: modelId must be a string, got ${shownValue(modelId)}.`);
-  const isCount = (tokens: unknown) => typeof tokens === "number" && tokens >= 0;
-  if (
-    usage !== undefined &&
-    !(
-      typeof usage === "object" &&
-      usage !== null &&
-      isCount((usage as StepUsage).inputTokens) &&
-      isCount((usage as StepUsage).outputTokens)
-    )
-  )
+  if (usage !== undefined && !isTokenCounts(usage, ["inputTokens", "outputTokens"]))
     throw new TypeError(
-      `Scripted model: usage must be { inputTokens, outputTokens } (numbers >= 0), got ${shownValue(usage)}.`,
+      `Scripted model: usage must be { inputTokens, outputTokens } (finite numbers >= 0, no other key), got ${shownValue(usage)}.`,
     );
 }
 

@@ -128,12 +128,15 @@ export class RunTrace implements RunObserver {
 
   #traceModelCall(inner: ModelStep, request: ModelStepRequest): Promise<ModelStepResult> {
     const { model, settings } = request;
+    // The model may be the app's own (from prepareStep, say), its getters throwing: the trace
+    // leaves out what it cannot read, and the call fails, or not, as it would untraced.
+    const modelId = quietly(() => model.modelId);
     const attributes: Attributes = {
       [names.GEN_AI_OPERATION_NAME]: names.OPERATION_CHAT,
-      [names.GEN_AI_REQUEST_MODEL]: model.modelId,
       [names.RUN_ID]: this.#runId,
     };
-    const provider = names.providerName(model.provider);
+    if (typeof modelId === "string") attributes[names.GEN_AI_REQUEST_MODEL] = modelId;
+    const provider = quietly(() => names.providerName(model.provider));
     if (provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = provider;
     if (settings?.temperature !== undefined)
       attributes[names.GEN_AI_REQUEST_TEMPERATURE] = settings.temperature;
@@ -142,7 +145,7 @@ export class RunTrace implements RunObserver {
     const parent = this.#parentContext();
     const span = quietly(() =>
       this.#tracer.startSpan(
-        `${names.OPERATION_CHAT} ${model.modelId}`,
+        typeof modelId === "string" ? `${names.OPERATION_CHAT} ${modelId}` : names.OPERATION_CHAT,
         { kind: SpanKind.CLIENT, attributes },
         parent,
       ),
