@@ -411,7 +411,7 @@ describe("steering and follow-ups are never lost", () => {
       [
         [{ role: "user" }],
         "getSteeringMessages",
-        `Invalid message from getSteeringMessages: message ${message}, got {"role":"user"}.`,
+        "Invalid message from getSteeringMessages: message.content must be a string or an array of text blocks, got undefined.",
       ],
       [
         [null],

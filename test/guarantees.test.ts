@@ -145,8 +145,8 @@ describe("bad messages", () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
     for (const bad of [{ role: "user" }, 42, null, { role: "user", content: 5 }])
       expect(() => agent.prompt(bad as never)).toThrow(InvalidConfigError);
-    expect(() => agent.prompt(["fine", { role: "assistant" }] as never)).toThrow(
-      /^Invalid prompt: message must be a string or an AgentMessage .*, got \{"role":"assistant"\}\.$/,
+    expect(() => agent.prompt(["fine", { role: 5 }] as never)).toThrow(
+      /^Invalid prompt: message must be a string or an AgentMessage .*, got \{"role":5\}\.$/,
     );
     expect(() => agent.steer(null as never)).toThrow(/^Invalid steering message: /);
     expect(() => agent.followUp({} as never)).toThrow(/^Invalid follow-up message: /);
@@ -158,6 +158,34 @@ describe("bad messages", () => {
     // An app's own kind of message needs only its role.
     agent.followUp({ role: "app-note", text: "kept" });
     expect(agent.queued.followUps).toEqual([{ role: "app-note", text: "kept" }]);
+  });
+});
+
+describe("bad messages, field by field", () => {
+  it("a message of a role the model reads is refused naming its bad field and what it must be", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    const cases = [
+      [{ role: "assistant" }, "message.content must be an array, got undefined."],
+      [
+        { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "add", arguments: {} }] },
+        "message.content.0.args must be present, got undefined.",
+      ],
+      [
+        { role: "assistant", content: [{ type: "txt", text: "x" }] },
+        'message.content.0.type must be one of "text", "thinking", "toolCall", got "txt".',
+      ],
+      [{ role: "user", content: 5 }, "message.content must be a string or an array of text blocks, got 5."],
+      [
+        { role: "toolResult", toolCallId: "c1", toolName: "add", content: "3", isError: false },
+        'message.status must be one of "ok", "error", "skipped", "timeout", "aborted", "denied", got undefined.',
+      ],
+    ] as const;
+    for (const [message, problem] of cases) {
+      expect(() => agent.prompt(message as never)).toThrow(`Invalid prompt: ${problem}`);
+      expect(() => agent.steer(message as never)).toThrow(`Invalid steering message: ${problem}`);
+    }
+    expect(agent.messages).toEqual([]);
+    expect(agent.queued).toEqual({ steering: [], followUps: [] });
   });
 });
 

@@ -178,6 +178,15 @@ describe("the logger", () => {
     expect(written).toEqual(["info"]);
   });
 
+  it("failSafeLogger refuses, at once, what is no logger: it would lose every line without a word", () => {
+    for (const notALogger of [undefined, null, {}, { error: () => {} }, "pino"]) {
+      expect(() => failSafeLogger(notALogger as never)).toThrow(InvalidConfigError);
+      expect(() => failSafeLogger(notALogger as never)).toThrow(
+        "failSafeLogger(logger) needs a logger: an object with error, warn, info and debug functions (pino's shape).",
+      );
+    }
+  });
+
   it("an async onListenerError whose promise rejects: the run ends as it would, and no rejection goes unhandled", async () => {
     const onListenerError = async () => {
       throw new Error("the error tracker is down");

@@ -654,6 +654,21 @@ describe("enabling tracing", () => {
     );
   });
 
+  it("openTelemetryTracing refuses a key it does not know, and a tracerProvider that cannot be read, at once", () => {
+    // A misspelt key would otherwise trace to the global provider, the one it was meant to avoid.
+    expect(() => openTelemetryTracing({ tracerprovider: provider } as never)).toThrow(
+      "Invalid openTelemetryTracing() options: tracerprovider is not an option (known: tracerProvider).",
+    );
+    const unreadable = {
+      get tracerProvider(): never {
+        throw new Error("no access");
+      },
+    };
+    expect(() => openTelemetryTracing(unreadable)).toThrow(
+      "Invalid openTelemetryTracing() options: tracerProvider could not be read: no access.",
+    );
+  });
+
   it("openTelemetryTracing refuses, at once, a tracerProvider whose getTracer throws or gives no tracer", () => {
     const throwing = {
       getTracer: () => {

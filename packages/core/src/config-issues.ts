@@ -176,7 +176,13 @@ export function settingsError(domain: string): { error: (issue: core.$ZodRawIssu
 }
 
 /** Domains zod's type names do not read as: its `int` is what the checks elsewhere call a whole number. */
-const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", nan: "NaN", null: "null" };
+const TYPE_DOMAINS: Readonly<Record<string, string>> = {
+  int: "a whole number",
+  nan: "NaN",
+  null: "null",
+  // A required field left out (zod's `z.unknown()` one, which takes any value but needs the key).
+  nonoptional: "present",
+};
 
 /**
  * The domain of a type check whose schema has no message of its own (zod asks the parse's error map
@@ -185,6 +191,11 @@ const TYPE_DOMAINS: Readonly<Record<string, string>> = { int: "a whole number", 
  */
 function expectedType(issue: core.$ZodRawIssue): string | undefined {
   if (issue.code === "unrecognized_keys") return knownKeys(issue.inst);
+  // An enum or a literal: the values it takes, as JSON writes them.
+  if (issue.code === "invalid_value") {
+    const values = issue.values.map((value) => show(value));
+    return values.length === 1 ? values[0] : `one of ${values.join(", ")}`;
+  }
   if (issue.code !== "invalid_type") return undefined;
   const type = String(issue.expected);
   return TYPE_DOMAINS[type] ?? `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;

@@ -3,10 +3,12 @@ import { AgentConfigError, expecting, show, validate } from "./config-issues.js"
 import {
   type AssistantMessage,
   agentMessageSchema,
+  llmMessageSchemaOf,
   type MessageInput,
   type ToolResultMessage,
   toolCallsOf,
 } from "./messages.js";
+import { hasThenMethod } from "./run/checked-messages.js";
 
 /*
  * The checks of the messages an app hands an agent (a prompt, a steering or follow-up message, what
@@ -24,8 +26,41 @@ const messageInputSchema = z.custom(
  */
 export function validateMessageInput(input: unknown, what: string): void {
   if (typeof input === "string") return;
-  validate(messageInputSchema, input, what, "message");
+  try {
+    validate(messageInputSchema, input, what, "message");
+  } catch (error) {
+    throw badFieldError(input, what) ?? error;
+  }
 }
+
+/**
+ * For a refused message of a role the model reads, the error that names its bad field
+ * (`message.content.0.args must be present`) rather than the whole message; undefined for any
+ * other refusal (no such role, a promise, a getter that throws), whose error says it as it is.
+ * Asked only once a message is refused: a good one is parsed once.
+ */
+function badFieldError(input: unknown, what: string): unknown {
+  try {
+    const schema = llmMessageSchemaOf(input);
+    if (schema === undefined || hasThenMethod(input)) return undefined;
+    validate(underMessage(schema), { message: input }, what, "message");
+  } catch (error) {
+    if (error instanceof AgentConfigError) return error;
+  }
+  return undefined;
+}
+
+/** A role's schema as the field `message` of an object, so that the paths of its issues start there. */
+function underMessage(schema: z.ZodType): z.ZodType {
+  let wrapped = schemasUnderMessage.get(schema);
+  if (wrapped === undefined) {
+    wrapped = z.object({ message: schema });
+    schemasUnderMessage.set(schema, wrapped);
+  }
+  return wrapped;
+}
+
+const schemasUnderMessage = new Map<z.ZodType, z.ZodType>();
 
 /**
  * Checks a message for the steering or follow-up queue: as `validateMessageInput`, and neither a

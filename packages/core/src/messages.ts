@@ -25,7 +25,9 @@ export const usageSchema = z.object({
 
 export const userMessageSchema = z.object({
   role: z.literal("user"),
-  content: z.union([z.string(), z.array(textContentSchema)]),
+  content: z.union([z.string(), z.array(textContentSchema)], {
+    error: "a string or an array of text blocks",
+  }),
   timestamp: z.number().optional(),
 });
 
@@ -34,7 +36,9 @@ export const assistantStopReasonSchema = z.enum(["stop", "toolUse", "length", "a
 export const assistantMessageSchema = z.object({
   role: z.literal("assistant"),
   content: z.array(
-    z.discriminatedUnion("type", [textContentSchema, thinkingContentSchema, toolCallContentSchema]),
+    z.discriminatedUnion("type", [textContentSchema, thinkingContentSchema, toolCallContentSchema], {
+      error: 'one of "text", "thinking", "toolCall"',
+    }),
   ),
   model: z.string().optional(),
   stopReason: assistantStopReasonSchema.optional(),
@@ -78,6 +82,13 @@ const LLM_MESSAGE_SCHEMAS = new Map<string, z.ZodType>([
   ["assistant", assistantMessageSchema],
   ["toolResult", toolResultMessageSchema],
 ]);
+
+/** The schema of a message of a role the model reads (user, assistant, toolResult); undefined for any other. */
+export function llmMessageSchemaOf(message: unknown): z.ZodType | undefined {
+  if (typeof message !== "object" || message === null) return undefined;
+  const { role } = message as { role?: unknown };
+  return typeof role === "string" ? LLM_MESSAGE_SCHEMAS.get(role) : undefined;
+}
 
 /**
  * Any message of the history, e.g. one read back from a saved conversation: the three roles the

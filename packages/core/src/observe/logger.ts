@@ -1,4 +1,5 @@
 import type { InjectionToken } from "tsyringe";
+import { InvalidConfigError } from "../errors.js";
 
 /**
  * One level of a structured logger: the fields of the line, then its message. The shape of
@@ -50,6 +51,11 @@ export function rejectionsCaught(logger: Logger): Logger {
  * that does not expect a line to fail (a dependency's, an error path).
  */
 export function failSafeLogger(logger: Logger): Logger {
+  // Refused here rather than made safe: each line would fail, and be lost without a word.
+  if (!isLogger(logger))
+    throw new InvalidConfigError(
+      "failSafeLogger(logger) needs a logger: an object with error, warn, info and debug functions (pino's shape).",
+    );
   const failSafe =
     (level: keyof Logger): LogFn =>
     (fields, message) => {

@@ -1,4 +1,5 @@
 import { type Tracer, type TracerProvider, trace } from "@opentelemetry/api";
+import { ownOptions } from "../config-issues.js";
 import { errorMessage, InvalidConfigError } from "../errors.js";
 import { RunTrace } from "./run-trace.js";
 import type { Tracing } from "./tracing.js";
@@ -42,12 +43,15 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
 
 /**
  * The options' tracer provider, or undefined for the global one. Options of the wrong kind are
- * refused here, where they are written, rather than as a TypeError of the SDK's at some run.
+ * refused here, where they are written, rather than as a TypeError of the SDK's at some run; so is
+ * a key it does not know, since a misspelt `tracerProvider` would trace to the global provider.
  */
 function checkedTracerProvider(options: unknown): TracerProvider | undefined {
   if (typeof options !== "object" || options === null)
     throw new InvalidConfigError("openTelemetryTracing() takes an options object: { tracerProvider? }.");
-  const { tracerProvider } = options as { tracerProvider?: unknown };
+  const { tracerProvider } = ownOptions("openTelemetryTracing() options", options, ["tracerProvider"]) as {
+    tracerProvider?: unknown;
+  };
   if (tracerProvider === undefined) return undefined;
   if (
     typeof tracerProvider !== "object" ||
