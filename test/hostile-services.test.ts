@@ -9,6 +9,7 @@ import {
   type Logger,
   MODEL_STEP,
   ProviderError,
+  parseAgentEvent,
   rootContainer,
   TOOL_RUNNER,
   type ToolRunner,
@@ -153,6 +154,27 @@ describe("a CLOCK whose reading throws or is no finite number", () => {
     expect(lines.filter((line) => line.level === "warn").map((line) => line.fields.reading)).toEqual([
       "monotonic",
     ]);
+  });
+
+  it("a clock set back as the run goes on: each reading is held at the latest, so no duration is negative and every event keeps its schema", async () => {
+    const agent = new Agent({ provider: toolThenText(), tools: [add] });
+    let now = 1_700_000_000_000;
+    let monotonic = 1_000_000;
+    agent.container.registerInstance(CLOCK, {
+      now: () => (now -= 1_000),
+      monotonic: () => (monotonic -= 1_000),
+    });
+    const { events, result } = await drain(agent, "add");
+
+    expect(result.stopReason).toBe("completed");
+    for (const event of events) expect(() => parseAgentEvent(event)).not.toThrow();
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+    expect(result.metrics.modelMs).toBeGreaterThanOrEqual(0);
+    expect(result.metrics.toolMs).toBeGreaterThanOrEqual(0);
+    const stamps = result.messages
+      .filter((message) => message.role !== "toolResult")
+      .map((message) => message.timestamp as number);
+    expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
   });
 
   it("a steer() before the first prompt is stamped with the system time when the clock throws", async () => {

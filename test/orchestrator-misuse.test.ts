@@ -1066,6 +1066,18 @@ describe("an orchestrator that retries whatever a call throws (but an abort)", (
     expect(seen.retries).toBeLessThan(10_000);
   });
 
+  it("once a batch found the run stalled, the model is not called again: the run ends stalled within the grace period", async () => {
+    const { seen, orchestrator } = retrying(10_000);
+    const again = [script.toolCall("add", { a: 1, b: 2 })];
+    const model = scriptedModel([again, again, again, again, again]);
+    const agent = new Agent({ provider: model, tools: [add], orchestrator });
+    const result = await kept(agent.prompt("add"));
+    expect(result.stopReason).toBe("stalled");
+    expect(result.error?.code).toBe("stalled");
+    expect(model.doStreamCalls).toHaveLength(3);
+    expect([...seen.refusals]).toEqual(["StallError"]);
+  });
+
   it("a refused executeTools() lets timers run too: agent.abort() from a timer ends the run", async () => {
     const looping = plugin(async (ctx) => {
       const decision = await ctx.decide();

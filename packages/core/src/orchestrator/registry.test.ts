@@ -172,6 +172,20 @@ describe("OrchestratorRegistry", () => {
     expect(orchestratorOf(rootContainer, "no-options")).toBe("no-options");
   });
 
+  // A misspelt `default` would silently leave the loop no default: every agent would get another one.
+  it("refuses an option it does not know, naming the known ones, and registers nothing", () => {
+    expect(() =>
+      registerOrchestrator("misspelt", loop("misspelt"), { defualt: true } as unknown as {
+        default: boolean;
+      }),
+    ).toThrow(
+      new InvalidConfigError(
+        'Invalid registerOrchestrator("misspelt") options: defualt is not an option (known: default, replace, container).',
+      ),
+    );
+    expect(() => orchestratorOf(rootContainer, "misspelt")).toThrow(UnknownOrchestratorError);
+  });
+
   // A class is a function too, but one that throws when called without `new`: refused where it is
   // registered, rather than as a TypeError from every `new Agent()` naming it.
   it("refuses a class in place of a factory, saying how to pass it", () => {

@@ -1,5 +1,6 @@
 import "reflect-metadata";
 import { container, type DependencyContainer, type InjectionToken } from "tsyringe";
+import { refuseUnknownKeys } from "../config-issues.js";
 import { InvalidConfigError, NoOrchestratorError, UnknownOrchestratorError } from "../errors.js";
 import { refusedPromise } from "../run/checked-messages.js";
 import type { Orchestrator, OrchestratorFactory } from "./contract.js";
@@ -104,6 +105,9 @@ export const ORCHESTRATOR_REGISTRY: InjectionToken<OrchestratorRegistry> = Symbo
 export const rootContainer: DependencyContainer = container.createChildContainer();
 rootContainer.registerInstance(ORCHESTRATOR_REGISTRY, new OrchestratorRegistry());
 
+/** What `registerOrchestrator` takes: a key none of these is a misspelling (`defualt`), refused. */
+const REGISTER_OPTIONS = ["default", "replace", "container"];
+
 /**
  * Registers an orchestrator plug-in by name, on the root container unless another is given.
  * `{ default: true }` makes it the orchestrator of agents that do not name one. Registering on
@@ -118,6 +122,7 @@ export function registerOrchestrator<Options>(
   factory: OrchestratorFactory<Options>,
   options: { default?: boolean; replace?: boolean; container?: DependencyContainer } = {},
 ): void {
+  refuseUnknownKeys(`registerOrchestrator("${String(name)}") options`, options ?? {}, REGISTER_OPTIONS);
   const { container = rootContainer } = options ?? {};
   // tsyringe would answer a container of another kind with a TypeError of its own.
   if (typeof (container as Partial<DependencyContainer> | null)?.isRegistered !== "function")

@@ -78,7 +78,10 @@ export function resolveServices(container: DependencyContainer): RunServiceSet {
 /**
  * A clock of the app's own, as runs read it: a reading that throws, or that is no finite number,
  * is taken from the system clock instead (a timestamp is never `NaN`, and a run never fails or
- * hangs on one), and `onFault` is told of the first such reading.
+ * hangs on one), and `onFault` is told of the first such reading. A reading earlier than the
+ * latest of its kind (a clock set back, or one that broke and stood in for by the system's) is
+ * held at the latest: a duration is a difference of two readings, and a negative one would break
+ * the schemas of `turn_end` and `agent_end`.
  */
 export function guardedClock(
   clock: Clock,
@@ -86,6 +89,7 @@ export function guardedClock(
 ): Clock {
   if (clock === systemClock) return clock;
   let told = false;
+  const latest = { now: Number.NEGATIVE_INFINITY, monotonic: Number.NEGATIVE_INFINITY };
   const read = (reading: "now" | "monotonic", fallback: () => number): number => {
     let value: unknown;
     try {
@@ -93,12 +97,15 @@ export function guardedClock(
     } catch (error) {
       value = error;
     }
-    if (typeof value === "number" && Number.isFinite(value)) return value;
-    if (!told) {
-      told = true;
-      onFault(reading, value);
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      if (!told) {
+        told = true;
+        onFault(reading, value);
+      }
+      value = fallback();
     }
-    return fallback();
+    latest[reading] = Math.max(latest[reading], value as number);
+    return latest[reading];
   };
   return {
     now: () => read("now", systemClock.now),

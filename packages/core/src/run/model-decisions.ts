@@ -5,6 +5,7 @@ import {
   type AgentError,
   EmptyResponseError,
   MaxCyclesExceededError,
+  type StallError,
   StopRequestedError,
   StructuredOutputError,
 } from "../errors.js";
@@ -296,7 +297,12 @@ export class ModelDecisions {
    * error) is looping past the limit, and the run ends with the first error, as an abort would
    * (within the grace period, whether or not the orchestrator stops).
    */
-  #stop(error: MaxCyclesExceededError | StopRequestedError): AgentError {
+  /** A batch found the run stalled: a model call after it ends the run so, as one past `maxCycles` does. */
+  stalled(error: StallError): void {
+    this.#stopped ??= error;
+  }
+
+  #stop(error: AgentError): AgentError {
     if (this.#stopped === undefined) this.#stopped = error;
     else this.#setup.abortScope.abort(this.#stopped);
     return error;
@@ -304,6 +310,7 @@ export class ModelDecisions {
 
   #countCycle(): void {
     this.#log.assertOpen();
+    if (this.#stopped !== undefined) throw this.#stop(this.#stopped);
     const { maxCycles } = this.#setup.limits;
     if (this.#metrics.cycles >= maxCycles) throw this.#stop(new MaxCyclesExceededError(maxCycles));
     this.#metrics.cycles++;

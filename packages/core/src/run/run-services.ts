@@ -276,7 +276,10 @@ export class RunServices implements RunContext {
         : new AwaitingClientToolError(waiting);
     }
     this.log.assertOpen();
-    if (outcome.stall) throw outcome.stall;
+    if (outcome.stall) {
+      this.#model.stalled(outcome.stall);
+      throw outcome.stall;
+    }
     const { steering } = outcome;
     if (steering.length === 0) return { results: outcome.results, steering };
     // Another batch still runs calls of the same reply: the steering waits for the history to
