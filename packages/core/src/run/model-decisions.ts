@@ -291,17 +291,17 @@ export class ModelDecisions {
     return returned;
   }
 
-  /**
-   * A model call the run must not make (`maxCycles` reached, `shouldStop` said stop): the first is
-   * refused with `error`; an orchestrator that asks again instead of ending (it swallowed the
-   * error) is looping past the limit, and the run ends with the first error, as an abort would
-   * (within the grace period, whether or not the orchestrator stops).
-   */
-  /** A batch found the run stalled: a model call after it ends the run so, as one past `maxCycles` does. */
+  /** A batch found the run stalled: a model call after it ends the run so (see `#stop`). */
   stalled(error: StallError): void {
     this.#stopped ??= error;
   }
 
+  /**
+   * A model call the run must not make (`maxCycles` reached, `shouldStop` said stop, a batch found
+   * the run stalled): the first is refused with `error`; an orchestrator that asks again instead of
+   * ending (it swallowed the error) is looping past the limit, and the run ends with the first
+   * error, as an abort would (within the grace period, whether or not the orchestrator stops).
+   */
   #stop(error: AgentError): AgentError {
     if (this.#stopped === undefined) this.#stopped = error;
     else this.#setup.abortScope.abort(this.#stopped);
@@ -325,17 +325,11 @@ function callCount(count: unknown): number {
   return Number.isFinite(whole) && whole > 0 ? whole : 0;
 }
 
+/** A provider's finish reason as the assistant message's stop reason: those they share kept, any other `other`. */
 function assistantStopReason(finishReason: string): AssistantStopReason {
-  switch (finishReason) {
-    case "stop":
-      return "stop";
-    case "length":
-      return "length";
-    case "error":
-      return "error";
-    default:
-      return "other";
-  }
+  return finishReason === "stop" || finishReason === "length" || finishReason === "error"
+    ? finishReason
+    : "other";
 }
 
 function isZodSchema(schema: unknown): boolean {
