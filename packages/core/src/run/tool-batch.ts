@@ -12,9 +12,9 @@ import {
   CUT_OFF,
   callContext,
   checkedResult,
-  checkHookReturn,
   toolTimeoutMs,
 } from "./batch-contract.js";
+import { BatchHooks } from "./batch-hooks.js";
 import { type ClientToolOutcome, waitsForClient } from "./client-tools.js";
 import { ExclusiveGate } from "./exclusive-gate.js";
 import { notJson } from "./orchestrator-input.js";
@@ -38,8 +38,7 @@ export class ToolBatch implements FatalToolSink {
   #steering: AgentMessage[] = [];
   #stopped: BatchStop | undefined;
   #next = 0;
-  /** The calls that started, kept only for an orchestrator that hears of them (`beforeEach`, `afterEach`). */
-  #started: Set<number> | undefined;
+  readonly #hooks: BatchHooks | undefined;
   /** The run's scope, or (in a concurrent batch) a child that a fatal error can abort alone. */
   #scope: AbortScope;
   #verdicts: Map<string, Verdict> | undefined;
@@ -52,6 +51,7 @@ export class ToolBatch implements FatalToolSink {
     this.#setup = setup;
     this.#calls = calls;
     this.#options = options;
+    this.#hooks = BatchHooks.of(options);
     this.#results = new Array(calls.length);
     this.#scope = setup.scope;
   }
@@ -175,11 +175,7 @@ export class ToolBatch implements FatalToolSink {
   /** Runs call `index`: `tool_call`, the tool (or a result it gets without running), `tool_result`. */
   #runCall(index: number): void | Promise<void> {
     let call = this.#calls[index] as ToolCall;
-    if (this.#options.afterEach || this.#options.beforeEach) {
-      this.#started ??= new Set();
-      this.#started.add(index);
-    }
-    if (this.#options.beforeEach) checkHookReturn("beforeEach", this.#options.beforeEach(call));
+    this.#hooks?.start(index, call);
     const { events } = this.#setup;
     const tool = this.#setup.tools.get(call.name);
     const early = this.#resultWithoutRunning(call, tool);
@@ -222,41 +218,19 @@ export class ToolBatch implements FatalToolSink {
     return false;
   }
 
-  /**
-   * The run's end is about to answer one of this batch's calls that never started (the run ended
-   * while calls before it ran): the orchestrator's `beforeEach` hears of it first, right before its
-   * `tool_call`, as of a call that runs, so that e.g. a plan step's start comes before its call and
-   * its end (`closedWith`) after its result.
-   */
+  /** The run's end is about to answer one of this batch's calls that never started (see `BatchHooks`). */
   closing(call: ToolCall): void {
-    if (!this.#options.beforeEach) return;
     const index = this.#calls.findIndex((candidate) => candidate.id === call.id);
-    if (index < 0 || this.#started?.has(index)) return;
-    this.#started ??= new Set();
-    this.#started.add(index);
-    try {
-      checkHookReturn("beforeEach", this.#options.beforeEach(call));
-    } catch {
-      // The run is ending: an orchestrator hook that throws now has no run left to fail.
-    }
+    if (index >= 0) this.#hooks?.startedByTheRunsEnd(index, call);
   }
 
-  /**
-   * The run's end answered one of this batch's calls (it was still running, or never started):
-   * the orchestrator's `afterEach` hears of it like of any result, so e.g. every plan step that
-   * started gets its end.
-   */
+  /** The run's end answered one of this batch's calls, running or never started (see `BatchHooks`). */
   closedWith(call: ToolCall, result: ToolResultMessage): void {
     const index = this.#calls.findIndex((candidate) => candidate.id === call.id);
     // A call that never started (and whose start `closing` did not announce) has nothing to end.
-    if (index < 0 || !this.#started?.has(index) || this.#results[index] !== undefined) return;
+    if (index < 0 || !this.#hooks?.started(index) || this.#results[index] !== undefined) return;
     this.#results[index] = result;
-    try {
-      if (this.#options.afterEach)
-        checkHookReturn("afterEach", this.#options.afterEach(this.#calls[index] as ToolCall, result));
-    } catch {
-      // The run is ending: an orchestrator hook that throws now has no run left to fail.
-    }
+    this.#hooks.endedByTheRunsEnd(this.#calls[index] as ToolCall, result);
   }
 
   /** @internal A `FatalToolError`: the batch stops. */
@@ -331,7 +305,7 @@ export class ToolBatch implements FatalToolSink {
         message: result.content,
         toolCallId,
       });
-    if (this.#options.afterEach) checkHookReturn("afterEach", this.#options.afterEach(call, result));
+    this.#hooks?.end(call, result);
     if (
       (this.#options.interruptOnSteering ?? true) &&
       this.#steering.length === 0 &&
