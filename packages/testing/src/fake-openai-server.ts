@@ -101,9 +101,7 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions): P
 // saying "state.reply is not a function", far from the options that caused it.
 function checkOptions(options: unknown): asserts options is FakeOpenAIServerOptions {
   if (!isRecord(options))
-    throw new TypeError(
-      `startFakeOpenAIServer takes { reply }, got ${options === null ? "null" : typeof options}.`,
-    );
+    throw new TypeError(`startFakeOpenAIServer takes { reply }, got ${shown(options)}.`);
   const unknown = Object.keys(options).find((key) => key !== "reply");
   if (unknown !== undefined)
     throw new TypeError(`startFakeOpenAIServer has no option "${unknown}" (known: reply).`);

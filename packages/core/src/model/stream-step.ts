@@ -216,7 +216,7 @@ class StepState extends AbortHook implements ModelStepResult {
   read(opened: StreamResult): ReadableStreamDefaultReader<LanguageModelV4StreamPart> {
     if (!isReadable(opened?.stream))
       throw new ProviderError(
-        isObject(opened)
+        typeof opened === "object" && opened !== null
           ? `The model's doStream() returned an object without a readable \`stream\` (keys: ${Object.keys(opened).join(", ") || "none"}).`
           : `The model's doStream() resolved to ${typeName(opened)}, not an object with a readable \`stream\`.`,
       );
@@ -332,10 +332,6 @@ let capturedReject: (reason: unknown) => void = ignore;
 function captureSettlers(resolve: (value: never) => void, reject: (reason: unknown) => void): void {
   capturedResolve = resolve;
   capturedReject = reject;
-}
-
-function isObject(value: unknown): value is object {
-  return typeof value === "object" && value !== null;
 }
 
 function typeName(value: unknown): string {
