@@ -732,6 +732,46 @@ describe("execution", () => {
       "plan_step_end 1",
     ]);
   });
+
+  it("a batch that failed (a beforeToolCall that throws) leaves its steps to the run's end, which brackets each with its step events", async () => {
+    const note = defineTool({
+      name: "note",
+      description: "x",
+      inputSchema: z.object({}),
+      execute: () => "noted",
+    });
+    const agent = new Agent({
+      provider: scriptedModel([
+        plan([
+          { id: "a", tool: "note", args: {} },
+          { id: "b", tool: "note", args: {} },
+        ]),
+      ]),
+      tools: [note],
+      orchestrator: planExecute(),
+      beforeToolCall: () => {
+        throw new Error("the hook broke");
+      },
+    });
+    const agentRun = agent.prompt("go");
+    const result = await agentRun.result();
+    expect(result.stopReason).toBe("error");
+    assertValidTranscript(result.messages);
+    assertEventProtocol(agentRun.events);
+    const steps = agentRun.events
+      .filter((event) => /^(plan_step_|tool_)/.test(event.type))
+      .map((event) => `${event.type} ${"index" in event ? event.index : ""}`.trim());
+    expect(steps).toEqual([
+      "plan_step_start 0",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 0",
+      "plan_step_start 1",
+      "tool_call",
+      "tool_result",
+      "plan_step_end 1",
+    ]);
+  });
 });
 
 describe("options", () => {

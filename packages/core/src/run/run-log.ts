@@ -27,6 +27,8 @@ export class RunLog {
   stall: StallDetector | undefined;
   /** The batches under way: a call the run's end answers is reported to its batch. */
   readonly #running: ToolBatch[] = [];
+  /** Batches that failed, whose calls the run's end may still answer (see `untrack`). */
+  readonly #failed: ToolBatch[] = [];
   /** Set by `markEnding`. */
   #ending = false;
 
@@ -205,8 +207,14 @@ export class RunLog {
     this.#running.push(batch);
   }
 
-  untrack(batch: ToolBatch): void {
+  /**
+   * The batch has settled. One that failed (a hook threw) left calls without their results, which
+   * the run's end (or the next model call) answers: the batch still hears of them, so that its
+   * orchestrator's hooks bracket them as they would any call (a plan step's start and end).
+   */
+  untrack(batch: ToolBatch, failed = false): void {
     this.#running.splice(this.#running.indexOf(batch), 1);
+    if (failed) this.#failed.push(batch);
   }
 
   /**
@@ -214,9 +222,10 @@ export class RunLog {
    * batch the call belongs to hears of both (of a call that never started, before its `tool_call`).
    */
   publishClosed(closed: readonly ClosedCall[]): void {
+    const batches = this.#failed.length === 0 ? this.#running : [...this.#running, ...this.#failed];
     for (const { call, result } of closed) {
       if (!this.#events.announced(call.id)) {
-        for (const batch of this.#running) batch.closing(call);
+        for (const batch of batches) batch.closing(call);
         this.#events.publish({
           type: "tool_call",
           toolCallId: call.id,
@@ -227,7 +236,7 @@ export class RunLog {
       this.#metrics.count(result.status);
       const { toolCallId, toolName, status, content } = result;
       this.#events.publish({ type: "tool_result", toolCallId, toolName, status, error: content });
-      for (const batch of this.#running) batch.closedWith(call, result);
+      for (const batch of batches) batch.closedWith(call, result);
     }
   }
 }

@@ -206,8 +206,8 @@ export class RunServices implements RunContext {
     const concurrency = Number.isNaN(wanted) ? 1 : Math.max(1, wanted);
     this.activity.inFlight++;
     this.log.track(batch);
-    const done = () => {
-      this.log.untrack(batch);
+    const done = (failed?: true) => {
+      this.log.untrack(batch, failed);
       this.activity.settled();
     };
     const settle = (outcome: BatchOutcome) => {
@@ -227,12 +227,12 @@ export class RunServices implements RunContext {
     try {
       running = batch.run(concurrency, resumed);
     } catch (error) {
-      done();
+      done(true);
       throw error;
     }
     if (!(running instanceof Promise)) return settle(running);
     return running.then(settle, (error: unknown) => {
-      done();
+      done(true);
       throw error;
     });
   }
