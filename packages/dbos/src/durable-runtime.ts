@@ -16,6 +16,7 @@ import {
   ANSWERS,
   cancelRun,
   checkAfter,
+  checkAgentName,
   checkPrompt,
   checkStartOptions,
   checkTakesMessages,
@@ -182,6 +183,7 @@ export class DurableRuntime {
    * workflow's later runs, `<runId>.2`, …; the prompt a string.
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkAgentName(agentName);
     checkPrompt(prompt);
     checkStartOptions(options);
     checkRunId(options.runId);
