@@ -31,7 +31,7 @@ import { EventStore } from "./event-store.js";
 import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { canNameRun, checkRunId } from "./run-ids.js";
 import { describe, RunWorkflows } from "./run-workflows.js";
-import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
+import { checkRuntimeOptions, type DurableRuntimeOptions, runtimeAgents } from "./runtime-options.js";
 
 const DEFAULT_QUEUE = "agent-core.runs";
 
@@ -77,6 +77,7 @@ export class DurableRuntime {
 
   constructor(options: DurableRuntimeOptions) {
     checkRuntimeOptions(options);
+    runtimeAgents.set(this, options.agents);
     // First: a second runtime in this process is refused before anything is made.
     this.#workflows = new RunWorkflows({
       options,
