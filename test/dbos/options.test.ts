@@ -174,6 +174,11 @@ describe("options of durableBackend() that no backend could use", () => {
       'agentName must be a non-empty string or a function of the request, got "".',
     ],
     [
+      "an agentName its runtime does not have (every start would fail)",
+      { agentName: "nobody" },
+      'agentName "nobody" is no agent of the runtime; registered: helper.',
+    ],
+    [
       "a pollMs of 0 (every followed run's log read without pause)",
       { pollMs: 0 },
       "pollMs must be a number of milliseconds above 0, at most 2147483647, got 0.",

@@ -257,6 +257,22 @@ describe("an agent name that is an inherited property of an object", () => {
   );
 });
 
+describe("an agent name that is not a string", () => {
+  it("is refused by a runtime's and a client's start() before anything is enqueued: no agent has it", async () => {
+    const before = (await pool.query("SELECT count(*)::int AS n FROM dbos.workflow_status")).rows[0].n;
+    for (const start of [
+      (name: unknown) => runtime.start(name as string, "Hi."),
+      (name: unknown) => client.start(name as string, "Hi."),
+    ])
+      for (const [name, shown] of [
+        [42, "42"],
+        [null, "null"],
+      ] as const)
+        await refused(start(name), InvalidConfigError, `An agent's name must be a string, got ${shown}.`);
+    expect((await pool.query("SELECT count(*)::int AS n FROM dbos.workflow_status")).rows[0].n).toBe(before);
+  });
+});
+
 describe("a database where no worker has launched yet", () => {
   it("a client refuses ids no workflow has as anywhere, and the runs it starts (over HTTP too) wait for the first worker, which runs them", async () => {
     const freshUrl = await postgres.createDatabase("agent_core_fresh");

@@ -26,6 +26,7 @@ import { EventStore } from "./event-store.js";
 import { answeringOutages } from "./http-answers.js";
 import { PostgresTokenLedger } from "./postgres-token-ledger.js";
 import { canNameRun } from "./run-ids.js";
+import { runtimeAgents } from "./runtime-options.js";
 
 /** What the backend needs of a `DurableRuntime` (a worker) or a `DurableRunClient` (a server only). */
 export type DurableRunControl = Pick<DurableRuntime, "answer" | "steer" | "followUp" | "cancel"> & {
@@ -258,7 +259,7 @@ async function ended(send: () => Promise<void>): Promise<void> {
 /**
  * Throws `InvalidConfigError` for options no backend could use, before anything is made: a
  * `databaseUrl` that is not `postgres://`, `runs` without the calls the backend makes, an empty
- * `agentName`, a `pollMs` that is not a number above 0 (0 would read every followed run's log
+ * `agentName` (or, on a runtime, one it does not have), a `pollMs` that is not a number above 0 (0 would read every followed run's log
  * without pause).
  */
 function checkBackendOptions(options: DurableBackendOptions): void {
@@ -275,6 +276,12 @@ function checkBackendOptions(options: DurableBackendOptions): void {
   if (typeof agentName !== "function" && (typeof agentName !== "string" || agentName === ""))
     throw new InvalidConfigError(
       `agentName must be a non-empty string or a function of the request, got ${shown(agentName)}.`,
+    );
+  // On a runtime (a client knows no agents): a name it does not have would fail every start, 500.
+  const agents = runtimeAgents.get(runs);
+  if (agents !== undefined && typeof agentName === "string" && !Object.hasOwn(agents, agentName))
+    throw new InvalidConfigError(
+      `agentName "${agentName}" is no agent of the runtime; registered: ${Object.keys(agents).join(", ") || "none"}.`,
     );
   if (pollMs !== undefined && !(typeof pollMs === "number" && pollMs > 0 && pollMs <= LONGEST_TIMER_MS))
     throw new InvalidConfigError(

@@ -237,6 +237,16 @@ export function checkAfter(after: unknown): void {
 }
 
 /**
+ * Throws `InvalidConfigError` unless `agentName` is a string: no agent has another name, and a
+ * client, which knows no agents, would enqueue a run that fails in the worker (and `42` would
+ * name the agent "42" there).
+ */
+export function checkAgentName(agentName: unknown): void {
+  if (typeof agentName !== "string")
+    throw new InvalidConfigError(`An agent's name must be a string, got ${shown(agentName)}.`);
+}
+
+/**
  * Throws unless `prompt` is a string: a run's workflow takes its prompt as one, and anything else
  * would start a workflow only to fail it.
  */

@@ -16,6 +16,7 @@ import {
   ANSWERS,
   cancelRun,
   checkAfter,
+  checkAgentName,
   checkPrompt,
   checkStartOptions,
   checkTakesMessages,
@@ -30,7 +31,7 @@ import { EventStore } from "./event-store.js";
 import { closeMailbox, createMailboxTable, sendMessage } from "./mailbox.js";
 import { canNameRun, checkRunId } from "./run-ids.js";
 import { describe, RunWorkflows } from "./run-workflows.js";
-import { checkRuntimeOptions, type DurableRuntimeOptions } from "./runtime-options.js";
+import { checkRuntimeOptions, type DurableRuntimeOptions, runtimeAgents } from "./runtime-options.js";
 
 const DEFAULT_QUEUE = "agent-core.runs";
 
@@ -76,6 +77,7 @@ export class DurableRuntime {
 
   constructor(options: DurableRuntimeOptions) {
     checkRuntimeOptions(options);
+    runtimeAgents.set(this, options.agents);
     // First: a second runtime in this process is refused before anything is made.
     this.#workflows = new RunWorkflows({
       options,
@@ -182,6 +184,7 @@ export class DurableRuntime {
    * workflow's later runs, `<runId>.2`, …; the prompt a string.
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<DurableRun> {
+    checkAgentName(agentName);
     checkPrompt(prompt);
     checkStartOptions(options);
     checkRunId(options.runId);

@@ -8,6 +8,7 @@ import { dbosLogger } from "./dbos-logger.js";
 import {
   ANSWERS,
   cancelRun,
+  checkAgentName,
   checkPrompt,
   checkStartOptions,
   checkTakesMessages,
@@ -97,6 +98,7 @@ export class DurableRunClient {
    * `.<digits>` is refused, see `DurableRuntime.start()`).
    */
   async start(agentName: string, prompt: string, options: { runId?: string } = {}): Promise<string> {
+    checkAgentName(agentName);
     checkPrompt(prompt);
     checkStartOptions(options);
     checkRunId(options.runId);

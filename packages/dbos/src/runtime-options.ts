@@ -49,6 +49,12 @@ export interface DurableRuntimeOptions {
 }
 
 /**
+ * Each runtime's `agents`, recorded when it is made: what `durableBackend()` checks its
+ * `agentName` against (a name its runtime does not have would fail every start).
+ */
+export const runtimeAgents = new WeakMap<object, Readonly<Record<string, () => Agent>>>();
+
+/**
  * Throws `InvalidConfigError` for an option of `new DurableRuntime()` that no runtime could use,
  * before anything is made: DBOS would take most of them and fail later, halfway through
  * `launch()` (a fractional or too low concurrency, an empty name), or never (a queue no worker
