@@ -36,7 +36,6 @@ describe("parseAgentOptions", () => {
       {
         model: "llama3.2",
         "base-url": "http://localhost:11434/v1",
-        orchestrator: "plan-execute",
         system: "Be brief.",
         "max-cycles": "4",
         "total-ms": "60000",
@@ -58,7 +57,7 @@ describe("parseAgentOptions", () => {
     });
     expect(options.config).toEqual({
       systemPrompt: "Be brief.",
-      orchestrator: "plan-execute",
+      orchestrator: undefined,
       limits: { maxCycles: 4 },
       timeouts: { totalMs: 60_000, stepMs: 20_000, firstChunkMs: 5000, chunkMs: 3000, toolMs: 1000 },
       toolExecution: "parallel",
@@ -80,6 +79,15 @@ describe("parseAgentOptions", () => {
     [{ "max-concurrency": "2" }, "--max-concurrency is for parallel tools: add --parallel-tools."],
     [{ "parallel-tools": true, "max-concurrency": "0" }, "--max-concurrency must be a whole number >= 1"],
     [{ "no-stall": true, "stall-results": "3" }, "--no-stall turns stall detection off"],
+    // plan-execute runs a plan's steps at its own concurrency: the options would look as if they worked.
+    [
+      { orchestrator: "plan-execute", "parallel-tools": true },
+      "--parallel-tools does not change how plan-execute runs a plan's steps",
+    ],
+    [
+      { orchestrator: "plan-execute", "parallel-tools": true, "max-concurrency": "2" },
+      "--parallel-tools does not change how plan-execute runs a plan's steps",
+    ],
     [
       { "base-url": "localhost:11434" },
       '--base-url must be an http:// or https:// URL, got "localhost:11434".',

@@ -113,6 +113,13 @@ export function parseAgentOptions(
       `--orchestrator needs a name, got "${orchestrator}".`,
       'Run "agent-core --help" for the registered orchestrators, or leave the option out for the default.',
     );
+  // plan-execute runs a plan's independent steps at once with a concurrency of its own (4), whatever
+  // the agent's toolExecution and maxConcurrency say: taking the options would look as if they worked.
+  if (orchestrator === "plan-execute" && parallel)
+    throw new UsageError(
+      "--parallel-tools does not change how plan-execute runs a plan's steps: it runs the independent ones at once (up to 4) on its own.",
+      "Leave out --parallel-tools and --max-concurrency with --orchestrator plan-execute.",
+    );
   const stall = flag("no-stall")
     ? false
     : definedOnly({ repeatedCalls: stallCalls, repeatedResults: stallResults });

@@ -75,7 +75,9 @@ export function createPageServer(options: PageServerOptions): {
           status: 403,
         });
       if (pathname === "/api" || pathname.startsWith("/api/")) return agents.fetch(request);
-      if (request.method !== "GET" && request.method !== "HEAD") return new Response(null, { status: 405 });
+      // Outside /api are only the page's files; HTTP requires a 405 to name the methods that work.
+      if (request.method !== "GET" && request.method !== "HEAD")
+        return new Response(null, { status: 405, headers: { Allow: "GET, HEAD" } });
       const file = pathname.startsWith("/client/")
         ? await staticFile(clientDir, pathname.slice("/client".length))
         : await staticFile(options.staticDir, pathname);
