@@ -1045,6 +1045,46 @@ describe("a long answer", () => {
 });
 
 describe("run time", () => {
+  it("names runTimeoutMs when the handler's limit ends a run, a resumed one too", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("get_location", {}, { id: "loc1" })],
+          [script.text("a"), script.delay(300), script.text("b")],
+        ]),
+        tools: [getLocation],
+      }),
+      { runTimeoutMs: 50 },
+    );
+    const page = new Page(handler);
+    await page.send("where am I?");
+    page.addToolOutput("loc1", { city: "Oslo" });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of uiChunks(await page.post())) chunks.push(chunk);
+    expect(chunks.filter((chunk) => chunk.type === "error")).toEqual([
+      { type: "error", errorText: "The run took longer than 50 ms (runTimeoutMs)." },
+    ]);
+  });
+
+  it("names timeouts.totalMs when the agent's own limit ends a run", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([[script.text("a"), script.delay(300), script.text("b")]]),
+        timeouts: { totalMs: 50 },
+      }),
+      { runTimeoutMs: 60_000 },
+    );
+    const chunks: UIMessageChunk[] = [];
+    const message = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    const response = await handler.fetch(
+      chatRequest({ id: "c", messages: [message], trigger: "submit-message" }),
+    );
+    for await (const chunk of uiChunks(response)) chunks.push(chunk);
+    expect(chunks.filter((chunk) => chunk.type === "error")).toEqual([
+      { type: "error", errorText: "The run took longer than 50 ms (timeouts.totalMs)." },
+    ]);
+  });
+
   it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
     const handler = chatHandler(
       () => ({
