@@ -349,6 +349,25 @@ describe("useChat against createUseChatHandler", () => {
     expect(JSON.stringify(lastToolResults(model))).toContain("permission denied");
   });
 
+  it("an error output with an empty errorText reaches the model as a failure without a message, and the chat goes on", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("No luck.")],
+      [script.text("Sure.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation] })));
+    await page.send("where am I?");
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part) ? { ...part, state: "output-error", errorText: "", output: undefined } : part,
+    ) as UIMessage["parts"];
+    await page.resend();
+    expect(lastToolResults(model)).toEqual([
+      { type: "error-text", value: "The client tool failed without a message." },
+    ]);
+    expect(textOf(await page.send("thanks"))).toBe("Sure.");
+  });
+
   describe("a tool that needs approval", () => {
     const booking = () =>
       scriptedModel([
