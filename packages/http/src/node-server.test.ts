@@ -308,6 +308,17 @@ describe("a request Node's parser refuses", () => {
     }
   });
 
+  it("answers headers past Node's limit 431 headers-too-large, in the same shape", async () => {
+    const server = await serve(async () => new Response("x"));
+    const answer = await halfClosed(
+      server.url,
+      `GET / HTTP/1.1\r\nhost: x\r\nx-big: ${"y".repeat(20_000)}\r\n\r\n`,
+    );
+    const [head, body] = answer.split("\r\n\r\n") as [string, string];
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(body).error.code).toBe("headers-too-large");
+  });
+
   it("writes nothing into a response already begun: the connection is only closed", async () => {
     const begun = new TextEncoder().encode("begun");
     const server = await serve(
