@@ -226,6 +226,22 @@ describe("a request no URL can be made of", () => {
   });
 });
 
+describe("a method the Fetch API has no Request for", () => {
+  it("answers TRACE and CONNECT 501 not-implemented in the JSON error shape, without calling the handler", async () => {
+    let called = 0;
+    const server = await serve(async () => {
+      called++;
+      return new Response("x");
+    });
+    for (const request of ["TRACE /runs", "CONNECT x:1"]) {
+      const answer = await halfClosed(server.url, `${request} HTTP/1.1\r\nhost: x\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+      expect(answer).toContain('"code":"not-implemented"');
+    }
+    expect(called).toBe(0);
+  });
+});
+
 describe("a request target in absolute form", () => {
   it("is the request's URL, as HTTP/1.1 has servers take it", async () => {
     const server = await serve(async (request) => new Response(new URL(request.url).pathname));

@@ -86,6 +86,11 @@ export async function serveNode(
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     refuseUnparsed(error, socket, inProgress.get(socket)),
   );
+  // Without a listener Node drops a CONNECT's connection without a word.
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    if (socket.writable) writeError(socket, 501, "not-implemented", unserved("CONNECT"));
+    socket.destroy();
+  });
   server.listen(port, host);
   await once(server, "listening");
   const bound = server.address() as AddressInfo;
@@ -180,13 +185,20 @@ function refuseUnparsed(error: NodeJS.ErrnoException, socket: Socket, response: 
               "malformed-request",
               "The request is not valid HTTP (a body cut off before its Content-Length, or malformed chunked encoding).",
             ];
-    const body = JSON.stringify({ error: { code, message } });
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    writeError(socket, status, code, message);
   }
   socket.destroy();
 }
+
+/** An error in the JSON shape, written on a socket Node gave up parsing or handed over (CONNECT). */
+function writeError(socket: Socket, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+const unserved = (method: string) => `${method} requests are not served here.`;
 
 /** The handler's response; 400 for a request no `Request` can be made of, 500 when the handler threw. */
 async function answer(
@@ -195,6 +207,12 @@ async function answer(
   signal: AbortSignal,
   logger: Logger,
 ): Promise<Response> {
+  // The Fetch API makes no `Request` of a TRACE (nor of a CONNECT, which Node hands to its own
+  // event, nor of a TRACK, which its parser refuses): no handler can serve one.
+  if (req.method === "TRACE") {
+    const error = { code: "not-implemented", message: unserved("TRACE") };
+    return Response.json({ error }, { status: 501 });
+  }
   let request: Request;
   try {
     request = toRequest(req, signal);
