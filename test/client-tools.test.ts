@@ -113,6 +113,22 @@ describe("a run that reaches a client tool", () => {
     });
   });
 
+  it("gives the model a text that says so for an error outcome without a message", async () => {
+    const agent = new Agent({
+      provider: scriptedModel([
+        [script.toolCall("read_page", { selector: "p" }, { id: "c1" })],
+        [script.text("ok")],
+      ]),
+      tools: [readPage],
+    });
+    agent.on("tool_call", () => queueMicrotask(() => agent.submitToolResult("c1", { error: " " })));
+    const result = await agent.prompt("go").result();
+    expect(result.messages.find((m) => m.role === "toolResult")).toMatchObject({
+      status: "error",
+      content: "The client tool failed without a message.",
+    });
+  });
+
   it("refuses a result for a call that does not wait: unknown, answered twice, or after the run", async () => {
     const agent = new Agent({
       provider: scriptedModel([

@@ -460,6 +460,68 @@ describe("a client tool over HTTP", () => {
     expect(resumed.at(-1)).toMatchObject({ stopReason: "completed" });
   });
 
+  it("gives the model a clear text for a posted error that is empty", async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+          [script.text("ok")],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend" },
+    );
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: { hookToken: string }[] };
+    const token = end.pendingClientTools[0]?.hookToken;
+    const posted = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token,
+      error: "",
+    });
+    const { runId } = await posted.json();
+    const resumed = ndjsonEvents(
+      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
+    );
+    expect(resumed.find(ofType("tool_result"))).toMatchObject({
+      status: "error",
+      error: "The client tool failed without a message.",
+    });
+  });
+
+  it("gives a run resumed from a suspended run its own runTimeoutMs, named as the option the user set", async () => {
+    const { url } = await startServer(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("read_page", { selector: "h1" }, { id: "c1" })],
+          [script.hang()],
+        ]),
+        tools: [readPage],
+      }),
+      { clientTools: "suspend", runTimeoutMs: 50 },
+    );
+    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+      string,
+      unknown
+    > & { pendingClientTools: { hookToken: string }[] };
+    const token = end.pendingClientTools[0]?.hookToken;
+    const posted = await post(`${url}/runs/${end.runId}/tool-results`, {
+      toolCallId: "c1",
+      token,
+      result: "A",
+    });
+    const { runId } = await posted.json();
+    const resumed = ndjsonEvents(
+      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
+    );
+    expect(resumed.find(ofType("error"))).toMatchObject({
+      message: "The run took longer than 50 ms (runTimeoutMs).",
+    });
+    expect(resumed.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+  });
+
   it("counts a run resumed from a suspended run in that run's place toward maxRuns: the resume does not use a second place", async () => {
     const { url } = await startServer(twoCallsInOneReply, {
       clientTools: "suspend",

@@ -392,6 +392,10 @@ describe("POST /runs", () => {
     });
     const events = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "hi" })).text());
     expect(events.at(-1)).toMatchObject({ type: "agent_end", stopReason: "timeout" });
+    // The option the user set, not the agent's timeouts.totalMs they never did.
+    expect(events.find((event) => event.type === "error")).toMatchObject({
+      message: "The run took longer than 50 ms (runTimeoutMs).",
+    });
   });
 
   it("counts starts still awaiting an async agent factory against maxRuns, and frees a failed one's place", async () => {

@@ -349,6 +349,25 @@ describe("useChat against createUseChatHandler", () => {
     expect(JSON.stringify(lastToolResults(model))).toContain("permission denied");
   });
 
+  it("an error output with an empty errorText reaches the model as a failure without a message, and the chat goes on", async () => {
+    const model = scriptedModel([
+      [script.toolCall("get_location", {}, { id: "loc1" })],
+      [script.text("No luck.")],
+      [script.text("Sure.")],
+    ]);
+    const page = new Page(chatHandler(() => ({ provider: model, tools: [getLocation] })));
+    await page.send("where am I?");
+    const message = page.messages.at(-1) as UIMessage;
+    message.parts = message.parts.map((part) =>
+      isToolUIPart(part) ? { ...part, state: "output-error", errorText: "", output: undefined } : part,
+    ) as UIMessage["parts"];
+    await page.resend();
+    expect(lastToolResults(model)).toEqual([
+      { type: "error-text", value: "The client tool failed without a message." },
+    ]);
+    expect(textOf(await page.send("thanks"))).toBe("Sure.");
+  });
+
   describe("a tool that needs approval", () => {
     const booking = () =>
       scriptedModel([
@@ -1045,6 +1064,46 @@ describe("a long answer", () => {
 });
 
 describe("run time", () => {
+  it("names runTimeoutMs when the handler's limit ends a run, a resumed one too", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([
+          [script.toolCall("get_location", {}, { id: "loc1" })],
+          [script.text("a"), script.delay(300), script.text("b")],
+        ]),
+        tools: [getLocation],
+      }),
+      { runTimeoutMs: 50 },
+    );
+    const page = new Page(handler);
+    await page.send("where am I?");
+    page.addToolOutput("loc1", { city: "Oslo" });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of uiChunks(await page.post())) chunks.push(chunk);
+    expect(chunks.filter((chunk) => chunk.type === "error")).toEqual([
+      { type: "error", errorText: "The run took longer than 50 ms (runTimeoutMs)." },
+    ]);
+  });
+
+  it("names timeouts.totalMs when the agent's own limit ends a run", async () => {
+    const handler = chatHandler(
+      () => ({
+        provider: scriptedModel([[script.text("a"), script.delay(300), script.text("b")]]),
+        timeouts: { totalMs: 50 },
+      }),
+      { runTimeoutMs: 60_000 },
+    );
+    const chunks: UIMessageChunk[] = [];
+    const message = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    const response = await handler.fetch(
+      chatRequest({ id: "c", messages: [message], trigger: "submit-message" }),
+    );
+    for await (const chunk of uiChunks(response)) chunks.push(chunk);
+    expect(chunks.filter((chunk) => chunk.type === "error")).toEqual([
+      { type: "error", errorText: "The run took longer than 50 ms (timeouts.totalMs)." },
+    ]);
+  });
+
   it("is the agent's own timeouts.totalMs when it sets one, over HTTP", async () => {
     const handler = chatHandler(
       () => ({

@@ -35,12 +35,15 @@ export class MaxCyclesExceededError extends AgentError {
 
 export type TimeoutKind = "total" | "step" | "firstChunk" | "chunk" | "tool";
 
-/** A time limit of `timeouts` ran out. A model or total timeout ends the run as `timeout`. */
+/**
+ * A time limit of `timeouts` ran out. A model or total timeout ends the run as `timeout`. `setting`
+ * is the option the user set, for a limit a server sets on its agents' runs (`runTimeoutMs`).
+ */
 export class TimeoutError extends AgentError {
   readonly kind: TimeoutKind;
   readonly ms: number;
-  constructor(kind: TimeoutKind, ms: number, what = TIMEOUT_WHAT[kind]) {
-    super("timeout", `${what} took longer than ${ms} ms (timeouts.${kind}Ms).`, { stopReason: "timeout" });
+  constructor(kind: TimeoutKind, ms: number, what = TIMEOUT_WHAT[kind], setting = `timeouts.${kind}Ms`) {
+    super("timeout", `${what} took longer than ${ms} ms (${setting}).`, { stopReason: "timeout" });
     this.kind = kind;
     this.ms = ms;
   }

@@ -56,14 +56,11 @@ export function createAgentServer(given: AgentServerOptions): AgentServer {
       conversationTtlMs: config.conversationTtlMs,
       suspendedTtlMs: config.suspendedTtlMs,
       now: config.now,
-      promptOptions: (agent) => ({
-        // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
-        timeouts: {
-          totalMs: agent.timeouts.totalMs ?? config.runTimeoutMs,
-          clientToolMs: config.clientToolTimeoutMs,
-        },
+      promptOptions: () => ({
+        timeouts: { clientToolMs: config.clientToolTimeoutMs },
         clientTools: config.clientTools,
       }),
+      runTimeoutMs: config.runTimeoutMs,
     });
   const streamOptions: EventStreamOptions = { heartbeatMs: config.heartbeatMs, now: config.now };
 

@@ -226,6 +226,22 @@ describe("a request no URL can be made of", () => {
   });
 });
 
+describe("a method the Fetch API has no Request for", () => {
+  it("answers TRACE and CONNECT 501 not-implemented in the JSON error shape, without calling the handler", async () => {
+    let called = 0;
+    const server = await serve(async () => {
+      called++;
+      return new Response("x");
+    });
+    for (const request of ["TRACE /runs", "CONNECT x:1"]) {
+      const answer = await halfClosed(server.url, `${request} HTTP/1.1\r\nhost: x\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+      expect(answer).toContain('"code":"not-implemented"');
+    }
+    expect(called).toBe(0);
+  });
+});
+
 describe("a request target in absolute form", () => {
   it("is the request's URL, as HTTP/1.1 has servers take it", async () => {
     const server = await serve(async (request) => new Response(new URL(request.url).pathname));
@@ -275,5 +291,67 @@ describe("a response Node cannot send", () => {
       "agent-core http: the response was refused",
       "agent-core http: the response was refused",
     ]);
+  });
+});
+
+/** Writes `request` on a new connection, half-closes it, and reads the whole answer. */
+async function halfClosed(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = "";
+  socket.on("data", (chunk: Buffer) => {
+    received += chunk.toString("latin1");
+  });
+  await once(socket, "connect");
+  socket.end(request);
+  await once(socket, "close");
+  return received;
+}
+
+describe("a request Node's parser refuses", () => {
+  it("answers 400 malformed-request in the JSON error shape, for a body cut off or malformed chunks", async () => {
+    const server = await serve(async (request) => new Response(await request.text()));
+    const cutOff = `${postHead(100)}{"prompt":"h`;
+    const badChunks = `POST /runs HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n`;
+    for (const request of [cutOff, badChunks]) {
+      const answer = await halfClosed(server.url, request);
+      const [head, body] = answer.split("\r\n\r\n") as [string, string];
+      expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(head.toLowerCase()).toContain("content-type: application/json");
+      expect(JSON.parse(body)).toEqual({
+        error: { code: "malformed-request", message: expect.stringContaining("not valid HTTP") },
+      });
+    }
+  });
+
+  it("answers headers past Node's limit 431 headers-too-large, in the same shape", async () => {
+    const server = await serve(async () => new Response("x"));
+    const answer = await halfClosed(
+      server.url,
+      `GET / HTTP/1.1\r\nhost: x\r\nx-big: ${"y".repeat(20_000)}\r\n\r\n`,
+    );
+    const [head, body] = answer.split("\r\n\r\n") as [string, string];
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(body).error.code).toBe("headers-too-large");
+  });
+
+  it("writes nothing into a response already begun: the connection is only closed", async () => {
+    const begun = new TextEncoder().encode("begun");
+    const server = await serve(
+      async () => new Response(new ReadableStream({ start: (controller) => controller.enqueue(begun) })),
+    );
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    let received = "";
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("latin1");
+      // The first response is under way: now a request the parser refuses, on the same connection.
+      if (received.includes("begun")) socket.end("GET /x HTTP/1.1\r\nhost: x\r\nbad header\r\n\r\n");
+    });
+    await once(socket, "connect");
+    socket.write(next);
+    await once(socket, "close");
+    expect(received).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(received.match(/HTTP\/1\.1/g)).toHaveLength(1);
   });
 });

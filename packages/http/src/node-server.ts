@@ -1,6 +1,12 @@
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { ReadableStream } from "node:stream/web";
 import {
   InvalidConfigError,
@@ -68,8 +74,22 @@ export async function serveNode(
     throw new InvalidConfigError(
       `serveNode(): stalledWriteMs must be a whole number of ms from 1 to ${LONGEST_TIMER_MS}, got ${String(stalledWriteMs)}.`,
     );
+  /** Each connection's response in progress, so that a parse error never writes into one begun. */
+  const inProgress = new WeakMap<Socket, ServerResponse>();
   const server = createServer((req, res) => {
+    inProgress.set(req.socket, res);
+    res.once("close", () => {
+      if (inProgress.get(req.socket) === res) inProgress.delete(req.socket);
+    });
     void respond(handler, req, res, logger, stalledWriteMs);
+  });
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
+    refuseUnparsed(error, socket, inProgress.get(socket)),
+  );
+  // Without a listener Node drops a CONNECT's connection without a word.
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    if (socket.writable) writeError(socket, 501, "not-implemented", unserved("CONNECT"));
+    socket.destroy();
   });
   server.listen(port, host);
   await once(server, "listening");
@@ -146,6 +166,40 @@ async function respond(
   }
 }
 
+/**
+ * What Node's parser refused (a body cut off before its `Content-Length`, malformed chunked
+ * encoding, headers too large, a request slower than `headersTimeout`/`requestTimeout`), answered
+ * as Node would (400, 431, 408) but in the JSON error shape the handler's refusals have. A socket
+ * already gone, or whose response has begun, gets nothing written; the socket is destroyed either
+ * way, as Node does: its parser cannot go on, and a slow client keeps no connection.
+ */
+function refuseUnparsed(error: NodeJS.ErrnoException, socket: Socket, response: ServerResponse | undefined) {
+  if (socket.writable && response?.headersSent !== true) {
+    const [status, code, message] =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "headers-too-large", "The request's headers are too large."]
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "request-timeout", "The request did not arrive in time."]
+          : [
+              400,
+              "malformed-request",
+              "The request is not valid HTTP (a body cut off before its Content-Length, or malformed chunked encoding).",
+            ];
+    writeError(socket, status, code, message);
+  }
+  socket.destroy();
+}
+
+/** An error in the JSON shape, written on a socket Node gave up parsing or handed over (CONNECT). */
+function writeError(socket: Socket, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+const unserved = (method: string) => `${method} requests are not served here.`;
+
 /** The handler's response; 400 for a request no `Request` can be made of, 500 when the handler threw. */
 async function answer(
   handler: (request: Request) => Promise<Response>,
@@ -153,6 +207,12 @@ async function answer(
   signal: AbortSignal,
   logger: Logger,
 ): Promise<Response> {
+  // The Fetch API makes no `Request` of a TRACE (nor of a CONNECT, which Node hands to its own
+  // event, nor of a TRACK, which its parser refuses): no handler can serve one.
+  if (req.method === "TRACE") {
+    const error = { code: "not-implemented", message: unserved("TRACE") };
+    return Response.json({ error }, { status: 501 });
+  }
   let request: Request;
   try {
     request = toRequest(req, signal);

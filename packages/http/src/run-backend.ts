@@ -1,6 +1,7 @@
 import type { Agent, AgentEvent, AgentRun, ClientToolOutcome } from "@agent-core/core";
 import { HttpError } from "./http-error.js";
 import { forgetOnceIdle } from "./idle-forgetting.js";
+import { limitRunTime } from "./run-time-limit.js";
 import type { StartKey } from "./start-keys.js";
 
 /** What the server knows when it needs an agent for a conversation. */
@@ -117,6 +118,8 @@ export function memoryBackend(
     now: () => number;
     /** The options of every prompt, given the agent that runs it. */
     promptOptions: (agent: Agent) => Parameters<Agent["prompt"]>[1];
+    /** A run's whole time, resumed runs' too, unless its agent sets its own `timeouts.totalMs`. */
+    runTimeoutMs?: number;
   },
 ): RunBackend {
   /**
@@ -192,7 +195,7 @@ export function memoryBackend(
       const agent = await agentFor(request);
       const owner = { userId: request.userId, documentId: request.documentId };
       const run = agent.prompt(prompt, options.promptOptions(agent));
-      return inProcess(agent, run, owner);
+      return inProcess(agent, run, owner, options.runTimeoutMs);
     },
     // Runs live in the process that started them: there is nothing to find elsewhere.
     find: async () => undefined,
@@ -212,7 +215,15 @@ export function checkedAgent(agent: unknown): Agent {
   return agent as Agent;
 }
 
-function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
+function inProcess(
+  agent: Agent,
+  run: AgentRun,
+  owner: RunOwner,
+  runTimeoutMs: number | undefined,
+): BackendRun {
+  // The agent's own timeouts.totalMs, when it sets one, is the run's whole time.
+  if (runTimeoutMs !== undefined && agent.timeouts.totalMs === undefined)
+    limitRunTime(agent, run, runTimeoutMs);
   const taken = new Set<string>();
   let resumedRun: BackendRun | undefined;
   let sent = false;
@@ -259,7 +270,7 @@ function inProcess(agent: Agent, run: AgentRun, owner: RunOwner): BackendRun {
       if (taken.has(toolCallId)) return resumedRun;
       const resumed = agent.submitToolResult(toolCallId, outcome);
       taken.add(toolCallId);
-      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner);
+      if (resumed !== undefined) resumedRun = inProcess(agent, resumed, owner, runTimeoutMs);
       return resumedRun;
     },
     async steer(message, maxQueued) {

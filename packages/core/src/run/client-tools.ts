@@ -46,6 +46,14 @@ interface Waiter {
 }
 
 /**
+ * A client's error as the model reads it. An empty one (a page whose `errorText` is "") gets a text
+ * that says so: an `Error` without a message would read as "Tool failed: Error".
+ */
+function clientFailure(error: string): Error {
+  return new Error(error.trim() === "" ? "The client tool failed without a message." : error);
+}
+
+/**
  * The client tool calls of an agent that wait for their results, by call id. A run's batch binds a
  * client tool here (`bind`); `agent.submitToolResult()` delivers (`deliver`). The batch's own
  * machinery gives the wait its deadline (`timeouts.clientToolMs`) and its end on abort.
@@ -67,7 +75,7 @@ export class ClientToolCalls {
       return {
         ...tool,
         execute: () => {
-          if ("error" in delivered) throw new Error(String(delivered.error));
+          if ("error" in delivered) throw clientFailure(delivered.error);
           return delivered.result;
         },
       };
@@ -83,7 +91,7 @@ export class ClientToolCalls {
     if (waiter === undefined)
       throw new ClientToolError(`No client tool call "${toolCallId}" is waiting for a result.`);
     this.#waiting.delete(toolCallId);
-    if ("error" in outcome) waiter.reject(new Error(String(outcome.error)));
+    if ("error" in outcome) waiter.reject(clientFailure(outcome.error));
     else waiter.resolve(outcome.result);
   }
 

@@ -7,6 +7,7 @@ import { consume, limiter } from "../rate-limits.js";
 import { readJsonBody } from "../request-parsing.js";
 import { checkedAgent } from "../run-backend.js";
 import { closingError } from "../run-start.js";
+import { limitRunTime } from "../run-time-limit.js";
 import { chatRequestBody, type UiMessageIn } from "./chat-request.js";
 import { type ChatSession, ChatSessions } from "./chat-sessions.js";
 import type { AssistantTurn } from "./chat-transcript.js";
@@ -70,6 +71,9 @@ export function createUseChatHandler(given: UseChatHandlerOptions): UseChatHandl
     const abandoned = session.current?.abandoned ?? false;
     const input = readNewInput(session.transcript, waitingOf(session), chat.messages, abandoned);
     const [run, turn] = input.kind === "prompt" ? prompt(session, input) : answer(session, input);
+    // The agent's own timeouts.totalMs, when it sets one, is the run's whole time.
+    if (run !== undefined && session.agent.timeouts.totalMs === undefined)
+      limitRunTime(session.agent, run, config.runTimeoutMs);
     const response = uiMessageStreamResponse(streamRun(session, run, turn, request.signal));
     if (run !== undefined) idleFromItsEnd(session);
     return response;
@@ -132,11 +136,7 @@ export function createUseChatHandler(given: UseChatHandlerOptions): UseChatHandl
     );
     const run = session.agent.prompt(
       input.messages.map((message) => message.text),
-      {
-        clientTools: "suspend",
-        // A prompt's timeouts go over the agent's: the agent's own totalMs is passed on as it is.
-        timeouts: { totalMs: session.agent.timeouts.totalMs ?? config.runTimeoutMs },
-      },
+      { clientTools: "suspend" },
     );
     return [run, turn];
   }
