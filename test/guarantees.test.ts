@@ -161,6 +161,18 @@ describe("bad messages", () => {
   });
 });
 
+describe("a promise of a message", () => {
+  it("is refused at once as a message, not as settings", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    const promised =
+      "message must be the message itself, not a promise of it (await it first), got a promise.";
+    const message = Promise.resolve({ role: "user", content: "hi" });
+    expect(() => agent.prompt(message as never)).toThrow(`Invalid prompt: ${promised}`);
+    expect(() => agent.followUp(message as never)).toThrow(`Invalid follow-up message: ${promised}`);
+    expect(agent.messages).toEqual([]);
+  });
+});
+
 describe("bad messages, field by field", () => {
   it("a message of a role the model reads is refused naming its bad field and what it must be", () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
