@@ -227,6 +227,32 @@ describe("an assistant message with nothing in it", () => {
   });
 });
 
+describe("a prompt without a message", () => {
+  // A strict provider (Anthropic) refuses a request with no message, and the history would start
+  // with the model's reply.
+  it("on a history the model reads nothing of fails the run before the model call, leaving the history as it was", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    const agent = new Agent({ provider: model });
+    for (const prompt of [[], [{ role: "app-note", text: "user opened settings" }]]) {
+      const before = agent.messages;
+      const { stopReason, error } = await agent.prompt(prompt).result();
+      expect(stopReason).toBe("error");
+      expect(error).toBeInstanceOf(InvalidHistoryError);
+      expect(error?.message).toMatch(/^Invalid history: the model call has no message to answer/);
+      expect(agent.messages).toEqual([...before, ...prompt]);
+    }
+    expect(model.prompts).toEqual([]);
+    expect((await agent.prompt("hello").result()).text).toBe("hi");
+  });
+
+  it("continues a history that ends with a user message", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    const agent = new Agent({ provider: model, messages: [{ role: "user", content: "hello" }] });
+    expect(await agent.prompt([]).result()).toMatchObject({ stopReason: "completed", text: "hi" });
+    expect(agent.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+});
+
 describe("a tool result as a steering or follow-up message", () => {
   const result = {
     role: "toolResult",
