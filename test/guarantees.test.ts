@@ -161,6 +161,18 @@ describe("bad messages", () => {
   });
 });
 
+describe("a promise of a message", () => {
+  it("is refused at once as a message, not as settings", () => {
+    const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
+    const promised =
+      "message must be the message itself, not a promise of it (await it first), got a promise.";
+    const message = Promise.resolve({ role: "user", content: "hi" });
+    expect(() => agent.prompt(message as never)).toThrow(`Invalid prompt: ${promised}`);
+    expect(() => agent.followUp(message as never)).toThrow(`Invalid follow-up message: ${promised}`);
+    expect(agent.messages).toEqual([]);
+  });
+});
+
 describe("bad messages, field by field", () => {
   it("a message of a role the model reads is refused naming its bad field and what it must be", () => {
     const agent = new Agent({ provider: scriptedModel([[script.text("hi")]]) });
@@ -212,6 +224,32 @@ describe("an assistant message with nothing in it", () => {
     const model = scriptedModel([[script.text("here")]]);
     await new Agent({ provider: model }).prompt("").result();
     expect(model.prompts[0]?.at(-1)).toEqual({ role: "user", content: [{ type: "text", text: "" }] });
+  });
+});
+
+describe("a prompt without a message", () => {
+  // A strict provider (Anthropic) refuses a request with no message, and the history would start
+  // with the model's reply.
+  it("on a history the model reads nothing of fails the run before the model call, leaving the history as it was", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    const agent = new Agent({ provider: model });
+    for (const prompt of [[], [{ role: "app-note", text: "user opened settings" }]]) {
+      const before = agent.messages;
+      const { stopReason, error } = await agent.prompt(prompt).result();
+      expect(stopReason).toBe("error");
+      expect(error).toBeInstanceOf(InvalidHistoryError);
+      expect(error?.message).toMatch(/^Invalid history: the model call has no message to answer/);
+      expect(agent.messages).toEqual([...before, ...prompt]);
+    }
+    expect(model.prompts).toEqual([]);
+    expect((await agent.prompt("hello").result()).text).toBe("hi");
+  });
+
+  it("continues a history that ends with a user message", async () => {
+    const model = scriptedModel([[script.text("hi")]]);
+    const agent = new Agent({ provider: model, messages: [{ role: "user", content: "hello" }] });
+    expect(await agent.prompt([]).result()).toMatchObject({ stopReason: "completed", text: "hi" });
+    expect(agent.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
   });
 });
 

@@ -243,13 +243,14 @@ describe("the span tree", () => {
       provider: scriptedModel([[script.toolCall("wait", {}, { id: "w1" })]]),
       tools: [waiting],
     });
-    const { stopReason } = await agent.prompt("wait").result();
+    const { stopReason, error } = await agent.prompt("wait").result();
     expect(stopReason).toBe("aborted");
+    expect(error?.message).toBe("The run was aborted.");
 
     const [run] = spansNamed("invoke_agent");
     const abort = run?.events.find((event) => event.name === "agent_core.abort");
     expect(abort?.attributes).toEqual({
-      "agent_core.reason": "This operation was aborted",
+      "agent_core.reason": "The run was aborted.",
       "error.type": "aborted",
     });
     expect(run?.status).toMatchObject({ code: SpanStatusCode.ERROR });
@@ -257,6 +258,22 @@ describe("the span tree", () => {
     const [tool] = spansNamed("execute_tool");
     expect(tool?.status.code).toBe(SpanStatusCode.ERROR);
     expect(tool?.attributes["agent_core.tool.status"]).toBe("aborted");
+  });
+
+  it("an abort's reason: the run's error and the span event say it alike, an AbortError's own text included", async () => {
+    for (const [reason, message] of [
+      ["too slow", "The run was aborted: too slow"],
+      [new DOMException("dom", "AbortError"), "The run was aborted: dom"],
+    ] as const) {
+      exporter.reset();
+      const agent = tracedAgent({ provider: scriptedModel([[script.text("Once"), script.hang()]]) });
+      const run = agent.prompt("story");
+      agent.on("text_delta", () => run.abort(reason));
+      const { error } = await run.result();
+      expect(error?.message).toBe(message);
+      const abort = spansNamed("invoke_agent")[0]?.events.find((event) => event.name === "agent_core.abort");
+      expect(abort?.attributes?.["agent_core.reason"]).toBe(message);
+    }
   });
 
   it("a model call aborted mid-stream ends its span with the error", async () => {

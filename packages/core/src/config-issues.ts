@@ -131,13 +131,21 @@ function isEmptyObject(value: unknown): boolean {
   return true;
 }
 
-export function validate(schema: z.ZodType, input: unknown, what: string, root: string): void {
+/**
+ * Checks `input` against `schema`, or throws an `AgentConfigError` naming each bad field from
+ * `root`. `itself` says what a promise should have been instead (settings unless told).
+ */
+export function validate(
+  schema: z.ZodType,
+  input: unknown,
+  what: string,
+  root: string,
+  itself = SETTINGS_NOT_PROMISED,
+): void {
   // zod takes a promise for an object whose fields are all optional: settings an async function
   // built, passed without `await`, would silently be none at all.
   if (refusedPromise(input))
-    throw new AgentConfigError(what, [
-      { path: root, message: `must be ${SETTINGS_NOT_PROMISED}, got a promise` },
-    ]);
+    throw new AgentConfigError(what, [{ path: root, message: `must be ${itself}, got a promise` }]);
   let result: ReturnType<z.ZodType["safeParse"]>;
   try {
     result = schema.safeParse(input, PARSE_PARAMS);
@@ -166,6 +174,7 @@ export function validate(schema: z.ZodType, input: unknown, what: string, root: 
 }
 
 const SETTINGS_NOT_PROMISED = "the settings themselves, not a promise of them (await it first)";
+export const MESSAGE_NOT_PROMISED = "the message itself, not a promise of it (await it first)";
 
 /**
  * The error of a `z.strictObject` of settings: `domain` when its value is of the wrong kind; a key

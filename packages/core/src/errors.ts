@@ -308,15 +308,30 @@ export function errorMessage(error: unknown): string {
 }
 
 function abortMessage(reason: unknown): string {
-  if (reason === undefined || isDomAbort(reason)) return "The run was aborted.";
+  if (reason === undefined || isDefaultAbortReason(reason)) return "The run was aborted.";
   return `The run was aborted: ${errorMessage(reason)}`;
 }
 
-/** The reason `AbortController.abort()` gives when none is passed; never throws. */
-function isDomAbort(reason: unknown): boolean {
+/**
+ * The reason `AbortController.abort()` gives when none is passed (an AbortError with the
+ * platform's text); never throws. An AbortError with text of its own is a reason given, and kept.
+ */
+function isDefaultAbortReason(reason: unknown): boolean {
   try {
-    return reason instanceof Error && reason.name === "AbortError";
+    return reason instanceof Error && reason.name === "AbortError" && reason.message === defaultAbortText();
   } catch {
     return false;
   }
+}
+
+let defaultAbortTextOnce: string | undefined;
+
+/** The text of the platform's own abort reason ("This operation was aborted" in Node), read once. */
+function defaultAbortText(): string {
+  if (defaultAbortTextOnce === undefined) {
+    const controller = new AbortController();
+    controller.abort();
+    defaultAbortTextOnce = (controller.signal.reason as Error).message;
+  }
+  return defaultAbortTextOnce;
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentConfigError, expecting, show, validate } from "./config-issues.js";
+import { AgentConfigError, expecting, MESSAGE_NOT_PROMISED, show, validate } from "./config-issues.js";
 import {
   type AssistantMessage,
   agentMessageSchema,
@@ -27,7 +27,7 @@ const messageInputSchema = z.custom(
 export function validateMessageInput(input: unknown, what: string): void {
   if (typeof input === "string") return;
   try {
-    validate(messageInputSchema, input, what, "message");
+    validate(messageInputSchema, input, what, "message", MESSAGE_NOT_PROMISED);
   } catch (error) {
     throw badFieldError(input, what) ?? error;
   }

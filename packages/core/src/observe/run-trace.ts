@@ -8,7 +8,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { errorMessage, isAgentError } from "../errors.js";
+import { abortError, isAgentError } from "../errors.js";
 import type { AgentEvent } from "../events/schemas.js";
 import type { ToolCall, ToolResultMessage } from "../messages.js";
 import type { ModelStepRequest, ModelStepResult } from "../model/stream-step.js";
@@ -326,14 +326,14 @@ export class RunTrace implements RunObserver {
    * listener must not throw: Node rethrows it as an uncaught exception, which ends the process.
    */
   readonly #aborted = (): void => {
-    const reason: unknown = this.#signal.reason;
-    quietly(() =>
+    quietly(() => {
+      // The error the run will end with, said alike here: a timeout's own, AbortedError otherwise.
+      const ending = abortError(this.#signal.reason);
       this.#runSpan.addEvent(names.ABORT_EVENT, {
-        [names.ABORT_REASON]: errorMessage(reason),
-        // The code the run will end with: a timeout's own, "aborted" for any other reason.
-        [names.ERROR_TYPE]: isAgentError(reason) ? reason.code : "aborted",
-      }),
-    );
+        [names.ABORT_REASON]: ending.message,
+        [names.ERROR_TYPE]: ending.code,
+      });
+    });
   };
 }
 

@@ -233,6 +233,37 @@ describe("OrchestratorRegistry", () => {
     );
   });
 
+  it("wraps what a factory throws that is no Error, naming the orchestrator; an Error reaches the caller as is", () => {
+    const registry = new OrchestratorRegistry();
+    registry.register("throws-string", () => {
+      throw "nope";
+    });
+    let thrown: unknown;
+    try {
+      registry.create("throws-string");
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidConfigError);
+    expect(thrown).toMatchObject({
+      message: `orchestrator "throws-string"'s factory threw: nope.`,
+      cause: "nope",
+    });
+    const own = new InvalidConfigError(
+      "Invalid reflect options: rounds must be a whole number >= 0, got 1.5.",
+    );
+    registry.register("throws-error", () => {
+      throw own;
+    });
+    let thrownError: unknown;
+    try {
+      registry.create("throws-error");
+    } catch (error) {
+      thrownError = error;
+    }
+    expect(thrownError).toBe(own);
+  });
+
   it("refuses a factory that returns a promise, and leaves no rejection of it unhandled", async () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown) => unhandled.push(reason);

@@ -1,7 +1,12 @@
 import "reflect-metadata";
 import { container, type DependencyContainer, type InjectionToken } from "tsyringe";
 import { refuseUnknownKeys } from "../config-issues.js";
-import { InvalidConfigError, NoOrchestratorError, UnknownOrchestratorError } from "../errors.js";
+import {
+  errorMessage,
+  InvalidConfigError,
+  NoOrchestratorError,
+  UnknownOrchestratorError,
+} from "../errors.js";
 import { refusedPromise } from "../run/checked-messages.js";
 import type { Orchestrator, OrchestratorFactory } from "./contract.js";
 
@@ -71,7 +76,17 @@ export class OrchestratorRegistry {
     if (chosen === undefined) throw new NoOrchestratorError();
     const factory = this.#factory(chosen);
     if (factory === undefined) throw new UnknownOrchestratorError(chosen, this.names());
-    const built: unknown = factory(options);
+    let built: unknown;
+    try {
+      built = factory(options);
+    } catch (thrown) {
+      // A plug-in's own error (its options refused by validateOptions) reaches the caller as it
+      // is; anything else thrown (a string) would be no error at all, so it is named and kept.
+      if (thrown instanceof Error) throw thrown;
+      throw new InvalidConfigError(`orchestrator "${chosen}"'s factory threw: ${errorMessage(thrown)}.`, {
+        cause: thrown,
+      });
+    }
     // An async factory: the agent is built synchronously, so its promise would be dropped, and a
     // rejection of it would go unhandled (which ends a Node process).
     if (refusedPromise(built))

@@ -77,6 +77,21 @@ describe("MetricsRecorder", () => {
     });
   });
 
+  // result.usage has them: a turn's or a run's metrics must not leave them out.
+  it("reports reasoning and cached input tokens since a snapshot, once a model call of the run reported them", () => {
+    const m = new MetricsRecorder();
+    m.addUsage({ ...usage(100, 50), reasoningTokens: 3 });
+    expect(m.since(MetricsRecorder.zero(), 0).usage).toStrictEqual({ ...usage(100, 50), reasoningTokens: 3 });
+    const start = m.snapshot();
+    m.addUsage({ ...usage(7, 3), reasoningTokens: 2, cachedInputTokens: 60 });
+    expect(m.since(start, 0).usage).toStrictEqual({
+      ...usage(7, 3),
+      reasoningTokens: 2,
+      cachedInputTokens: 60,
+    });
+    expect(m.since(MetricsRecorder.zero(), 0).usage).toStrictEqual(m.usage);
+  });
+
   it("never reports negative framework time", () => {
     const m = new MetricsRecorder();
     const start = m.snapshot();

@@ -1,5 +1,5 @@
 import type { RunMetrics } from "../events/schemas.js";
-import { addUsage, emptyUsage, type Usage } from "../messages.js";
+import { addUsage, emptyUsage, type Usage, usageOf } from "../messages.js";
 
 /** Counts what a run spends, in time, tokens and tool calls, for the `metrics` of turns and runs. */
 export class MetricsRecorder {
@@ -46,11 +46,7 @@ export class MetricsRecorder {
       modelMs: round(modelMs),
       toolMs: round(toolMs),
       frameworkMs: round(Math.max(0, durationMs - modelMs - toolMs)),
-      usage: {
-        inputTokens: this.usage.inputTokens - start.usage.inputTokens,
-        outputTokens: this.usage.outputTokens - start.usage.outputTokens,
-        totalTokens: this.usage.totalTokens - start.usage.totalTokens,
-      },
+      usage: usageSince(this.usage, start.usage),
     };
   }
 }
@@ -61,6 +57,22 @@ export interface MetricsSnapshot {
   usage: Usage;
   toolCalls: Record<string, number>;
   cycles: number;
+}
+
+/**
+ * The tokens of `total` not yet in `start`. The optional counts are there once a model call of the
+ * run reported them, as in the run's `usage` (a turn whose calls reported none of them: 0).
+ */
+function usageSince(total: Usage, start: Usage): Usage {
+  const since = (now: number | undefined, before: number | undefined) =>
+    now === undefined ? undefined : now - (before ?? 0);
+  return usageOf(
+    total.inputTokens - start.inputTokens,
+    total.outputTokens - start.outputTokens,
+    total.totalTokens - start.totalTokens,
+    since(total.reasoningTokens, start.reasoningTokens),
+    since(total.cachedInputTokens, start.cachedInputTokens),
+  );
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;

@@ -28,10 +28,14 @@ import {
   usage,
 } from "./run-fixtures.test-support.js";
 
+const ASKED = { role: "user", content: "Go.", timestamp: 0 } as const;
+
 /** Model decisions over a fresh harness whose model step answers with `replies`. */
 function decisionsWith(replies: ScriptedReply[], overrides: HarnessOverrides = {}) {
   const step = scriptedStep(...replies);
   const h = runHarness({ modelStep: step, ...overrides });
+  // The user message the model answers: a call with no message at all is refused.
+  h.keeper.append(ASKED);
   const activity = new Activity();
   const decisions = new ModelDecisions(h.setup, h.log, h.publisher, h.metrics, activity);
   return { ...h, step, activity, decisions };
@@ -57,7 +61,7 @@ describe("ModelDecisions.decide", () => {
       timestamp: d.clock.now(),
     };
     expect(decision).toEqual({ mode: "respond", message: expected, text: "Hello." });
-    expect(d.keeper.messages).toEqual([expected]);
+    expect(d.keeper.messages).toEqual([ASKED, expected]);
     expect(trace(d.events)).toEqual(["text_delta", "steering_mode"]);
     expect(eventsOf(d.events, "steering_mode")[0]).toMatchObject({ mode: "respond", queueSize: 0 });
   });
@@ -90,7 +94,7 @@ describe("ModelDecisions.decide", () => {
   it("rejects an empty reply with EmptyResponseError and records nothing", async () => {
     const d = decisionsWith([textReply("", { finishReason: "content-filter" })]);
     await expect(d.decisions.decide({})).rejects.toBeInstanceOf(EmptyResponseError);
-    expect(d.keeper.messages).toEqual([]);
+    expect(d.keeper.messages).toEqual([ASKED]);
     expect(eventsOf(d.events, "steering_mode")).toEqual([]);
   });
 
@@ -157,7 +161,7 @@ describe("ModelDecisions.decide", () => {
     d.steeringQueue.push("hurry up", 42);
     await d.decisions.decide({});
     expect(trace(d.events)).toEqual(["steering_applied", "text_delta", "steering_mode"]);
-    expect(d.keeper.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(d.keeper.messages.map((m) => m.role)).toEqual(["user", "user", "assistant"]);
     expect(textOfPrompt(d.step.requests[0]?.prompt.at(-1))).toBe("hurry up");
   });
 
@@ -224,7 +228,7 @@ describe("ModelDecisions.generateObject", () => {
     const d = decisionsWith([textReply('{"answer":42}')]);
     const generated = await d.decisions.generateObject(schema, {});
     expect(generated).toEqual({ object: { answer: 42 }, text: '{"answer":42}' });
-    expect(d.keeper.messages).toEqual([]);
+    expect(d.keeper.messages).toEqual([ASKED]);
     // Structured output is not streamed as text.
     expect(trace(d.events)).toEqual(["steering_mode"]);
     expect(eventsOf(d.events, "steering_mode")[0]).toMatchObject({ mode: "respond", queueSize: 0 });

@@ -188,6 +188,12 @@ export class ModelRequestBuilder {
       spec.extraMessages && spec.extraMessages.length > 0
         ? prompt.concat(toModelPrompt(undefined, spec.extraMessages))
         : prompt;
+    // Only the system prompt (an empty history, `prompt([])`, or none of its messages one the model
+    // reads): a strict provider refuses the request, and the reply would start the history.
+    if (withExtra.length === (withExtra[0]?.role === "system" ? 1 : 0))
+      throw new InvalidHistoryError(
+        "the model call has no message to answer: the history (after transformContext, convertToLlm and prepareStep) has none the model reads; give prompt() a message.",
+      );
     const defaults = this.#setup.modelSettings;
     const settings = spec.settings ? { ...defaults, ...spec.settings } : defaults;
     return { model, prompt: withExtra, tools, settings };
