@@ -2,6 +2,7 @@ import "@agent-core/agentic";
 import {
   Agent,
   AgentConfigError,
+  type AgentEvent,
   defineTool,
   ID_SOURCE,
   InvalidConfigError,
@@ -718,10 +719,7 @@ describe("execution", () => {
     });
     const agentRun = agent.prompt("go");
     expect((await agentRun.result()).stopReason).toBe("aborted");
-    const steps = agentRun.events
-      .filter((event) => /^(plan_step_|tool_)/.test(event.type))
-      .map((event) => `${event.type} ${"index" in event ? event.index : ""}`.trim());
-    expect(steps).toEqual([
+    expect(stepsAndCalls(agentRun.events)).toEqual([
       "plan_step_start 0",
       "tool_call",
       "tool_result",
@@ -758,10 +756,7 @@ describe("execution", () => {
     expect(result.stopReason).toBe("error");
     assertValidTranscript(result.messages);
     assertEventProtocol(agentRun.events);
-    const steps = agentRun.events
-      .filter((event) => /^(plan_step_|tool_)/.test(event.type))
-      .map((event) => `${event.type} ${"index" in event ? event.index : ""}`.trim());
-    expect(steps).toEqual([
+    expect(stepsAndCalls(agentRun.events)).toEqual([
       "plan_step_start 0",
       "tool_call",
       "tool_result",
@@ -773,6 +768,13 @@ describe("execution", () => {
     ]);
   });
 });
+
+/** The run's step and tool events, each as its type and (for a step) its index: "plan_step_start 0". */
+function stepsAndCalls(events: readonly AgentEvent[]): string[] {
+  return events
+    .filter((event) => /^(plan_step_|tool_)/.test(event.type))
+    .map((event) => `${event.type} ${"index" in event ? event.index : ""}`.trim());
+}
 
 describe("options", () => {
   const messageOf = (options: unknown) => {
