@@ -120,7 +120,7 @@ export const ORCHESTRATOR_REGISTRY: InjectionToken<OrchestratorRegistry> = Symbo
 export const rootContainer: DependencyContainer = container.createChildContainer();
 rootContainer.registerInstance(ORCHESTRATOR_REGISTRY, new OrchestratorRegistry());
 
-/** What `registerOrchestrator` takes: a key none of these is a misspelling (`defualt`), refused. */
+/** The options `registerOrchestrator` takes; any other key (a misspelt `defualt`) is refused. */
 const REGISTER_OPTIONS = ["default", "replace", "container"];
 
 /**
