@@ -75,6 +75,27 @@ async function postResult(
   return [response.status, text === "" ? undefined : JSON.parse(text).error.code];
 }
 
+/** Every event of a run, read from its start. */
+async function eventsOfRun(url: string, runId: string) {
+  return ndjsonEvents(
+    await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
+  );
+}
+
+/**
+ * Starts a run that suspends at its client call `c1`, posts `outcome` as its result, and returns
+ * the events of the run that resumed.
+ */
+async function resumedAfter(url: string, outcome: { result: string } | { error: string }) {
+  const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
+    string,
+    unknown
+  > & { pendingClientTools: { hookToken: string }[] };
+  const token = end.pendingClientTools[0]?.hookToken;
+  const posted = await post(`${url}/runs/${end.runId}/tool-results`, { toolCallId: "c1", token, ...outcome });
+  return eventsOfRun(url, (await posted.json()).runId);
+}
+
 describe("a client tool over HTTP", () => {
   it("suspends at each client call with a signed token and resumes on its first valid result", async () => {
     const { url } = await startServer(twoClientCalls);
@@ -449,9 +470,7 @@ describe("a client tool over HTTP", () => {
     expect([again.status, (await again.json()).runId]).toEqual([202, runId]);
     // The first result again is answered as it was the first time: it did not resume the run.
     expect(await postResult(url, end.runId, body1)).toEqual([204, undefined]);
-    const resumed = ndjsonEvents(
-      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
-    );
+    const resumed = await eventsOfRun(url, runId);
     assertEventProtocol(resumed);
     expect(resumed.filter((event) => event.type === "tool_result").map((event) => event.result)).toEqual([
       "A",
@@ -471,20 +490,7 @@ describe("a client tool over HTTP", () => {
       }),
       { clientTools: "suspend" },
     );
-    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
-      string,
-      unknown
-    > & { pendingClientTools: { hookToken: string }[] };
-    const token = end.pendingClientTools[0]?.hookToken;
-    const posted = await post(`${url}/runs/${end.runId}/tool-results`, {
-      toolCallId: "c1",
-      token,
-      error: "",
-    });
-    const { runId } = await posted.json();
-    const resumed = ndjsonEvents(
-      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
-    );
+    const resumed = await resumedAfter(url, { error: "" });
     expect(resumed.find(ofType("tool_result"))).toMatchObject({
       status: "error",
       error: "The client tool failed without a message.",
@@ -502,20 +508,7 @@ describe("a client tool over HTTP", () => {
       }),
       { clientTools: "suspend", runTimeoutMs: 50 },
     );
-    const end = ndjsonEvents(await (await post(`${url}/runs`, { prompt: "go" })).text()).at(-1) as Record<
-      string,
-      unknown
-    > & { pendingClientTools: { hookToken: string }[] };
-    const token = end.pendingClientTools[0]?.hookToken;
-    const posted = await post(`${url}/runs/${end.runId}/tool-results`, {
-      toolCallId: "c1",
-      token,
-      result: "A",
-    });
-    const { runId } = await posted.json();
-    const resumed = ndjsonEvents(
-      await (await fetch(`${url}/runs/${runId}/events`, { headers: { "x-user": "alice" } })).text(),
-    );
+    const resumed = await resumedAfter(url, { result: "A" });
     expect(resumed.find(ofType("error"))).toMatchObject({
       message: "The run took longer than 50 ms (runTimeoutMs).",
     });

@@ -719,16 +719,7 @@ describe("execution", () => {
     });
     const agentRun = agent.prompt("go");
     expect((await agentRun.result()).stopReason).toBe("aborted");
-    expect(stepsAndCalls(agentRun.events)).toEqual([
-      "plan_step_start 0",
-      "tool_call",
-      "tool_result",
-      "plan_step_end 0",
-      "plan_step_start 1",
-      "tool_call",
-      "tool_result",
-      "plan_step_end 1",
-    ]);
+    expect(stepsAndCalls(agentRun.events)).toEqual(BOTH_STEPS_BRACKETED);
   });
 
   it("a batch that failed (a beforeToolCall that throws) leaves its steps to the run's end, which brackets each with its step events", async () => {
@@ -756,18 +747,21 @@ describe("execution", () => {
     expect(result.stopReason).toBe("error");
     assertValidTranscript(result.messages);
     assertEventProtocol(agentRun.events);
-    expect(stepsAndCalls(agentRun.events)).toEqual([
-      "plan_step_start 0",
-      "tool_call",
-      "tool_result",
-      "plan_step_end 0",
-      "plan_step_start 1",
-      "tool_call",
-      "tool_result",
-      "plan_step_end 1",
-    ]);
+    expect(stepsAndCalls(agentRun.events)).toEqual(BOTH_STEPS_BRACKETED);
   });
 });
+
+/** Two steps, each call between its step's start and end. */
+const BOTH_STEPS_BRACKETED = [
+  "plan_step_start 0",
+  "tool_call",
+  "tool_result",
+  "plan_step_end 0",
+  "plan_step_start 1",
+  "tool_call",
+  "tool_result",
+  "plan_step_end 1",
+];
 
 /** The run's step and tool events, each as its type and (for a step) its index: "plan_step_start 0". */
 function stepsAndCalls(events: readonly AgentEvent[]): string[] {
